@@ -1,0 +1,1 @@
+//! Syntax tree to checked program: scopes, block rules, types, the built-in signature table.

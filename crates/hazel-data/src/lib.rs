@@ -1,0 +1,1 @@
+//! CmdStan JSON data: parsing and validation against a program's data block.

@@ -1,0 +1,1 @@
+//! Stan CSV: writer (CmdStan layout, flushed per draw) and reader.

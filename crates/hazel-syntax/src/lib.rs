@@ -1,0 +1,1 @@
+//! Stan source to syntax tree: lexer, parser with error recovery, pretty-printer.
