@@ -1,1 +1,15 @@
-//! Special functions and densities: each with a plain-value rule and a gradient rule beside it.
+//! hazel's math library. Every function has a plain-value rule and a gradient rule beside it,
+//! tested against reference values (mpmath/scipy fixtures) and finite differences.
+//!
+//! - [`special`]: scalar special functions (lgamma, digamma, log1p_exp, erfc, Phi, …) and the
+//!   table of Stan's scalar functions by name.
+//! - [`dist`]: univariate densities/mass functions, cdfs and rngs, and the table of Stan's
+//!   distributions by name.
+//! - [`linalg`]: dense matrix functions with reverse-mode (adjoint) rules: Cholesky, triangular
+//!   solves, covariance kernels, multivariate densities.
+//! - [`transforms`]: Stan's constraining transforms with log-Jacobians and their adjoints.
+
+pub mod dist;
+pub mod linalg;
+pub mod special;
+pub mod transforms;

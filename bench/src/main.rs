@@ -1,0 +1,1 @@
+fn main() { println!("see the other binaries in bench/src/bin"); }
