@@ -1,9 +1,48 @@
 //! NUTS with Stan's windowed adaptation, as a pure `init` / `step` pair over explicit state,
 //! and a runner that puts chains on a thread pool.
 //!
+//! # Layers
+//!
+//! * [`nuts`] — one transition: [`nuts::nuts_step`] maps a [`nuts::NutsState`] (position,
+//!   log density, gradient and every preallocated trajectory buffer), a [`metric::Metric`], a
+//!   step size and a random stream to the next state and the iteration's statistics. The
+//!   trajectory is built iteratively (no recursion, no allocation). Also Stan's step-size
+//!   heuristic, [`nuts::find_reasonable_stepsize`].
+//! * [`metric`] — diagonal and dense Euclidean metrics (with an in-crate Cholesky).
+//! * [`adapt`] — dual averaging of the step size, Stan's slow-window schedule, Welford
+//!   (co)variance estimators with Stan's regularisation.
+//! * [`init`] — Stan's initialisation: random points in `(-r, r)` or user values, retried up to
+//!   `init_attempts` times, one clear error on failure.
+//! * [`chain`] — a [`chain::Chain`] strings these together for one chain, iteration by iteration,
+//!   following Stan's `run_adaptive_sampler`.
+//! * [`run()`] — all chains of a run on a private rayon pool, each into its own
+//!   [`types::DrawSink`].
+//!
+//! The pieces below the runner are public so that a batched backend (many chains in lockstep on
+//! a GPU) can reuse the same state, adaptation and statistics without the runner.
+//!
+//! # Where hazel follows Stan and where it differs
+//!
+//! Every statistic and adaptation rule is Stan's (see each module). Differences that do not
+//! change the distribution of the output: random numbers come from hazel's own streams
+//! (`hazel_rng`, ChaCha8), so draws are not bit-identical to Stan's; the multinomial draw inside
+//! a subtree is made progressively leaf by leaf instead of at each merge (same distribution, see
+//! [`nuts`]); step-size jitter is not offered.
+//!
 //! The public contract with the output side is in [`types`]: the run configuration, the
 //! per-draw statistics and the [`types::DrawSink`] that receives every draw as it is made.
 
+pub mod adapt;
+pub mod chain;
+pub mod init;
+pub mod metric;
+pub mod nuts;
+pub mod run;
 pub mod types;
 
+pub use chain::{Chain, ChainError, Iteration};
+pub use init::InitError;
+pub use metric::Metric;
+pub use nuts::{nuts_step, NutsSettings, NutsState, Transition};
+pub use run::{run, ChainReport, RunError, RunReport};
 pub use types::*;

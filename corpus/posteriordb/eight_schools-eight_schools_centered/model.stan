@@ -1,0 +1,16 @@
+data {
+  int<lower=0> J;
+  array[J] real y;
+  array[J] real<lower=0> sigma;
+}
+parameters {
+  array[J] real theta;
+  real mu;
+  real<lower=0> tau;
+}
+model {
+  mu ~ normal(0, 5);
+  tau ~ cauchy(0, 5);
+  theta ~ normal(mu, tau);
+  y ~ normal(theta, sigma);
+}

@@ -1,0 +1,19 @@
+data {
+  int<lower=0> N;
+  int<lower=0> J;
+  array[N] int<lower=1, upper=J> county_idx;
+  vector[N] log_radon;
+}
+parameters {
+  vector[J] alpha;
+  real mu_alpha;
+  real<lower=0> sigma_alpha;
+  real<lower=0> sigma_y;
+}
+model {
+  sigma_y ~ normal(0, 1);
+  sigma_alpha ~ normal(0, 1);
+  mu_alpha ~ normal(0, 10);
+  alpha ~ normal(mu_alpha, sigma_alpha);
+  target += normal_lpdf(log_radon | alpha[county_idx], sigma_y);
+}

@@ -1,0 +1,23 @@
+data {
+  int<lower=0> J;
+  int<lower=0> N;
+  array[N] int<lower=1, upper=J> county_idx;
+  vector[N] log_uppm;
+  vector[N] floor_measure;
+  vector[N] log_radon;
+}
+parameters {
+  vector[J] alpha;
+  vector[2] beta;
+  real mu_alpha;
+  real<lower=0> sigma_alpha;
+  real<lower=0> sigma_y;
+}
+model {
+  sigma_alpha ~ normal(0, 1);
+  sigma_y ~ normal(0, 1);
+  mu_alpha ~ normal(0, 10);
+  beta ~ normal(0, 10);
+  alpha ~ normal(mu_alpha, sigma_alpha);
+  target += normal_lpdf(log_radon | alpha[county_idx] + log_uppm * beta[1] + floor_measure * beta[2], sigma_y);
+}

@@ -1,0 +1,3 @@
+data { int N; vector[N] y; }
+parameters { real mu; }
+model { y = y + 1; mu ~ normal(0, 1); }

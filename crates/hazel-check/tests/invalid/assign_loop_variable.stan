@@ -1,0 +1,5 @@
+transformed data {
+  for (i in 1:10) {
+    i = 2;
+  }
+}

@@ -1,0 +1,1 @@
+transformed data { real x = fmax(1 | 2); }

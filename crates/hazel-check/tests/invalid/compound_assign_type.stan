@@ -1,0 +1,1 @@
+transformed data { int n = 1; n += 2.5; }

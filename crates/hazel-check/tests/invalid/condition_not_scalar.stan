@@ -1,0 +1,2 @@
+data { vector[3] v; }
+transformed data { if (v) { print("yes"); } }

@@ -1,0 +1,1 @@
+transformed data { if (1) continue; }

@@ -1,0 +1,4 @@
+functions {
+  real f(real x);
+  int f(real x) { return 1; }
+}

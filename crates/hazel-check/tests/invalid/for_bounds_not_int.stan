@@ -1,0 +1,1 @@
+transformed data { for (i in 1:2.5) { print(i); } }

@@ -1,0 +1,1 @@
+transformed data { real x = exp + 1; }

@@ -1,0 +1,1 @@
+transformed data { int n = 2.5; }

@@ -1,0 +1,2 @@
+parameters { int k; }
+model { }

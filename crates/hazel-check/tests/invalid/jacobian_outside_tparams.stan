@@ -1,0 +1,2 @@
+parameters { real mu; }
+model { jacobian += mu; }

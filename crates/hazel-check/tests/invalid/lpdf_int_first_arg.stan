@@ -1,0 +1,3 @@
+functions {
+  real foo_lpdf(int y, real mu) { return -y * mu; }
+}

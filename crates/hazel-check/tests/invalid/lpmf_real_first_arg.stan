@@ -1,0 +1,3 @@
+functions {
+  real foo_lpmf(real y, real mu) { return -y * mu; }
+}

@@ -1,0 +1,3 @@
+functions {
+  real foo_lupdf(real y) { return -y; }
+}

@@ -1,0 +1,5 @@
+functions {
+  real f(real x) {
+    if (x > 0) return x;
+  }
+}

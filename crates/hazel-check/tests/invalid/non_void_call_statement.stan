@@ -1,0 +1,1 @@
+transformed data { exp(1.0); }

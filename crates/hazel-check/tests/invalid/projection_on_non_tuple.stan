@@ -1,0 +1,1 @@
+transformed data { real x = 1; real y = x.1; }

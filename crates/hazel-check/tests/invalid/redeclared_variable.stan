@@ -1,0 +1,3 @@
+data { int N; }
+parameters { real N; }
+model { }

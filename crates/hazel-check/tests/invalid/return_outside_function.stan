@@ -1,0 +1,1 @@
+transformed data { return 1; }

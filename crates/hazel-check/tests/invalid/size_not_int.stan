@@ -1,0 +1,1 @@
+data { real n; vector[n] v; }

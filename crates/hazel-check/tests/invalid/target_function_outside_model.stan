@@ -1,0 +1,1 @@
+transformed data { real t = target(); }

@@ -1,0 +1,2 @@
+parameters { real mu; }
+model { mu ~ normal_lpdf(0, 1); }

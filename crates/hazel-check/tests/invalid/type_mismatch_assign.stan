@@ -1,0 +1,1 @@
+transformed data { real x; vector[3] v; x = v; }

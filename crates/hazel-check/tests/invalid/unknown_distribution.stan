@@ -1,0 +1,2 @@
+parameters { real mu; }
+model { mu ~ norml(0, 1); }

@@ -1,0 +1,2 @@
+data { real x; }
+transformed data { real y = x(2); }

@@ -1,0 +1,4 @@
+functions {
+  real f(real x) { return x; }
+}
+data { real f; }

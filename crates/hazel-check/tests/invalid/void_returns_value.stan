@@ -1,0 +1,3 @@
+functions {
+  void f(real x) { return x; }
+}

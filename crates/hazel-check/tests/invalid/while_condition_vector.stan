@@ -1,0 +1,2 @@
+data { vector[2] v; }
+transformed data { while (v) { } }

@@ -1,0 +1,3 @@
+functions {
+  real f(real x) { return {x, x}; }
+}

@@ -1,0 +1,191 @@
+//! Building a [`Graph`] op by op. Each push allocates the op's output slot after everything
+//! allocated so far, which keeps the layout invariant (inputs below outputs) by construction;
+//! pushes also run the op forward at once on the builder's own buffers ("eager" values), so
+//! the tracer can read a value when control flow depends on it.
+
+use crate::dists::{DistKind, NO_SCRATCH};
+use crate::kernels::{self, BinaryFn, UnaryFn};
+use crate::tape::{read, Arg, Buffers, CheckKind, Graph, Op, Slot};
+use hazel_density::EvalError;
+
+#[derive(Debug, Default)]
+pub struct GraphBuilder {
+    pub graph: Graph,
+    pub buf: Buffers,
+    /// The first error the eager forward run hit (the op is still recorded).
+    pub eager_error: Option<EvalError>,
+}
+
+impl GraphBuilder {
+    /// A builder whose parameter slot is `q` (its values drive the eager evaluation).
+    pub fn new(q: &[f64]) -> GraphBuilder {
+        let mut b = GraphBuilder::default();
+        b.reset(q);
+        b
+    }
+
+    /// Clears everything, keeping capacity (the dynamic fallback re-traces into the same
+    /// builder at every evaluation).
+    pub fn reset(&mut self, q: &[f64]) {
+        self.graph.ops.clear();
+        self.graph.consts.clear();
+        self.graph.dim = q.len();
+        self.graph.n_vals = q.len();
+        self.graph.n_scratch = 0;
+        self.buf.vals.clear();
+        self.buf.vals.extend_from_slice(q);
+        self.buf.scratch.clear();
+        self.eager_error = None;
+    }
+
+    pub fn dim(&self) -> usize {
+        self.graph.dim
+    }
+
+    /// The parameter slot.
+    pub fn params(&self) -> Arg {
+        Arg::var(0, self.graph.dim)
+    }
+
+    /// Adds constants to the pool.
+    pub fn konst(&mut self, values: &[f64]) -> Arg {
+        let off = self.graph.consts.len();
+        self.graph.consts.extend_from_slice(values);
+        Arg::konst(off, values.len())
+    }
+
+    pub fn scalar_const(&mut self, v: f64) -> Arg {
+        self.konst(&[v])
+    }
+
+    /// Current value of an argument (eager evaluation).
+    pub fn value(&self, a: Arg) -> &[f64] {
+        read(a, &self.buf.vals, &self.graph.consts)
+    }
+
+    fn alloc(&mut self, len: usize) -> Slot {
+        let off = self.graph.n_vals;
+        self.graph.n_vals += len;
+        self.buf.vals.resize(self.graph.n_vals, 0.0);
+        Slot { off: off as u32, len: len as u32 }
+    }
+
+    fn alloc_scratch(&mut self, len: usize) -> u32 {
+        let off = self.graph.n_scratch;
+        self.graph.n_scratch += len;
+        self.buf.scratch.resize(self.graph.n_scratch, 0.0);
+        off as u32
+    }
+
+    fn push(&mut self, op: Op) -> Arg {
+        let out = op.out();
+        debug_assert!(op.inputs().iter().all(|a| !a.is_var() || a.off + a.len <= out.off));
+        if self.eager_error.is_none() {
+            if let Err(e) = kernels::forward(&op, &self.graph.consts, &mut self.buf.vals, &mut self.buf.scratch) {
+                self.eager_error = Some(e);
+            }
+        }
+        self.graph.ops.push(op);
+        out.arg()
+    }
+
+    pub fn unary(&mut self, f: UnaryFn, x: Arg) -> Arg {
+        let out = self.alloc(x.len());
+        self.push(Op::Unary { f, x, out })
+    }
+
+    /// Elementwise with broadcasting: lengths must be equal or one of them 1.
+    pub fn binary(&mut self, f: BinaryFn, a: Arg, b: Arg) -> Arg {
+        let n = if a.len() == 1 { b.len() } else { a.len() };
+        debug_assert!(a.len() == 1 || b.len() == 1 || a.len() == b.len());
+        let out = self.alloc(n);
+        self.push(Op::Binary { f, a, b, out })
+    }
+
+    pub fn sum(&mut self, x: Arg) -> Arg {
+        let out = self.alloc(1);
+        self.push(Op::Sum { x, out })
+    }
+
+    pub fn sum_scalars(&mut self, xs: Vec<Arg>) -> Arg {
+        let out = self.alloc(1);
+        self.push(Op::SumScalars { xs: xs.into_boxed_slice(), out })
+    }
+
+    pub fn dot(&mut self, a: Arg, b: Arg) -> Arg {
+        let out = self.alloc(1);
+        self.push(Op::Dot { a, b, out })
+    }
+
+    pub fn log_sum_exp(&mut self, x: Arg) -> Arg {
+        let out = self.alloc(1);
+        self.push(Op::LogSumExp { x, out })
+    }
+
+    pub fn cumsum(&mut self, x: Arg) -> Arg {
+        let out = self.alloc(x.len());
+        self.push(Op::CumSum { x, out })
+    }
+
+    /// One contiguous run from scalars anywhere.
+    pub fn pack(&mut self, xs: Vec<Arg>) -> Arg {
+        let out = self.alloc(xs.len());
+        self.push(Op::Pack { xs: xs.into_boxed_slice(), out })
+    }
+
+    /// `x[idx]` with 0-based data indexes (checked by the caller).
+    pub fn gather(&mut self, x: Arg, idx: Vec<u32>) -> Arg {
+        let out = self.alloc(idx.len());
+        self.push(Op::Gather { x, idx: idx.into_boxed_slice(), out })
+    }
+
+    pub fn matvec(&mut self, m: Arg, v: Arg, rows: usize, cols: usize) -> Arg {
+        let out = self.alloc(rows);
+        self.push(Op::MatVec { m, v, rows: rows as u32, cols: cols as u32, out })
+    }
+
+    pub fn matmul(&mut self, a: Arg, b: Arg, n: usize, k: usize, m: usize) -> Arg {
+        let out = self.alloc(n * m);
+        self.push(Op::MatMul { a, b, n: n as u32, k: k as u32, m: m as u32, out })
+    }
+
+    /// Sum of a univariate log density over broadcast arguments (`args[0]` the variate).
+    pub fn dist(&mut self, kind: DistKind, args: Vec<Arg>, propto: bool) -> Arg {
+        let len = args.iter().map(|a| a.len()).max().unwrap_or(1);
+        let len = if args.iter().any(|a| a.is_empty()) { 0 } else { len };
+        let mut sc = Vec::with_capacity(args.len());
+        for a in &args {
+            if a.is_var() {
+                let off = self.alloc_scratch(a.len());
+                sc.push(off);
+            } else {
+                sc.push(NO_SCRATCH);
+            }
+        }
+        let out = self.alloc(1);
+        self.push(Op::Dist { kind, args: args.into_boxed_slice(), propto, len: len as u32, scratch: sc.into_boxed_slice(), out })
+    }
+
+    /// A structured transform of `x`; the output run is the constrained value (`n_out`)
+    /// followed by the log-Jacobian.
+    pub fn constrain(&mut self, kind: crate::tape::StructKind, x: Arg, n_out: usize) -> Arg {
+        let sc = self.alloc_scratch(kind.workspace_len() + kind.free_len() + n_out);
+        let out = self.alloc(n_out + 1);
+        self.push(Op::Constrain { kind, x, scratch: sc, out })
+    }
+
+    pub fn check(&mut self, kind: CheckKind, x: Arg, bound: Arg, message: String) {
+        let out = self.alloc(0);
+        self.push(Op::Check { kind, x, bound, message: message.into_boxed_str(), out });
+    }
+
+    pub fn reject(&mut self, message: String) {
+        let out = self.alloc(0);
+        self.push(Op::Reject { message: message.into_boxed_str(), out });
+    }
+
+    /// Finishes: the graph (buffers sized by the graph itself).
+    pub fn finish(self) -> Graph {
+        self.graph
+    }
+}

@@ -1,0 +1,791 @@
+//! Value and gradient rules of every op, side by side.
+//!
+//! Reductions are always computed in fixed chunks of [`CHUNK`] elements: each chunk is summed
+//! left to right, then the chunk sums are added left to right. The parallel path (see
+//! [`crate::par`]) evaluates chunks on other threads but combines them in the same order, so
+//! results are bit-identical for any thread count.
+
+use crate::dists;
+use crate::tape::{read, Arg, CheckKind, Op};
+use hazel_density::EvalError;
+
+pub use crate::dists::DistKind;
+
+/// Elements per reduction chunk (and per parallel work item).
+pub const CHUNK: usize = 2048;
+
+/// A scalar function of hazel_math's table.
+#[derive(Clone, Copy)]
+pub struct MathUnary(pub &'static hazel_math::special::UnaryFn);
+
+impl std::fmt::Debug for MathUnary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+/// A binary function of hazel_math's table.
+#[derive(Clone, Copy)]
+pub struct MathBinary(pub &'static hazel_math::special::BinaryFn);
+
+impl std::fmt::Debug for MathBinary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+/// Elementwise unary functions: value `f(x)` and derivative `f'(x)` given `x` and `y = f(x)`.
+#[derive(Debug, Clone, Copy)]
+pub enum UnaryFn {
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Square,
+    Inv,
+    Log1p,
+    Expm1,
+    Log1pExp,
+    InvLogit,
+    Logit,
+    LogInvLogit,
+    Log1mInvLogit,
+    Log1m,
+    Abs,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Sinh,
+    Cosh,
+    Asin,
+    Acos,
+    Atan,
+    Log10,
+    Log2,
+    Exp2,
+    InvSqrt,
+    InvSquare,
+    Cbrt,
+    Lgamma,
+    Digamma,
+    Erf,
+    Erfc,
+    Phi,
+    /// `x^c` with a constant exponent.
+    PowConst(f64),
+    /// `c * x`.
+    Scale(f64),
+    /// Zero-derivative step functions (floor, ceil, round, trunc, step).
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    /// Any other scalar function: value and derivative rules from hazel_math's table.
+    Table(MathUnary),
+}
+
+#[inline(always)]
+fn inv_logit(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+#[inline(always)]
+fn log1p_exp(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+impl UnaryFn {
+    #[inline(always)]
+    pub fn value(self, x: f64) -> f64 {
+        use UnaryFn::*;
+        match self {
+            Neg => -x,
+            Exp => x.exp(),
+            Log => x.ln(),
+            Sqrt => x.sqrt(),
+            Square => x * x,
+            Inv => 1.0 / x,
+            Log1p => x.ln_1p(),
+            Expm1 => x.exp_m1(),
+            Log1pExp => log1p_exp(x),
+            InvLogit => inv_logit(x),
+            Logit => (x / (1.0 - x)).ln(),
+            LogInvLogit => -log1p_exp(-x),
+            Log1mInvLogit => -log1p_exp(x),
+            Log1m => (-x).ln_1p(),
+            Abs => x.abs(),
+            Sin => x.sin(),
+            Cos => x.cos(),
+            Tan => x.tan(),
+            Tanh => x.tanh(),
+            Sinh => x.sinh(),
+            Cosh => x.cosh(),
+            Asin => x.asin(),
+            Acos => x.acos(),
+            Atan => x.atan(),
+            Log10 => x.log10(),
+            Log2 => x.log2(),
+            Exp2 => x.exp2(),
+            InvSqrt => 1.0 / x.sqrt(),
+            InvSquare => 1.0 / (x * x),
+            Cbrt => x.cbrt(),
+            Lgamma => crate::special::lgamma(x),
+            Digamma => crate::special::digamma(x),
+            Erf => crate::special::erf(x),
+            Erfc => crate::special::erfc(x),
+            Phi => crate::special::phi(x),
+            PowConst(c) => x.powf(c),
+            Scale(c) => c * x,
+            Floor => x.floor(),
+            Ceil => x.ceil(),
+            Round => x.round(),
+            Trunc => x.trunc(),
+            Table(t) => (t.0.value)(x),
+        }
+    }
+
+    /// `f'(x)`, given `y = f(x)`.
+    #[inline(always)]
+    pub fn deriv(self, x: f64, y: f64) -> f64 {
+        use UnaryFn::*;
+        match self {
+            Neg => -1.0,
+            Exp => y,
+            Log => 1.0 / x,
+            Sqrt => 0.5 / y,
+            Square => 2.0 * x,
+            Inv => -y * y,
+            Log1p => 1.0 / (1.0 + x),
+            Expm1 => y + 1.0,
+            Log1pExp => inv_logit(x),
+            InvLogit => y * (1.0 - y),
+            Logit => 1.0 / (x * (1.0 - x)),
+            LogInvLogit => inv_logit(-x),
+            Log1mInvLogit => -inv_logit(x),
+            Log1m => -1.0 / (1.0 - x),
+            Abs => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+            Sin => x.cos(),
+            Cos => -x.sin(),
+            Tan => 1.0 + y * y,
+            Tanh => 1.0 - y * y,
+            Sinh => x.cosh(),
+            Cosh => x.sinh(),
+            Asin => 1.0 / (1.0 - x * x).sqrt(),
+            Acos => -1.0 / (1.0 - x * x).sqrt(),
+            Atan => 1.0 / (1.0 + x * x),
+            Log10 => 1.0 / (x * std::f64::consts::LN_10),
+            Log2 => 1.0 / (x * std::f64::consts::LN_2),
+            Exp2 => y * std::f64::consts::LN_2,
+            InvSqrt => -0.5 * y / x,
+            InvSquare => -2.0 * y / x,
+            Cbrt => y / (3.0 * x),
+            Lgamma => crate::special::digamma(x),
+            Digamma => crate::special::trigamma(x),
+            Erf => 2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp(),
+            Erfc => -2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp(),
+            Phi => (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt(),
+            PowConst(c) => {
+                if c == 0.0 {
+                    0.0
+                } else {
+                    c * x.powf(c - 1.0)
+                }
+            }
+            Scale(c) => c,
+            Floor | Ceil | Round | Trunc => 0.0,
+            Table(t) => (t.0.deriv)(x, y),
+        }
+    }
+}
+
+/// Elementwise binary functions: value and both partial derivatives.
+#[derive(Debug, Clone, Copy)]
+pub enum BinaryFn {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Fmin,
+    Fmax,
+    Hypot,
+    Atan2,
+    LogSumExp,
+    LogDiffExp,
+    Fdim,
+    Lbeta,
+    Lchoose,
+    /// Any other function: value and partials from hazel_math's table.
+    Table(MathBinary),
+}
+
+impl BinaryFn {
+    #[inline(always)]
+    pub fn value(self, a: f64, b: f64) -> f64 {
+        use BinaryFn::*;
+        match self {
+            Add => a + b,
+            Sub => a - b,
+            Mul => a * b,
+            Div => a / b,
+            Pow => a.powf(b),
+            Fmin => {
+                if b < a {
+                    b
+                } else {
+                    a
+                }
+            }
+            Fmax => {
+                if b > a {
+                    b
+                } else {
+                    a
+                }
+            }
+            Hypot => a.hypot(b),
+            Atan2 => a.atan2(b),
+            LogSumExp => {
+                let m = a.max(b);
+                if m == f64::NEG_INFINITY {
+                    m
+                } else {
+                    m + ((a - m).exp() + (b - m).exp()).ln()
+                }
+            }
+            LogDiffExp => a + (-(b - a).exp()).ln_1p(),
+            Fdim => (a - b).max(0.0),
+            Lbeta => crate::special::lbeta(a, b),
+            Lchoose => crate::special::lchoose(a, b),
+            Table(t) => (t.0.value)(a, b),
+        }
+    }
+
+    /// `(∂f/∂a, ∂f/∂b)` given `y = f(a, b)`.
+    #[inline(always)]
+    pub fn partials(self, a: f64, b: f64, y: f64) -> (f64, f64) {
+        use BinaryFn::*;
+        match self {
+            Add => (1.0, 1.0),
+            Sub => (1.0, -1.0),
+            Mul => (b, a),
+            Div => (1.0 / b, -y / b),
+            Pow => {
+                let da = if b == 0.0 { 0.0 } else { b * a.powf(b - 1.0) };
+                let db = if a == 0.0 { 0.0 } else { y * a.ln() };
+                (da, db)
+            }
+            Fmin => {
+                if b < a {
+                    (0.0, 1.0)
+                } else {
+                    (1.0, 0.0)
+                }
+            }
+            Fmax => {
+                if b > a {
+                    (0.0, 1.0)
+                } else {
+                    (1.0, 0.0)
+                }
+            }
+            Hypot => (a / y, b / y),
+            Atan2 => {
+                let d = a * a + b * b;
+                (b / d, -a / d)
+            }
+            LogSumExp => ((a - y).exp(), (b - y).exp()),
+            LogDiffExp => {
+                // y = log(e^a - e^b): ∂a = e^a/(e^a-e^b), ∂b = -e^b/(e^a-e^b)
+                ((a - y).exp(), -(b - y).exp())
+            }
+            Fdim => {
+                if a > b {
+                    (1.0, -1.0)
+                } else {
+                    (0.0, 0.0)
+                }
+            }
+            Lbeta => {
+                let ab = crate::special::digamma(a + b);
+                (crate::special::digamma(a) - ab, crate::special::digamma(b) - ab)
+            }
+            Lchoose => {
+                // lchoose(n, k) = lgamma(n+1) - lgamma(k+1) - lgamma(n-k+1)
+                let d = crate::special::digamma(a - b + 1.0);
+                (crate::special::digamma(a + 1.0) - d, -crate::special::digamma(b + 1.0) + d)
+            }
+            Table(t) => (t.0.grad)(a, b, y),
+        }
+    }
+}
+
+/// Sums a slice in fixed chunks (see the module comment).
+#[inline]
+pub fn chunked_sum(x: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for c in x.chunks(CHUNK) {
+        let mut s = 0.0;
+        for v in c {
+            s += v;
+        }
+        total += s;
+    }
+    total
+}
+
+/// Splits `vals` at `at`: the part below (inputs) and the output run.
+#[inline(always)]
+fn split_out(vals: &mut [f64], off: u32, len: u32) -> (&[f64], &mut [f64]) {
+    let (lo, hi) = vals.split_at_mut(off as usize);
+    (lo, &mut hi[..len as usize])
+}
+
+/// Forward rule of `op`.
+pub fn forward(op: &Op, consts: &[f64], vals: &mut [f64], scratch: &mut [f64]) -> Result<(), EvalError> {
+    match op {
+        Op::Unary { f, x, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let xs = read(*x, lo, consts);
+            unary_forward(*f, xs, o);
+        }
+        Op::Binary { f, a, b, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let av = read(*a, lo, consts);
+            let bv = read(*b, lo, consts);
+            binary_forward(*f, av, bv, o);
+        }
+        Op::Sum { x, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            o[0] = chunked_sum(read(*x, lo, consts));
+        }
+        Op::SumScalars { xs, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let mut s = 0.0;
+            for a in xs.iter() {
+                s += read(*a, lo, consts)[0];
+            }
+            o[0] = s;
+        }
+        Op::Dot { a, b, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            o[0] = dot(read(*a, lo, consts), read(*b, lo, consts));
+        }
+        Op::LogSumExp { x, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            o[0] = log_sum_exp(read(*x, lo, consts));
+        }
+        Op::Pack { xs, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            for (d, a) in o.iter_mut().zip(xs.iter()) {
+                *d = read(*a, lo, consts)[0];
+            }
+        }
+        Op::CumSum { x, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let mut acc = 0.0;
+            for (d, v) in o.iter_mut().zip(read(*x, lo, consts)) {
+                acc += v;
+                *d = acc;
+            }
+        }
+        Op::Gather { x, idx, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let xs = read(*x, lo, consts);
+            for (d, &i) in o.iter_mut().zip(idx.iter()) {
+                *d = xs[i as usize];
+            }
+        }
+        Op::MatVec { m, v, rows, cols, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            matvec(read(*m, lo, consts), read(*v, lo, consts), *rows as usize, *cols as usize, o);
+        }
+        Op::MatMul { a, b, n, k, m, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let (n, k, m) = (*n as usize, *k as usize, *m as usize);
+            let av = read(*a, lo, consts);
+            let bv = read(*b, lo, consts);
+            for j in 0..m {
+                matvec(av, &bv[j * k..(j + 1) * k], n, k, &mut o[j * n..(j + 1) * n]);
+            }
+        }
+        Op::Dist { kind, args, propto, len, scratch: sc, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            o[0] = dists::forward(*kind, args, *propto, *len as usize, sc, lo, consts, scratch)?;
+        }
+        Op::Constrain { kind, x, scratch: sc, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let n = kind.constrained_len();
+            let ws = &mut scratch[*sc as usize..*sc as usize + kind.workspace_len()];
+            let lj = kind
+                .constrain(read(*x, lo, consts), &mut o[..n], ws)
+                .map_err(|e| EvalError::domain(format!("constraining transform: {e}")))?;
+            o[n] = lj;
+        }
+        Op::Check { kind, x, bound, message, out } => {
+            let (lo, _) = split_out(vals, out.off, out.len);
+            let xs = read(*x, lo, consts);
+            let bs = read(*bound, lo, consts);
+            for (i, &v) in xs.iter().enumerate() {
+                let b = if bs.len() == 1 { bs[0] } else { bs[i] };
+                let ok = match kind {
+                    CheckKind::Lower => v >= b,
+                    CheckKind::Upper => v <= b,
+                    CheckKind::Finite => v.is_finite(),
+                };
+                if !ok {
+                    return Err(EvalError::new(
+                        hazel_density::EvalErrorKind::Constraint,
+                        format!("{message}: element {} is {v}", i + 1),
+                    ));
+                }
+            }
+        }
+        Op::Reject { message, .. } => return Err(EvalError::reject(message.to_string())),
+    }
+    Ok(())
+}
+
+/// Backward rule of `op`: adds the op's contribution to its inputs' adjoints.
+pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: &mut [f64]) {
+    let out = op.out();
+    if out.len == 0 {
+        return;
+    }
+    let (adj_lo, adj_hi) = adj.split_at_mut(out.off as usize);
+    let g = &adj_hi[..out.len as usize];
+    let lo = &vals[..out.off as usize];
+    match op {
+        Op::Unary { f, x, out } => {
+            if !x.is_var() {
+                return;
+            }
+            let xs = read(*x, lo, consts);
+            let ys = &vals[out.range()];
+            let d = &mut adj_lo[x.range()];
+            for i in 0..ys.len() {
+                d[i] += g[i] * f.deriv(xs[i], ys[i]);
+            }
+        }
+        Op::Binary { f, a, b, out } => binary_backward(*f, *a, *b, lo, consts, &vals[out.range()], g, adj_lo),
+        Op::Sum { x, .. } => {
+            if x.is_var() {
+                let g0 = g[0];
+                adj_lo[x.range()].iter_mut().for_each(|d| *d += g0);
+            }
+        }
+        Op::SumScalars { xs, .. } => {
+            for a in xs.iter() {
+                if a.is_var() {
+                    adj_lo[a.off as usize] += g[0];
+                }
+            }
+        }
+        Op::Dot { a, b, .. } => {
+            let g0 = g[0];
+            if a.is_var() {
+                let bv = read(*b, lo, consts);
+                if b.is_var() && b.off == a.off {
+                    // dot(x, x): both partials land on the same run.
+                    let d = &mut adj_lo[a.range()];
+                    for i in 0..d.len() {
+                        d[i] += 2.0 * g0 * bv[i];
+                    }
+                    return;
+                }
+                let d = &mut adj_lo[a.range()];
+                for i in 0..d.len() {
+                    d[i] += g0 * bv[i];
+                }
+            }
+            if b.is_var() {
+                let av = read(*a, lo, consts);
+                let d = &mut adj_lo[b.range()];
+                for i in 0..d.len() {
+                    d[i] += g0 * av[i];
+                }
+            }
+        }
+        Op::LogSumExp { x, out } => {
+            if x.is_var() {
+                let y = vals[out.off as usize];
+                let xs = read(*x, lo, consts);
+                let g0 = g[0];
+                let d = &mut adj_lo[x.range()];
+                for i in 0..d.len() {
+                    d[i] += g0 * (xs[i] - y).exp();
+                }
+            }
+        }
+        Op::Pack { xs, .. } => {
+            for (a, gi) in xs.iter().zip(g) {
+                if a.is_var() {
+                    adj_lo[a.off as usize] += gi;
+                }
+            }
+        }
+        Op::CumSum { x, .. } => {
+            if x.is_var() {
+                let d = &mut adj_lo[x.range()];
+                let mut acc = 0.0;
+                for i in (0..d.len()).rev() {
+                    acc += g[i];
+                    d[i] += acc;
+                }
+            }
+        }
+        Op::Gather { x, idx, .. } => {
+            if x.is_var() {
+                let d = &mut adj_lo[x.range()];
+                for (&i, gi) in idx.iter().zip(g) {
+                    d[i as usize] += gi;
+                }
+            }
+        }
+        Op::MatVec { m, v, rows, cols, .. } => {
+            let (rows, cols) = (*rows as usize, *cols as usize);
+            if v.is_var() {
+                let mv = read(*m, lo, consts);
+                let d = &mut adj_lo[v.range()];
+                for c in 0..cols {
+                    d[c] += dot(&mv[c * rows..(c + 1) * rows], g);
+                }
+            }
+            if m.is_var() {
+                let vv = read(*v, lo, consts);
+                let d = &mut adj_lo[m.range()];
+                for c in 0..cols {
+                    let vc = vv[c];
+                    for (dr, gr) in d[c * rows..(c + 1) * rows].iter_mut().zip(g) {
+                        *dr += gr * vc;
+                    }
+                }
+            }
+        }
+        Op::MatMul { a, b, n, k, m, .. } => {
+            let (n, k, m) = (*n as usize, *k as usize, *m as usize);
+            // C = A B: dA += G Bᵀ, dB += Aᵀ G.
+            if a.is_var() {
+                let bv = read(*b, lo, consts);
+                let d = &mut adj_lo[a.range()];
+                for j in 0..m {
+                    for l in 0..k {
+                        let bl = bv[j * k + l];
+                        for (dr, gr) in d[l * n..(l + 1) * n].iter_mut().zip(&g[j * n..(j + 1) * n]) {
+                            *dr += gr * bl;
+                        }
+                    }
+                }
+            }
+            if b.is_var() {
+                let av = read(*a, lo, consts);
+                let d = &mut adj_lo[b.range()];
+                for j in 0..m {
+                    for l in 0..k {
+                        d[j * k + l] += dot(&av[l * n..(l + 1) * n], &g[j * n..(j + 1) * n]);
+                    }
+                }
+            }
+        }
+        Op::Dist { args, len, scratch: sc, .. } => {
+            dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo);
+        }
+        Op::Constrain { kind, x, scratch: sc, out } => {
+            if !x.is_var() {
+                return;
+            }
+            let n = kind.constrained_len();
+            let out_vals = &vals[out.off as usize..out.off as usize + n];
+            let g_lj = g[n];
+            let unc = read(*x, lo, consts);
+            let wl = kind.workspace_len();
+            let fl = kind.free_len();
+            let (ws, rest) = scratch[*sc as usize..].split_at_mut(wl);
+            let (jac_only, zeros) = rest.split_at_mut(fl);
+            // hazel_math's adjoint adds the Jacobian's gradient with adjoint 1; when the
+            // log-Jacobian's own adjoint differs (Jacobian off, or scaled), correct by
+            // (g_lj − 1) × the Jacobian-only gradient.
+            kind.constrain_adjoint(unc, out_vals, &g[..n], &mut adj_lo[x.range()], ws);
+            if g_lj != 1.0 {
+                jac_only.iter_mut().for_each(|v| *v = 0.0);
+                zeros[..n].iter_mut().for_each(|v| *v = 0.0);
+                kind.constrain_adjoint(unc, out_vals, &zeros[..n], jac_only, ws);
+                for (d, j) in adj_lo[x.range()].iter_mut().zip(jac_only.iter()) {
+                    *d += (g_lj - 1.0) * j;
+                }
+            }
+        }
+        Op::Check { .. } | Op::Reject { .. } => {}
+    }
+}
+
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for (ca, cb) in a.chunks(CHUNK).zip(b.chunks(CHUNK)) {
+        let mut s = 0.0;
+        for i in 0..ca.len() {
+            s += ca[i] * cb[i];
+        }
+        total += s;
+    }
+    total
+}
+
+pub fn log_sum_exp(x: &[f64]) -> f64 {
+    let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if m == f64::NEG_INFINITY || !m.is_finite() {
+        return m;
+    }
+    let mut total = 0.0;
+    for c in x.chunks(CHUNK) {
+        let mut s = 0.0;
+        for v in c {
+            s += (v - m).exp();
+        }
+        total += s;
+    }
+    m + total.ln()
+}
+
+/// `out = M v`, `M` column-major `rows × cols`.
+#[inline]
+pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
+    out.iter_mut().for_each(|o| *o = 0.0);
+    for c in 0..cols {
+        let vc = v[c];
+        for (o, mr) in out.iter_mut().zip(&m[c * rows..(c + 1) * rows]) {
+            *o += mr * vc;
+        }
+    }
+}
+
+fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
+    // The common functions get their own loop so they inline and vectorise.
+    match f {
+        UnaryFn::Neg => out.iter_mut().zip(x).for_each(|(o, v)| *o = -v),
+        UnaryFn::Exp => out.iter_mut().zip(x).for_each(|(o, v)| *o = v.exp()),
+        UnaryFn::Log => out.iter_mut().zip(x).for_each(|(o, v)| *o = v.ln()),
+        UnaryFn::Square => out.iter_mut().zip(x).for_each(|(o, v)| *o = v * v),
+        _ => out.iter_mut().zip(x).for_each(|(o, v)| *o = f.value(*v)),
+    }
+}
+
+#[inline(always)]
+fn zip_broadcast(a: &[f64], b: &[f64], out: &mut [f64], f: impl Fn(f64, f64) -> f64) {
+    let n = out.len();
+    if a.len() == n && b.len() == n {
+        for i in 0..n {
+            out[i] = f(a[i], b[i]);
+        }
+    } else if a.len() == 1 && b.len() == n {
+        let a0 = a[0];
+        for i in 0..n {
+            out[i] = f(a0, b[i]);
+        }
+    } else if b.len() == 1 && a.len() == n {
+        let b0 = b[0];
+        for i in 0..n {
+            out[i] = f(a[i], b0);
+        }
+    } else {
+        for i in 0..n {
+            out[i] = f(a[i % a.len()], b[i % b.len()]);
+        }
+    }
+}
+
+fn binary_forward(f: BinaryFn, a: &[f64], b: &[f64], out: &mut [f64]) {
+    match f {
+        BinaryFn::Add => zip_broadcast(a, b, out, |x, y| x + y),
+        BinaryFn::Sub => zip_broadcast(a, b, out, |x, y| x - y),
+        BinaryFn::Mul => zip_broadcast(a, b, out, |x, y| x * y),
+        BinaryFn::Div => zip_broadcast(a, b, out, |x, y| x / y),
+        _ => zip_broadcast(a, b, out, |x, y| f.value(x, y)),
+    }
+}
+
+fn binary_backward(f: BinaryFn, a: Arg, b: Arg, lo: &[f64], consts: &[f64], y: &[f64], g: &[f64], adj_lo: &mut [f64]) {
+    let n = y.len();
+    let av = read(a, lo, consts);
+    let bv = read(b, lo, consts);
+    let (ia, ib) = (av.len() == n, bv.len() == n);
+    let aat = |i: usize| if ia { av[i] } else { av[0] };
+    let bat = |i: usize| if ib { bv[i] } else { bv[0] };
+    // Fast paths for the arithmetic that dominates models.
+    match f {
+        BinaryFn::Add | BinaryFn::Sub => {
+            let sb = if matches!(f, BinaryFn::Add) { 1.0 } else { -1.0 };
+            if a.is_var() {
+                if ia {
+                    adj_lo[a.range()].iter_mut().zip(g).for_each(|(d, gi)| *d += gi);
+                } else {
+                    adj_lo[a.off as usize] += chunked_sum(g);
+                }
+            }
+            if b.is_var() {
+                if ib {
+                    adj_lo[b.range()].iter_mut().zip(g).for_each(|(d, gi)| *d += sb * gi);
+                } else {
+                    adj_lo[b.off as usize] += sb * chunked_sum(g);
+                }
+            }
+            return;
+        }
+        _ => {}
+    }
+    if a.is_var() {
+        if ia {
+            let d = &mut adj_lo[a.range()];
+            for i in 0..n {
+                d[i] += g[i] * f.partials(aat(i), bat(i), y[i]).0;
+            }
+        } else {
+            let mut total = 0.0;
+            for c0 in (0..n).step_by(CHUNK) {
+                let mut s = 0.0;
+                for i in c0..(c0 + CHUNK).min(n) {
+                    s += g[i] * f.partials(aat(i), bat(i), y[i]).0;
+                }
+                total += s;
+            }
+            adj_lo[a.off as usize] += total;
+        }
+    }
+    if b.is_var() {
+        if ib {
+            let d = &mut adj_lo[b.range()];
+            for i in 0..n {
+                d[i] += g[i] * f.partials(aat(i), bat(i), y[i]).1;
+            }
+        } else {
+            let mut total = 0.0;
+            for c0 in (0..n).step_by(CHUNK) {
+                let mut s = 0.0;
+                for i in c0..(c0 + CHUNK).min(n) {
+                    s += g[i] * f.partials(aat(i), bat(i), y[i]).1;
+                }
+                total += s;
+            }
+            adj_lo[b.off as usize] += total;
+        }
+    }
+}

@@ -1,0 +1,1277 @@
+//! Built-in functions by name. Elementwise functions map over any container; everything is
+//! constant-folded when its arguments are data, and otherwise emits ops (composite functions
+//! like `sd` or `softmax` emit a few elementary vector ops).
+
+use super::trace::{cerr, eerr, Flow, TraceErr, Tracer, R};
+use super::value::{Elems, Sc, Val};
+use crate::kernels::{BinaryFn, UnaryFn};
+use hazel_syntax::Span;
+use std::sync::Arc;
+
+fn unary_by_name(name: &str) -> Option<UnaryFn> {
+    use UnaryFn::*;
+    Some(match name {
+        "exp" => Exp,
+        "log" => Log,
+        "sqrt" => Sqrt,
+        "square" => Square,
+        "inv" => Inv,
+        "log1p" => Log1p,
+        "expm1" => Expm1,
+        "log1p_exp" => Log1pExp,
+        "inv_logit" => InvLogit,
+        "logit" => Logit,
+        "log_inv_logit" => LogInvLogit,
+        "log1m_inv_logit" => Log1mInvLogit,
+        "log1m" => Log1m,
+        "fabs" | "abs" => Abs,
+        "sin" => Sin,
+        "cos" => Cos,
+        "tan" => Tan,
+        "tanh" => Tanh,
+        "sinh" => Sinh,
+        "cosh" => Cosh,
+        "asin" => Asin,
+        "acos" => Acos,
+        "atan" => Atan,
+        "log10" => Log10,
+        "log2" => Log2,
+        "exp2" => Exp2,
+        "inv_sqrt" => InvSqrt,
+        "inv_square" => InvSquare,
+        "cbrt" => Cbrt,
+        "lgamma" => Lgamma,
+        "digamma" => Digamma,
+        "erf" => Erf,
+        "erfc" => Erfc,
+        "Phi" => Phi,
+        "floor" => Floor,
+        "ceil" => Ceil,
+        "round" => Round,
+        "trunc" => Trunc,
+        _ => return None,
+    })
+}
+
+fn binary_by_name(name: &str) -> Option<BinaryFn> {
+    use BinaryFn::*;
+    Some(match name {
+        "pow" => Pow,
+        "fmin" => Fmin,
+        "fmax" => Fmax,
+        "hypot" => Hypot,
+        "atan2" => Atan2,
+        "log_diff_exp" => LogDiffExp,
+        "fdim" => Fdim,
+        "lbeta" => Lbeta,
+        "lchoose" | "binomial_coefficient_log" => Lchoose,
+        _ => return None,
+    })
+}
+
+impl<'p> Tracer<'p> {
+    fn n_args(&self, name: &str, args: &[Val], n: usize, span: Span) -> R<()> {
+        if args.len() != n {
+            return cerr(format!("{name} expects {n} arguments, found {}", args.len()), span);
+        }
+        Ok(())
+    }
+
+    fn sum_elems(&mut self, e: &Elems) -> Sc {
+        if let Some(c) = e.consts() {
+            return Sc::C(crate::kernels::chunked_sum(&c));
+        }
+        if e.len() == 1 {
+            return e.get(0);
+        }
+        let a = self.elems_arg(e);
+        Sc::V(self.b.sum(a).off)
+    }
+
+    fn lse_elems(&mut self, e: &Elems) -> Sc {
+        if let Some(c) = e.consts() {
+            return Sc::C(crate::kernels::log_sum_exp(&c));
+        }
+        let a = self.elems_arg(e);
+        Sc::V(self.b.log_sum_exp(a).off)
+    }
+
+    fn dot_elems(&mut self, a: &Elems, b: &Elems, span: Span) -> R<Sc> {
+        if a.len() != b.len() {
+            return eerr(format!("dot_product: size mismatch ({} vs {})", a.len(), b.len()), span);
+        }
+        if let (Some(x), Some(y)) = (a.consts(), b.consts()) {
+            return Ok(Sc::C(crate::kernels::dot(&x, &y)));
+        }
+        let xa = self.elems_arg(a);
+        let ya = self.elems_arg(b);
+        Ok(Sc::V(self.b.dot(xa, ya).off))
+    }
+
+    fn scalar_elems(&mut self, s: Sc) -> Elems {
+        Elems::from_scalars(vec![s])
+    }
+
+    fn var_of(&mut self, e: &Elems, span: Span) -> R<Sc> {
+        let n = e.len();
+        if n < 2 {
+            return eerr("variance/sd need at least two elements", span);
+        }
+        let s = self.sum_elems(e);
+        let mean = self.sc_binary(BinaryFn::Mul, s, Sc::C(1.0 / n as f64));
+        let me = self.scalar_elems(mean);
+        let d = self.elems_binary(BinaryFn::Sub, e, &me);
+        let ss = self.dot_elems(&d, &d, span)?;
+        Ok(self.sc_binary(BinaryFn::Mul, ss, Sc::C(1.0 / (n - 1) as f64)))
+    }
+
+    fn int_arg(&self, v: &Val, span: Span) -> R<i64> {
+        self.as_int(v, span)
+    }
+
+    fn size_arg(&self, v: &Val, span: Span) -> R<usize> {
+        let n = self.as_int(v, span)?;
+        if n < 0 {
+            return eerr(format!("size must be non-negative, found {n}"), span);
+        }
+        Ok(n as usize)
+    }
+
+    fn scalar_sc(&self, v: &Val, name: &str, span: Span) -> R<Sc> {
+        match v {
+            Val::Int(i) => Ok(Sc::C(*i as f64)),
+            Val::Real(s) => Ok(*s),
+            _ => cerr(format!("{name}: expected a scalar argument, found {}", v.type_name()), span),
+        }
+    }
+
+    /// A function call used as an expression.
+    pub fn call(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<Val> {
+        // user-defined functions first (they may shadow nothing built in, per Stan's rules)
+        if self.funcs.contains_key(name) {
+            return match self.call_user(name, args, span)? {
+                Some(v) => Ok(v),
+                None => cerr(format!("{name} does not return a value"), span),
+            };
+        }
+        for (suffix, propto) in [("_lpdf", false), ("_lpmf", false), ("_lupdf", true), ("_lupmf", true)] {
+            if let Some(base) = name.strip_suffix(suffix) {
+                let propto = propto && self.in_lupdf;
+                if self.funcs.contains_key(&format!("{base}_lpdf")) || self.funcs.contains_key(&format!("{base}_lpmf")) {
+                    let saved = self.in_lupdf;
+                    self.in_lupdf = propto;
+                    let r = self.density(base, args, propto, span);
+                    self.in_lupdf = saved;
+                    return Ok(Val::Real(r?));
+                }
+                return Ok(Val::Real(self.density(base, args, propto, span)?));
+            }
+        }
+        if name.ends_with("_rng") {
+            return self.rng_call(name, &args, span);
+        }
+        for (suffix, ccdf) in [("_lcdf", Some(false)), ("_lccdf", Some(true)), ("_cdf", None)] {
+            if let Some(base) = name.strip_suffix(suffix) {
+                let Some(kind) = crate::dists::DistKind::cdf(base, ccdf.unwrap_or(false)) else {
+                    return cerr(format!("function '{name}' is not supported"), span);
+                };
+                let v = self.dist_sum(kind, &args, false, span)?;
+                return Ok(Val::Real(if ccdf.is_none() { self.sc_unary(UnaryFn::Exp, v) } else { v }));
+            }
+        }
+        let unary = unary_by_name(name).or_else(|| hazel_math::special::unary(name).map(|t| UnaryFn::Table(crate::kernels::MathUnary(t))));
+        if let Some(f) = unary {
+            self.n_args(name, &args, 1, span)?;
+            if let Val::Int(i) = args[0] {
+                if name == "abs" {
+                    return Ok(Val::Int(i.abs()));
+                }
+            }
+            return self.map_unary(f, &args[0], span);
+        }
+        let binary = binary_by_name(name).or_else(|| if name == "log_sum_exp" || name == "fma" || name == "log_mix" { None } else { hazel_math::special::binary(name).map(|t| BinaryFn::Table(crate::kernels::MathBinary(t))) });
+        if let Some(f) = binary {
+            self.n_args(name, &args, 2, span)?;
+            return self.map_binary(f, &args[0], &args[1], span);
+        }
+        match name {
+            "pi" => Ok(Val::real(std::f64::consts::PI)),
+            "e" => Ok(Val::real(std::f64::consts::E)),
+            "sqrt2" => Ok(Val::real(std::f64::consts::SQRT_2)),
+            "not_a_number" => Ok(Val::real(f64::NAN)),
+            "positive_infinity" => Ok(Val::real(f64::INFINITY)),
+            "negative_infinity" => Ok(Val::real(f64::NEG_INFINITY)),
+            "machine_precision" => Ok(Val::real(f64::EPSILON)),
+            "log_sum_exp" => {
+                if args.len() == 2 {
+                    return self.map_binary(BinaryFn::LogSumExp, &args[0], &args[1], span);
+                }
+                self.n_args(name, &args, 1, span)?;
+                let e = self.to_elems(&args[0]);
+                Ok(Val::Real(self.lse_elems(&e)))
+            }
+            "sum" => {
+                self.n_args(name, &args, 1, span)?;
+                if let Val::Array(xs) = &args[0] {
+                    if xs.iter().all(|x| matches!(x, Val::Int(_))) {
+                        return Ok(Val::Int(xs.iter().map(|x| if let Val::Int(i) = x { *i } else { 0 }).sum()));
+                    }
+                }
+                let e = self.to_elems(&args[0]);
+                Ok(Val::Real(self.sum_elems(&e)))
+            }
+            "mean" => {
+                self.n_args(name, &args, 1, span)?;
+                let e = self.to_elems(&args[0]);
+                if e.is_empty() {
+                    return eerr("mean of an empty container", span);
+                }
+                let s = self.sum_elems(&e);
+                Ok(Val::Real(self.sc_binary(BinaryFn::Div, s, Sc::C(e.len() as f64))))
+            }
+            "variance" | "sd" => {
+                self.n_args(name, &args, 1, span)?;
+                let e = self.to_elems(&args[0]);
+                let v = self.var_of(&e, span)?;
+                Ok(Val::Real(if name == "sd" { self.sc_unary(UnaryFn::Sqrt, v) } else { v }))
+            }
+            "dot_product" => {
+                self.n_args(name, &args, 2, span)?;
+                let a = self.to_elems(&args[0]);
+                let b = self.to_elems(&args[1]);
+                Ok(Val::Real(self.dot_elems(&a, &b, span)?))
+            }
+            "dot_self" | "squared_distance" | "distance" => {
+                let d = if name == "dot_self" {
+                    self.n_args(name, &args, 1, span)?;
+                    self.to_elems(&args[0])
+                } else {
+                    self.n_args(name, &args, 2, span)?;
+                    let a = self.to_elems(&args[0]);
+                    let b = self.to_elems(&args[1]);
+                    self.elems_binary(BinaryFn::Sub, &a, &b)
+                };
+                let s = self.dot_elems(&d, &d, span)?;
+                Ok(Val::Real(if name == "distance" { self.sc_unary(UnaryFn::Sqrt, s) } else { s }))
+            }
+            "prod" => {
+                self.n_args(name, &args, 1, span)?;
+                let e = self.to_elems(&args[0]);
+                let mut acc = Sc::C(1.0);
+                for i in 0..e.len() {
+                    acc = self.sc_binary(BinaryFn::Mul, acc, e.get(i));
+                }
+                if let Val::Array(xs) = &args[0] {
+                    if xs.iter().all(|x| matches!(x, Val::Int(_))) {
+                        if let Sc::C(c) = acc {
+                            return Ok(Val::Int(c as i64));
+                        }
+                    }
+                }
+                Ok(Val::Real(acc))
+            }
+            "min" | "max" => {
+                let f = if name == "min" { BinaryFn::Fmin } else { BinaryFn::Fmax };
+                if args.len() == 2 {
+                    if let (Val::Int(a), Val::Int(b)) = (&args[0], &args[1]) {
+                        return Ok(Val::Int(if name == "min" { *a.min(b) } else { *a.max(b) }));
+                    }
+                    return self.map_binary(f, &args[0], &args[1], span);
+                }
+                self.n_args(name, &args, 1, span)?;
+                if let Val::Array(xs) = &args[0] {
+                    if !xs.is_empty() && xs.iter().all(|x| matches!(x, Val::Int(_))) {
+                        let it = xs.iter().map(|x| if let Val::Int(i) = x { *i } else { 0 });
+                        return Ok(Val::Int(if name == "min" { it.min().unwrap_or(0) } else { it.max().unwrap_or(0) }));
+                    }
+                }
+                let e = self.to_elems(&args[0]);
+                if e.is_empty() {
+                    return Ok(Val::real(if name == "min" { f64::INFINITY } else { f64::NEG_INFINITY }));
+                }
+                let mut acc = e.get(0);
+                for i in 1..e.len() {
+                    acc = self.sc_binary(f, acc, e.get(i));
+                }
+                Ok(Val::Real(acc))
+            }
+            "num_elements" => {
+                self.n_args(name, &args, 1, span)?;
+                let mut sc = Vec::new();
+                args[0].flatten(&mut sc);
+                Ok(Val::Int(sc.len() as i64))
+            }
+            "size" => {
+                self.n_args(name, &args, 1, span)?;
+                Ok(Val::Int(match &args[0] {
+                    Val::Array(xs) => xs.len(),
+                    Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => e.len(),
+                    _ => 1,
+                } as i64))
+            }
+            "rows" | "cols" => {
+                self.n_args(name, &args, 1, span)?;
+                let (r, c) = match &args[0] {
+                    Val::Vector(e) => (e.len(), 1),
+                    Val::RowVector(e) => (1, e.len()),
+                    Val::Matrix(r, c, _) => (*r, *c),
+                    _ => return cerr(format!("{name} of a non-matrix"), span),
+                };
+                Ok(Val::Int(if name == "rows" { r } else { c } as i64))
+            }
+            "dims" => {
+                self.n_args(name, &args, 1, span)?;
+                Ok(Val::array(args[0].dims().iter().map(|&d| Val::Int(d as i64)).collect()))
+            }
+            "rep_vector" | "rep_row_vector" => {
+                self.n_args(name, &args, 2, span)?;
+                let s = self.scalar_sc(&args[0], name, span)?;
+                let n = self.size_arg(&args[1], span)?;
+                let e = Elems::from_scalars_or_empty(vec![s; n]);
+                Ok(if name == "rep_vector" { Val::Vector(e) } else { Val::RowVector(e) })
+            }
+            "rep_matrix" => {
+                if args.len() == 3 {
+                    let s = self.scalar_sc(&args[0], name, span)?;
+                    let r = self.size_arg(&args[1], span)?;
+                    let c = self.size_arg(&args[2], span)?;
+                    return Ok(Val::Matrix(r, c, Elems::from_scalars_or_empty(vec![s; r * c])));
+                }
+                self.n_args(name, &args, 2, span)?;
+                let n = self.size_arg(&args[1], span)?;
+                let e = self.to_elems(&args[0]);
+                let m = e.len();
+                match &args[0] {
+                    Val::Vector(_) => {
+                        let mut sc = Vec::with_capacity(m * n);
+                        for _ in 0..n {
+                            sc.extend(e.to_scalars());
+                        }
+                        Ok(Val::Matrix(m, n, Elems::from_scalars_or_empty(sc)))
+                    }
+                    Val::RowVector(_) => {
+                        let mut sc = Vec::with_capacity(m * n);
+                        for j in 0..m {
+                            for _ in 0..n {
+                                sc.push(e.get(j));
+                            }
+                        }
+                        Ok(Val::Matrix(n, m, Elems::from_scalars_or_empty(sc)))
+                    }
+                    _ => cerr("rep_matrix of a non-vector", span),
+                }
+            }
+            "rep_array" => {
+                if args.len() < 2 || args.len() > 4 {
+                    return cerr("rep_array expects 2 to 4 arguments", span);
+                }
+                let mut dims = Vec::new();
+                for a in &args[1..] {
+                    dims.push(self.size_arg(a, span)?);
+                }
+                Ok(super::exec::nest(&dims, &args[0]))
+            }
+            "to_vector" | "to_row_vector" => {
+                self.n_args(name, &args, 1, span)?;
+                // Matrices are read column-major, arrays in order.
+                let e = self.to_elems(&args[0]);
+                Ok(if name == "to_vector" { Val::Vector(e) } else { Val::RowVector(e) })
+            }
+            "to_array_1d" => {
+                self.n_args(name, &args, 1, span)?;
+                let mut sc = Vec::new();
+                flatten_row_major_arrays(&args[0], &mut sc);
+                if let Val::Array(_) = &args[0] {
+                    let mut ints = true;
+                    check_ints(&args[0], &mut ints);
+                    if ints {
+                        return Ok(Val::array(sc.iter().map(|s| Val::Int(if let Sc::C(c) = s { *c as i64 } else { 0 })).collect()));
+                    }
+                }
+                Ok(Val::array(sc.into_iter().map(Val::Real).collect()))
+            }
+            "to_matrix" => {
+                let e = self.to_elems(&args[0]);
+                match args.len() {
+                    1 => match &args[0] {
+                        Val::Matrix(..) => Ok(args[0].clone()),
+                        Val::Vector(e) => Ok(Val::Matrix(e.len(), 1, e.clone())),
+                        Val::RowVector(e) => Ok(Val::Matrix(1, e.len(), e.clone())),
+                        Val::Array(rows) => {
+                            let r = rows.len();
+                            let c = rows.first().map(|x| self.to_elems(x).len()).unwrap_or(0);
+                            let mut sc = vec![Sc::C(0.0); r * c];
+                            for (i, row) in rows.iter().enumerate() {
+                                let re = self.to_elems(row);
+                                for j in 0..c {
+                                    sc[i + j * r] = re.get(j);
+                                }
+                            }
+                            Ok(Val::Matrix(r, c, Elems::from_scalars_or_empty(sc)))
+                        }
+                        _ => cerr("to_matrix of a scalar", span),
+                    },
+                    3 => {
+                        let r = self.size_arg(&args[1], span)?;
+                        let c = self.size_arg(&args[2], span)?;
+                        if r * c != e.len() {
+                            return eerr("to_matrix: size mismatch", span);
+                        }
+                        Ok(Val::Matrix(r, c, e))
+                    }
+                    _ => cerr("to_matrix with this many arguments is not supported", span),
+                }
+            }
+            "to_int" => {
+                self.n_args(name, &args, 1, span)?;
+                match &args[0] {
+                    Val::Int(i) => Ok(Val::Int(*i)),
+                    v => Ok(Val::Int(self.real_value(v, span)?.trunc() as i64)),
+                }
+            }
+            "append_row" | "append_col" => {
+                self.n_args(name, &args, 2, span)?;
+                self.append(name == "append_row", &args[0], &args[1], span)
+            }
+            "segment" | "head" | "tail" => {
+                let (v, start, len) = match name {
+                    "segment" => {
+                        self.n_args(name, &args, 3, span)?;
+                        (&args[0], self.int_arg(&args[1], span)?, self.size_arg(&args[2], span)?)
+                    }
+                    _ => {
+                        self.n_args(name, &args, 2, span)?;
+                        let n = self.size_arg(&args[1], span)?;
+                        let total = match &args[0] {
+                            Val::Array(xs) => xs.len(),
+                            other => self.to_elems(other).len(),
+                        };
+                        if n > total {
+                            return eerr(format!("{name}: size {n} exceeds {total}"), span);
+                        }
+                        (&args[0], if name == "head" { 1 } else { (total - n + 1) as i64 }, n)
+                    }
+                };
+                if len == 0 {
+                    return Ok(match v {
+                        Val::Array(_) => Val::array(vec![]),
+                        Val::RowVector(_) => Val::RowVector(Elems::C(Arc::new(vec![]))),
+                        _ => Val::Vector(Elems::C(Arc::new(vec![]))),
+                    });
+                }
+                let ix = super::trace::Ix::Range(start, start + len as i64 - 1);
+                self.index(v, &[ix], span)
+            }
+            "cumulative_sum" => {
+                self.n_args(name, &args, 1, span)?;
+                let e = self.to_elems(&args[0]);
+                let out = if let Some(c) = e.consts() {
+                    let mut acc = 0.0;
+                    Elems::C(Arc::new(
+                        c.iter()
+                            .map(|v| {
+                                acc += v;
+                                acc
+                            })
+                            .collect(),
+                    ))
+                } else {
+                    let a = self.elems_arg(&e);
+                    Elems::V(self.b.cumsum(a))
+                };
+                Ok(match &args[0] {
+                    Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Int(_))) => {
+                        Val::array((0..out.len()).map(|i| Val::Int(if let Sc::C(c) = out.get(i) { c as i64 } else { 0 })).collect())
+                    }
+                    other => Self::with_shape(other, out),
+                })
+            }
+            "softmax" | "log_softmax" => {
+                self.n_args(name, &args, 1, span)?;
+                let e = self.to_elems(&args[0]);
+                let l = self.lse_elems(&e);
+                let le = self.scalar_elems(l);
+                let d = self.elems_binary(BinaryFn::Sub, &e, &le);
+                Ok(Val::Vector(if name == "softmax" { self.elems_unary(UnaryFn::Exp, &d) } else { d }))
+            }
+            "log_mix" => {
+                self.n_args(name, &args, 3, span)?;
+                let th = self.scalar_sc(&args[0], name, span)?;
+                let a = self.scalar_sc(&args[1], name, span)?;
+                let b = self.scalar_sc(&args[2], name, span)?;
+                let lt = self.sc_unary(UnaryFn::Log, th);
+                let l1t = self.sc_unary(UnaryFn::Log1m, th);
+                let x = self.sc_binary(BinaryFn::Add, lt, a);
+                let y = self.sc_binary(BinaryFn::Add, l1t, b);
+                Ok(Val::Real(self.sc_binary(BinaryFn::LogSumExp, x, y)))
+            }
+            "fma" => {
+                self.n_args(name, &args, 3, span)?;
+                let p = self.map_binary(BinaryFn::Mul, &args[0], &args[1], span)?;
+                self.map_binary(BinaryFn::Add, &p, &args[2], span)
+            }
+            "multiply_log" | "lmultiply" => {
+                self.n_args(name, &args, 2, span)?;
+                let l = self.map_unary(UnaryFn::Log, &args[1], span)?;
+                self.map_binary(BinaryFn::Mul, &args[0], &l, span)
+            }
+            "square_root" => cerr("unknown function square_root", span),
+            "int_step" | "step" => {
+                self.n_args(name, &args, 1, span)?;
+                let x = self.real_value(&args[0], span)?;
+                let v = if name == "int_step" { x > 0.0 } else { x >= 0.0 };
+                Ok(if name == "int_step" { Val::Int(v as i64) } else { Val::real(v as i64 as f64) })
+            }
+            "is_inf" | "is_nan" => {
+                self.n_args(name, &args, 1, span)?;
+                let x = self.real_value(&args[0], span)?;
+                Ok(Val::Int(if name == "is_inf" { x.is_infinite() } else { x.is_nan() } as i64))
+            }
+            "logical_negation" => Ok(Val::Int((self.real_value(&args[0], span)? == 0.0) as i64)),
+            "diag_matrix" => {
+                self.n_args(name, &args, 1, span)?;
+                let e = self.to_elems(&args[0]);
+                let n = e.len();
+                let mut sc = vec![Sc::C(0.0); n * n];
+                for i in 0..n {
+                    sc[i + i * n] = e.get(i);
+                }
+                Ok(Val::Matrix(n, n, Elems::from_scalars_or_empty(sc)))
+            }
+            "identity_matrix" => {
+                let n = self.size_arg(&args[0], span)?;
+                let mut v = vec![0.0; n * n];
+                for i in 0..n {
+                    v[i + i * n] = 1.0;
+                }
+                Ok(Val::Matrix(n, n, Elems::C(Arc::new(v))))
+            }
+            "diag_pre_multiply" | "diag_post_multiply" => {
+                self.n_args(name, &args, 2, span)?;
+                let (d, m) = if name == "diag_pre_multiply" { (&args[0], &args[1]) } else { (&args[1], &args[0]) };
+                let de = self.to_elems(d);
+                let (r, c, me) = match m {
+                    Val::Matrix(r, c, e) => (*r, *c, e.clone()),
+                    _ => return cerr(format!("{name}: expected a matrix"), span),
+                };
+                // Broadcast the diagonal to every element: row scaling (pre) or column (post).
+                let pos: Vec<usize> = (0..r * c).map(|k| if name == "diag_pre_multiply" { k % r } else { k / r }).collect();
+                let big = self.select_any(&de, &pos);
+                Ok(Val::Matrix(r, c, self.elems_binary(BinaryFn::Mul, &me, &big)))
+            }
+            "add_diag" => {
+                self.n_args(name, &args, 2, span)?;
+                let (r, c, me) = match &args[0] {
+                    Val::Matrix(r, c, e) => (*r, *c, e.clone()),
+                    _ => return cerr("add_diag: expected a matrix", span),
+                };
+                let de = self.to_elems(&args[1]);
+                let mut sc = me.to_scalars();
+                for i in 0..r.min(c) {
+                    let d = if de.len() == 1 { de.get(0) } else { de.get(i) };
+                    sc[i + i * r] = self.sc_binary(BinaryFn::Add, sc[i + i * r], d);
+                }
+                Ok(Val::Matrix(r, c, Elems::from_scalars_or_empty(sc)))
+            }
+            "col" | "row" => {
+                self.n_args(name, &args, 2, span)?;
+                let k = self.int_arg(&args[1], span)?;
+                let ix = if name == "col" {
+                    vec![super::trace::Ix::All, super::trace::Ix::One(k)]
+                } else {
+                    vec![super::trace::Ix::One(k)]
+                };
+                self.index(&args[0], &ix, span)
+            }
+            "sub_col" | "sub_row" => {
+                self.n_args(name, &args, 4, span)?;
+                let i = self.int_arg(&args[1], span)?;
+                let j = self.int_arg(&args[2], span)?;
+                let n = self.int_arg(&args[3], span)?;
+                use super::trace::Ix;
+                if n == 0 {
+                    return Ok(if name == "sub_col" { Val::Vector(Elems::C(Arc::new(vec![]))) } else { Val::RowVector(Elems::C(Arc::new(vec![]))) });
+                }
+                let ix = if name == "sub_col" { [Ix::Range(i, i + n - 1), Ix::One(j)] } else { [Ix::One(i), Ix::Range(j, j + n - 1)] };
+                self.index(&args[0], &ix, span)
+            }
+            "block" => {
+                self.n_args(name, &args, 5, span)?;
+                let i = self.int_arg(&args[1], span)?;
+                let j = self.int_arg(&args[2], span)?;
+                let nr = self.int_arg(&args[3], span)?;
+                let nc = self.int_arg(&args[4], span)?;
+                use super::trace::Ix;
+                self.index(&args[0], &[Ix::Range(i, i + nr - 1), Ix::Range(j, j + nc - 1)], span)
+            }
+            "reverse" => {
+                self.n_args(name, &args, 1, span)?;
+                match &args[0] {
+                    Val::Array(xs) => Ok(Val::array(xs.iter().rev().cloned().collect())),
+                    v => {
+                        let e = self.to_elems(v);
+                        let pos: Vec<usize> = (0..e.len()).rev().collect();
+                        let sel = self.select_any(&e, &pos);
+                        Ok(Self::with_shape(v, sel))
+                    }
+                }
+            }
+            "linspaced_vector" | "linspaced_array" | "linspaced_row_vector" => {
+                self.n_args(name, &args, 3, span)?;
+                let n = self.size_arg(&args[0], span)?;
+                let lo = self.real_value(&args[1], span)?;
+                let hi = self.real_value(&args[2], span)?;
+                let v: Vec<f64> = (0..n)
+                    .map(|i| if n == 1 { hi } else { lo + (hi - lo) * i as f64 / (n - 1) as f64 })
+                    .collect();
+                Ok(match name {
+                    "linspaced_vector" => Val::Vector(Elems::C(Arc::new(v))),
+                    "linspaced_row_vector" => Val::RowVector(Elems::C(Arc::new(v))),
+                    _ => Val::array(v.into_iter().map(Val::real).collect()),
+                })
+            }
+            "sort_asc" | "sort_desc" | "sort_indices_asc" | "sort_indices_desc" | "rank" => {
+                let e = self.to_elems(&args[0]);
+                let Some(mut c) = e.consts() else {
+                    return cerr(format!("{name} of parameters is not supported"), span);
+                };
+                let ints = matches!(&args[0], Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Int(_))));
+                match name {
+                    "sort_asc" | "sort_desc" => {
+                        c.sort_by(|a, b| a.total_cmp(b));
+                        if name == "sort_desc" {
+                            c.reverse();
+                        }
+                        if ints {
+                            return Ok(Val::array(c.iter().map(|&x| Val::Int(x as i64)).collect()));
+                        }
+                        Ok(Self::with_shape(&args[0], Elems::C(Arc::new(c))))
+                    }
+                    "rank" => {
+                        let s = self.int_arg(&args[1], span)? as usize;
+                        if s < 1 || s > c.len() {
+                            return eerr("rank: index out of range", span);
+                        }
+                        Ok(Val::Int(c.iter().filter(|&&x| x < c[s - 1]).count() as i64))
+                    }
+                    _ => {
+                        let mut idx: Vec<usize> = (0..c.len()).collect();
+                        idx.sort_by(|&a, &b| c[a].total_cmp(&c[b]));
+                        if name == "sort_indices_desc" {
+                            idx.sort_by(|&a, &b| c[b].total_cmp(&c[a]));
+                        }
+                        Ok(Val::array(idx.into_iter().map(|i| Val::Int(i as i64 + 1)).collect()))
+                    }
+                }
+            }
+            "rows_dot_product" | "columns_dot_product" | "columns_dot_self" | "rows_dot_self" => {
+                cerr(format!("{name} is not supported yet"), span)
+            }
+            "quad_form_diag" => {
+                self.n_args(name, &args, 2, span)?;
+                let pre = self.call("diag_pre_multiply", vec![args[1].clone(), args[0].clone()], span)?;
+                self.call("diag_post_multiply", vec![pre, args[1].clone()], span)
+            }
+            "tcrossprod" | "crossprod" | "multiply_lower_tri_self_transpose" => {
+                self.n_args(name, &args, 1, span)?;
+                let m = args[0].clone();
+                let m = if name == "multiply_lower_tri_self_transpose" { self.lower_tri(&m, span)? } else { m };
+                let t = self.transpose(&m, span)?;
+                if name == "crossprod" {
+                    self.matmul(&t, &m, span)
+                } else {
+                    self.matmul(&m, &t, span)
+                }
+            }
+            "cholesky_decompose" => {
+                self.n_args(name, &args, 1, span)?;
+                self.cholesky(&args[0], span)
+            }
+            "mdivide_left_tri_low" => {
+                self.n_args(name, &args, 2, span)?;
+                self.tri_solve(&args[0], &args[1], span)
+            }
+            "gp_exp_quad_cov" | "cov_exp_quad" => self.gp_exp_quad_cov(&args, span),
+            _ => cerr(format!("function '{name}' is not supported"), span),
+        }
+    }
+
+    /// A selection that may repeat positions (broadcasts), for any storage.
+    fn select_any(&mut self, e: &Elems, pos: &[usize]) -> Elems {
+        if pos.is_empty() {
+            return Elems::C(Arc::new(vec![]));
+        }
+        if let Elems::V(a) = e {
+            if pos.len() > 4 {
+                let idx = pos.iter().map(|&p| p as u32).collect();
+                return Elems::V(self.b.gather(*a, idx));
+            }
+        }
+        e.select(pos)
+    }
+
+    fn append(&mut self, rows: bool, a: &Val, b: &Val, span: Span) -> R<Val> {
+        let shape = |v: &Val| -> Option<(usize, usize)> {
+            match v {
+                Val::Int(_) | Val::Real(_) => Some((1, 1)),
+                Val::Vector(e) => Some((e.len(), 1)),
+                Val::RowVector(e) => Some((1, e.len())),
+                Val::Matrix(r, c, _) => Some((*r, *c)),
+                _ => None,
+            }
+        };
+        let (Some((ar, ac)), Some((br, bc))) = (shape(a), shape(b)) else {
+            return cerr("append of non-matrix values", span);
+        };
+        let ea = self.to_elems(a);
+        let eb = self.to_elems(b);
+        if rows {
+            if ac != bc {
+                return eerr("append_row: column counts differ", span);
+            }
+            let r = ar + br;
+            let mut sc = Vec::with_capacity(r * ac);
+            for j in 0..ac {
+                for i in 0..ar {
+                    sc.push(ea.get(i + j * ar));
+                }
+                for i in 0..br {
+                    sc.push(eb.get(i + j * br));
+                }
+            }
+            let e = Elems::from_scalars_or_empty(sc);
+            Ok(if ac == 1 && !matches!(a, Val::Matrix(..)) && !matches!(b, Val::Matrix(..)) { Val::Vector(e) } else { Val::Matrix(r, ac, e) })
+        } else {
+            if ar != br {
+                return eerr("append_col: row counts differ", span);
+            }
+            let mut sc = ea.to_scalars();
+            sc.extend(eb.to_scalars());
+            let e = Elems::from_scalars_or_empty(sc);
+            Ok(if ar == 1 && !matches!(a, Val::Matrix(..)) && !matches!(b, Val::Matrix(..)) {
+                Val::RowVector(e)
+            } else {
+                Val::Matrix(ar, ac + bc, e)
+            })
+        }
+    }
+
+    /// A function call used as a statement.
+    pub fn call_void(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<()> {
+        if self.funcs.contains_key(name) {
+            self.call_user(name, args, span)?;
+            return Ok(());
+        }
+        cerr(format!("'{name}' cannot be called as a statement"), span)
+    }
+
+    /// Calls a user-defined function by tracing its body with the arguments bound.
+    pub fn call_user(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<Option<Val>> {
+        let defs = match self.funcs.get(name) {
+            Some(d) => d.clone(),
+            None => return cerr(format!("unknown function '{name}'"), span),
+        };
+        let def = match defs.iter().find(|d| d.args.len() == args.len()) {
+            Some(d) => *d,
+            None => return cerr(format!("no overload of '{name}' takes {} arguments", args.len()), span),
+        };
+        let Some(body) = &def.body else {
+            return cerr(format!("function '{name}' has no body"), span);
+        };
+        let saved = self.enter_frame();
+        for (formal, v) in def.args.iter().zip(args) {
+            // An int passed for a real argument becomes a real.
+            let v = match (&formal.ty.elem, formal.ty.array_dims, v) {
+                (hazel_syntax::ast::UnsizedElem::Real, 0, Val::Int(i)) => Val::real(i as f64),
+                (_, _, v) => v,
+            };
+            self.bind(&formal.name.name, v);
+        }
+        let flow = self.stmt(body);
+        self.leave_frame(saved);
+        match flow? {
+            Flow::Return(v) => {
+                let v = match (&def.return_type, v) {
+                    (
+                        hazel_syntax::ast::ReturnType::Type(t),
+                        Some(Val::Int(i)),
+                    ) if matches!(t.elem, hazel_syntax::ast::UnsizedElem::Real) && t.array_dims == 0 => Some(Val::real(i as f64)),
+                    (_, v) => v,
+                };
+                Ok(v)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `<family>_rng(params...)`: one draw, or an array of draws when a parameter is a
+    /// container (Stan's vectorised rngs).
+    fn rng_call(&mut self, name: &str, args: &[Val], span: Span) -> R<Val> {
+        if self.rng.is_none() {
+            return cerr(format!("{name} is only allowed in transformed data and generated quantities"), span);
+        }
+        let base = name.strip_suffix("_rng").unwrap_or(name);
+        if let Some(v) = self.multivariate_rng(base, args, span)? {
+            return Ok(v);
+        }
+        let Some(d) = hazel_math::dist::distribution(base) else {
+            return cerr(format!("function '{name}' is not supported"), span);
+        };
+        let Some(rng_fn) = d.rng else {
+            return cerr(format!("function '{name}' is not supported"), span);
+        };
+        let vector = args.iter().any(|a| !matches!(a, Val::Int(_) | Val::Real(_)));
+        let mut cols: Vec<Vec<f64>> = Vec::with_capacity(args.len());
+        let mut n = 1;
+        for a in args {
+            let e = self.to_elems(a);
+            let mut v = Vec::with_capacity(e.len());
+            for i in 0..e.len() {
+                v.push(self.value_of(e.get(i), span)?);
+            }
+            if v.len() != 1 {
+                n = v.len();
+            }
+            cols.push(v);
+        }
+        let discrete = d.kind == hazel_math::dist::Kind::Discrete;
+        let rng = self.rng.as_mut().expect("checked above");
+        let mut draws = Vec::with_capacity(n);
+        let mut params = vec![0.0; cols.len()];
+        for i in 0..n {
+            for (p, c) in params.iter_mut().zip(&cols) {
+                *p = if c.len() == 1 { c[0] } else { c[i] };
+            }
+            let v = rng_fn(&params, rng).map_err(|e| TraceErr::Eval(hazel_density::EvalError::domain(e.message), span))?;
+            draws.push(if discrete { Val::Int(v as i64) } else { Val::real(v) });
+        }
+        if vector {
+            Ok(Val::array(draws))
+        } else {
+            Ok(draws.pop().unwrap_or(Val::real(f64::NAN)))
+        }
+    }
+
+    fn const_vec(&self, v: &Val, span: Span) -> R<Vec<f64>> {
+        let e = self.to_elems(v);
+        (0..e.len()).map(|i| self.value_of(e.get(i), span)).collect()
+    }
+
+    /// Random draws of the multivariate families (generated quantities only, all arguments
+    /// known).
+    fn multivariate_rng(&mut self, base: &str, args: &[Val], span: Span) -> R<Option<Val>> {
+        match base {
+            "categorical" | "categorical_logit" => {
+                if args.len() != 1 {
+                    return cerr(format!("{base}_rng takes 1 argument"), span);
+                }
+                let mut p = self.const_vec(&args[0], span)?;
+                if base == "categorical_logit" {
+                    let l = crate::kernels::log_sum_exp(&p);
+                    p.iter_mut().for_each(|x| *x = (*x - l).exp());
+                }
+                let rng = self.rng.as_mut().expect("checked by caller");
+                let u = rng.uniform();
+                let mut acc = 0.0;
+                for (i, pi) in p.iter().enumerate() {
+                    acc += pi;
+                    if u < acc {
+                        return Ok(Some(Val::Int(i as i64 + 1)));
+                    }
+                }
+                Ok(Some(Val::Int(p.len() as i64)))
+            }
+            "multi_normal" | "multi_normal_cholesky" => {
+                if args.len() != 2 {
+                    return cerr(format!("{base}_rng takes 2 arguments"), span);
+                }
+                let mu = self.const_vec(&args[0], span)?;
+                let l = if base == "multi_normal" {
+                    let c = self.call("cholesky_decompose", vec![args[1].clone()], span)?;
+                    self.const_vec(&c, span)?
+                } else {
+                    self.const_vec(&args[1], span)?
+                };
+                let k = mu.len();
+                if l.len() != k * k {
+                    return eerr(format!("{base}_rng: size mismatch"), span);
+                }
+                let rng = self.rng.as_mut().expect("checked by caller");
+                let z: Vec<f64> = (0..k).map(|_| rng.normal()).collect();
+                let x: Vec<f64> = (0..k).map(|i| mu[i] + (0..=i).map(|j| l[i + j * k] * z[j]).sum::<f64>()).collect();
+                Ok(Some(Val::Vector(Elems::C(Arc::new(x)))))
+            }
+            "dirichlet" => {
+                let alpha = self.const_vec(&args[0], span)?;
+                let gamma = hazel_math::dist::distribution("gamma").and_then(|d| d.rng);
+                let Some(gamma) = gamma else { return cerr("dirichlet_rng needs gamma_rng", span) };
+                let rng = self.rng.as_mut().expect("checked by caller");
+                let mut g = Vec::with_capacity(alpha.len());
+                for a in &alpha {
+                    g.push(gamma(&[*a, 1.0], rng).map_err(|e| TraceErr::Eval(hazel_density::EvalError::domain(e.message), span))?);
+                }
+                let s: f64 = g.iter().sum();
+                Ok(Some(Val::Vector(Elems::C(Arc::new(g.iter().map(|x| x / s).collect())))))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Multivariate densities composed from vector ops.
+    pub fn multivariate_density(&mut self, name: &str, args: &[Val], propto: bool, span: Span) -> R<Option<Sc>> {
+        match name {
+            "multi_normal_cholesky" => {
+                if args.len() != 3 {
+                    return cerr("multi_normal_cholesky takes 3 arguments", span);
+                }
+                let l = self.lower_tri(&args[2], span)?;
+                // One or many variates (array of vectors) against one or many locations.
+                let ys: Vec<Val> = match &args[0] {
+                    Val::Array(xs) => xs.to_vec(),
+                    v => vec![v.clone()],
+                };
+                let mus: Vec<Val> = match &args[1] {
+                    Val::Array(xs) => xs.to_vec(),
+                    v => vec![v.clone()],
+                };
+                let n = ys.len().max(mus.len());
+                let k = match &l {
+                    Val::Matrix(r, _, _) => *r,
+                    _ => return cerr("multi_normal_cholesky: L must be a matrix", span),
+                };
+                let all_const = args.iter().all(|a| a.is_const());
+                if propto && all_const {
+                    return Ok(Some(Sc::C(0.0)));
+                }
+                let mut total = Sc::C(0.0);
+                for i in 0..n {
+                    let y = &ys[if ys.len() == 1 { 0 } else { i }];
+                    let mu = &mus[if mus.len() == 1 { 0 } else { i }];
+                    let y = Val::Vector(self.to_elems(y));
+                    let mu = Val::Vector(self.to_elems(mu));
+                    let d = self.binop(hazel_syntax::ast::BinOp::Sub, &y, &mu, span)?;
+                    let z = self.tri_solve(&l, &d, span)?;
+                    let ze = self.to_elems(&z);
+                    let q = self.dot_elems(&ze, &ze, span)?;
+                    let t = self.sc_binary(BinaryFn::Mul, q, Sc::C(-0.5));
+                    total = self.sc_binary(BinaryFn::Add, total, t);
+                }
+                let l_const = args[2].is_const();
+                if !propto || !l_const {
+                    let le = self.to_elems(&l);
+                    let diag: Vec<Sc> = (0..k).map(|i| le.get(i + i * k)).collect();
+                    let de = Elems::from_scalars_or_empty(diag);
+                    let logd = self.elems_unary(UnaryFn::Log, &de);
+                    let s = self.sum_elems(&logd);
+                    let s = self.sc_binary(BinaryFn::Mul, s, Sc::C(-(n as f64)));
+                    total = self.sc_binary(BinaryFn::Add, total, s);
+                }
+                if !propto {
+                    total = self.sc_binary(BinaryFn::Add, total, Sc::C(-0.918_938_533_204_672_8 * (n * k) as f64));
+                }
+                Ok(Some(total))
+            }
+            "bernoulli_logit_glm" | "poisson_log_glm" | "normal_id_glm" => {
+                // GLMs are their base density at the linear predictor alpha + x beta.
+                let need = if name == "normal_id_glm" { 5 } else { 4 };
+                if args.len() != need {
+                    return cerr(format!("{name} takes {need} arguments"), span);
+                }
+                let xb = match (&args[1], &args[3]) {
+                    (Val::RowVector(_), b) => {
+                        let x = self.to_elems(&args[1]);
+                        let be = self.to_elems(b);
+                        Val::Real(self.dot_elems(&x, &be, span)?)
+                    }
+                    (x, b) => {
+                        let b = Val::Vector(self.to_elems(b));
+                        self.matmul(x, &b, span)?
+                    }
+                };
+                let eta = self.binop(hazel_syntax::ast::BinOp::Add, &xb, &args[2], span)?;
+                let base = match name {
+                    "bernoulli_logit_glm" => crate::dists::DistKind::BernoulliLogit,
+                    "poisson_log_glm" => crate::dists::DistKind::PoissonLog,
+                    _ => crate::dists::DistKind::Normal,
+                };
+                let mut a = vec![args[0].clone(), eta];
+                if name == "normal_id_glm" {
+                    a.push(args[4].clone());
+                }
+                Ok(Some(self.dist_sum(base, &a, propto, span)?))
+            }
+            "dirichlet" => {
+                if args.len() != 2 {
+                    return cerr("dirichlet takes 2 arguments", span);
+                }
+                let thetas: Vec<Val> = match &args[0] {
+                    Val::Array(xs) => xs.to_vec(),
+                    v => vec![v.clone()],
+                };
+                let alphas: Vec<Val> = match &args[1] {
+                    Val::Array(xs) => xs.to_vec(),
+                    v => vec![v.clone()],
+                };
+                let alpha_var = !args[1].is_const();
+                if propto && args.iter().all(|a| a.is_const()) {
+                    return Ok(Some(Sc::C(0.0)));
+                }
+                let mut total = Sc::C(0.0);
+                for i in 0..thetas.len().max(alphas.len()) {
+                    let th = self.to_elems(&thetas[if thetas.len() == 1 { 0 } else { i }]);
+                    let al = self.to_elems(&alphas[if alphas.len() == 1 { 0 } else { i }]);
+                    if th.len() != al.len() {
+                        return eerr("dirichlet: size mismatch", span);
+                    }
+                    // lgamma(Σα) − Σ lgamma(α) + Σ (α − 1) log θ
+                    if !propto || alpha_var {
+                        let sa = self.sum_elems(&al);
+                        let lsa = self.sc_unary(UnaryFn::Lgamma, sa);
+                        let lga = self.elems_unary(UnaryFn::Lgamma, &al);
+                        let slga = self.sum_elems(&lga);
+                        let c = self.sc_binary(BinaryFn::Sub, lsa, slga);
+                        total = self.sc_binary(BinaryFn::Add, total, c);
+                    }
+                    let one = Elems::C(Arc::new(vec![1.0]));
+                    let am1 = self.elems_binary(BinaryFn::Sub, &al, &one);
+                    let lt = self.elems_unary(UnaryFn::Log, &th);
+                    let d = self.dot_elems(&am1, &lt, span)?;
+                    total = self.sc_binary(BinaryFn::Add, total, d);
+                }
+                Ok(Some(total))
+            }
+            "categorical" | "categorical_logit" => {
+                if args.len() != 2 {
+                    return cerr(format!("{name} takes 2 arguments"), span);
+                }
+                let ys: Vec<i64> = match &args[0] {
+                    Val::Int(i) => vec![*i],
+                    Val::Array(xs) => xs.iter().map(|x| self.as_int(x, span)).collect::<R<_>>()?,
+                    _ => return cerr(format!("{name}: outcome must be int or int array"), span),
+                };
+                let th = self.to_elems(&args[1]);
+                if propto && args[1].is_const() {
+                    return Ok(Some(Sc::C(0.0)));
+                }
+                let mut pos = Vec::with_capacity(ys.len());
+                for &y in &ys {
+                    if y < 1 || y as usize > th.len() {
+                        return eerr(format!("{name}: outcome {y} out of support 1..{}", th.len()), span);
+                    }
+                    pos.push(y as usize - 1);
+                }
+                let picked = self.select_any(&th, &pos);
+                if name == "categorical" {
+                    let l = self.elems_unary(UnaryFn::Log, &picked);
+                    Ok(Some(self.sum_elems(&l)))
+                } else {
+                    let s = self.sum_elems(&picked);
+                    let lse = self.lse_elems(&th);
+                    let t = self.sc_binary(BinaryFn::Mul, lse, Sc::C(ys.len() as f64));
+                    Ok(Some(self.sc_binary(BinaryFn::Sub, s, t)))
+                }
+            }
+            "lkj_corr_cholesky" => {
+                if args.len() != 2 {
+                    return cerr("lkj_corr_cholesky takes 2 arguments", span);
+                }
+                let (k, le) = match &args[0] {
+                    Val::Matrix(r, c, e) if r == c => (*r, e.clone()),
+                    _ => return cerr("lkj_corr_cholesky: L must be a square matrix", span),
+                };
+                let eta = self.scalar_sc(&args[1], name, span)?;
+                if !propto || !eta.is_const() {
+                    return cerr("lkj_corr_cholesky with its normalising constant (target += ..._lpdf or a parameter eta) is not supported yet", span);
+                }
+                if args[0].is_const() {
+                    return Ok(Some(Sc::C(0.0)));
+                }
+                // Σ_{i=2..K} (K − i + 2η − 2) log L[i, i]
+                let eta_v = self.value_of(eta, span)?;
+                let mut coef = Vec::with_capacity(k.saturating_sub(1));
+                let mut diag = Vec::with_capacity(k.saturating_sub(1));
+                for i in 1..k {
+                    diag.push(le.get(i + i * k));
+                    coef.push((k - i - 1) as f64 + 2.0 * eta_v - 2.0);
+                }
+                if diag.is_empty() {
+                    return Ok(Some(Sc::C(0.0)));
+                }
+                let de = Elems::from_scalars(diag);
+                let ld = self.elems_unary(UnaryFn::Log, &de);
+                let ce = Elems::C(Arc::new(coef));
+                Ok(Some(self.dot_elems(&ld, &ce, span)?))
+            }
+            "multi_normal" => {
+                if args.len() != 3 {
+                    return cerr("multi_normal takes 3 arguments", span);
+                }
+                let l = self.cholesky(&args[2], span)?;
+                let mut a2 = args.to_vec();
+                a2[2] = l;
+                // The covariance may be data while its factor is then data too: same rule.
+                self.multivariate_density("multi_normal_cholesky", &a2, propto, span)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Lower triangle of a square matrix (upper part zeroed).
+    fn lower_tri(&mut self, m: &Val, span: Span) -> R<Val> {
+        let (r, c, e) = match m {
+            Val::Matrix(r, c, e) => (*r, *c, e.clone()),
+            _ => return cerr("expected a matrix", span),
+        };
+        let mut sc = e.to_scalars();
+        for j in 0..c {
+            for i in 0..j.min(r) {
+                sc[i + j * r] = Sc::C(0.0);
+            }
+        }
+        Ok(Val::Matrix(r, c, Elems::from_scalars_or_empty(sc)))
+    }
+
+    /// Cholesky factor by scalar ops (Cholesky–Banachiewicz); constant-folded for data.
+    fn cholesky(&mut self, m: &Val, span: Span) -> R<Val> {
+        let (n, c, e) = match m {
+            Val::Matrix(r, c, e) => (*r, *c, e.clone()),
+            _ => return cerr("cholesky_decompose: expected a matrix", span),
+        };
+        if n != c {
+            return eerr("cholesky_decompose: matrix is not square", span);
+        }
+        let mut l = vec![Sc::C(0.0); n * n];
+        for i in 0..n {
+            for j in 0..=i {
+                let mut s = e.get(i + j * n);
+                for k in 0..j {
+                    let p = self.sc_binary(BinaryFn::Mul, l[i + k * n], l[j + k * n]);
+                    s = self.sc_binary(BinaryFn::Sub, s, p);
+                }
+                if i == j {
+                    if let Sc::C(v) = s {
+                        if !(v > 0.0) {
+                            return eerr("cholesky_decompose: matrix is not positive definite", span);
+                        }
+                    } else {
+                        let a = self.sc_arg(s);
+                        let zero = self.b.scalar_const(0.0);
+                        self.b.check(crate::tape::CheckKind::Lower, a, zero, "cholesky_decompose: matrix is not positive definite".into());
+                    }
+                    l[i + i * n] = self.sc_unary(UnaryFn::Sqrt, s);
+                } else {
+                    l[i + j * n] = self.sc_binary(BinaryFn::Div, s, l[j + j * n]);
+                }
+            }
+        }
+        Ok(Val::Matrix(n, n, Elems::from_scalars_or_empty(l)))
+    }
+
+    /// `L \ b` for lower-triangular `L` and a vector or matrix `b` (forward substitution).
+    fn tri_solve(&mut self, l: &Val, b: &Val, span: Span) -> R<Val> {
+        let (n, le) = match l {
+            Val::Matrix(r, c, e) if r == c => (*r, e.clone()),
+            _ => return cerr("mdivide_left_tri_low: expected a square matrix", span),
+        };
+        let (br, bc, be) = match b {
+            Val::Vector(e) => (e.len(), 1, e.clone()),
+            Val::Matrix(r, c, e) => (*r, *c, e.clone()),
+            _ => return cerr("mdivide_left_tri_low: expected a vector or matrix", span),
+        };
+        if br != n {
+            return eerr("mdivide_left_tri_low: size mismatch", span);
+        }
+        let mut out = vec![Sc::C(0.0); n * bc];
+        for col in 0..bc {
+            for i in 0..n {
+                let mut s = be.get(i + col * n);
+                for k in 0..i {
+                    let p = self.sc_binary(BinaryFn::Mul, le.get(i + k * n), out[k + col * n]);
+                    s = self.sc_binary(BinaryFn::Sub, s, p);
+                }
+                out[i + col * n] = self.sc_binary(BinaryFn::Div, s, le.get(i + i * n));
+            }
+        }
+        let e = Elems::from_scalars_or_empty(out);
+        Ok(if bc == 1 && matches!(b, Val::Vector(_)) { Val::Vector(e) } else { Val::Matrix(n, bc, e) })
+    }
+
+    /// `gp_exp_quad_cov(x, alpha, rho)`: α² exp(−|xᵢ − xⱼ|² / (2ρ²)) for real or vector points.
+    fn gp_exp_quad_cov(&mut self, args: &[Val], span: Span) -> R<Val> {
+        if args.len() != 3 {
+            return cerr("gp_exp_quad_cov(x, alpha, rho) is the supported form", span);
+        }
+        let xs: Vec<Elems> = match &args[0] {
+            Val::Array(items) => items.iter().map(|x| self.to_elems(x)).collect(),
+            _ => return cerr("gp_exp_quad_cov: x must be an array", span),
+        };
+        let alpha = self.scalar_sc(&args[1], "gp_exp_quad_cov", span)?;
+        let rho = self.scalar_sc(&args[2], "gp_exp_quad_cov", span)?;
+        let n = xs.len();
+        let a2 = self.sc_unary(UnaryFn::Square, alpha);
+        let r2 = self.sc_unary(UnaryFn::Square, rho);
+        let neg_half_inv = {
+            let t = self.sc_binary(BinaryFn::Mul, r2, Sc::C(-2.0));
+            self.sc_unary(UnaryFn::Inv, t)
+        };
+        // Squared distances are data when x is: one vector op for all pairs below the diagonal.
+        let mut d2 = Vec::with_capacity(n * (n.saturating_sub(1)) / 2);
+        for i in 0..n {
+            for j in 0..i {
+                let d = self.elems_binary(BinaryFn::Sub, &xs[i], &xs[j]);
+                d2.push(self.dot_elems(&d, &d, span)?);
+            }
+        }
+        let de = Elems::from_scalars_or_empty(d2);
+        let ne = self.scalar_elems(neg_half_inv);
+        let scaled = self.elems_binary(BinaryFn::Mul, &de, &ne);
+        let ex = self.elems_unary(UnaryFn::Exp, &scaled);
+        let ae = self.scalar_elems(a2);
+        let k = self.elems_binary(BinaryFn::Mul, &ex, &ae);
+        let mut sc = vec![Sc::C(0.0); n * n];
+        let mut p = 0;
+        for i in 0..n {
+            sc[i + i * n] = a2;
+            for j in 0..i {
+                sc[i + j * n] = k.get(p);
+                sc[j + i * n] = k.get(p);
+                p += 1;
+            }
+        }
+        Ok(Val::Matrix(n, n, Elems::from_scalars_or_empty(sc)))
+    }
+}
+
+fn check_ints(v: &Val, ints: &mut bool) {
+    match v {
+        Val::Int(_) => {}
+        Val::Array(xs) => xs.iter().for_each(|x| check_ints(x, ints)),
+        _ => *ints = false,
+    }
+}
+
+/// `to_array_1d` order: arrays row-major, matrices column-major.
+fn flatten_row_major_arrays(v: &Val, out: &mut Vec<Sc>) {
+    v.flatten(out);
+}
+
+impl Elems {
+    /// Like `from_scalars`, accepting an empty list.
+    pub fn from_scalars_or_empty(v: Vec<Sc>) -> Elems {
+        if v.is_empty() {
+            Elems::C(Arc::new(vec![]))
+        } else {
+            Elems::from_scalars(v)
+        }
+    }
+}
+
+impl From<TraceErr> for String {
+    fn from(e: TraceErr) -> String {
+        match e {
+            TraceErr::Compile(m, _) => m,
+            TraceErr::Eval(e, _) => e.message,
+            TraceErr::Dynamic(_) => "control flow depends on parameters".into(),
+        }
+    }
+}

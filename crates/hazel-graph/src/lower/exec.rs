@@ -1,0 +1,738 @@
+//! Expressions and statements of the tracing interpreter.
+
+use super::trace::{cerr, coerce_like, eerr, Flow, Ix, TraceErr, Tracer, R};
+use super::value::{Elems, Sc, Val};
+use crate::dists::DistKind;
+use crate::kernels::{BinaryFn, UnaryFn};
+use hazel_density::EvalError;
+use hazel_syntax::ast::*;
+use hazel_syntax::Span;
+use std::sync::Arc;
+
+impl<'p> Tracer<'p> {
+    pub fn expr(&mut self, e: &Expr) -> R<Val> {
+        let span = e.span;
+        match &e.kind {
+            ExprKind::IntLit(i) => Ok(Val::Int(*i)),
+            ExprKind::RealLit { value, .. } => Ok(Val::real(*value)),
+            ExprKind::ImagLit { .. } => cerr("complex numbers are not supported", span),
+            ExprKind::Var(id) => match self.lookup(&id.name) {
+                Some(v) => Ok(v.clone()),
+                None => cerr(format!("unknown variable '{}'", id.name), span),
+            },
+            ExprKind::Paren(x) => self.expr(x),
+            ExprKind::Binary { op, lhs, rhs } => match op {
+                BinOp::And | BinOp::Or => {
+                    let a = self.expr(lhs)?;
+                    let av = self.real_value(&a, lhs.span)? != 0.0;
+                    if (*op == BinOp::And && !av) || (*op == BinOp::Or && av) {
+                        return Ok(Val::Int(av as i64));
+                    }
+                    let b = self.expr(rhs)?;
+                    Ok(Val::Int((self.real_value(&b, rhs.span)? != 0.0) as i64))
+                }
+                _ => {
+                    let a = self.expr(lhs)?;
+                    let b = self.expr(rhs)?;
+                    self.binop(*op, &a, &b, span)
+                }
+            },
+            ExprKind::Unary { op, operand } => {
+                let v = self.expr(operand)?;
+                match op {
+                    UnaryOp::Plus => Ok(v),
+                    UnaryOp::Neg => match v {
+                        Val::Int(i) => Ok(Val::Int(-i)),
+                        _ => self.map_unary(UnaryFn::Neg, &v, span),
+                    },
+                    UnaryOp::Not => Ok(Val::Int((self.real_value(&v, span)? == 0.0) as i64)),
+                }
+            }
+            ExprKind::Transpose(x) => {
+                let v = self.expr(x)?;
+                self.transpose(&v, span)
+            }
+            ExprKind::Ternary { cond, then_expr, else_expr } => {
+                let c = self.expr(cond)?;
+                if self.real_value(&c, cond.span)? != 0.0 {
+                    let v = self.expr(then_expr)?;
+                    // Stan promotes an int branch when the other is real.
+                    Ok(v)
+                } else {
+                    self.expr(else_expr)
+                }
+            }
+            ExprKind::Call { name, args } => {
+                let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                self.call(&name.name, vals, span)
+            }
+            ExprKind::CondDistCall { name, args } => {
+                let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                self.call(&name.name, vals, span)
+            }
+            ExprKind::Target => {
+                let mut terms = self.target.clone();
+                let c = self.target_const;
+                if terms.is_empty() {
+                    return Ok(Val::real(c));
+                }
+                terms.push(self.b.scalar_const(c));
+                Ok(Val::Real(Sc::V(self.b.sum_scalars(terms).off)))
+            }
+            ExprKind::Index { base, indices } => {
+                // Index a variable in place, without copying it.
+                let ixs = self.indices(indices)?;
+                if let ExprKind::Var(id) = &base.kind {
+                    let v = match self.lookup(&id.name) {
+                        Some(v) => v.clone(),
+                        None => return cerr(format!("unknown variable '{}'", id.name), base.span),
+                    };
+                    return self.index(&v, &ixs, span);
+                }
+                let v = self.expr(base)?;
+                self.index(&v, &ixs, span)
+            }
+            ExprKind::TupleProj { base, index } => match self.expr(base)? {
+                Val::Tuple(xs) if *index >= 1 && *index <= xs.len() => Ok(xs[index - 1].clone()),
+                _ => cerr("bad tuple projection", span),
+            },
+            ExprKind::Array(items) => {
+                let vals = items.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                // {int, real} promotes to reals.
+                let any_real = vals.iter().any(|v| matches!(v, Val::Real(_)));
+                let vals = if any_real {
+                    vals.into_iter().map(|v| if let Val::Int(i) = v { Val::real(i as f64) } else { v }).collect()
+                } else {
+                    vals
+                };
+                Ok(Val::array(vals))
+            }
+            ExprKind::RowVector(items) => {
+                let vals = items.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                if vals.iter().all(|v| matches!(v, Val::RowVector(_))) && !vals.is_empty() {
+                    // [row, row, ...] is a matrix.
+                    let rows = vals.len();
+                    let cols = self.to_elems(&vals[0]).len();
+                    let mut sc = vec![Sc::C(0.0); rows * cols];
+                    for (i, v) in vals.iter().enumerate() {
+                        let e = self.to_elems(v);
+                        if e.len() != cols {
+                            return eerr("rows of a matrix expression differ in size", span);
+                        }
+                        for j in 0..cols {
+                            sc[i + j * rows] = e.get(j);
+                        }
+                    }
+                    return Ok(Val::Matrix(rows, cols, Elems::from_scalars(sc)));
+                }
+                let mut sc = Vec::new();
+                for v in &vals {
+                    match v {
+                        Val::Int(i) => sc.push(Sc::C(*i as f64)),
+                        Val::Real(s) => sc.push(*s),
+                        _ => return cerr("row vector expression elements must be scalars", span),
+                    }
+                }
+                if sc.is_empty() {
+                    return Ok(Val::RowVector(Elems::C(Arc::new(vec![]))));
+                }
+                Ok(Val::RowVector(Elems::from_scalars(sc)))
+            }
+            ExprKind::Tuple(items) => {
+                let vals = items.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                Ok(Val::Tuple(Arc::new(vals)))
+            }
+        }
+    }
+
+    pub fn indices(&mut self, indices: &[Index]) -> R<Vec<Ix>> {
+        let mut out = Vec::with_capacity(indices.len());
+        for ix in indices {
+            out.push(match ix {
+                Index::All => Ix::All,
+                Index::Single(e) => match self.expr(e)? {
+                    Val::Int(i) => Ix::One(i),
+                    Val::Array(xs) => Ix::Multi(xs.iter().map(|x| self.as_int(x, e.span)).collect::<R<_>>()?),
+                    Val::Real(_) => return cerr("index must be an integer", e.span),
+                    _ => return cerr("bad index", e.span),
+                },
+                Index::Lower(e) => Ix::Lower(self.int_expr(e)?),
+                Index::Upper(e) => Ix::Upper(self.int_expr(e)?),
+                Index::Range(a, b) => Ix::Range(self.int_expr(a)?, self.int_expr(b)?),
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn int_expr(&mut self, e: &Expr) -> R<i64> {
+        let v = self.expr(e)?;
+        self.as_int(&v, e.span)
+    }
+
+    pub fn transpose(&mut self, v: &Val, span: Span) -> R<Val> {
+        Ok(match v {
+            Val::Vector(e) => Val::RowVector(e.clone()),
+            Val::RowVector(e) => Val::Vector(e.clone()),
+            Val::Matrix(r, c, e) => {
+                let mut pos = Vec::with_capacity(r * c);
+                // out is c × r: out[j, i] = in[i, j]
+                for i in 0..*r {
+                    for j in 0..*c {
+                        pos.push(i + j * r);
+                    }
+                }
+                Val::Matrix(*c, *r, self.select(e, &pos))
+            }
+            _ => return cerr("transpose of a non-matrix", span),
+        })
+    }
+
+    pub fn binop(&mut self, op: BinOp, a: &Val, b: &Val, span: Span) -> R<Val> {
+        use BinOp::*;
+        // integer arithmetic
+        if let (Val::Int(x), Val::Int(y)) = (a, b) {
+            let (x, y) = (*x, *y);
+            return Ok(Val::Int(match op {
+                Add => x.wrapping_add(y),
+                Sub => x.wrapping_sub(y),
+                Mul => x.wrapping_mul(y),
+                Div | IntDiv => {
+                    if y == 0 {
+                        return eerr("integer division by zero", span);
+                    }
+                    x / y
+                }
+                Mod => {
+                    if y == 0 {
+                        return eerr("modulus by zero", span);
+                    }
+                    x % y
+                }
+                Pow | EltPow => return Ok(Val::real((x as f64).powf(y as f64))),
+                Eq => (x == y) as i64,
+                Neq => (x != y) as i64,
+                Lt => (x < y) as i64,
+                Leq => (x <= y) as i64,
+                Gt => (x > y) as i64,
+                Geq => (x >= y) as i64,
+                EltMul => x * y,
+                EltDiv => {
+                    if y == 0 {
+                        return eerr("integer division by zero", span);
+                    }
+                    x / y
+                }
+                And | Or | LeftDiv => return cerr("bad integer operator", span),
+            }));
+        }
+        let scalar = |v: &Val| matches!(v, Val::Int(_) | Val::Real(_));
+        match op {
+            Eq | Neq | Lt | Leq | Gt | Geq => {
+                let x = self.real_value(a, span)?;
+                let y = self.real_value(b, span)?;
+                Ok(Val::Int(match op {
+                    Eq => x == y,
+                    Neq => x != y,
+                    Lt => x < y,
+                    Leq => x <= y,
+                    Gt => x > y,
+                    _ => x >= y,
+                } as i64))
+            }
+            Add => self.map_binary(BinaryFn::Add, a, b, span),
+            Sub => self.map_binary(BinaryFn::Sub, a, b, span),
+            EltMul => self.map_binary(BinaryFn::Mul, a, b, span),
+            EltDiv => self.map_binary(BinaryFn::Div, a, b, span),
+            Pow | EltPow => self.map_binary(BinaryFn::Pow, a, b, span),
+            Div => {
+                if scalar(b) {
+                    self.map_binary(BinaryFn::Div, a, b, span)
+                } else {
+                    cerr("matrix division is not supported", span)
+                }
+            }
+            Mul => {
+                if scalar(a) || scalar(b) {
+                    return self.map_binary(BinaryFn::Mul, a, b, span);
+                }
+                self.matmul(a, b, span)
+            }
+            Mod | IntDiv => cerr("'%' and '%/%' need integer operands", span),
+            LeftDiv => cerr("left division is not supported", span),
+            And | Or => unreachable!(),
+        }
+    }
+
+    /// Matrix products: matrix × vector, row_vector × vector, vector × row_vector,
+    /// matrix × matrix, row_vector × matrix.
+    pub fn matmul(&mut self, a: &Val, b: &Val, span: Span) -> R<Val> {
+        let (ar, ac, ae) = match a {
+            Val::Matrix(r, c, e) => (*r, *c, e.clone()),
+            Val::RowVector(e) => (1, e.len(), e.clone()),
+            Val::Vector(e) => (e.len(), 1, e.clone()),
+            _ => return cerr(format!("cannot multiply {} by {}", a.type_name(), b.type_name()), span),
+        };
+        let (br, bc, be) = match b {
+            Val::Matrix(r, c, e) => (*r, *c, e.clone()),
+            Val::RowVector(e) => (1, e.len(), e.clone()),
+            Val::Vector(e) => (e.len(), 1, e.clone()),
+            _ => return cerr(format!("cannot multiply {} by {}", a.type_name(), b.type_name()), span),
+        };
+        if ac != br {
+            return eerr(format!("matrix multiplication size mismatch: {ar}×{ac} times {br}×{bc}"), span);
+        }
+        let out = if let (Some(x), Some(y)) = (ae.consts(), be.consts()) {
+            let mut o = vec![0.0; ar * bc];
+            for j in 0..bc {
+                crate::kernels::matvec(&x, &y[j * br..(j + 1) * br], ar, ac, &mut o[j * ar..(j + 1) * ar]);
+            }
+            Elems::C(Arc::new(o))
+        } else if ar == 1 && bc == 1 {
+            let xa = self.elems_arg(&ae);
+            let ya = self.elems_arg(&be);
+            Elems::V(self.b.dot(xa, ya))
+        } else if bc == 1 {
+            let xa = self.elems_arg(&ae);
+            let ya = self.elems_arg(&be);
+            Elems::V(self.b.matvec(xa, ya, ar, ac))
+        } else {
+            let xa = self.elems_arg(&ae);
+            let ya = self.elems_arg(&be);
+            Elems::V(self.b.matmul(xa, ya, ar, ac, bc))
+        };
+        Ok(match (a, b) {
+            (Val::RowVector(_), Val::Vector(_)) => Val::Real(out.get(0)),
+            (_, Val::Vector(_)) => Val::Vector(out),
+            (Val::RowVector(_), _) => Val::RowVector(out),
+            _ => Val::Matrix(ar, bc, out),
+        })
+    }
+
+    // ----- statements -----
+
+    pub fn stmts(&mut self, stmts: &[Stmt]) -> R<Flow> {
+        let mark = self.env_len();
+        for s in stmts {
+            match self.stmt(s)? {
+                Flow::Normal => {}
+                other => {
+                    self.truncate_env(mark);
+                    return Ok(other);
+                }
+            }
+        }
+        self.truncate_env(mark);
+        Ok(Flow::Normal)
+    }
+
+    /// Runs block-level statements, keeping their declarations in scope.
+    pub fn block_stmts(&mut self, stmts: &[Stmt]) -> R<()> {
+        for s in stmts {
+            match self.stmt(s)? {
+                Flow::Normal => {}
+                _ => return cerr("break/continue/return outside a loop or function", s.span),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn stmt(&mut self, s: &Stmt) -> R<Flow> {
+        let span = s.span;
+        match &s.kind {
+            StmtKind::VarDecl(d) => {
+                for decl in &d.declarators {
+                    let v = match &decl.init {
+                        Some(init) => {
+                            let v = self.expr(init)?;
+                            let blank = self.blank(&d.ty)?;
+                            coerce_like(&blank, v)
+                        }
+                        None => self.blank(&d.ty)?,
+                    };
+                    self.bind(&decl.name.name, v);
+                }
+                Ok(Flow::Normal)
+            }
+            StmtKind::Assign { lhs, op, rhs } => {
+                let r = self.expr(rhs)?;
+                self.assign(lhs, *op, r)?;
+                Ok(Flow::Normal)
+            }
+            StmtKind::Tilde { lhs, dist, args, truncation } => {
+                let mut vals = vec![self.expr(lhs)?];
+                for a in args {
+                    vals.push(self.expr(a)?);
+                }
+                let propto = self.propto;
+                let lp = self.density(&dist.name, vals.clone(), propto, span)?;
+                self.add_target_sc(lp);
+                if let Some(t) = truncation {
+                    self.truncate(&dist.name, &vals, t, span)?;
+                }
+                Ok(Flow::Normal)
+            }
+            StmtKind::TargetPlusAssign(e) | StmtKind::JacobianPlusAssign(e) => {
+                let v = self.expr(e)?;
+                if matches!(s.kind, StmtKind::JacobianPlusAssign(_)) && !self.jacobian {
+                    return Ok(Flow::Normal);
+                }
+                self.add_target(&v);
+                Ok(Flow::Normal)
+            }
+            StmtKind::For { var, lower, upper, body } => {
+                let lo = self.int_expr(lower)?;
+                let hi_v = self.expr(upper)?;
+                let mut i = lo;
+                loop {
+                    // The upper bound is re-evaluated only when it is an expression of
+                    // loop-invariant data; Stan evaluates it once, as here.
+                    let hi = self.as_int(&hi_v, upper.span)?;
+                    if i > hi {
+                        break;
+                    }
+                    let mark = self.env_len();
+                    self.bind(&var.name, Val::Int(i));
+                    let flow = self.stmt(body)?;
+                    self.truncate_env(mark);
+                    match flow {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                Ok(Flow::Normal)
+            }
+            StmtKind::Foreach { var, iterable, body } => {
+                let it = self.expr(iterable)?;
+                let items: Vec<Val> = match &it {
+                    Val::Array(xs) => xs.to_vec(),
+                    Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => (0..e.len()).map(|i| Val::Real(e.get(i))).collect(),
+                    _ => return cerr("foreach over a non-container", span),
+                };
+                for item in items {
+                    let mark = self.env_len();
+                    self.bind(&var.name, item);
+                    let flow = self.stmt(body)?;
+                    self.truncate_env(mark);
+                    match flow {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        _ => {}
+                    }
+                }
+                Ok(Flow::Normal)
+            }
+            StmtKind::While { cond, body } => {
+                let mut guard = 0u64;
+                loop {
+                    let c = self.expr(cond)?;
+                    if self.real_value(&c, cond.span)? == 0.0 {
+                        break;
+                    }
+                    guard += 1;
+                    if guard > 100_000_000 {
+                        return eerr("while loop did not terminate", span);
+                    }
+                    match self.stmt(body)? {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        _ => {}
+                    }
+                }
+                Ok(Flow::Normal)
+            }
+            StmtKind::If { cond, then_branch, else_branch } => {
+                let c = self.expr(cond)?;
+                if self.real_value(&c, cond.span)? != 0.0 {
+                    self.scoped(then_branch)
+                } else if let Some(e) = else_branch {
+                    self.scoped(e)
+                } else {
+                    Ok(Flow::Normal)
+                }
+            }
+            StmtKind::Break => Ok(Flow::Break),
+            StmtKind::Continue => Ok(Flow::Continue),
+            StmtKind::Return(e) => {
+                let v = match e {
+                    Some(e) => Some(self.expr(e)?),
+                    None => None,
+                };
+                Ok(Flow::Return(v))
+            }
+            StmtKind::Print(_) => Ok(Flow::Normal),
+            StmtKind::Reject(items) | StmtKind::FatalError(items) => {
+                let msg = self.message(items)?;
+                let err = if matches!(s.kind, StmtKind::FatalError(_)) {
+                    EvalError::new(hazel_density::EvalErrorKind::Fatal, msg)
+                } else {
+                    EvalError::reject(msg)
+                };
+                Err(TraceErr::Eval(err, span))
+            }
+            StmtKind::Block(stmts) | StmtKind::Profile { body: stmts, .. } => self.stmts(stmts),
+            StmtKind::Call { name, args } => {
+                let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                self.call_void(&name.name, vals, span)?;
+                Ok(Flow::Normal)
+            }
+            StmtKind::Empty => Ok(Flow::Normal),
+        }
+    }
+
+    fn scoped(&mut self, s: &Stmt) -> R<Flow> {
+        let mark = self.env_len();
+        let f = self.stmt(s);
+        self.truncate_env(mark);
+        f
+    }
+
+    fn message(&mut self, items: &[Printable]) -> R<String> {
+        let mut msg = String::new();
+        for it in items {
+            match it {
+                Printable::Str { value, .. } => msg.push_str(value),
+                Printable::Expr(e) => {
+                    let v = self.expr(e)?;
+                    msg.push_str(&self.render(&v));
+                }
+            }
+        }
+        Ok(msg)
+    }
+
+    fn render(&self, v: &Val) -> String {
+        let sc = |s: Sc| match s {
+            Sc::C(c) => format!("{c}"),
+            Sc::V(o) => format!("{}", self.b.buf.vals.get(o as usize).copied().unwrap_or(f64::NAN)),
+        };
+        match v {
+            Val::Int(i) => i.to_string(),
+            Val::Real(s) => sc(*s),
+            Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => {
+                format!("[{}]", (0..e.len()).map(|i| sc(e.get(i))).collect::<Vec<_>>().join(","))
+            }
+            Val::Array(xs) | Val::Tuple(xs) => format!("[{}]", xs.iter().map(|x| self.render(x)).collect::<Vec<_>>().join(",")),
+        }
+    }
+
+    /// Assignment to an lvalue, with compound operators.
+    fn assign(&mut self, lhs: &LValue, op: AssignOp, rhs: Val) -> R<()> {
+        let span = lhs.span;
+        // Flatten `x[i][j, k]` into root name + index list.
+        let mut groups: Vec<&[Index]> = Vec::new();
+        let mut cur = lhs;
+        let root = loop {
+            match &cur.kind {
+                LValueKind::Var(id) => break id,
+                LValueKind::Index { base, indices } => {
+                    groups.push(indices);
+                    cur = base;
+                }
+                _ => return cerr("tuple assignment is not supported", span),
+            }
+        };
+        groups.reverse();
+        let mut ixs = Vec::new();
+        for g in groups {
+            ixs.extend(self.indices(g)?);
+        }
+        let slot = match self.lookup_index(&root.name) {
+            Some(i) => i,
+            None => return cerr(format!("unknown variable '{}'", root.name), span),
+        };
+        let rhs = match op.binary_op() {
+            None => rhs,
+            Some(bop) => {
+                let old = self.env_val(slot).clone();
+                let old = self.index(&old, &ixs, span)?;
+                self.binop(bop, &old, &rhs, span)?
+            }
+        };
+        // Take the value out so that indexing helpers may borrow the tracer mutably.
+        let mut target = std::mem::replace(self.env_val_mut(slot), Val::Int(0));
+        let res = self.assign_index(&mut target, &ixs, rhs, span);
+        *self.env_val_mut(slot) = target;
+        res
+    }
+
+    /// A fresh value of a declared type: NaN reals, sizes evaluated now.
+    pub fn blank(&mut self, ty: &DeclType) -> R<Val> {
+        let mut dims = Vec::new();
+        for d in &ty.array_dims {
+            let n = self.int_expr(d)?;
+            if n < 0 {
+                return eerr(format!("array size must be non-negative, found {n}"), d.span);
+            }
+            dims.push(n as usize);
+        }
+        let elem = self.blank_elem(&ty.elem, ty.span)?;
+        Ok(nest(&dims, &elem))
+    }
+
+    fn size(&mut self, e: &Expr) -> R<usize> {
+        let n = self.int_expr(e)?;
+        if n < 0 {
+            return eerr(format!("size must be non-negative, found {n}"), e.span);
+        }
+        Ok(n as usize)
+    }
+
+    fn blank_elem(&mut self, elem: &ElemType, span: Span) -> R<Val> {
+        let nan = |n: usize| Elems::C(Arc::new(vec![f64::NAN; n]));
+        Ok(match elem {
+            ElemType::Int { .. } => Val::Int(i32::MIN as i64),
+            ElemType::Real { .. } => Val::real(f64::NAN),
+            ElemType::Vector { size, .. }
+            | ElemType::Simplex { size }
+            | ElemType::UnitVector { size }
+            | ElemType::SumToZeroVector { size }
+            | ElemType::Ordered { size }
+            | ElemType::PositiveOrdered { size } => Val::Vector(nan(self.size(size)?)),
+            ElemType::RowVector { size, .. } => Val::RowVector(nan(self.size(size)?)),
+            ElemType::Matrix { rows, cols, .. }
+            | ElemType::SumToZeroMatrix { rows, cols }
+            | ElemType::ColumnStochasticMatrix { rows, cols }
+            | ElemType::RowStochasticMatrix { rows, cols } => {
+                let r = self.size(rows)?;
+                let c = self.size(cols)?;
+                Val::Matrix(r, c, nan(r * c))
+            }
+            ElemType::CholeskyFactorCorr { size } | ElemType::CorrMatrix { size } | ElemType::CovMatrix { size } => {
+                let n = self.size(size)?;
+                Val::Matrix(n, n, nan(n * n))
+            }
+            ElemType::CholeskyFactorCov { rows, cols } => {
+                let r = self.size(rows)?;
+                let c = match cols {
+                    Some(c) => self.size(c)?,
+                    None => r,
+                };
+                Val::Matrix(r, c, nan(r * c))
+            }
+            ElemType::Tuple(items) => {
+                let vals = items.iter().map(|t| self.blank(t)).collect::<R<Vec<_>>>()?;
+                Val::Tuple(Arc::new(vals))
+            }
+            _ => return cerr("complex types are not supported", span),
+        })
+    }
+
+    /// A univariate density by name (with or without suffix), summed over vectorised
+    /// arguments. User-defined `_lpdf`/`_lpmf` functions are called through here too.
+    pub fn density(&mut self, name: &str, args: Vec<Val>, propto: bool, span: Span) -> R<Sc> {
+        if let Some(kind) = DistKind::lookup(name) {
+            return self.dist_sum(kind, &args, propto, span);
+        }
+        for suffix in ["_lpdf", "_lpmf"] {
+            let full = format!("{name}{suffix}");
+            if self.funcs.contains_key(&full) {
+                let v = self.call_user(&full, args, span)?;
+                return match v {
+                    Some(Val::Real(s)) => Ok(s),
+                    Some(Val::Int(i)) => Ok(Sc::C(i as f64)),
+                    _ => cerr(format!("{full} must return a real"), span),
+                };
+            }
+        }
+        if let Some(s) = self.multivariate_density(name, &args, propto, span)? {
+            return Ok(s);
+        }
+        cerr(format!("distribution '{name}' is not supported"), span)
+    }
+}
+
+impl<'p> Tracer<'p> {
+    /// `T[L, U]`: the variate must lie in the bounds, and the density is renormalised by the
+    /// probability of the interval (Stan: `lccdf(L)`, `lcdf(U)` or `log_diff_exp` of both;
+    /// for integer variates the lower bound enters as `L − 1`).
+    fn truncate(&mut self, name: &str, vals: &[Val], t: &Truncation, span: Span) -> R<()> {
+        let Some(kind) = DistKind::lookup(name) else {
+            return cerr(format!("truncation of '{name}' is not supported"), span);
+        };
+        let discrete = kind.discrete();
+        let y = self.to_elems(&vals[0]);
+        let n = y.len();
+        let lower = match &t.lower {
+            Some(e) => Some(self.expr(e)?),
+            None => None,
+        };
+        let upper = match &t.upper {
+            Some(e) => Some(self.expr(e)?),
+            None => None,
+        };
+        // Out-of-bounds variates make the density zero.
+        for i in 0..n {
+            let yv = match y.get(i) {
+                Sc::C(c) => c,
+                Sc::V(_) => continue,
+            };
+            if let Some(l) = &lower {
+                if yv < self.real_value(l, span)? {
+                    self.add_target_sc(Sc::C(f64::NEG_INFINITY));
+                    return Ok(());
+                }
+            }
+            if let Some(u) = &upper {
+                if yv > self.real_value(u, span)? {
+                    self.add_target_sc(Sc::C(f64::NEG_INFINITY));
+                    return Ok(());
+                }
+            }
+        }
+        // The bound repeated once per variate, with the parameters broadcast as in the density.
+        let at = |me: &mut Self, b: &Val, shift: f64| -> R<Vec<Val>> {
+            let bs = me.to_elems(b);
+            let bs = if shift != 0.0 { me.elems_binary(BinaryFn::Add, &bs, &Elems::C(Arc::new(vec![shift]))) } else { bs };
+            let rep = if n > 1 && bs.len() == 1 { Elems::from_scalars(vec![bs.get(0); n]) } else { bs };
+            let mut a = vec![if n > 1 { Val::Vector(rep) } else { Val::Real(rep.get(0)) }];
+            a.extend(vals[1..].iter().cloned());
+            Ok(a)
+        };
+        let lcdf = DistKind::cdf(name, false);
+        let lccdf = DistKind::cdf(name, true);
+        let norm = match (&lower, &upper) {
+            (None, None) => return Ok(()),
+            (Some(l), None) => {
+                let Some(k) = lccdf else { return cerr(format!("{name} has no lccdf for truncation"), span) };
+                let a = at(self, l, if discrete { -1.0 } else { 0.0 })?;
+                self.dist_sum(k, &a, false, span)?
+            }
+            (None, Some(u)) => {
+                let Some(k) = lcdf else { return cerr(format!("{name} has no lcdf for truncation"), span) };
+                let a = at(self, u, 0.0)?;
+                self.dist_sum(k, &a, false, span)?
+            }
+            (Some(l), Some(u)) => {
+                let Some(k) = lcdf else { return cerr(format!("{name} has no lcdf for truncation"), span) };
+                let au = at(self, u, 0.0)?;
+                let al = at(self, l, if discrete { -1.0 } else { 0.0 })?;
+                if n > 1 {
+                    return cerr("vectorised truncation with both bounds is not supported", span);
+                }
+                let cu = self.dist_sum(k, &au, false, span)?;
+                let cl = self.dist_sum(k, &al, false, span)?;
+                self.sc_binary(BinaryFn::LogDiffExp, cu, cl)
+            }
+        };
+        let neg = self.sc_unary(UnaryFn::Neg, norm);
+        self.add_target_sc(neg);
+        Ok(())
+    }
+}
+
+/// An array of `dims` copies of `elem`.
+pub fn nest(dims: &[usize], elem: &Val) -> Val {
+    if dims.is_empty() {
+        return elem.clone();
+    }
+    let inner = nest(&dims[1..], elem);
+    Val::array(vec![inner; dims[0]])
+}
+
+impl From<EvalError> for TraceErr {
+    fn from(e: EvalError) -> Self {
+        TraceErr::Eval(e, Span::DUMMY)
+    }
+}

@@ -1,0 +1,7 @@
+//! Lowering: the tracing interpreter that turns a program and its data into a graph.
+
+pub mod builtins;
+pub mod exec;
+pub mod params;
+pub mod trace;
+pub mod value;

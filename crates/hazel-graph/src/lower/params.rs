@@ -1,0 +1,305 @@
+//! Parameters: reading the unconstrained vector in Stan's order and layout, constraining it
+//! with Stan's transforms and adding the log-Jacobian to the target.
+
+use super::trace::{cerr, Tracer, R};
+use super::value::{Elems, Sc, Val};
+use crate::kernels::{BinaryFn, UnaryFn};
+use crate::tape::Arg;
+use hazel_syntax::ast::*;
+use std::sync::Arc;
+
+/// Free (unconstrained) size of one element of a declared type (sizes evaluated).
+fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
+    let blank = {
+        let ty = DeclType { span: hazel_syntax::Span::DUMMY, array_dims: vec![], elem: elem.clone() };
+        tr.blank(&ty)?
+    };
+    let n = match &blank {
+        Val::Matrix(r, c, _) => (*r, *c),
+        Val::Vector(e) | Val::RowVector(e) => (e.len(), 1),
+        _ => (1, 1),
+    };
+    let k = n.0;
+    let size = match elem {
+        ElemType::Int { .. } => return cerr("parameters cannot be integers", hazel_syntax::Span::DUMMY),
+        ElemType::Real { .. } => 1,
+        ElemType::Vector { .. } | ElemType::RowVector { .. } | ElemType::Ordered { .. } | ElemType::PositiveOrdered { .. } | ElemType::UnitVector { .. } => k,
+        ElemType::Matrix { .. } => n.0 * n.1,
+        ElemType::Simplex { .. } | ElemType::SumToZeroVector { .. } => k.saturating_sub(1),
+        ElemType::SumToZeroMatrix { .. } => n.0.saturating_sub(1) * n.1.saturating_sub(1),
+        ElemType::ColumnStochasticMatrix { .. } => n.0.saturating_sub(1) * n.1,
+        ElemType::RowStochasticMatrix { .. } => n.0 * n.1.saturating_sub(1),
+        ElemType::CholeskyFactorCorr { .. } | ElemType::CorrMatrix { .. } => k * k.saturating_sub(1) / 2,
+        ElemType::CovMatrix { .. } => k + k * k.saturating_sub(1) / 2,
+        ElemType::CholeskyFactorCov { .. } => hazel_math::transforms::cholesky_cov_free_size(n.0, n.1),
+        _ => return cerr("unsupported parameter type", hazel_syntax::Span::DUMMY),
+    };
+    Ok((size, blank))
+}
+
+fn transform_of(elem: &ElemType) -> Option<&Transform> {
+    match elem {
+        ElemType::Real { transform } | ElemType::Int { transform } => Some(transform),
+        ElemType::Vector { transform, .. } | ElemType::RowVector { transform, .. } | ElemType::Matrix { transform, .. } => Some(transform),
+        _ => None,
+    }
+}
+
+/// One declared parameter (or any block variable) and its blank value, for output names.
+pub struct Declared {
+    pub name: String,
+    pub ty: DeclType,
+}
+
+/// Top-level declarations of a block.
+pub fn declarations(block: &Option<Block>) -> Vec<Declared> {
+    let mut out = Vec::new();
+    if let Some(b) = block {
+        for s in &b.stmts {
+            if let StmtKind::VarDecl(d) = &s.kind {
+                for decl in &d.declarators {
+                    out.push(Declared { name: decl.name.name.clone(), ty: d.ty.clone() });
+                }
+            }
+        }
+    }
+    out
+}
+
+impl<'p> Tracer<'p> {
+    /// Reads the parameters block. With `q` absent, only counts the unconstrained size.
+    /// With `q`, binds every parameter to its constrained value and (when `self.jacobian`)
+    /// adds the log-Jacobians to the target.
+    pub fn read_params(&mut self, block: &Option<Block>, q: Option<&Elems>) -> R<usize> {
+        let mut pos = 0usize;
+        for d in declarations(block) {
+            let mut dims = Vec::new();
+            for e in &d.ty.array_dims {
+                let n = self.int_expr(e)?;
+                dims.push(n.max(0) as usize);
+            }
+            let n_items: usize = dims.iter().product();
+            let (free, elem_blank) = free_size(self, &d.ty.elem)?;
+            let total = n_items * free;
+            if let Some(q) = q {
+                let u = q.slice(pos, pos + total);
+                let v = self.constrain(&d.ty, &dims, &u, free, &elem_blank)?;
+                self.bind(&d.name, v);
+            }
+            pos += total;
+        }
+        Ok(pos)
+    }
+
+    fn constrain(&mut self, ty: &DeclType, dims: &[usize], u: &Elems, free: usize, elem_blank: &Val) -> R<Val> {
+        let full_blank = super::exec::nest(dims, elem_blank);
+        if let Some(t) = transform_of(&ty.elem) {
+            // Scalar-bounded types: one transform over the whole block.
+            let x = self.bound_transform(t, u)?;
+            return Ok(Self::with_shape(&full_blank, x));
+        }
+        let n_items: usize = dims.iter().product();
+        let mut items = Vec::with_capacity(n_items);
+        for k in 0..n_items {
+            let uk = u.slice(k * free, (k + 1) * free);
+            let x = self.structured_transform(&ty.elem, &uk, elem_blank, ty.span)?;
+            items.push(Self::with_shape(elem_blank, x));
+        }
+        // Rebuild the array nesting (row-major over array dims).
+        fn build(items: &mut std::vec::IntoIter<Val>, dims: &[usize]) -> Val {
+            if dims.is_empty() {
+                return items.next().expect("one item per array element");
+            }
+            Val::array((0..dims[0]).map(|_| build(items, &dims[1..])).collect())
+        }
+        let mut it = items.into_iter();
+        Ok(build(&mut it, dims))
+    }
+
+    fn bound_elems(&mut self, e: &Expr, n: usize) -> R<Elems> {
+        let v = self.expr(e)?;
+        let el = self.to_elems(&v);
+        if el.len() != 1 && el.len() != n {
+            return cerr(format!("bound has {} elements but the variable has {n}", el.len()), e.span);
+        }
+        Ok(el)
+    }
+
+    fn add_jacobian(&mut self, e: &Elems) {
+        if !self.jacobian || e.is_empty() {
+            return;
+        }
+        let v = Val::Vector(e.clone());
+        self.add_target(&v);
+    }
+
+    fn bound_transform(&mut self, t: &Transform, u: &Elems) -> R<Elems> {
+        let n = u.len();
+        if n == 0 {
+            return Ok(u.clone());
+        }
+        match t {
+            Transform::None => Ok(u.clone()),
+            Transform::Bounds { lower, upper } => {
+                let lb = match lower {
+                    Some(e) => Some(self.bound_elems(e, n)?),
+                    None => None,
+                };
+                let ub = match upper {
+                    Some(e) => Some(self.bound_elems(e, n)?),
+                    None => None,
+                };
+                let is_inf = |b: &Option<Elems>, s: f64| match b {
+                    None => true,
+                    Some(e) => e.consts().map(|c| c.iter().all(|&v| v == s)).unwrap_or(false),
+                };
+                let no_lb = is_inf(&lb, f64::NEG_INFINITY);
+                let no_ub = is_inf(&ub, f64::INFINITY);
+                match (no_lb, no_ub) {
+                    (true, true) => Ok(u.clone()),
+                    (false, true) => {
+                        // x = lb + exp(u); log J = u
+                        let ex = self.elems_unary(UnaryFn::Exp, u);
+                        let x = self.elems_binary(BinaryFn::Add, &ex, lb.as_ref().expect("lower bound"));
+                        self.add_jacobian(u);
+                        Ok(x)
+                    }
+                    (true, false) => {
+                        let ex = self.elems_unary(UnaryFn::Exp, u);
+                        let x = self.elems_binary(BinaryFn::Sub, ub.as_ref().expect("upper bound"), &ex);
+                        self.add_jacobian(u);
+                        Ok(x)
+                    }
+                    (false, false) => {
+                        // x = lb + (ub − lb) inv_logit(u);
+                        // log J = log(ub − lb) + log_inv_logit(u) + log1m_inv_logit(u)
+                        let lb = lb.expect("lower bound");
+                        let ub = ub.expect("upper bound");
+                        let diff = self.elems_binary(BinaryFn::Sub, &ub, &lb);
+                        let il = self.elems_unary(UnaryFn::InvLogit, u);
+                        let sc = self.elems_binary(BinaryFn::Mul, &diff, &il);
+                        let x = self.elems_binary(BinaryFn::Add, &sc, &lb);
+                        if self.jacobian {
+                            let ld = self.elems_unary(UnaryFn::Log, &diff);
+                            let a = self.elems_unary(UnaryFn::LogInvLogit, u);
+                            let b = self.elems_unary(UnaryFn::Log1mInvLogit, u);
+                            let ab = self.elems_binary(BinaryFn::Add, &a, &b);
+                            self.add_jacobian(&ab);
+                            if ld.len() == 1 {
+                                let t = self.sc_binary(BinaryFn::Mul, ld.get(0), Sc::C(n as f64));
+                                self.add_target_sc(t);
+                            } else {
+                                self.add_jacobian(&ld);
+                            }
+                        }
+                        Ok(x)
+                    }
+                }
+            }
+            Transform::Affine { offset, multiplier } => {
+                let mut x = u.clone();
+                if let Some(m) = multiplier {
+                    let me = self.bound_elems(m, n)?;
+                    x = self.elems_binary(BinaryFn::Mul, &x, &me);
+                    if self.jacobian {
+                        let lm = self.elems_unary(UnaryFn::Log, &me);
+                        if lm.len() == 1 {
+                            let t = self.sc_binary(BinaryFn::Mul, lm.get(0), Sc::C(n as f64));
+                            self.add_target_sc(t);
+                        } else {
+                            self.add_jacobian(&lm);
+                        }
+                    }
+                }
+                if let Some(o) = offset {
+                    let oe = self.bound_elems(o, n)?;
+                    x = self.elems_binary(BinaryFn::Add, &x, &oe);
+                }
+                Ok(x)
+            }
+        }
+    }
+
+    fn structured_transform(&mut self, elem: &ElemType, u: &Elems, blank: &Val, span: hazel_syntax::Span) -> R<Elems> {
+        use crate::tape::StructKind;
+        let (rows, cols) = match blank {
+            Val::Matrix(r, c, _) => (*r, *c),
+            Val::Vector(e) | Val::RowVector(e) => (e.len(), 1),
+            _ => (1, 1),
+        };
+        match elem {
+            ElemType::Ordered { .. } | ElemType::PositiveOrdered { .. } => {
+                let n = u.len();
+                if n == 0 {
+                    return Ok(u.clone());
+                }
+                let positive = matches!(elem, ElemType::PositiveOrdered { .. });
+                // ordered: x₁ = u₁, x_k = x_{k−1} + exp(u_k); positive_ordered: x = cumsum(exp(u))
+                let (head, rest) = if positive { (None, u.clone()) } else { (Some(u.get(0)), u.slice(1, n)) };
+                let ex = self.elems_unary(UnaryFn::Exp, &rest);
+                let mut parts = Vec::with_capacity(n);
+                if let Some(h) = head {
+                    parts.push(h);
+                }
+                parts.extend(ex.to_scalars());
+                let steps = Elems::from_scalars(parts);
+                let x = match steps.consts() {
+                    Some(c) => {
+                        let mut acc = 0.0;
+                        Elems::C(Arc::new(
+                            c.iter()
+                                .map(|v| {
+                                    acc += v;
+                                    acc
+                                })
+                                .collect(),
+                        ))
+                    }
+                    None => {
+                        let a = self.elems_arg(&steps);
+                        Elems::V(self.b.cumsum(a))
+                    }
+                };
+                self.add_jacobian(&rest);
+                Ok(x)
+            }
+            _ => {
+                let kind = match elem {
+                    ElemType::Simplex { .. } => StructKind::Simplex { k: rows },
+                    ElemType::UnitVector { .. } => StructKind::UnitVector { k: rows },
+                    ElemType::SumToZeroVector { .. } => StructKind::SumToZeroVector { k: rows },
+                    ElemType::SumToZeroMatrix { .. } => StructKind::SumToZeroMatrix { rows, cols },
+                    ElemType::CholeskyFactorCorr { .. } => StructKind::CholeskyFactorCorr { k: rows },
+                    ElemType::CholeskyFactorCov { .. } => StructKind::CholeskyFactorCov { rows, cols },
+                    ElemType::CovMatrix { .. } => StructKind::CovMatrix { k: rows },
+                    ElemType::CorrMatrix { .. } => StructKind::CorrMatrix { k: rows },
+                    ElemType::ColumnStochasticMatrix { .. } => StructKind::ColumnStochastic { rows, cols },
+                    ElemType::RowStochasticMatrix { .. } => StructKind::RowStochastic { rows, cols },
+                    _ => return cerr("unsupported parameter type", span),
+                };
+                let n_out = rows * cols;
+                match u.consts() {
+                    Some(c) => {
+                        let mut out = vec![0.0; n_out];
+                        let mut ws = vec![0.0; kind.workspace_len()];
+                        let lj = kind
+                            .constrain(&c, &mut out, &mut ws)
+                            .map_err(|e| super::trace::TraceErr::Eval(hazel_density::EvalError::domain(e.to_string()), span))?;
+                        if self.jacobian {
+                            self.add_target_sc(Sc::C(lj));
+                        }
+                        Ok(Elems::C(Arc::new(out)))
+                    }
+                    None => {
+                        let a = self.elems_arg(u);
+                        let out = self.b.constrain(kind, a, n_out);
+                        if self.jacobian {
+                            self.target.push(Arg::var(out.off as usize + n_out, 1));
+                        }
+                        Ok(Elems::V(Arg::var(out.off as usize, n_out)))
+                    }
+                }
+            }
+        }
+    }
+}

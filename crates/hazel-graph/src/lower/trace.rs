@@ -1,0 +1,613 @@
+//! The tracing interpreter: walks the syntax tree with concrete data. Data-only expressions
+//! are evaluated to constants on the spot; parameter-dependent ones emit ops into the graph
+//! builder. Loops with data bounds are unrolled by the trace. When control flow needs the
+//! value of a parameter-dependent expression, a static trace stops with
+//! [`TraceErr::Dynamic`]; a dynamic trace (re-run at every evaluation) reads the value the
+//! builder computed eagerly.
+
+use super::value::{Elems, Sc, Val};
+use crate::builder::GraphBuilder;
+use crate::dists::DistKind;
+use crate::kernels::{BinaryFn, UnaryFn};
+use crate::tape::Arg;
+use hazel_density::{EvalError, StreamRng};
+use hazel_syntax::ast::*;
+use hazel_syntax::Span;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Why a trace stopped.
+#[derive(Debug, Clone)]
+pub enum TraceErr {
+    /// The program cannot be lowered (unsupported feature, type error found at trace time).
+    Compile(String, Span),
+    /// Evaluation failed (reject, index out of range, bad argument): the point is rejected
+    /// (or, at build time, the data are invalid).
+    Eval(EvalError, Span),
+    /// Control flow depends on a parameter: the model needs the dynamic path.
+    Dynamic(Span),
+}
+
+pub type R<T> = Result<T, TraceErr>;
+
+pub fn cerr<T>(msg: impl Into<String>, span: Span) -> R<T> {
+    Err(TraceErr::Compile(msg.into(), span))
+}
+
+pub fn eerr<T>(msg: impl Into<String>, span: Span) -> R<T> {
+    Err(TraceErr::Eval(EvalError::reject(msg.into()), span))
+}
+
+/// How a statement finished.
+pub enum Flow {
+    Normal,
+    Break,
+    Continue,
+    Return(Option<Val>),
+}
+
+/// One evaluated index.
+#[derive(Debug, Clone)]
+pub enum Ix {
+    One(i64),
+    Multi(Vec<i64>),
+    All,
+    Lower(i64),
+    Upper(i64),
+    Range(i64, i64),
+}
+
+impl Ix {
+    /// The selected 0-based positions of a dimension of length `n`, or `None` for a single
+    /// index.
+    fn positions(&self, n: usize, span: Span) -> R<Vec<usize>> {
+        let check = |i: i64| -> R<usize> {
+            if i < 1 || i as usize > n {
+                eerr(format!("index {i} out of range; expecting index to be between 1 and {n}"), span)
+            } else {
+                Ok(i as usize - 1)
+            }
+        };
+        Ok(match self {
+            Ix::One(i) => vec![check(*i)?],
+            Ix::Multi(v) => v.iter().map(|&i| check(i)).collect::<R<_>>()?,
+            Ix::All => (0..n).collect(),
+            Ix::Lower(lo) => (*lo..=n as i64).map(check).collect::<R<_>>()?,
+            Ix::Upper(hi) => (1..=*hi).map(check).collect::<R<_>>()?,
+            Ix::Range(lo, hi) => (*lo..=*hi).map(check).collect::<R<_>>()?,
+        })
+    }
+    fn is_single(&self) -> bool {
+        matches!(self, Ix::One(_))
+    }
+}
+
+/// The tracer's state.
+pub struct Tracer<'p> {
+    pub b: GraphBuilder,
+    /// Whether control flow may read node values (dynamic path).
+    pub dynamic: bool,
+    env: Vec<(Arc<str>, Val)>,
+    /// Variables below this index are invisible (inside a user function).
+    frame_base: usize,
+    pub funcs: &'p HashMap<String, Vec<&'p FunDef>>,
+    /// Scalar terms of `target`.
+    pub target: Vec<Arg>,
+    /// Sum of constant target terms.
+    pub target_const: f64,
+    /// Whether `~` and `_lupdf` drop constant summands (Stan's default for sampling).
+    pub propto: bool,
+    /// Whether constraining transforms add their log-Jacobian to the target.
+    pub jacobian: bool,
+    pub rng: Option<StreamRng>,
+    /// Constant containers already in the pool, keyed by their storage (the `Rc` is held so
+    /// the address cannot be reused).
+    const_cache: HashMap<usize, (Arc<Vec<f64>>, Arg)>,
+    /// Inside a user function called as `_lupdf`/`_lupmf` (or the model block).
+    pub in_lupdf: bool,
+}
+
+pub fn func_table(program: &Program) -> HashMap<String, Vec<&FunDef>> {
+    let mut m: HashMap<String, Vec<&FunDef>> = HashMap::new();
+    if let Some(fb) = &program.functions {
+        for f in &fb.functions {
+            if f.body.is_some() {
+                m.entry(f.name.name.clone()).or_default().push(f);
+            }
+        }
+    }
+    m
+}
+
+impl<'p> Tracer<'p> {
+    pub fn new(b: GraphBuilder, funcs: &'p HashMap<String, Vec<&'p FunDef>>, env: Vec<(Arc<str>, Val)>) -> Self {
+        Tracer {
+            b,
+            dynamic: false,
+            env,
+            frame_base: 0,
+            funcs,
+            target: Vec::new(),
+            target_const: 0.0,
+            propto: true,
+            jacobian: true,
+            rng: None,
+            const_cache: HashMap::new(),
+            in_lupdf: true,
+        }
+    }
+
+    pub fn env(&self) -> &[(Arc<str>, Val)] {
+        &self.env
+    }
+    pub fn take_env(&mut self) -> Vec<(Arc<str>, Val)> {
+        std::mem::take(&mut self.env)
+    }
+
+    // ----- environment -----
+
+    pub fn bind(&mut self, name: &str, v: Val) {
+        self.env.push((Arc::from(name), v));
+    }
+
+    pub fn env_len(&self) -> usize {
+        self.env.len()
+    }
+    pub fn truncate_env(&mut self, n: usize) {
+        self.env.truncate(n);
+    }
+    pub fn env_val(&self, i: usize) -> &Val {
+        &self.env[i].1
+    }
+    pub fn env_val_mut(&mut self, i: usize) -> &mut Val {
+        &mut self.env[i].1
+    }
+    /// Hides the caller's variables (a user function sees only its arguments); returns the
+    /// previous frame base.
+    pub fn enter_frame(&mut self) -> usize {
+        std::mem::replace(&mut self.frame_base, self.env.len())
+    }
+    pub fn leave_frame(&mut self, base: usize) {
+        self.env.truncate(self.frame_base);
+        self.frame_base = base;
+    }
+
+    pub fn lookup_index(&self, name: &str) -> Option<usize> {
+        (self.frame_base..self.env.len()).rev().find(|&i| &*self.env[i].0 == name)
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<&Val> {
+        self.lookup_index(name).map(|i| &self.env[i].1)
+    }
+
+    // ----- scalars and element runs as graph arguments -----
+
+    pub fn sc_arg(&mut self, s: Sc) -> Arg {
+        match s {
+            Sc::V(o) => Arg::var(o as usize, 1),
+            Sc::C(c) => self.b.scalar_const(c),
+        }
+    }
+
+    pub fn elems_arg(&mut self, e: &Elems) -> Arg {
+        match e {
+            Elems::V(a) => *a,
+            Elems::C(v) => {
+                let key = Arc::as_ptr(v) as usize;
+                if let Some((_, a)) = self.const_cache.get(&key) {
+                    return *a;
+                }
+                let a = self.b.konst(v);
+                self.const_cache.insert(key, (v.clone(), a));
+                a
+            }
+            Elems::M(v) => {
+                let args: Vec<Arg> = v
+                    .iter()
+                    .map(|s| match s {
+                        Sc::V(o) => Arg::var(*o as usize, 1),
+                        Sc::C(c) => self.b.scalar_const(*c),
+                    })
+                    .collect();
+                self.b.pack(args)
+            }
+        }
+    }
+
+    /// Numeric value of a scalar, for control flow.
+    pub fn value_of(&self, s: Sc, span: Span) -> R<f64> {
+        match s {
+            Sc::C(c) => Ok(c),
+            Sc::V(o) => {
+                if self.dynamic {
+                    Ok(self.b.buf.vals[o as usize])
+                } else {
+                    Err(TraceErr::Dynamic(span))
+                }
+            }
+        }
+    }
+
+    pub fn real_value(&self, v: &Val, span: Span) -> R<f64> {
+        match v {
+            Val::Int(i) => Ok(*i as f64),
+            Val::Real(s) => self.value_of(*s, span),
+            _ => cerr(format!("expected a scalar, found {}", v.type_name()), span),
+        }
+    }
+
+    pub fn int_value(&self, v: &Val, span: Span) -> R<i64> {
+        match v {
+            Val::Int(i) => Ok(*i),
+            // A real used where control flow needs a truth value.
+            Val::Real(s) => Ok((self.value_of(*s, span)? != 0.0) as i64),
+            _ => cerr(format!("expected an int, found {}", v.type_name()), span),
+        }
+    }
+
+    pub fn as_int(&self, v: &Val, span: Span) -> R<i64> {
+        match v {
+            Val::Int(i) => Ok(*i),
+            _ => cerr(format!("expected an int, found {}", v.type_name()), span),
+        }
+    }
+
+    // ----- elementwise arithmetic (constant-folded when nothing varies) -----
+
+    pub fn sc_unary(&mut self, f: UnaryFn, s: Sc) -> Sc {
+        match s {
+            Sc::C(c) => Sc::C(f.value(c)),
+            Sc::V(o) => Sc::V(self.b.unary(f, Arg::var(o as usize, 1)).off),
+        }
+    }
+
+    pub fn sc_binary(&mut self, f: BinaryFn, a: Sc, b: Sc) -> Sc {
+        match (a, b) {
+            (Sc::C(x), Sc::C(y)) => Sc::C(f.value(x, y)),
+            _ => {
+                let aa = self.sc_arg(a);
+                let ba = self.sc_arg(b);
+                Sc::V(self.b.binary(f, aa, ba).off)
+            }
+        }
+    }
+
+    pub fn elems_unary(&mut self, f: UnaryFn, e: &Elems) -> Elems {
+        if let Some(c) = e.consts() {
+            return Elems::C(Arc::new(c.iter().map(|x| f.value(*x)).collect()));
+        }
+        if e.len() == 1 {
+            return Elems::from_scalars(vec![self.sc_unary(f, e.get(0))]);
+        }
+        let a = self.elems_arg(e);
+        Elems::V(self.b.unary(f, a))
+    }
+
+    /// Elementwise binary with broadcasting of length-1 operands.
+    pub fn elems_binary(&mut self, f: BinaryFn, a: &Elems, b: &Elems) -> Elems {
+        let n = if a.len() == 1 { b.len() } else { a.len() };
+        if let (Some(x), Some(y)) = (a.consts(), b.consts()) {
+            let v = (0..n).map(|i| f.value(x[if x.len() == 1 { 0 } else { i }], y[if y.len() == 1 { 0 } else { i }])).collect();
+            return Elems::C(Arc::new(v));
+        }
+        if n == 1 {
+            return Elems::from_scalars(vec![self.sc_binary(f, a.get(0), b.get(0))]);
+        }
+        let aa = if a.len() == 1 { self.sc_arg(a.get(0)) } else { self.elems_arg(a) };
+        let ba = if b.len() == 1 { self.sc_arg(b.get(0)) } else { self.elems_arg(b) };
+        Elems::V(self.b.binary(f, aa, ba))
+    }
+
+    /// Applies `f` to every real in `v`, keeping its structure.
+    pub fn map_unary(&mut self, f: UnaryFn, v: &Val, span: Span) -> R<Val> {
+        Ok(match v {
+            Val::Int(i) => Val::Real(self.sc_unary(f, Sc::C(*i as f64))),
+            Val::Real(s) => Val::Real(self.sc_unary(f, *s)),
+            Val::Vector(e) => Val::Vector(self.elems_unary(f, e)),
+            Val::RowVector(e) => Val::RowVector(self.elems_unary(f, e)),
+            Val::Matrix(r, c, e) => Val::Matrix(*r, *c, self.elems_unary(f, e)),
+            Val::Array(xs) => {
+                // Arrays of reals are mapped as one vector op.
+                if xs.iter().all(|x| matches!(x, Val::Real(_) | Val::Int(_))) && xs.len() > 1 {
+                    let mut sc = Vec::new();
+                    v.flatten(&mut sc);
+                    let e = self.elems_unary(f, &Elems::from_scalars(sc));
+                    Val::array((0..e.len()).map(|i| Val::Real(e.get(i))).collect())
+                } else {
+                    Val::array(xs.iter().map(|x| self.map_unary(f, x, span)).collect::<R<_>>()?)
+                }
+            }
+            Val::Tuple(_) => return cerr("function not defined for tuples", span),
+        })
+    }
+
+    /// Elements of a scalar or vector-like value (arrays of reals flattened).
+    pub fn to_elems(&self, v: &Val) -> Elems {
+        match v {
+            Val::Int(i) => Elems::C(Arc::new(vec![*i as f64])),
+            Val::Real(s) => Elems::from_scalars(vec![*s]),
+            Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => e.clone(),
+            Val::Array(_) | Val::Tuple(_) => {
+                let mut sc = Vec::new();
+                v.flatten(&mut sc);
+                if sc.is_empty() {
+                    return Elems::C(Arc::new(vec![]));
+                }
+                Elems::from_scalars(sc)
+            }
+        }
+    }
+
+    /// Rebuilds a value with the structure of `like` from elements.
+    pub fn with_shape(like: &Val, e: Elems) -> Val {
+        match like {
+            Val::Int(_) | Val::Real(_) => Val::Real(e.get(0)),
+            Val::Vector(_) => Val::Vector(e),
+            Val::RowVector(_) => Val::RowVector(e),
+            Val::Matrix(r, c, _) => Val::Matrix(*r, *c, e),
+            Val::Array(_) | Val::Tuple(_) => {
+                let mut pos = 0;
+                rebuild(like, &e, &mut pos)
+            }
+        }
+    }
+
+    /// Elementwise binary on values of the same shape, or a scalar against any shape.
+    pub fn map_binary(&mut self, f: BinaryFn, a: &Val, b: &Val, span: Span) -> R<Val> {
+        let a_scalar = matches!(a, Val::Int(_) | Val::Real(_));
+        let b_scalar = matches!(b, Val::Int(_) | Val::Real(_));
+        if a_scalar && b_scalar {
+            let x = self.to_elems(a).get(0);
+            let y = self.to_elems(b).get(0);
+            return Ok(Val::Real(self.sc_binary(f, x, y)));
+        }
+        let like = if a_scalar { b } else { a };
+        let ea = self.to_elems(a);
+        let eb = self.to_elems(b);
+        if ea.len() != 1 && eb.len() != 1 && ea.len() != eb.len() {
+            return eerr(format!("size mismatch in elementwise operation: {} vs {}", ea.len(), eb.len()), span);
+        }
+        if !a_scalar && !b_scalar && a.dims() != b.dims() {
+            return eerr(format!("dimension mismatch: {:?} vs {:?}", a.dims(), b.dims()), span);
+        }
+        let e = self.elems_binary(f, &ea, &eb);
+        Ok(Self::with_shape(like, e))
+    }
+
+    // ----- target -----
+
+    pub fn add_target_sc(&mut self, s: Sc) {
+        match s {
+            Sc::C(c) => self.target_const += c,
+            Sc::V(o) => self.target.push(Arg::var(o as usize, 1)),
+        }
+    }
+
+    pub fn add_target(&mut self, v: &Val) {
+        let e = self.to_elems(v);
+        if let Some(c) = e.consts() {
+            self.target_const += crate::kernels::chunked_sum(&c);
+        } else if e.len() == 1 {
+            self.add_target_sc(e.get(0));
+        } else {
+            let a = self.elems_arg(&e);
+            let s = self.b.sum(a);
+            self.target.push(s);
+        }
+    }
+
+    /// Sum of a univariate density over vectorised arguments; constant-folded when nothing
+    /// varies (and dropped entirely under `propto`).
+    pub fn dist_sum(&mut self, kind: DistKind, args: &[Val], propto: bool, span: Span) -> R<Sc> {
+        if args.len() != kind.nargs() {
+            return cerr(format!("{} takes {} arguments, found {}", kind.name(), kind.nargs(), args.len()), span);
+        }
+        let elems: Vec<Elems> = args.iter().map(|a| self.to_elems(a)).collect();
+        let mut n = 1;
+        for (k, (e, a)) in elems.iter().zip(args).enumerate() {
+            let scalar = matches!(a, Val::Int(_) | Val::Real(_));
+            if !scalar {
+                if n != 1 && e.len() != n {
+                    return eerr(format!("{}: size mismatch of argument {} ({} vs {n})", kind.name(), k + 1, e.len()), span);
+                }
+                n = e.len();
+            }
+        }
+        if elems.iter().all(|e| e.is_const()) {
+            if propto {
+                return Ok(Sc::C(0.0));
+            }
+            let cs: Vec<Vec<f64>> = elems.iter().map(|e| e.consts().unwrap_or_default()).collect();
+            let refs: Vec<&[f64]> = cs.iter().map(|c| c.as_slice()).collect();
+            return match crate::dists::eval_const(kind, &refs, false) {
+                Ok(v) => Ok(Sc::C(v)),
+                Err(m) => Err(TraceErr::Eval(EvalError::domain(m), span)),
+            };
+        }
+        if elems.iter().any(|e| e.is_empty()) {
+            return Ok(Sc::C(0.0));
+        }
+        let mut argv = Vec::with_capacity(elems.len());
+        for e in &elems {
+            let a = if e.len() == 1 { self.sc_arg(e.get(0)) } else { self.elems_arg(e) };
+            argv.push(a);
+        }
+        let out = self.b.dist(kind, argv, propto);
+        Ok(Sc::V(out.off))
+    }
+}
+
+fn rebuild(like: &Val, e: &Elems, pos: &mut usize) -> Val {
+    match like {
+        Val::Int(_) | Val::Real(_) => {
+            let v = Val::Real(e.get(*pos));
+            *pos += 1;
+            v
+        }
+        Val::Vector(x) => {
+            let v = Val::Vector(e.slice(*pos, *pos + x.len()));
+            *pos += x.len();
+            v
+        }
+        Val::RowVector(x) => {
+            let v = Val::RowVector(e.slice(*pos, *pos + x.len()));
+            *pos += x.len();
+            v
+        }
+        Val::Matrix(r, c, x) => {
+            let v = Val::Matrix(*r, *c, e.slice(*pos, *pos + x.len()));
+            *pos += x.len();
+            v
+        }
+        Val::Array(xs) => Val::array(xs.iter().map(|x| rebuild(x, e, pos)).collect()),
+        Val::Tuple(xs) => Val::Tuple(Arc::new(xs.iter().map(|x| rebuild(x, e, pos)).collect())),
+    }
+}
+
+// ----- indexing -----
+
+impl<'p> Tracer<'p> {
+    /// `v[ixs]` (all indices of one bracket, and further brackets flattened in).
+    pub fn index(&mut self, v: &Val, ixs: &[Ix], span: Span) -> R<Val> {
+        if ixs.is_empty() {
+            return Ok(v.clone());
+        }
+        match v {
+            Val::Array(xs) => {
+                let pos = ixs[0].positions(xs.len(), span)?;
+                if ixs[0].is_single() {
+                    self.index(&xs[pos[0]], &ixs[1..], span)
+                } else {
+                    let items = pos.iter().map(|&p| self.index(&xs[p], &ixs[1..], span)).collect::<R<Vec<_>>>()?;
+                    Ok(Val::array(items))
+                }
+            }
+            Val::Vector(e) | Val::RowVector(e) => {
+                if ixs.len() > 1 {
+                    return cerr("too many indexes for a vector", span);
+                }
+                let pos = ixs[0].positions(e.len(), span)?;
+                if ixs[0].is_single() {
+                    return Ok(Val::Real(e.get(pos[0])));
+                }
+                let sel = self.select(e, &pos);
+                Ok(if matches!(v, Val::Vector(_)) { Val::Vector(sel) } else { Val::RowVector(sel) })
+            }
+            Val::Matrix(r, c, e) => {
+                let rows = ixs[0].positions(*r, span)?;
+                let (cols, col_single) = if ixs.len() > 1 {
+                    (ixs[1].positions(*c, span)?, ixs[1].is_single())
+                } else {
+                    ((0..*c).collect(), false)
+                };
+                if ixs.len() > 2 {
+                    return cerr("too many indexes for a matrix", span);
+                }
+                let row_single = ixs[0].is_single();
+                let mut sel = Vec::with_capacity(rows.len() * cols.len());
+                for &j in &cols {
+                    for &i in &rows {
+                        sel.push(i + j * r);
+                    }
+                }
+                let out = self.select(e, &sel);
+                Ok(match (row_single, col_single) {
+                    (true, true) => Val::Real(out.get(0)),
+                    (true, false) => Val::RowVector(out),
+                    (false, true) => Val::Vector(out),
+                    (false, false) => Val::Matrix(rows.len(), cols.len(), out),
+                })
+            }
+            _ => cerr(format!("cannot index a value of type {}", v.type_name()), span),
+        }
+    }
+
+    /// Selected elements; a contiguous selection of a run stays a run, a long scattered
+    /// selection of a run becomes one gather op.
+    pub fn select(&mut self, e: &Elems, pos: &[usize]) -> Elems {
+        if pos.is_empty() {
+            return Elems::C(Arc::new(vec![]));
+        }
+        let contiguous = pos.windows(2).all(|w| w[1] == w[0] + 1);
+        if contiguous {
+            return e.slice(pos[0], pos[pos.len() - 1] + 1);
+        }
+        if let Elems::V(a) = e {
+            if pos.len() > 4 {
+                let idx = pos.iter().map(|&p| p as u32).collect();
+                return Elems::V(self.b.gather(*a, idx));
+            }
+        }
+        e.select(pos)
+    }
+
+    /// Assigns `rhs` at `ixs` inside `target`.
+    pub fn assign_index(&mut self, target: &mut Val, ixs: &[Ix], rhs: Val, span: Span) -> R<()> {
+        if ixs.is_empty() {
+            *target = coerce_like(target, rhs);
+            return Ok(());
+        }
+        match target {
+            Val::Array(xs) => {
+                let pos = ixs[0].positions(xs.len(), span)?;
+                let xs = Arc::make_mut(xs);
+                if ixs[0].is_single() {
+                    return self.assign_index(&mut xs[pos[0]], &ixs[1..], rhs, span);
+                }
+                let items: Vec<Val> = match &rhs {
+                    Val::Array(r) if r.len() == pos.len() => r.to_vec(),
+                    _ => return eerr("size mismatch in multi-index assignment", span),
+                };
+                for (p, item) in pos.iter().zip(items) {
+                    self.assign_index(&mut xs[*p], &ixs[1..], item, span)?;
+                }
+                Ok(())
+            }
+            Val::Vector(e) | Val::RowVector(e) => {
+                let pos = ixs[0].positions(e.len(), span)?;
+                let re = self.to_elems(&rhs);
+                if re.len() != pos.len() {
+                    return eerr(format!("size mismatch in assignment: {} vs {}", pos.len(), re.len()), span);
+                }
+                for (k, &p) in pos.iter().enumerate() {
+                    e.set(p, re.get(k));
+                }
+                Ok(())
+            }
+            Val::Matrix(r, c, e) => {
+                let rows = ixs[0].positions(*r, span)?;
+                let cols = if ixs.len() > 1 { ixs[1].positions(*c, span)? } else { (0..*c).collect() };
+                let re = self.to_elems(&rhs);
+                if re.len() != rows.len() * cols.len() {
+                    return eerr("size mismatch in matrix assignment", span);
+                }
+                // rhs elements: a row vector for a row, a column for a column, a matrix
+                // (column-major) for a block.
+                let mut k = 0;
+                for &j in &cols {
+                    for &i in &rows {
+                        e.set(i + j * *r, re.get(k));
+                        k += 1;
+                    }
+                }
+                Ok(())
+            }
+            _ => cerr("cannot assign into this value by index", span),
+        }
+    }
+}
+
+/// An int assigned to a real variable becomes a real.
+pub fn coerce_like(old: &Val, new: Val) -> Val {
+    match (old, &new) {
+        (Val::Real(_), Val::Int(i)) => Val::real(*i as f64),
+        (Val::Array(o), Val::Array(n)) if o.len() == n.len() && !o.is_empty() => {
+            if o.iter().zip(n.iter()).any(|(a, b)| matches!((a, b), (Val::Real(_), Val::Int(_)) | (Val::Array(_), Val::Array(_)))) {
+                Val::array(o.iter().zip(n.iter()).map(|(a, b)| coerce_like(a, b.clone())).collect())
+            } else {
+                new
+            }
+        }
+        _ => new,
+    }
+}

@@ -1,0 +1,226 @@
+//! Values of the tracing interpreter: every Stan value is either known at build time
+//! (a constant) or lives in the graph's value buffer (a parameter-dependent node).
+//! Containers share their storage through `Rc`, so copying a value is cheap.
+
+use crate::tape::Arg;
+use std::sync::Arc;
+
+/// A real scalar: a constant, or the value-buffer slot of a node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sc {
+    C(f64),
+    V(u32),
+}
+
+impl Sc {
+    pub fn is_const(self) -> bool {
+        matches!(self, Sc::C(_))
+    }
+}
+
+/// Elements of a vector, row vector or matrix (matrices column-major).
+#[derive(Debug, Clone)]
+pub enum Elems {
+    /// All constant.
+    C(Arc<Vec<f64>>),
+    /// A contiguous run of the value buffer.
+    V(Arg),
+    /// Anything else: one scalar each (containers assembled element by element).
+    M(Arc<Vec<Sc>>),
+}
+
+impl Elems {
+    pub fn len(&self) -> usize {
+        match self {
+            Elems::C(v) => v.len(),
+            Elems::V(a) => a.len(),
+            Elems::M(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn get(&self, i: usize) -> Sc {
+        match self {
+            Elems::C(v) => Sc::C(v[i]),
+            Elems::V(a) => Sc::V(a.off + i as u32),
+            Elems::M(v) => v[i],
+        }
+    }
+    pub fn is_const(&self) -> bool {
+        match self {
+            Elems::C(_) => true,
+            Elems::V(_) => false,
+            Elems::M(v) => v.iter().all(|s| s.is_const()),
+        }
+    }
+    /// The constant values, if every element is constant.
+    pub fn consts(&self) -> Option<Vec<f64>> {
+        match self {
+            Elems::C(v) => Some(v.to_vec()),
+            Elems::V(_) => None,
+            Elems::M(v) => v
+                .iter()
+                .map(|s| match s {
+                    Sc::C(c) => Some(*c),
+                    Sc::V(_) => None,
+                })
+                .collect(),
+        }
+    }
+    /// Elements `i0..i1` (contiguous runs stay runs).
+    pub fn slice(&self, i0: usize, i1: usize) -> Elems {
+        match self {
+            Elems::C(v) => Elems::C(Arc::new(v[i0..i1].to_vec())),
+            Elems::V(a) => Elems::V(Arg::var(a.off as usize + i0, i1 - i0)),
+            Elems::M(v) => Elems::M(Arc::new(v[i0..i1].to_vec())),
+        }
+    }
+    /// Elements at `idx` (0-based).
+    pub fn select(&self, idx: &[usize]) -> Elems {
+        match self {
+            Elems::C(v) => Elems::C(Arc::new(idx.iter().map(|&i| v[i]).collect())),
+            _ => Elems::from_scalars(idx.iter().map(|&i| self.get(i)).collect()),
+        }
+    }
+    pub fn from_scalars(v: Vec<Sc>) -> Elems {
+        if v.iter().all(|s| s.is_const()) {
+            return Elems::C(Arc::new(
+                v.iter()
+                    .map(|s| match s {
+                        Sc::C(c) => *c,
+                        Sc::V(_) => unreachable!(),
+                    })
+                    .collect(),
+            ));
+        }
+        // A run of consecutive slots is a plain run.
+        if let Sc::V(first) = v[0] {
+            if v.iter().enumerate().all(|(i, s)| *s == Sc::V(first + i as u32)) {
+                return Elems::V(Arg::var(first as usize, v.len()));
+            }
+        }
+        Elems::M(Arc::new(v))
+    }
+    pub fn to_scalars(&self) -> Vec<Sc> {
+        (0..self.len()).map(|i| self.get(i)).collect()
+    }
+    /// Sets element `i`, turning the storage into per-element form.
+    pub fn set(&mut self, i: usize, s: Sc) {
+        if let Elems::C(v) = self {
+            if let Sc::C(c) = s {
+                Arc::make_mut(v)[i] = c;
+                return;
+            }
+        }
+        if !matches!(self, Elems::M(_)) {
+            *self = Elems::M(Arc::new(self.to_scalars()));
+        }
+        if let Elems::M(v) = self {
+            Arc::make_mut(v)[i] = s;
+        }
+    }
+}
+
+/// A traced Stan value.
+#[derive(Debug, Clone)]
+pub enum Val {
+    Int(i64),
+    Real(Sc),
+    Vector(Elems),
+    RowVector(Elems),
+    /// `rows × cols`, column-major.
+    Matrix(usize, usize, Elems),
+    Array(Arc<Vec<Val>>),
+    Tuple(Arc<Vec<Val>>),
+}
+
+impl Val {
+    pub fn real(v: f64) -> Val {
+        Val::Real(Sc::C(v))
+    }
+    pub fn array(v: Vec<Val>) -> Val {
+        Val::Array(Arc::new(v))
+    }
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Val::Int(_) => "int",
+            Val::Real(_) => "real",
+            Val::Vector(_) => "vector",
+            Val::RowVector(_) => "row_vector",
+            Val::Matrix(..) => "matrix",
+            Val::Array(_) => "array",
+            Val::Tuple(_) => "tuple",
+        }
+    }
+    /// Shape: array dimensions then vector length / matrix rows and columns.
+    pub fn dims(&self) -> Vec<usize> {
+        match self {
+            Val::Int(_) | Val::Real(_) | Val::Tuple(_) => vec![],
+            Val::Vector(e) | Val::RowVector(e) => vec![e.len()],
+            Val::Matrix(r, c, _) => vec![*r, *c],
+            Val::Array(v) => {
+                let mut d = vec![v.len()];
+                if let Some(first) = v.first() {
+                    d.extend(first.dims());
+                }
+                d
+            }
+        }
+    }
+    /// Whether nothing in the value depends on parameters.
+    pub fn is_const(&self) -> bool {
+        match self {
+            Val::Int(_) => true,
+            Val::Real(s) => s.is_const(),
+            Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => e.is_const(),
+            Val::Array(v) | Val::Tuple(v) => v.iter().all(|x| x.is_const()),
+        }
+    }
+    /// Every real (or int) scalar in memory order: arrays element by element (row-major),
+    /// matrices column-major. This is Stan's order for vectorised arguments.
+    pub fn flatten(&self, out: &mut Vec<Sc>) {
+        match self {
+            Val::Int(i) => out.push(Sc::C(*i as f64)),
+            Val::Real(s) => out.push(*s),
+            Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => out.extend(e.to_scalars()),
+            Val::Array(v) | Val::Tuple(v) => v.iter().for_each(|x| x.flatten(out)),
+        }
+    }
+    /// Scalars in Stan's CSV output order: every index column-major (the first index varies
+    /// fastest), across array and matrix dimensions alike.
+    pub fn flatten_output(&self, out: &mut Vec<Sc>) {
+        let dims = self.dims();
+        if dims.is_empty() {
+            if let Val::Tuple(v) = self {
+                v.iter().for_each(|x| x.flatten_output(out));
+            } else {
+                self.flatten(out);
+            }
+            return;
+        }
+        let total: usize = dims.iter().product();
+        let mut idx = vec![0usize; dims.len()];
+        for _ in 0..total {
+            out.push(self.at_multi(&idx));
+            for (k, d) in dims.iter().enumerate() {
+                idx[k] += 1;
+                if idx[k] < *d {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+    }
+    /// The scalar at a full 0-based index.
+    pub fn at_multi(&self, idx: &[usize]) -> Sc {
+        match self {
+            Val::Int(i) => Sc::C(*i as f64),
+            Val::Real(s) => *s,
+            Val::Vector(e) | Val::RowVector(e) => e.get(idx[0]),
+            Val::Matrix(r, _, e) => e.get(idx[0] + idx[1] * r),
+            Val::Array(v) => v[idx[0]].at_multi(&idx[1..]),
+            Val::Tuple(_) => Sc::C(f64::NAN),
+        }
+    }
+}

@@ -1,0 +1,563 @@
+//! The compiled model: program + data lowered to a static graph (or, when control flow depends
+//! on parameters, a program re-traced at every evaluation), implementing
+//! `hazel_density::Model`.
+
+use crate::builder::GraphBuilder;
+use crate::lower::params::declarations;
+use crate::lower::trace::{func_table, TraceErr, Tracer};
+use crate::lower::value::{Elems, Sc, Val};
+use crate::tape::{Arg, Buffers, CheckKind, Graph};
+use hazel_data::{BaseType, Bound, Constraint, DataDecl, DataFile, DataType, Values};
+use hazel_density::{EvalError, LogDensity, Model, StreamRng};
+use hazel_rng::Purpose;
+use hazel_syntax::ast::*;
+use hazel_syntax::{SourceMap, Span};
+use std::fmt;
+use std::sync::Arc;
+
+/// Settings of a model build.
+#[derive(Debug, Clone)]
+pub struct CompileOptions {
+    /// The run's seed: `_rng` calls in transformed data draw from
+    /// `StreamRng::new(seed, 0, Purpose::TransformedData)`.
+    pub seed: u64,
+    /// Threads each chain's evaluation may use for large vector ops (1 = serial). Results are
+    /// bit-identical for any value.
+    pub threads_per_chain: usize,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions { seed: 1, threads_per_chain: 1 }
+    }
+}
+
+/// Why a program could not be lowered with its data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompileError {
+    pub message: String,
+    /// Where in the model (absent for errors not tied to a place).
+    pub span: Option<Span>,
+    /// The data variable concerned, for data errors.
+    pub variable: Option<String>,
+}
+
+impl CompileError {
+    fn at(message: impl Into<String>, span: Span) -> Self {
+        CompileError { message: message.into(), span: if span == Span::DUMMY { None } else { Some(span) }, variable: None }
+    }
+    /// The message prefixed with `file:line:col` when the error has a location.
+    pub fn render(&self, sources: &SourceMap) -> String {
+        match self.span {
+            Some(s) => format!("{}: {}", sources.describe(s), self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+fn trace_to_compile(e: TraceErr, context: &str) -> CompileError {
+    match e {
+        TraceErr::Compile(m, s) => CompileError::at(m, s),
+        TraceErr::Eval(e, s) => CompileError::at(format!("{context}: {}", e.message), s),
+        TraceErr::Dynamic(s) => CompileError::at(format!("{context}: a value used for control flow depends on parameters"), s),
+    }
+}
+
+type Env = Vec<(Arc<str>, Val)>;
+
+/// A program lowered with its data.
+pub struct CompiledModel {
+    program: Program,
+    env: Env,
+    dim: usize,
+    names: Vec<String>,
+    /// Output variables in order: (name, number of columns).
+    outputs: Vec<(String, usize)>,
+    /// The static graph and its target scalar; `None` when the model is dynamic.
+    graph: Option<(Graph, Arg)>,
+    /// Why the model is dynamic (for diagnostics).
+    dynamic_reason: Option<Span>,
+    /// The graph always rejects (a data-only `reject` reached in the model block).
+    always_reject: Option<EvalError>,
+    threads: usize,
+}
+
+/// Per-chain buffers.
+pub struct Workspace {
+    buf: Buffers,
+    /// The dynamic path's builder (capacity reused across evaluations).
+    dyn_builder: GraphBuilder,
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workspace").field("values", &self.buf.vals.len()).finish()
+    }
+}
+
+fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
+    let blank = tr.blank(ty)?;
+    let base = match &ty.elem {
+        ElemType::Int { .. } => BaseType::Int,
+        ElemType::Complex | ElemType::ComplexVector { .. } | ElemType::ComplexRowVector { .. } | ElemType::ComplexMatrix { .. } => {
+            return Err(TraceErr::Compile("complex data are not supported".into(), ty.span))
+        }
+        ElemType::Tuple(_) => return Err(TraceErr::Compile("tuple data are not supported".into(), ty.span)),
+        _ => BaseType::Real,
+    };
+    let mut shape = blank.dims();
+    // `dims` of a row vector is its length; keep that, hazel_data accepts either for vectors.
+    if matches!(blank, Val::Int(_) | Val::Real(_)) {
+        shape.clear();
+    }
+    let mut dt = DataType::new(base, shape);
+    let bound = |tr: &mut Tracer, e: &Expr| -> Result<Bound, TraceErr> {
+        let v = tr.expr(e)?;
+        Ok(match v {
+            Val::Int(i) => Bound::Scalar(i as f64),
+            Val::Real(Sc::C(c)) => Bound::Scalar(c),
+            other => {
+                let mut sc = Vec::new();
+                other.flatten(&mut sc);
+                Bound::PerElement(sc.iter().map(|s| if let Sc::C(c) = s { *c } else { f64::NAN }).collect())
+            }
+        })
+    };
+    let transform = match &ty.elem {
+        ElemType::Int { transform } | ElemType::Real { transform } => Some(transform),
+        ElemType::Vector { transform, .. } | ElemType::RowVector { transform, .. } | ElemType::Matrix { transform, .. } => Some(transform),
+        _ => None,
+    };
+    if let Some(Transform::Bounds { lower, upper }) = transform {
+        if let Some(l) = lower {
+            dt.lower = Some(bound(tr, l)?);
+        }
+        if let Some(u) = upper {
+            dt.upper = Some(bound(tr, u)?);
+        }
+    }
+    dt.constraint = match &ty.elem {
+        ElemType::Simplex { .. } => Constraint::Simplex,
+        ElemType::UnitVector { .. } => Constraint::UnitVector,
+        ElemType::SumToZeroVector { .. } => Constraint::SumToZeroVector,
+        ElemType::Ordered { .. } => Constraint::Ordered,
+        ElemType::PositiveOrdered { .. } => Constraint::PositiveOrdered,
+        ElemType::SumToZeroMatrix { .. } => Constraint::SumToZeroMatrix,
+        ElemType::CholeskyFactorCorr { .. } => Constraint::CholeskyFactorCorr,
+        ElemType::CholeskyFactorCov { .. } => Constraint::CholeskyFactorCov,
+        ElemType::CorrMatrix { .. } => Constraint::CorrMatrix,
+        ElemType::CovMatrix { .. } => Constraint::CovMatrix,
+        ElemType::ColumnStochasticMatrix { .. } => Constraint::ColumnStochastic,
+        ElemType::RowStochasticMatrix { .. } => Constraint::RowStochastic,
+        _ => Constraint::None,
+    };
+    Ok(dt)
+}
+
+/// Fills the structure of `blank` from flat values (arrays row-major, matrices column-major).
+fn fill(blank: &Val, values: &Values, pos: &mut usize) -> Val {
+    let get = |i: usize| -> f64 {
+        match values {
+            Values::Ints(v) => v[i] as f64,
+            Values::Reals(v) => v[i],
+            _ => f64::NAN,
+        }
+    };
+    match blank {
+        Val::Int(_) => {
+            let v = match values {
+                Values::Ints(v) => v[*pos],
+                _ => 0,
+            };
+            *pos += 1;
+            Val::Int(v)
+        }
+        Val::Real(_) => {
+            let v = Val::real(get(*pos));
+            *pos += 1;
+            v
+        }
+        Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => {
+            let n = e.len();
+            let v: Vec<f64> = (*pos..*pos + n).map(get).collect();
+            *pos += n;
+            let el = Elems::C(Arc::new(v));
+            match blank {
+                Val::Vector(_) => Val::Vector(el),
+                Val::RowVector(_) => Val::RowVector(el),
+                Val::Matrix(r, c, _) => Val::Matrix(*r, *c, el),
+                _ => unreachable!(),
+            }
+        }
+        Val::Array(xs) => Val::array(xs.iter().map(|x| fill(x, values, pos)).collect()),
+        Val::Tuple(_) => Val::Int(0),
+    }
+}
+
+/// Checks declared bounds of block variables (transformed data, transformed parameters,
+/// generated quantities): constants directly, parameter-dependent values with check ops.
+fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> {
+    for d in declarations(block) {
+        let transform = match &d.ty.elem {
+            ElemType::Int { transform } | ElemType::Real { transform } => transform,
+            ElemType::Vector { transform, .. } | ElemType::RowVector { transform, .. } | ElemType::Matrix { transform, .. } => transform,
+            _ => continue,
+        };
+        let Transform::Bounds { lower, upper } = transform else { continue };
+        let v = match tr.lookup(&d.name) {
+            Some(v) => v.clone(),
+            None => continue,
+        };
+        let e = tr.to_elems(&v);
+        for (which, bexpr) in [(CheckKind::Lower, lower), (CheckKind::Upper, upper)] {
+            let Some(bexpr) = bexpr else { continue };
+            let bv = tr.expr(bexpr)?;
+            let be = tr.to_elems(&bv);
+            let word = if which == CheckKind::Lower { "greater than or equal to" } else { "less than or equal to" };
+            match (e.consts(), be.consts()) {
+                (Some(x), Some(b)) => {
+                    for (i, &xv) in x.iter().enumerate() {
+                        let bi = if b.len() == 1 { b[0] } else { b[i] };
+                        let ok = if which == CheckKind::Lower { xv >= bi } else { xv <= bi };
+                        if !ok {
+                            let what = if x.len() == 1 { d.name.clone() } else { format!("{}[{}]", d.name, i + 1) };
+                            return Err(TraceErr::Eval(
+                                EvalError::new(hazel_density::EvalErrorKind::Constraint, format!("{what} is {xv}, but must be {word} {bi}")),
+                                d.ty.span,
+                            ));
+                        }
+                    }
+                }
+                _ => {
+                    let xa = tr.elems_arg(&e);
+                    let ba = if be.len() == 1 { tr.sc_arg(be.get(0)) } else { tr.elems_arg(&be) };
+                    tr.b.check(which, xa, ba, format!("{} must be {word} its bound", d.name));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Traces parameters, transformed parameters and the model block into `b`; returns the
+/// builder and the target scalar.
+fn trace_density(
+    program: &Program,
+    env: &Env,
+    b: GraphBuilder,
+    dynamic: bool,
+    jacobian: bool,
+    propto: bool,
+) -> Result<(GraphBuilder, Arg), (GraphBuilder, TraceErr)> {
+    let funcs = func_table(program);
+    let mut tr = Tracer::new(b, &funcs, env.clone());
+    tr.dynamic = dynamic;
+    tr.jacobian = jacobian;
+    tr.propto = propto;
+    tr.in_lupdf = propto;
+    let run = |tr: &mut Tracer| -> Result<(), TraceErr> {
+        let q = Elems::V(tr.b.params());
+        let q = if q.is_empty() { Elems::C(Arc::new(vec![])) } else { q };
+        tr.read_params(&program.parameters, Some(&q))?;
+        if let Some(tp) = &program.transformed_parameters {
+            tr.block_stmts(&tp.stmts)?;
+            check_bounds(tr, &program.transformed_parameters)?;
+        }
+        if let Some(m) = &program.model {
+            tr.block_stmts(&m.stmts)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = run(&mut tr) {
+        return Err((tr.b, e));
+    }
+    let mut terms = std::mem::take(&mut tr.target);
+    let c = tr.target_const;
+    let mut b = tr.b;
+    if c != 0.0 || terms.is_empty() {
+        terms.push(b.scalar_const(c));
+    }
+    let out = b.sum_scalars(terms);
+    Ok((b, out))
+}
+
+/// Lowers `program` with `data`.
+pub fn compile(program: &Program, data: &DataFile, options: &CompileOptions) -> Result<CompiledModel, CompileError> {
+    let funcs = func_table(program);
+    let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, Vec::new());
+    tr.rng = Some(StreamRng::new(options.seed, 0, Purpose::TransformedData));
+    // data block
+    for d in declarations(&program.data) {
+        let dt = data_type(&mut tr, &d.ty).map_err(|e| trace_to_compile(e, "data declaration"))?;
+        let decl = DataDecl::new(d.name.clone(), dt);
+        let dv = hazel_data::read_var(data, &decl).map_err(|e| CompileError {
+            message: e.to_string(),
+            span: Some(d.ty.span),
+            variable: Some(d.name.clone()),
+        })?;
+        // Only matrices are stored column-major; a 2-D array stays row-major.
+        let is_matrix = matches!(
+            d.ty.elem,
+            ElemType::Matrix { .. }
+                | ElemType::CholeskyFactorCorr { .. }
+                | ElemType::CholeskyFactorCov { .. }
+                | ElemType::CorrMatrix { .. }
+                | ElemType::CovMatrix { .. }
+                | ElemType::SumToZeroMatrix { .. }
+                | ElemType::ColumnStochasticMatrix { .. }
+                | ElemType::RowStochasticMatrix { .. }
+        );
+        let dv = if is_matrix { dv.to_column_major() } else { dv };
+        let blank = tr.blank(&d.ty).map_err(|e| trace_to_compile(e, "data declaration"))?;
+        let mut pos = 0;
+        let v = fill(&blank, &dv.values, &mut pos);
+        tr.bind(&d.name, v);
+    }
+    // transformed data
+    if let Some(td) = &program.transformed_data {
+        tr.block_stmts(&td.stmts).map_err(|e| trace_to_compile(e, "transformed data"))?;
+        check_bounds(&mut tr, &program.transformed_data).map_err(|e| trace_to_compile(e, "transformed data"))?;
+    }
+    let env = tr.take_env();
+
+    // dimension and output columns
+    let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, env.clone());
+    let dim = tr.read_params(&program.parameters, None).map_err(|e| trace_to_compile(e, "parameters"))?;
+    let mut names = Vec::new();
+    let mut outputs = Vec::new();
+    for block in [&program.parameters, &program.transformed_parameters, &program.generated_quantities] {
+        for d in declarations(block) {
+            let blank = tr.blank(&d.ty).map_err(|e| trace_to_compile(e, "declaration sizes"))?;
+            let before = names.len();
+            output_names(&d.name, &blank, &mut names);
+            outputs.push((d.name.clone(), names.len() - before));
+        }
+    }
+
+    let mut model = CompiledModel {
+        program: program.clone(),
+        env,
+        dim,
+        names,
+        outputs,
+        graph: None,
+        dynamic_reason: None,
+        always_reject: None,
+        threads: options.threads_per_chain.max(1),
+    };
+    let zeros = vec![0.0; dim];
+    match trace_density(&model.program, &model.env, GraphBuilder::new(&zeros), false, true, true) {
+        Ok((b, out)) => model.graph = Some((b.finish(), out)),
+        Err((_, TraceErr::Dynamic(span))) => model.dynamic_reason = Some(span),
+        Err((_, TraceErr::Compile(m, s))) => return Err(CompileError::at(m, s)),
+        Err((_, TraceErr::Eval(e, _))) => model.always_reject = Some(e),
+    }
+    Ok(model)
+}
+
+/// Stan's CSV column names of one variable: every index column-major (first fastest).
+fn output_names(name: &str, blank: &Val, out: &mut Vec<String>) {
+    let dims = blank.dims();
+    if dims.is_empty() {
+        out.push(name.to_string());
+        return;
+    }
+    let total: usize = dims.iter().product();
+    let mut idx = vec![0usize; dims.len()];
+    for _ in 0..total {
+        let parts: Vec<String> = idx.iter().map(|i| (i + 1).to_string()).collect();
+        out.push(format!("{name}.{}", parts.join(".")));
+        for (k, d) in dims.iter().enumerate() {
+            idx[k] += 1;
+            if idx[k] < *d {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+fn finish_eval(lp: f64, grad: &[f64]) -> Result<f64, EvalError> {
+    if !lp.is_finite() {
+        return Err(EvalError::non_finite(format!("log density is {lp}")));
+    }
+    if let Some(i) = grad.iter().position(|g| !g.is_finite()) {
+        return Err(EvalError::non_finite(format!("gradient component {} is {}", i + 1, grad[i])));
+    }
+    Ok(lp)
+}
+
+impl CompiledModel {
+    /// Whether evaluation re-traces the program (control flow depends on parameters).
+    pub fn is_dynamic(&self) -> bool {
+        self.graph.is_none() && self.always_reject.is_none()
+    }
+
+    /// Where the dynamic path was needed.
+    pub fn dynamic_reason(&self) -> Option<Span> {
+        self.dynamic_reason
+    }
+
+    /// The static graph, if the model has one.
+    pub fn graph(&self) -> Option<&Graph> {
+        self.graph.as_ref().map(|(g, _)| g)
+    }
+
+    /// Log density with a choice of terms: `jacobian` adds the transforms' log-Jacobians,
+    /// `propto` drops the constant summands of `~` and `_lupdf` (the sampler's density is
+    /// `jacobian = true, propto = true`).
+    pub fn log_density_with(&self, ws: &mut Workspace, q: &[f64], grad: &mut [f64], jacobian: bool, propto: bool) -> Result<f64, EvalError> {
+        if jacobian && propto {
+            return self.log_density_gradient(ws, q, grad);
+        }
+        self.eval_traced(ws, q, grad, jacobian, propto)
+    }
+
+    fn eval_traced(&self, ws: &mut Workspace, q: &[f64], grad: &mut [f64], jacobian: bool, propto: bool) -> Result<f64, EvalError> {
+        if q.len() != self.dim || grad.len() != self.dim {
+            return Err(EvalError::reject(format!("expected {} unconstrained values, got {}", self.dim, q.len())));
+        }
+        let mut b = std::mem::take(&mut ws.dyn_builder);
+        b.reset(q);
+        let res = trace_density(&self.program, &self.env, b, true, jacobian, propto);
+        let (mut b, out) = match res {
+            Ok(x) => x,
+            Err((b, e)) => {
+                let err = b.eager_error.clone();
+                ws.dyn_builder = b;
+                return Err(err.unwrap_or(match e {
+                    TraceErr::Eval(e, _) => e,
+                    TraceErr::Compile(m, _) => EvalError::reject(m),
+                    TraceErr::Dynamic(_) => EvalError::reject("internal: dynamic trace needed a value"),
+                }));
+            }
+        };
+        if let Some(e) = b.eager_error.take() {
+            ws.dyn_builder = b;
+            return Err(e);
+        }
+        b.buf.adj.resize(b.graph.n_vals, 0.0);
+        b.graph.backward(out, &mut b.buf);
+        let lp = b.graph.scalar(out, &b.buf);
+        grad.copy_from_slice(&b.buf.adj[..self.dim]);
+        ws.dyn_builder = b;
+        finish_eval(lp, grad)
+    }
+
+    /// Constrained values of the parameters, transformed parameters and generated quantities.
+    fn trace_output(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
+        let funcs = func_table(&self.program);
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, self.env.clone());
+        tr.dynamic = true;
+        tr.jacobian = false;
+        let placeholder = StreamRng::new(0, 0, Purpose::Init);
+        tr.rng = Some(std::mem::replace(rng, placeholder));
+        let program = &self.program;
+        let run = |tr: &mut Tracer| -> Result<(), TraceErr> {
+            let qe = Elems::C(Arc::new(q.to_vec()));
+            tr.read_params(&program.parameters, Some(&qe))?;
+            if let Some(tp) = &program.transformed_parameters {
+                tr.block_stmts(&tp.stmts)?;
+                check_bounds(tr, &program.transformed_parameters)?;
+            }
+            if let Some(gq) = &program.generated_quantities {
+                // Generated quantities may not see the model block's locals, only the blocks
+                // above; `~`/target are not allowed there.
+                tr.block_stmts(&gq.stmts)?;
+                check_bounds(tr, &program.generated_quantities)?;
+            }
+            Ok(())
+        };
+        let res = run(&mut tr);
+        if let Some(r) = tr.rng.take() {
+            *rng = r;
+        }
+        res.map_err(|e| match e {
+            TraceErr::Eval(e, _) => e,
+            TraceErr::Compile(m, _) => EvalError::reject(m),
+            TraceErr::Dynamic(_) => EvalError::reject("internal: output trace needed a parameter value"),
+        })?;
+        let mut out = Vec::with_capacity(self.names.len());
+        for (name, n) in &self.outputs {
+            let v = tr.lookup(name).cloned().unwrap_or(Val::real(f64::NAN));
+            let mut sc = Vec::new();
+            v.flatten_output(&mut sc);
+            if sc.len() != *n {
+                return Err(EvalError::reject(format!("{name} has {} values, expected {n}", sc.len())));
+            }
+            for s in sc {
+                out.push(match s {
+                    Sc::C(c) => c,
+                    Sc::V(_) => f64::NAN,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl LogDensity for CompiledModel {
+    type Workspace = Workspace;
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn new_workspace(&self) -> Workspace {
+        let buf = match &self.graph {
+            Some((g, _)) => Buffers::for_graph(g),
+            None => Buffers::default(),
+        };
+        let pool = if self.threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(self.threads).build().ok() } else { None };
+        Workspace { buf, dyn_builder: GraphBuilder::default(), pool }
+    }
+
+    fn log_density_gradient(&self, ws: &mut Workspace, q: &[f64], grad: &mut [f64]) -> Result<f64, EvalError> {
+        if let Some(e) = &self.always_reject {
+            return Err(e.clone());
+        }
+        let Some((g, out)) = &self.graph else {
+            return self.eval_traced(ws, q, grad, true, true);
+        };
+        if q.len() != self.dim || grad.len() != self.dim {
+            return Err(EvalError::reject(format!("expected {} unconstrained values, got {}", self.dim, q.len())));
+        }
+        match &ws.pool {
+            Some(pool) => {
+                let buf = &mut ws.buf;
+                pool.install(|| crate::par::forward_backward(g, *out, q, buf))?;
+            }
+            None => {
+                g.forward(q, &mut ws.buf)?;
+                g.backward(*out, &mut ws.buf);
+            }
+        }
+        let lp = g.scalar(*out, &ws.buf);
+        grad.copy_from_slice(&ws.buf.adj[..self.dim]);
+        finish_eval(lp, grad)
+    }
+}
+
+impl Model for CompiledModel {
+    fn output_names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    fn write_output(&self, _ws: &mut Workspace, q: &[f64], rng: &mut StreamRng, out: &mut [f64]) -> Result<(), EvalError> {
+        let v = self.trace_output(q, rng)?;
+        if v.len() != out.len() {
+            return Err(EvalError::reject(format!("output row has {} values, expected {}", v.len(), out.len())));
+        }
+        out.copy_from_slice(&v);
+        Ok(())
+    }
+}

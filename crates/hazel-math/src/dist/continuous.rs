@@ -1,0 +1,882 @@
+//! Log densities of continuous distributions with their partials.
+//!
+//! Each function computes the terms Stan Math's `<name>_lpdf` computes, under the same
+//! `include_summand` conditions (a term is kept iff `!propto` or one of the arguments it depends
+//! on varies), and the partials of exactly the kept terms.
+
+use super::{all, bit, Check, MathError, Terms};
+use crate::special::{
+    digamma, lbeta, lgamma, log1m, log1p_exp, log_erfc, log_erfc_deriv, LOG_PI, LOG_SQRT_PI,
+    LOG_SQRT_TWO_PI,
+};
+use std::f64::consts::{LN_2, SQRT_2};
+
+/// normal(y | mu, sigma)
+pub fn normal(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "normal_lpdf",
+    };
+    let [y, mu, sigma] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive("Scale parameter", sigma)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let inv_sigma = 1.0 / sigma;
+    let z = (y - mu) * inv_sigma;
+    let mut lp = -0.5 * z * z;
+    let mut d_sigma = z * z * inv_sigma;
+    if terms.include(0) {
+        lp -= LOG_SQRT_TWO_PI;
+    }
+    if terms.include(bit(2)) {
+        lp -= sigma.ln();
+        d_sigma -= inv_sigma;
+    }
+    grad[0] = -z * inv_sigma;
+    grad[1] = z * inv_sigma;
+    grad[2] = d_sigma;
+    Ok(lp)
+}
+
+/// std_normal(y)
+pub fn std_normal(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "std_normal_lpdf",
+    };
+    let [y] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    grad[0] = 0.0;
+    if !terms.include(all(1)) {
+        return Ok(0.0);
+    }
+    let mut lp = -0.5 * y * y;
+    if terms.include(0) {
+        lp -= LOG_SQRT_TWO_PI;
+    }
+    grad[0] = -y;
+    Ok(lp)
+}
+
+/// cauchy(y | mu, sigma)
+pub fn cauchy(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "cauchy_lpdf",
+    };
+    let [y, mu, sigma] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let inv_sigma = 1.0 / sigma;
+    let z = (y - mu) * inv_sigma;
+    let mut lp = -(z * z).ln_1p();
+    // d/dy -log1p(z²) = -2z/(σ(1+z²))
+    let dz = -2.0 * z / (1.0 + z * z);
+    let mut d_sigma = -dz * z * inv_sigma;
+    if terms.include(0) {
+        lp -= LOG_PI;
+    }
+    if terms.include(bit(2)) {
+        lp -= sigma.ln();
+        d_sigma -= inv_sigma;
+    }
+    grad[0] = dz * inv_sigma;
+    grad[1] = -dz * inv_sigma;
+    grad[2] = d_sigma;
+    Ok(lp)
+}
+
+/// student_t(y | nu, mu, sigma)
+pub fn student_t(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "student_t_lpdf",
+    };
+    let [y, nu, mu, sigma] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.positive_finite("Degrees of freedom parameter", nu)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    grad[..4].fill(0.0);
+    if !terms.include(all(4)) {
+        return Ok(0.0);
+    }
+    let z = (y - mu) / sigma;
+    let r = z * z / nu;
+    let log1p_r = r.ln_1p();
+    let half_nu_p1 = 0.5 * (nu + 1.0);
+    let mut lp = -half_nu_p1 * log1p_r;
+    // d/dy of -(ν+1)/2 log1p(z²/ν) = -(ν+1) z / (σ ν (1 + r))
+    let dy = -(nu + 1.0) * z / (sigma * nu * (1.0 + r));
+    let mut d_nu = -0.5 * log1p_r + half_nu_p1 * r / (nu * (1.0 + r));
+    let mut d_sigma = (nu + 1.0) * r / (sigma * (1.0 + r));
+    if terms.include(0) {
+        lp -= LOG_SQRT_PI;
+    }
+    if terms.include(bit(1)) {
+        // lgamma((ν+1)/2) - lgamma(ν/2) = lgamma(½) - lbeta(ν/2, ½), without the cancellation
+        // of two large lgammas at large ν.
+        lp += LOG_SQRT_PI - lbeta(0.5 * nu, 0.5) - 0.5 * nu.ln();
+        d_nu += 0.5 * (digamma(half_nu_p1) - digamma(0.5 * nu)) - 0.5 / nu;
+    }
+    if terms.include(bit(3)) {
+        lp -= sigma.ln();
+        d_sigma -= 1.0 / sigma;
+    }
+    grad[0] = dy;
+    grad[1] = d_nu;
+    grad[2] = -dy;
+    grad[3] = d_sigma;
+    Ok(lp)
+}
+
+/// lognormal(y | mu, sigma)
+pub fn lognormal(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "lognormal_lpdf",
+    };
+    let [y, mu, sigma] = check.args(args, grad)?;
+    check.nonnegative("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    if y == 0.0 {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let log_y = y.ln();
+    let z = (log_y - mu) / sigma;
+    let mut lp = -0.5 * z * z;
+    let mut dy = -z / (sigma * y);
+    let mut d_sigma = z * z / sigma;
+    // Stan Math's lognormal_lpdf keeps -log √(2π) even under propto (unlike normal_lpdf);
+    // mirrored so that lp__ matches CmdStan's.
+    lp -= LOG_SQRT_TWO_PI;
+    if terms.include(bit(2)) {
+        lp -= sigma.ln();
+        d_sigma -= 1.0 / sigma;
+    }
+    if terms.include(bit(0)) {
+        lp -= log_y;
+        dy -= 1.0 / y;
+    }
+    grad[0] = dy;
+    grad[1] = z / sigma;
+    grad[2] = d_sigma;
+    Ok(lp)
+}
+
+/// exponential(y | beta)
+pub fn exponential(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "exponential_lpdf",
+    };
+    let [y, beta] = check.args(args, grad)?;
+    check.nonnegative("Random variable", y)?;
+    check.positive_finite("Inverse scale parameter", beta)?;
+    grad[..2].fill(0.0);
+    if !terms.include(all(2)) {
+        return Ok(0.0);
+    }
+    let mut lp = -beta * y;
+    let mut d_beta = -y;
+    if terms.include(bit(1)) {
+        lp += beta.ln();
+        d_beta += 1.0 / beta;
+    }
+    grad[0] = -beta;
+    grad[1] = d_beta;
+    Ok(lp)
+}
+
+/// gamma(y | alpha, beta)
+pub fn gamma(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "gamma_lpdf",
+    };
+    let [y, alpha, beta] = check.args(args, grad)?;
+    check.positive_finite("Random variable", y)?;
+    check.positive_finite("Shape parameter", alpha)?;
+    check.positive_finite("Inverse scale parameter", beta)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    if y < 0.0 {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let log_y = y.ln();
+    let mut lp = 0.0;
+    if terms.include(bit(1)) {
+        lp -= lgamma(alpha);
+        grad[1] -= digamma(alpha);
+    }
+    if terms.include(bit(1) | bit(2)) {
+        lp += alpha * beta.ln();
+        grad[1] += beta.ln();
+        grad[2] += alpha / beta;
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp += (alpha - 1.0) * log_y;
+        grad[0] += (alpha - 1.0) / y;
+        grad[1] += log_y;
+    }
+    if terms.include(bit(0) | bit(2)) {
+        lp -= beta * y;
+        grad[0] -= beta;
+        grad[2] -= y;
+    }
+    Ok(lp)
+}
+
+/// inv_gamma(y | alpha, beta)
+pub fn inv_gamma(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "inv_gamma_lpdf",
+    };
+    let [y, alpha, beta] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.positive_finite("Shape parameter", alpha)?;
+    check.positive_finite("Scale parameter", beta)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    if y <= 0.0 {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let log_y = y.ln();
+    let inv_y = 1.0 / y;
+    let mut lp = 0.0;
+    if terms.include(bit(1)) {
+        lp -= lgamma(alpha);
+        grad[1] -= digamma(alpha);
+    }
+    if terms.include(bit(1) | bit(2)) {
+        lp += alpha * beta.ln();
+        grad[1] += beta.ln();
+        grad[2] += alpha / beta;
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp -= (alpha + 1.0) * log_y;
+        grad[0] -= (alpha + 1.0) * inv_y;
+        grad[1] -= log_y;
+    }
+    if terms.include(bit(0) | bit(2)) {
+        lp -= beta * inv_y;
+        grad[0] += beta * inv_y * inv_y;
+        grad[2] -= inv_y;
+    }
+    Ok(lp)
+}
+
+/// beta(y | alpha, beta)
+pub fn beta(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "beta_lpdf",
+    };
+    let [y, a, b] = check.args(args, grad)?;
+    check.positive_finite("First shape parameter", a)?;
+    check.positive_finite("Second shape parameter", b)?;
+    check.bounded("Random variable", y, 0.0, 1.0)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let log_y = y.ln();
+    let log1m_y = log1m(y);
+    let mut lp = 0.0;
+    // Stan keeps -lgamma(a) iff a varies, -lgamma(b) iff b varies, +lgamma(a + b) iff either
+    // does; when all three are kept they are summed as -lbeta(a, b), which is accurate for large
+    // shapes.
+    let (include_a, include_b) = (terms.include(bit(1)), terms.include(bit(2)));
+    let dab = digamma(a + b);
+    if include_a && include_b {
+        lp -= lbeta(a, b);
+    } else if include_a {
+        lp += lgamma(a + b) - lgamma(a);
+    } else if include_b {
+        lp += lgamma(a + b) - lgamma(b);
+    }
+    if include_a || include_b {
+        if include_a {
+            grad[1] -= digamma(a);
+        }
+        if include_b {
+            grad[2] -= digamma(b);
+        }
+        grad[1] += dab;
+        grad[2] += dab;
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp += (a - 1.0) * log_y;
+        grad[0] += (a - 1.0) / y;
+        grad[1] += log_y;
+    }
+    if terms.include(bit(0) | bit(2)) {
+        lp += (b - 1.0) * log1m_y;
+        grad[0] -= (b - 1.0) / (1.0 - y);
+        grad[2] += log1m_y;
+    }
+    Ok(lp)
+}
+
+/// uniform(y | alpha, beta)
+pub fn uniform(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "uniform_lpdf",
+    };
+    let [y, alpha, beta] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Lower bound parameter", alpha)?;
+    check.finite("Upper bound parameter", beta)?;
+    check.greater("Upper bound parameter", beta, alpha)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    if y < alpha || y > beta {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let mut lp = 0.0;
+    if terms.include(bit(1) | bit(2)) {
+        let width = beta - alpha;
+        lp -= width.ln();
+        grad[1] = 1.0 / width;
+        grad[2] = -1.0 / width;
+    }
+    Ok(lp)
+}
+
+/// double_exponential(y | mu, sigma)
+pub fn double_exponential(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "double_exponential_lpdf",
+    };
+    let [y, mu, sigma] = check.args(args, grad)?;
+    check.finite("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let diff = y - mu;
+    let sign = if diff > 0.0 {
+        1.0
+    } else if diff < 0.0 {
+        -1.0
+    } else {
+        0.0
+    };
+    let mut lp = -diff.abs() / sigma;
+    let mut d_sigma = diff.abs() / (sigma * sigma);
+    if terms.include(0) {
+        lp -= LN_2;
+    }
+    if terms.include(bit(2)) {
+        lp -= sigma.ln();
+        d_sigma -= 1.0 / sigma;
+    }
+    grad[0] = -sign / sigma;
+    grad[1] = sign / sigma;
+    grad[2] = d_sigma;
+    Ok(lp)
+}
+
+/// logistic(y | mu, sigma)
+pub fn logistic(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "logistic_lpdf",
+    };
+    let [y, mu, sigma] = check.args(args, grad)?;
+    check.finite("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let z = (y - mu) / sigma;
+    let mut lp = -z - 2.0 * log1p_exp(-z);
+    // d/dz (-z - 2 log1p_exp(-z)) = -1 + 2 inv_logit(-z) = -tanh(z/2)
+    let dz = -(0.5 * z).tanh();
+    let mut d_sigma = -dz * z / sigma;
+    if terms.include(bit(2)) {
+        lp -= sigma.ln();
+        d_sigma -= 1.0 / sigma;
+    }
+    grad[0] = dz / sigma;
+    grad[1] = -dz / sigma;
+    grad[2] = d_sigma;
+    Ok(lp)
+}
+
+/// weibull(y | alpha, sigma)
+pub fn weibull(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "weibull_lpdf",
+    };
+    let [y, alpha, sigma] = check.args(args, grad)?;
+    check.finite("Random variable", y)?;
+    check.positive_finite("Shape parameter", alpha)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    if y < 0.0 {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let log_y = y.ln();
+    let log_sigma = sigma.ln();
+    let pow = (alpha * (log_y - log_sigma)).exp(); // (y/σ)^α
+    let mut lp = -pow;
+    grad[0] = -alpha * pow / y;
+    grad[1] = -pow * (log_y - log_sigma);
+    grad[2] = alpha * pow / sigma;
+    if terms.include(bit(1)) {
+        lp += alpha.ln();
+        grad[1] += 1.0 / alpha;
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp += (alpha - 1.0) * log_y;
+        grad[0] += (alpha - 1.0) / y;
+        grad[1] += log_y;
+    }
+    if terms.include(bit(1) | bit(2)) {
+        lp -= alpha * log_sigma;
+        grad[1] -= log_sigma;
+        grad[2] -= alpha / sigma;
+    }
+    Ok(lp)
+}
+
+/// chi_square(y | nu)
+pub fn chi_square(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "chi_square_lpdf",
+    };
+    let [y, nu] = check.args(args, grad)?;
+    check.nonnegative("Random variable", y)?;
+    check.positive_finite("Degrees of freedom parameter", nu)?;
+    grad[..2].fill(0.0);
+    if !terms.include(all(2)) {
+        return Ok(0.0);
+    }
+    let half_nu = 0.5 * nu;
+    let log_y = y.ln();
+    let mut lp = 0.0;
+    if terms.include(bit(1)) {
+        lp -= half_nu * LN_2 + lgamma(half_nu);
+        grad[1] -= 0.5 * LN_2 + 0.5 * digamma(half_nu);
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp += (half_nu - 1.0) * log_y;
+        grad[0] += (half_nu - 1.0) / y;
+        grad[1] += 0.5 * log_y;
+    }
+    if terms.include(bit(0)) {
+        lp -= 0.5 * y;
+        grad[0] -= 0.5;
+    }
+    Ok(lp)
+}
+
+/// inv_chi_square(y | nu)
+pub fn inv_chi_square(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "inv_chi_square_lpdf",
+    };
+    let [y, nu] = check.args(args, grad)?;
+    check.positive_finite("Degrees of freedom parameter", nu)?;
+    check.not_nan("Random variable", y)?;
+    grad[..2].fill(0.0);
+    if !terms.include(all(2)) {
+        return Ok(0.0);
+    }
+    if y <= 0.0 {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let half_nu = 0.5 * nu;
+    let log_y = y.ln();
+    let mut lp = 0.0;
+    if terms.include(bit(1)) {
+        lp -= half_nu * LN_2 + lgamma(half_nu);
+        grad[1] -= 0.5 * LN_2 + 0.5 * digamma(half_nu);
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp -= (half_nu + 1.0) * log_y;
+        grad[0] -= (half_nu + 1.0) / y;
+        grad[1] -= 0.5 * log_y;
+    }
+    if terms.include(bit(0)) {
+        lp -= 0.5 / y;
+        grad[0] += 0.5 / (y * y);
+    }
+    Ok(lp)
+}
+
+/// scaled_inv_chi_square(y | nu, s)
+pub fn scaled_inv_chi_square(
+    args: &[f64],
+    terms: Terms,
+    grad: &mut [f64],
+) -> Result<f64, MathError> {
+    let check = Check {
+        function: "scaled_inv_chi_square_lpdf",
+    };
+    let [y, nu, s] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.positive_finite("Degrees of freedom parameter", nu)?;
+    check.positive_finite("Scale parameter", s)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    if y <= 0.0 {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let half_nu = 0.5 * nu;
+    let log_y = y.ln();
+    let log_s = s.ln();
+    let mut lp = 0.0;
+    if terms.include(bit(1)) {
+        lp += half_nu * half_nu.ln() - lgamma(half_nu);
+        grad[1] += 0.5 * half_nu.ln() + 0.5 - 0.5 * digamma(half_nu);
+    }
+    if terms.include(bit(1) | bit(2)) {
+        lp += nu * log_s;
+        grad[1] += log_s;
+        grad[2] += nu / s;
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp -= (half_nu + 1.0) * log_y;
+        grad[0] -= (half_nu + 1.0) / y;
+        grad[1] -= 0.5 * log_y;
+    }
+    if terms.include(all(3)) {
+        lp -= half_nu * s * s / y;
+        grad[0] += half_nu * s * s / (y * y);
+        grad[1] -= 0.5 * s * s / y;
+        grad[2] -= nu * s / y;
+    }
+    Ok(lp)
+}
+
+/// skew_normal(y | xi, omega, alpha)
+pub fn skew_normal(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "skew_normal_lpdf",
+    };
+    let [y, xi, omega, alpha] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Location parameter", xi)?;
+    check.positive("Scale parameter", omega)?;
+    check.finite("Shape parameter", alpha)?;
+    grad[..4].fill(0.0);
+    if !terms.include(all(4)) {
+        return Ok(0.0);
+    }
+    let z = (y - xi) / omega;
+    let mut lp = 0.0;
+    if terms.include(0) {
+        lp -= LOG_SQRT_TWO_PI;
+    }
+    if terms.include(bit(2)) {
+        lp -= omega.ln();
+        grad[2] -= 1.0 / omega;
+    }
+    if terms.include(bit(0) | bit(1) | bit(2)) {
+        lp -= 0.5 * z * z;
+        grad[0] -= z / omega;
+        grad[1] += z / omega;
+        grad[2] += z * z / omega;
+    }
+    // log(2 Φ(α z)) = log erfc(-α z / √2)
+    let u = -alpha * z / SQRT_2;
+    lp += log_erfc(u);
+    let du = log_erfc_deriv(u);
+    // du/dz = -α/√2, du/dα = -z/√2
+    let dz = du * (-alpha / SQRT_2);
+    grad[0] += dz / omega;
+    grad[1] -= dz / omega;
+    grad[2] -= dz * z / omega;
+    grad[3] = du * (-z / SQRT_2);
+    Ok(lp)
+}
+
+/// gumbel(y | mu, beta)
+pub fn gumbel(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "gumbel_lpdf",
+    };
+    let [y, mu, beta] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive("Scale parameter", beta)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let z = (y - mu) / beta;
+    let exp_neg_z = (-z).exp();
+    let mut lp = -z - exp_neg_z;
+    let dz = -1.0 + exp_neg_z;
+    let mut d_beta = -dz * z / beta;
+    if terms.include(bit(2)) {
+        lp -= beta.ln();
+        d_beta -= 1.0 / beta;
+    }
+    grad[0] = dz / beta;
+    grad[1] = -dz / beta;
+    grad[2] = d_beta;
+    Ok(lp)
+}
+
+/// frechet(y | alpha, sigma)
+pub fn frechet(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "frechet_lpdf",
+    };
+    let [y, alpha, sigma] = check.args(args, grad)?;
+    check.positive("Random variable", y)?;
+    check.positive_finite("Shape parameter", alpha)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let log_y = y.ln();
+    let log_sigma = sigma.ln();
+    let pow = (-alpha * (log_y - log_sigma)).exp(); // (y/σ)^{-α}
+    let mut lp = -pow;
+    grad[0] = alpha * pow / y;
+    grad[1] = pow * (log_y - log_sigma);
+    grad[2] = -alpha * pow / sigma;
+    if terms.include(bit(1)) {
+        lp += alpha.ln();
+        grad[1] += 1.0 / alpha;
+    }
+    if terms.include(bit(0) | bit(1)) {
+        lp -= (1.0 + alpha) * log_y;
+        grad[0] -= (1.0 + alpha) / y;
+        grad[1] -= log_y;
+    }
+    if terms.include(bit(1) | bit(2)) {
+        lp += alpha * log_sigma;
+        grad[1] += log_sigma;
+        grad[2] += alpha / sigma;
+    }
+    Ok(lp)
+}
+
+/// pareto(y | y_min, alpha)
+pub fn pareto(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "pareto_lpdf",
+    };
+    let [y, y_min, alpha] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.positive_finite("Scale parameter", y_min)?;
+    check.positive_finite("Shape parameter", alpha)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    if y < y_min {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let log_y = y.ln();
+    let mut lp = 0.0;
+    if terms.include(bit(2)) {
+        lp += alpha.ln();
+        grad[2] += 1.0 / alpha;
+    }
+    if terms.include(bit(0) | bit(2)) {
+        lp -= (alpha + 1.0) * log_y;
+        grad[0] -= (alpha + 1.0) / y;
+        grad[2] -= log_y;
+    }
+    if terms.include(bit(1) | bit(2)) {
+        lp += alpha * y_min.ln();
+        grad[1] += alpha / y_min;
+        grad[2] += y_min.ln();
+    }
+    Ok(lp)
+}
+
+/// pareto_type_2(y | mu, lambda, alpha)
+pub fn pareto_type_2(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "pareto_type_2_lpdf",
+    };
+    let [y, mu, lambda, alpha] = check.args(args, grad)?;
+    // Stan Math checks only these three (a NaN variate fails the first).
+    check.greater_or_equal("Random variable", y, mu)?;
+    check.positive_finite("Scale parameter", lambda)?;
+    check.positive_finite("Shape parameter", alpha)?;
+    grad[..4].fill(0.0);
+    if !terms.include(all(4)) {
+        return Ok(0.0);
+    }
+    let r = (y - mu) / lambda;
+    let log1p_r = r.ln_1p();
+    let mut lp = -(alpha + 1.0) * log1p_r;
+    // d/dr = -(α+1)/(1+r)
+    let dr = -(alpha + 1.0) / (1.0 + r);
+    grad[0] = dr / lambda;
+    grad[1] = -dr / lambda;
+    grad[2] = -dr * r / lambda;
+    grad[3] = -log1p_r;
+    if terms.include(bit(3)) {
+        lp += alpha.ln();
+        grad[3] += 1.0 / alpha;
+    }
+    if terms.include(bit(2)) {
+        lp -= lambda.ln();
+        grad[2] -= 1.0 / lambda;
+    }
+    Ok(lp)
+}
+
+/// exp_mod_normal(y | mu, sigma, lambda)
+pub fn exp_mod_normal(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "exp_mod_normal_lpdf",
+    };
+    let [y, mu, sigma, lambda] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    check.positive_finite("Inv_scale parameter", lambda)?;
+    grad[..4].fill(0.0);
+    if !terms.include(all(4)) {
+        return Ok(0.0);
+    }
+    let mut lp = 0.0;
+    if terms.include(0) {
+        lp -= LN_2;
+    }
+    if terms.include(bit(3)) {
+        lp += lambda.ln();
+        grad[3] += 1.0 / lambda;
+    }
+    let sigma_sq = sigma * sigma;
+    // λ(μ + λσ²/2 - y) + log erfc((μ + λσ² - y)/(σ√2))
+    lp += lambda * (mu + 0.5 * lambda * sigma_sq - y);
+    grad[0] -= lambda;
+    grad[1] += lambda;
+    grad[2] += lambda * lambda * sigma;
+    grad[3] += mu + lambda * sigma_sq - y;
+    let u = (mu + lambda * sigma_sq - y) / (sigma * SQRT_2);
+    lp += log_erfc(u);
+    let du = log_erfc_deriv(u);
+    grad[0] -= du / (sigma * SQRT_2);
+    grad[1] += du / (sigma * SQRT_2);
+    // ∂u/∂σ = λ/√2 - (μ - y)/(σ²√2)
+    grad[2] += du * (lambda / SQRT_2 - (mu - y) / (sigma_sq * SQRT_2));
+    grad[3] += du * sigma / SQRT_2;
+    Ok(lp)
+}
+
+/// rayleigh(y | sigma)
+pub fn rayleigh(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "rayleigh_lpdf",
+    };
+    let [y, sigma] = check.args(args, grad)?;
+    check.positive("Scale parameter", sigma)?;
+    check.positive("Random variable", y)?;
+    grad[..2].fill(0.0);
+    if !terms.include(all(2)) {
+        return Ok(0.0);
+    }
+    let inv_sigma = 1.0 / sigma;
+    let z = y * inv_sigma;
+    let mut lp = -0.5 * z * z;
+    grad[0] = -z * inv_sigma;
+    grad[1] = z * z * inv_sigma;
+    if terms.include(bit(1)) {
+        lp -= 2.0 * sigma.ln();
+        grad[1] -= 2.0 * inv_sigma;
+    }
+    if terms.include(bit(0)) {
+        lp += y.ln();
+        grad[0] += 1.0 / y;
+    }
+    Ok(lp)
+}
+
+/// beta_proportion(y | mu, kappa)
+pub fn beta_proportion(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "beta_proportion_lpdf",
+    };
+    let [y, mu, kappa] = check.args(args, grad)?;
+    check.positive("Location parameter", mu)?;
+    check.less("Location parameter", mu, 1.0)?;
+    check.positive_finite("Precision parameter", kappa)?;
+    check.bounded("Random variable", y, 0.0, 1.0)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let a = mu * kappa;
+    let b = kappa - a;
+    let log_y = y.ln();
+    let log1m_y = log1m(y);
+    let mut lp = 0.0;
+    if terms.include(bit(2)) {
+        lp += lgamma(kappa);
+        grad[2] += digamma(kappa);
+    }
+    if terms.include(bit(1) | bit(2)) {
+        lp -= lgamma(a) + lgamma(b);
+        let (da, db) = (digamma(a), digamma(b));
+        grad[1] -= kappa * (da - db);
+        grad[2] -= mu * da + (1.0 - mu) * db;
+    }
+    lp += (a - 1.0) * log_y + (b - 1.0) * log1m_y;
+    grad[0] += (a - 1.0) / y - (b - 1.0) / (1.0 - y);
+    grad[1] += kappa * (log_y - log1m_y);
+    grad[2] += mu * log_y + (1.0 - mu) * log1m_y;
+    Ok(lp)
+}
+
+/// von_mises(y | mu, kappa)
+pub fn von_mises(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "von_mises_lpdf",
+    };
+    let [y, mu, kappa] = check.args(args, grad)?;
+    check.finite("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.nonnegative("Scale parameter", kappa)?;
+    check.finite("Scale parameter", kappa)?;
+    grad[..3].fill(0.0);
+    if !terms.include(all(3)) {
+        return Ok(0.0);
+    }
+    let mut lp = 0.0;
+    if terms.include(0) {
+        lp -= LN_2 + std::f64::consts::PI.ln();
+    }
+    if terms.include(bit(2)) {
+        lp -= crate::special::log_modified_bessel_first_kind(0.0, kappa);
+        grad[2] -= crate::special::log_modified_bessel_first_kind_dz(0.0, kappa);
+    }
+    let diff = mu - y;
+    lp += kappa * diff.cos();
+    grad[0] = kappa * diff.sin();
+    grad[1] = -kappa * diff.sin();
+    grad[2] += diff.cos();
+    Ok(lp)
+}

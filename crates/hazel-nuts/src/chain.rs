@@ -1,0 +1,298 @@
+//! One chain: initialisation, warmup with adaptation, and sampling, one iteration at a time.
+//!
+//! [`Chain`] owns everything a chain mutates — the model workspace, the [`NutsState`], the
+//! metric, the step size, the adaptation state and the chain's random streams — and advances by
+//! [`Chain::next_iteration`]. The runner ([`crate::run`]) drives one `Chain` per chain; a
+//! batched backend can instead hold many and step them in lockstep with the same pieces
+//! ([`crate::nuts::nuts_step`], [`crate::adapt::WindowedAdaptation`]).
+//!
+//! The iteration follows Stan's `run_adaptive_sampler`: when adaptation is on (engaged and
+//! `num_warmup > 0`) the step size is first set by the heuristic from `config.stepsize`, each
+//! warmup transition is followed by dual averaging and the window schedule (with the heuristic
+//! again after each metric update), and after the last warmup iteration the step size becomes
+//! the dual-averaging average `exp(x̄)`. Without adaptation the configured step size and metric
+//! are used throughout. The `stepsize__` reported for an iteration is the one its transition
+//! used.
+
+use crate::adapt::WindowedAdaptation;
+use crate::init::{initialize, InitError};
+use crate::metric::{Metric, MetricError};
+use crate::nuts::{find_reasonable_stepsize, nuts_step, NutsSettings, NutsState, StepsizeError};
+use crate::types::{DrawStats, InverseMetric, SamplerConfig};
+use hazel_density::{EvalError, Model};
+use hazel_rng::{Purpose, StreamRng};
+use std::io;
+
+/// Why a chain stopped.
+#[derive(Debug)]
+pub enum ChainError {
+    /// No starting point was found.
+    Init(InitError),
+    /// The model raised a fatal error at the given iteration (1-based over warmup + sampling;
+    /// 0 when it happened in the step-size search before the first iteration).
+    Fatal { iteration: usize, error: EvalError },
+    /// The step size heuristic failed.
+    Stepsize { iteration: usize, error: StepsizeError },
+    /// The supplied inverse metric is unusable, or an adapted one overflowed.
+    Metric { iteration: usize, error: MetricError },
+    /// The chain's sink failed.
+    Sink(io::Error),
+    /// The settings are invalid.
+    Config(String),
+    /// The model (or a sink) panicked; the message is the panic payload when it is a string.
+    Panicked(String),
+    /// Another chain (`by_chain`) met a fatal error, which stops the whole run; this chain
+    /// stopped after `iteration` completed iterations.
+    Stopped { iteration: usize, by_chain: u64 },
+}
+
+impl ChainError {
+    /// A fatal model error met by the step-size heuristic is reported as the fatal error.
+    fn from_stepsize(iteration: usize, error: StepsizeError) -> Self {
+        match error {
+            StepsizeError::Fatal(error) => ChainError::Fatal { iteration, error },
+            error => ChainError::Stepsize { iteration, error },
+        }
+    }
+}
+
+impl std::fmt::Display for ChainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChainError::Init(e) => write!(f, "{e}"),
+            ChainError::Fatal { iteration, error } => write!(f, "fatal error at iteration {iteration}: {error}"),
+            ChainError::Stepsize { iteration, error } => write!(f, "at iteration {iteration}: {error}"),
+            ChainError::Metric { iteration, error } => {
+                if *iteration == 0 {
+                    write!(f, "{error}")
+                } else {
+                    write!(
+                        f,
+                        "metric adaptation failed at iteration {iteration} ({error}); this happens when the sampler \
+                         meets extreme values on the unconstrained space, e.g. with an improper or very wide posterior"
+                    )
+                }
+            }
+            ChainError::Sink(e) => write!(f, "writing draws failed: {e}"),
+            ChainError::Config(e) => write!(f, "invalid settings: {e}"),
+            ChainError::Panicked(e) => write!(f, "the chain panicked: {e}"),
+            ChainError::Stopped { iteration, by_chain } => {
+                write!(f, "stopped after {iteration} iterations by a fatal error in chain {by_chain}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ChainError {}
+
+/// One completed iteration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Iteration {
+    /// 1-based over warmup + sampling.
+    pub iteration: usize,
+    pub warmup: bool,
+    pub stats: DrawStats,
+}
+
+/// Checks the settings that do not depend on the model; returns a message naming the setting.
+pub fn validate_config(config: &SamplerConfig) -> Result<(), String> {
+    let a = &config.adapt;
+    if config.thin == 0 {
+        return Err("thin must be at least 1".into());
+    }
+    if config.max_depth == 0 || config.max_depth > 62 {
+        return Err(format!("max_depth must be between 1 and 62, got {}", config.max_depth));
+    }
+    if !(config.max_energy_error > 0.0) {
+        return Err(format!("max_energy_error must be positive, got {}", config.max_energy_error));
+    }
+    if !(config.stepsize.is_finite() && config.stepsize > 0.0) {
+        return Err(format!("stepsize must be finite and positive, got {}", config.stepsize));
+    }
+    if a.engaged {
+        if !(a.delta > 0.0 && a.delta < 1.0) {
+            return Err(format!("adapt delta must be in (0, 1), got {}", a.delta));
+        }
+        if !(a.gamma > 0.0 && a.gamma.is_finite()) {
+            return Err(format!("adapt gamma must be positive, got {}", a.gamma));
+        }
+        if !(a.kappa > 0.0 && a.kappa.is_finite()) {
+            return Err(format!("adapt kappa must be positive, got {}", a.kappa));
+        }
+        if !(a.t0 > 0.0 && a.t0.is_finite()) {
+            return Err(format!("adapt t0 must be positive, got {}", a.t0));
+        }
+    }
+    Ok(())
+}
+
+/// A chain in progress.
+pub struct Chain<'m, M: Model + ?Sized> {
+    model: &'m M,
+    ws: M::Workspace,
+    state: NutsState,
+    metric: Metric,
+    settings: NutsSettings,
+    stepsize: f64,
+    adaptation: Option<WindowedAdaptation>,
+    rng: StreamRng,
+    gq_rng: StreamRng,
+    num_warmup: usize,
+    num_samples: usize,
+    /// Completed iterations.
+    completed: usize,
+    output: Vec<f64>,
+    inv_metric_report: InverseMetric,
+}
+
+impl<'m, M: Model + ?Sized> Chain<'m, M> {
+    /// Initialises chain `chain_id` (its random streams) at position `chain_index` in its run
+    /// (its row of explicit initial values): finds a starting point and, when adapting, the
+    /// first step size.
+    pub fn new(
+        model: &'m M,
+        config: &SamplerConfig,
+        seed: u64,
+        chain_id: u64,
+        chain_index: usize,
+    ) -> Result<Self, ChainError> {
+        validate_config(config).map_err(ChainError::Config)?;
+        let dim = model.dim();
+        let metric = match &config.inv_metric {
+            Some(given) => Metric::from_inverse(config.metric, dim, given),
+            None => Ok(Metric::identity(config.metric, dim)),
+        }
+        .map_err(|error| ChainError::Metric { iteration: 0, error })?;
+        let mut ws = model.new_workspace();
+        let start = initialize(model, &mut ws, &config.init, config.init_attempts, seed, chain_id, chain_index)
+            .map_err(ChainError::Init)?;
+        let mut state = NutsState::from_point(&start.position, &start.gradient, start.logp, config.max_depth);
+        let mut rng = StreamRng::new(seed, chain_id, Purpose::Sampler);
+        let gq_rng = StreamRng::new(seed, chain_id, Purpose::GeneratedQuantities);
+        let adapting = config.adapt.engaged && config.num_warmup > 0;
+        let mut stepsize = config.stepsize;
+        let adaptation = if adapting {
+            let adaptation = WindowedAdaptation::new(&config.adapt, config.num_warmup, config.metric, dim, stepsize);
+            stepsize = find_reasonable_stepsize(model, &mut ws, &mut state, &metric, stepsize, &mut rng)
+                .map_err(|error| ChainError::from_stepsize(0, error))?;
+            Some(adaptation)
+        } else {
+            None
+        };
+        let n_out = model.output_names().len();
+        let inv_metric_report = metric.to_inverse_metric();
+        Ok(Chain {
+            model,
+            ws,
+            state,
+            metric,
+            settings: NutsSettings { max_depth: config.max_depth, max_energy_error: config.max_energy_error },
+            stepsize,
+            adaptation,
+            rng,
+            gq_rng,
+            num_warmup: config.num_warmup,
+            num_samples: config.num_samples,
+            completed: 0,
+            output: vec![0.0; n_out],
+            inv_metric_report,
+        })
+    }
+
+    /// Whether all warmup and sampling iterations are done.
+    pub fn is_done(&self) -> bool {
+        self.completed >= self.num_warmup + self.num_samples
+    }
+    /// Whether the next iteration is a warmup iteration.
+    pub fn in_warmup(&self) -> bool {
+        self.completed < self.num_warmup
+    }
+    /// Iterations completed so far.
+    pub fn completed(&self) -> usize {
+        self.completed
+    }
+    /// The step size the next transition will use.
+    pub fn stepsize(&self) -> f64 {
+        self.stepsize
+    }
+    /// The current metric.
+    pub fn metric(&self) -> &Metric {
+        &self.metric
+    }
+    /// The sampler state (current position, log density, gradient).
+    pub fn state(&self) -> &NutsState {
+        &self.state
+    }
+    /// The current inverse metric as the contract type, refreshed in place (no allocation).
+    pub fn inverse_metric(&mut self) -> &InverseMetric {
+        match &mut self.inv_metric_report {
+            InverseMetric::Diag(values) | InverseMetric::Dense { values, .. } => self.metric.copy_inverse_into(values),
+        }
+        &self.inv_metric_report
+    }
+    /// The last rejected proposal's error, if any since the previous call.
+    pub fn take_rejection(&mut self) -> Option<EvalError> {
+        self.state.take_rejection()
+    }
+
+    /// Runs one iteration: a transition, then (during warmup) adaptation.
+    pub fn next_iteration(&mut self) -> Result<Iteration, ChainError> {
+        let iteration = self.completed + 1;
+        let warmup = self.in_warmup();
+        let stepsize_used = self.stepsize;
+        let t = nuts_step(self.model, &mut self.ws, &mut self.state, &self.metric, stepsize_used, &self.settings, &mut self.rng)
+            .map_err(|error| ChainError::Fatal { iteration, error })?;
+        if warmup {
+            if let Some(adaptation) = &mut self.adaptation {
+                let outcome = adaptation
+                    .learn(t.accept_stat, self.state.position(), &mut self.metric)
+                    .map_err(|error| ChainError::Metric { iteration, error })?;
+                self.stepsize = outcome.stepsize;
+                if outcome.metric_updated {
+                    self.stepsize = find_reasonable_stepsize(
+                        self.model,
+                        &mut self.ws,
+                        &mut self.state,
+                        &self.metric,
+                        self.stepsize,
+                        &mut self.rng,
+                    )
+                    .map_err(|error| ChainError::from_stepsize(iteration, error))?;
+                    adaptation.restart_stepsize(self.stepsize);
+                }
+                if iteration == self.num_warmup {
+                    self.stepsize = adaptation.stepsize.final_stepsize();
+                }
+            }
+        }
+        self.completed = iteration;
+        Ok(Iteration {
+            iteration,
+            warmup,
+            stats: DrawStats {
+                lp: t.lp,
+                accept_stat: t.accept_stat,
+                stepsize: stepsize_used,
+                treedepth: t.treedepth,
+                n_leapfrog: t.n_leapfrog,
+                divergent: t.divergent,
+                energy: t.energy,
+            },
+        })
+    }
+
+    /// The model's output row (constrained parameters, transformed parameters, generated
+    /// quantities) at the current position, drawing from the chain's generated-quantities
+    /// stream. A non-fatal error gives a row of NaN (Stan's behaviour) and is returned alongside
+    /// for reporting; a fatal error is `Err`.
+    pub fn write_output(&mut self) -> Result<(&[f64], Option<EvalError>), EvalError> {
+        match self.model.write_output(&mut self.ws, self.state.position(), &mut self.gq_rng, &mut self.output) {
+            Ok(()) => Ok((&self.output, None)),
+            Err(error) if error.is_fatal() => Err(error),
+            Err(error) => {
+                self.output.fill(f64::NAN);
+                Ok((&self.output, Some(error)))
+            }
+        }
+    }
+}

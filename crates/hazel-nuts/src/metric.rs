@@ -1,0 +1,463 @@
+//! The Euclidean metric of the Hamiltonian: kinetic energy `½ pᵀ M⁻¹ p` with momentum
+//! `p ~ N(0, M)`.
+//!
+//! hazel stores the *inverse* metric `M⁻¹` (an estimate of the posterior covariance), as Stan
+//! does (`diag_e` / `dense_e`). For the dense metric the Cholesky factor `L` of `M⁻¹ = L Lᵀ`
+//! is kept alongside; a momentum is drawn as `p = L⁻ᵀ z` with `z ~ N(0, I)`, whose covariance
+//! is `L⁻ᵀ L⁻¹ = (L Lᵀ)⁻¹ = M`, which is Stan's `dense_e_metric::sample_p`.
+//!
+//! Every operation writes into caller buffers: nothing here allocates after construction, and
+//! an adapted covariance is copied into the existing storage by [`Metric::set_diag`] /
+//! [`Metric::set_dense`].
+
+use crate::types::{InverseMetric, MetricKind};
+use hazel_rng::StreamRng;
+
+/// Number of independent partial sums in reductions (dot products, kinetic energy). A fixed
+/// number, so results never depend on the machine; enough to hide floating-point add latency.
+pub const LANES: usize = 8;
+
+/// Sum of the partial sums in a fixed order.
+#[inline]
+pub fn sum_lanes(partial: &[f64; LANES]) -> f64 {
+    ((partial[0] + partial[1]) + (partial[2] + partial[3])) + ((partial[4] + partial[5]) + (partial[6] + partial[7]))
+}
+
+/// Why a user-supplied or adapted inverse metric cannot be used.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricError {
+    /// The number of values does not match the model's dimension.
+    Dimension { expected: usize, found: usize },
+    /// An entry is not finite or (diagonal) not strictly positive.
+    InvalidEntry { index: usize, value: f64 },
+    /// The dense matrix is not symmetric at `(row, col)`.
+    NotSymmetric { row: usize, col: usize },
+    /// The dense matrix is not positive definite (its Cholesky factorisation failed at `pivot`).
+    NotPositiveDefinite { pivot: usize },
+}
+
+impl std::fmt::Display for MetricError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetricError::Dimension { expected, found } => {
+                write!(f, "inverse metric has {found} values, expected {expected}")
+            }
+            MetricError::InvalidEntry { index, value } => {
+                write!(f, "inverse metric entry {index} is {value}; entries must be finite and positive")
+            }
+            MetricError::NotSymmetric { row, col } => {
+                write!(f, "dense inverse metric is not symmetric at ({row}, {col})")
+            }
+            MetricError::NotPositiveDefinite { pivot } => {
+                write!(f, "dense inverse metric is not positive definite (Cholesky failed at pivot {pivot})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MetricError {}
+
+/// Lower Cholesky factor of the symmetric positive definite `n × n` row-major matrix `a`,
+/// written into the lower triangle of `l` (the strict upper triangle is set to zero).
+/// Returns the failing pivot when `a` is not (numerically) positive definite.
+///
+/// Plain Cholesky–Banachiewicz, `O(n³/3)`; used only when a dense metric is set, never per step.
+pub fn cholesky_lower(n: usize, a: &[f64], l: &mut [f64]) -> Result<(), usize> {
+    debug_assert_eq!(a.len(), n * n);
+    debug_assert_eq!(l.len(), n * n);
+    for i in 0..n {
+        for j in 0..=i {
+            let mut sum = a[i * n + j];
+            for k in 0..j {
+                sum -= l[i * n + k] * l[j * n + k];
+            }
+            if i == j {
+                if !(sum > 0.0) || !sum.is_finite() {
+                    return Err(i);
+                }
+                l[i * n + i] = sum.sqrt();
+            } else {
+                l[i * n + j] = sum / l[j * n + j];
+            }
+        }
+        for j in i + 1..n {
+            l[i * n + j] = 0.0;
+        }
+    }
+    Ok(())
+}
+
+/// Fills `out` with standard normal variates, two per polar-method pair.
+fn fill_standard_normal(rng: &mut StreamRng, out: &mut [f64]) {
+    let mut pairs = out.chunks_exact_mut(2);
+    for pair in &mut pairs {
+        let (a, b) = rng.normal_pair();
+        pair[0] = a;
+        pair[1] = b;
+    }
+    for x in pairs.into_remainder() {
+        *x = rng.normal();
+    }
+}
+
+/// An inverse metric ready for use in leapfrog steps.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    dim: usize,
+    storage: MetricStorage,
+}
+
+#[derive(Debug, Clone)]
+enum MetricStorage {
+    Diag {
+        /// `M⁻¹` diagonal (variances).
+        inv: Vec<f64>,
+        /// `1 / sqrt(M⁻¹_ii)`: the momentum standard deviations.
+        momentum_sd: Vec<f64>,
+    },
+    Dense {
+        /// `M⁻¹`, row-major.
+        inv: Vec<f64>,
+        /// Lower Cholesky factor of `M⁻¹`, row-major.
+        chol: Vec<f64>,
+    },
+}
+
+impl Metric {
+    /// The identity metric of the given kind.
+    pub fn identity(kind: MetricKind, dim: usize) -> Self {
+        match kind {
+            MetricKind::Diag => Metric {
+                dim,
+                storage: MetricStorage::Diag { inv: vec![1.0; dim], momentum_sd: vec![1.0; dim] },
+            },
+            MetricKind::Dense => {
+                let mut inv = vec![0.0; dim * dim];
+                for i in 0..dim {
+                    inv[i * dim + i] = 1.0;
+                }
+                let chol = inv.clone();
+                Metric { dim, storage: MetricStorage::Dense { inv, chol } }
+            }
+        }
+    }
+
+    /// A metric of kind `kind` from a user-supplied inverse metric. A diagonal inverse metric
+    /// given for a dense run becomes the corresponding diagonal matrix; a dense one given for a
+    /// diagonal run is refused (information would be lost silently).
+    pub fn from_inverse(kind: MetricKind, dim: usize, given: &InverseMetric) -> Result<Self, MetricError> {
+        let mut metric = Metric::identity(kind, dim);
+        match (kind, given) {
+            (_, InverseMetric::Diag(values)) => {
+                if values.len() != dim {
+                    return Err(MetricError::Dimension { expected: dim, found: values.len() });
+                }
+                match kind {
+                    MetricKind::Diag => metric.set_diag(values)?,
+                    MetricKind::Dense => {
+                        let mut dense = vec![0.0; dim * dim];
+                        for (i, &v) in values.iter().enumerate() {
+                            dense[i * dim + i] = v;
+                        }
+                        metric.set_dense(&dense)?;
+                    }
+                }
+            }
+            (MetricKind::Dense, InverseMetric::Dense { dim: given_dim, values }) => {
+                if *given_dim != dim || values.len() != dim * dim {
+                    return Err(MetricError::Dimension { expected: dim * dim, found: values.len() });
+                }
+                metric.set_dense(values)?;
+            }
+            (MetricKind::Diag, InverseMetric::Dense { values, .. }) => {
+                return Err(MetricError::Dimension { expected: dim, found: values.len() });
+            }
+        }
+        Ok(metric)
+    }
+
+    /// Dimension of the space.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Diagonal or dense.
+    pub fn kind(&self) -> MetricKind {
+        match self.storage {
+            MetricStorage::Diag { .. } => MetricKind::Diag,
+            MetricStorage::Dense { .. } => MetricKind::Dense,
+        }
+    }
+
+    /// Replaces a diagonal inverse metric in place (no allocation).
+    pub fn set_diag(&mut self, variances: &[f64]) -> Result<(), MetricError> {
+        if variances.len() != self.dim {
+            return Err(MetricError::Dimension { expected: self.dim, found: variances.len() });
+        }
+        for (index, &value) in variances.iter().enumerate() {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(MetricError::InvalidEntry { index, value });
+            }
+        }
+        match &mut self.storage {
+            MetricStorage::Diag { inv, momentum_sd } => {
+                inv.copy_from_slice(variances);
+                for (sd, &v) in momentum_sd.iter_mut().zip(variances) {
+                    *sd = 1.0 / v.sqrt();
+                }
+                Ok(())
+            }
+            MetricStorage::Dense { .. } => {
+                Err(MetricError::Dimension { expected: self.dim * self.dim, found: variances.len() })
+            }
+        }
+    }
+
+    /// Replaces a dense inverse metric (row-major `dim × dim`) in place and refactorises it.
+    /// On error the metric is left unchanged in meaning only if the caller discards it; the
+    /// adaptation treats a failure as fatal for the chain.
+    pub fn set_dense(&mut self, covariance: &[f64]) -> Result<(), MetricError> {
+        let n = self.dim;
+        if covariance.len() != n * n {
+            return Err(MetricError::Dimension { expected: n * n, found: covariance.len() });
+        }
+        for (index, &value) in covariance.iter().enumerate() {
+            if !value.is_finite() {
+                return Err(MetricError::InvalidEntry { index, value });
+            }
+        }
+        for row in 0..n {
+            for col in 0..row {
+                let (a, b) = (covariance[row * n + col], covariance[col * n + row]);
+                if (a - b).abs() > 1e-8 * (a.abs() + b.abs()).max(f64::MIN_POSITIVE) {
+                    return Err(MetricError::NotSymmetric { row, col });
+                }
+            }
+        }
+        match &mut self.storage {
+            MetricStorage::Dense { inv, chol } => {
+                cholesky_lower(n, covariance, chol).map_err(|pivot| MetricError::NotPositiveDefinite { pivot })?;
+                inv.copy_from_slice(covariance);
+                Ok(())
+            }
+            MetricStorage::Diag { .. } => Err(MetricError::Dimension { expected: n, found: covariance.len() }),
+        }
+    }
+
+    /// The inverse metric as the public contract type (allocates; not for the hot path).
+    pub fn to_inverse_metric(&self) -> InverseMetric {
+        match &self.storage {
+            MetricStorage::Diag { inv, .. } => InverseMetric::Diag(inv.clone()),
+            MetricStorage::Dense { inv, .. } => InverseMetric::Dense { dim: self.dim, values: inv.clone() },
+        }
+    }
+
+    /// Copies the inverse metric's values (the diagonal, or the row-major matrix) into `out`,
+    /// which must have the matching length; no allocation.
+    pub fn copy_inverse_into(&self, out: &mut [f64]) {
+        match &self.storage {
+            MetricStorage::Diag { inv, .. } | MetricStorage::Dense { inv, .. } => out.copy_from_slice(inv),
+        }
+    }
+
+    /// Draws a momentum `p ~ N(0, M)` into `p`.
+    pub fn sample_momentum(&self, rng: &mut StreamRng, p: &mut [f64]) {
+        match &self.storage {
+            MetricStorage::Diag { momentum_sd, .. } => {
+                fill_standard_normal(rng, p);
+                for (pi, &sd) in p.iter_mut().zip(momentum_sd) {
+                    *pi *= sd;
+                }
+            }
+            MetricStorage::Dense { chol, .. } => {
+                let n = self.dim;
+                fill_standard_normal(rng, p);
+                // Solve Lᵀ p = z by back substitution (Lᵀ is upper triangular; (Lᵀ)_ij = L_ji).
+                for i in (0..n).rev() {
+                    let mut sum = p[i];
+                    for j in i + 1..n {
+                        sum -= chol[j * n + i] * p[j];
+                    }
+                    p[i] = sum / chol[i * n + i];
+                }
+            }
+        }
+    }
+
+    /// `velocity = M⁻¹ p` (Stan's `dtau_dp`, the "sharp" momentum); returns the kinetic energy
+    /// `½ pᵀ M⁻¹ p`.
+    #[inline]
+    pub fn velocity(&self, p: &[f64], velocity: &mut [f64]) -> f64 {
+        match &self.storage {
+            MetricStorage::Diag { inv, .. } => {
+                let mut twice_kinetic = [0.0; LANES];
+                let n = p.len();
+                let body = n - n % LANES;
+                for ((v, pc), m) in velocity[..body]
+                    .chunks_exact_mut(LANES)
+                    .zip(p[..body].chunks_exact(LANES))
+                    .zip(inv[..body].chunks_exact(LANES))
+                {
+                    for l in 0..LANES {
+                        v[l] = m[l] * pc[l];
+                        twice_kinetic[l] += v[l] * pc[l];
+                    }
+                }
+                for i in body..n {
+                    velocity[i] = inv[i] * p[i];
+                    twice_kinetic[0] += velocity[i] * p[i];
+                }
+                0.5 * sum_lanes(&twice_kinetic)
+            }
+            MetricStorage::Dense { inv, .. } => {
+                let n = self.dim;
+                let mut twice_kinetic = 0.0;
+                for i in 0..n {
+                    let row = &inv[i * n..(i + 1) * n];
+                    let mut partial = [0.0; LANES];
+                    let body = n - n % LANES;
+                    for (a, b) in row[..body].chunks_exact(LANES).zip(p[..body].chunks_exact(LANES)) {
+                        for l in 0..LANES {
+                            partial[l] += a[l] * b[l];
+                        }
+                    }
+                    for j in body..n {
+                        partial[0] += row[j] * p[j];
+                    }
+                    let vi = sum_lanes(&partial);
+                    velocity[i] = vi;
+                    twice_kinetic += vi * p[i];
+                }
+                0.5 * twice_kinetic
+            }
+        }
+    }
+
+    /// The first half of a leapfrog step: `p += half · grad`, then `q += ε M⁻¹ p` (fused into
+    /// one pass for the diagonal metric); `scratch` (length `dim`) is used by the dense metric.
+    #[inline]
+    pub fn kick_drift(&self, half: f64, epsilon: f64, grad: &[f64], p: &mut [f64], q: &mut [f64], scratch: &mut [f64]) {
+        match &self.storage {
+            MetricStorage::Diag { inv, .. } => {
+                for (((qi, pi), &g), &m) in q.iter_mut().zip(p.iter_mut()).zip(grad).zip(inv) {
+                    *pi += half * g;
+                    *qi += epsilon * (m * *pi);
+                }
+            }
+            MetricStorage::Dense { .. } => {
+                for (pi, &g) in p.iter_mut().zip(grad) {
+                    *pi += half * g;
+                }
+                self.velocity(p, scratch);
+                for (qi, &v) in q.iter_mut().zip(scratch.iter()) {
+                    *qi += epsilon * v;
+                }
+            }
+        }
+    }
+
+    /// The second half of a leapfrog step, `p += half · grad`, followed by `velocity = M⁻¹ p`;
+    /// returns the kinetic energy (fused into one pass for the diagonal metric).
+    #[inline]
+    pub fn kick_velocity(&self, half: f64, grad: &[f64], p: &mut [f64], velocity: &mut [f64]) -> f64 {
+        match &self.storage {
+            MetricStorage::Diag { inv, .. } => {
+                let mut twice_kinetic = [0.0; LANES];
+                let n = p.len();
+                let body = n - n % LANES;
+                for (((v, pc), m), g) in velocity[..body]
+                    .chunks_exact_mut(LANES)
+                    .zip(p[..body].chunks_exact_mut(LANES))
+                    .zip(inv[..body].chunks_exact(LANES))
+                    .zip(grad[..body].chunks_exact(LANES))
+                {
+                    for l in 0..LANES {
+                        pc[l] += half * g[l];
+                        v[l] = m[l] * pc[l];
+                        twice_kinetic[l] += v[l] * pc[l];
+                    }
+                }
+                for i in body..n {
+                    p[i] += half * grad[i];
+                    velocity[i] = inv[i] * p[i];
+                    twice_kinetic[0] += velocity[i] * p[i];
+                }
+                0.5 * sum_lanes(&twice_kinetic)
+            }
+            MetricStorage::Dense { .. } => {
+                for (pi, &g) in p.iter_mut().zip(grad) {
+                    *pi += half * g;
+                }
+                self.velocity(p, velocity)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hazel_rng::Purpose;
+
+    #[test]
+    fn cholesky_reconstructs_matrix() {
+        let a = [4.0, 2.0, 0.6, 2.0, 5.0, 1.0, 0.6, 1.0, 3.0];
+        let mut l = [f64::NAN; 9];
+        cholesky_lower(3, &a, &mut l).unwrap();
+        for i in 0..3 {
+            for j in 0..3 {
+                let llt: f64 = (0..3).map(|k| l[i * 3 + k] * l[j * 3 + k]).sum();
+                assert!((llt - a[i * 3 + j]).abs() < 1e-12, "({i},{j}) {llt} vs {}", a[i * 3 + j]);
+            }
+        }
+        assert_eq!(l[1], 0.0);
+        assert_eq!(cholesky_lower(2, &[1.0, 2.0, 2.0, 1.0], &mut [0.0; 4]), Err(1));
+    }
+
+    /// The dense momentum has covariance M = (M⁻¹)⁻¹: checked through E[(M⁻¹ p)(M⁻¹ p)ᵀ] = M⁻¹.
+    #[test]
+    fn dense_momentum_has_metric_covariance() {
+        let cov = [2.0, 0.9, 0.9, 0.5];
+        let metric = Metric::from_inverse(MetricKind::Dense, 2, &InverseMetric::Dense { dim: 2, values: cov.to_vec() })
+            .unwrap();
+        let mut rng = StreamRng::new(3, 0, Purpose::Sampler);
+        let (mut p, mut v) = ([0.0; 2], [0.0; 2]);
+        let mut acc = [0.0; 4];
+        let mut kinetic_sum = 0.0;
+        let n = 100_000;
+        for _ in 0..n {
+            metric.sample_momentum(&mut rng, &mut p);
+            kinetic_sum += metric.velocity(&p, &mut v);
+            acc[0] += v[0] * v[0];
+            acc[1] += v[0] * v[1];
+            acc[3] += v[1] * v[1];
+        }
+        let n = n as f64;
+        // Entries are sums of n iid products; 5 standard errors with a generous per-entry sd.
+        assert!((acc[0] / n - 2.0).abs() < 5.0 * 2.0 * 2f64.sqrt() / n.sqrt());
+        assert!((acc[1] / n - 0.9).abs() < 5.0 * 1.5 / n.sqrt());
+        assert!((acc[3] / n - 0.5).abs() < 5.0 * 0.5 * 2f64.sqrt() / n.sqrt());
+        // Kinetic energy of a 2-d Gaussian momentum is Gamma(1, 1): mean 1, sd 1.
+        assert!((kinetic_sum / n - 1.0).abs() < 5.0 / n.sqrt());
+    }
+
+    #[test]
+    fn rejects_bad_inverse_metrics() {
+        assert!(matches!(
+            Metric::from_inverse(MetricKind::Diag, 2, &InverseMetric::Diag(vec![1.0, -1.0])),
+            Err(MetricError::InvalidEntry { index: 1, .. })
+        ));
+        assert!(matches!(
+            Metric::from_inverse(MetricKind::Diag, 3, &InverseMetric::Diag(vec![1.0])),
+            Err(MetricError::Dimension { .. })
+        ));
+        assert!(matches!(
+            Metric::from_inverse(
+                MetricKind::Dense,
+                2,
+                &InverseMetric::Dense { dim: 2, values: vec![1.0, 0.5, 0.4, 1.0] }
+            ),
+            Err(MetricError::NotSymmetric { .. })
+        ));
+    }
+}

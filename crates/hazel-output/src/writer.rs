@@ -1,0 +1,325 @@
+//! The Stan CSV writer: one file per chain in CmdStan's layout, written and flushed draw by draw.
+
+use crate::number::write_number;
+use hazel_nuts::{
+    DrawSink, DrawStats, Init, InverseMetric, MetricKind, RunConfig, SamplerConfig, Timing,
+};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+/// The Stan version hazel's files claim in `stan_version_*`: the language version whose
+/// semantics hazel follows. Readers such as cmdstanpy look for these lines.
+pub const STAN_VERSION: (u32, u32, u32) = (2, 36, 0);
+
+/// Everything the CSV's configuration block says about the run, for one chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsvHeaderInfo {
+    /// Model name (CmdStan: the executable's name, i.e. the Stan file's stem).
+    pub model: String,
+    /// The data file as given (empty when there is none).
+    pub data_file: String,
+    /// This chain's output file as written.
+    pub output_file: String,
+    /// This chain's id (CmdStan's `id`).
+    pub chain_id: u64,
+    pub seed: u64,
+    /// The sampler settings of the run.
+    pub sampler: SamplerConfig,
+    /// What `init =` says: the radius, or the file the initial values came from.
+    pub init: String,
+}
+
+impl CsvHeaderInfo {
+    /// Header information of chain `chain_index` (0-based) of `run`. `init` is derived from
+    /// the run's [`Init`]: its radius, or `user` for explicit values (pass the init file's name
+    /// afterwards through the field when there is one).
+    pub fn new(
+        model: &str,
+        data_file: &str,
+        output_file: &str,
+        run: &RunConfig,
+        chain_index: usize,
+    ) -> Self {
+        let init = match &run.sampler.init {
+            Init::Radius(radius) => format_setting(*radius),
+            Init::Unconstrained(_) => "user".to_string(),
+        };
+        CsvHeaderInfo {
+            model: model.to_string(),
+            data_file: data_file.to_string(),
+            output_file: output_file.to_string(),
+            chain_id: run.first_chain_id + chain_index as u64,
+            seed: run.seed,
+            sampler: run.sampler.clone(),
+            init,
+        }
+    }
+
+    /// The configuration block, every line starting with `#`, in CmdStan's order and
+    /// indentation, with `(Default)` after values equal to CmdStan's defaults.
+    pub fn config_block(&self) -> String {
+        let defaults = SamplerConfig::default();
+        let s = &self.sampler;
+        let a = &s.adapt;
+        let d = &defaults.adapt;
+        let mut b = ConfigBlock::default();
+        let (major, minor, patch) = STAN_VERSION;
+        b.setting(0, "stan_version_major", major, false);
+        b.setting(0, "stan_version_minor", minor, false);
+        b.setting(0, "stan_version_patch", patch, false);
+        b.setting(0, "hazel_version", env!("CARGO_PKG_VERSION"), false);
+        b.setting(0, "model", &self.model, false);
+        b.setting(0, "method", "sample", true);
+        b.section(1, "sample");
+        b.setting(
+            2,
+            "num_samples",
+            s.num_samples,
+            s.num_samples == defaults.num_samples,
+        );
+        b.setting(
+            2,
+            "num_warmup",
+            s.num_warmup,
+            s.num_warmup == defaults.num_warmup,
+        );
+        b.setting(
+            2,
+            "save_warmup",
+            u8::from(s.save_warmup),
+            s.save_warmup == defaults.save_warmup,
+        );
+        b.setting(2, "thin", s.thin, s.thin == defaults.thin);
+        b.section(2, "adapt");
+        b.setting(3, "engaged", u8::from(a.engaged), a.engaged == d.engaged);
+        b.setting(3, "gamma", format_setting(a.gamma), a.gamma == d.gamma);
+        b.setting(3, "delta", format_setting(a.delta), a.delta == d.delta);
+        b.setting(3, "kappa", format_setting(a.kappa), a.kappa == d.kappa);
+        b.setting(3, "t0", format_setting(a.t0), a.t0 == d.t0);
+        b.setting(
+            3,
+            "init_buffer",
+            a.init_buffer,
+            a.init_buffer == d.init_buffer,
+        );
+        b.setting(
+            3,
+            "term_buffer",
+            a.term_buffer,
+            a.term_buffer == d.term_buffer,
+        );
+        b.setting(3, "window", a.window, a.window == d.window);
+        b.setting(3, "save_metric", 0, true);
+        b.setting(2, "algorithm", "hmc", true);
+        b.section(3, "hmc");
+        b.setting(4, "engine", "nuts", true);
+        b.section(5, "nuts");
+        b.setting(
+            6,
+            "max_depth",
+            s.max_depth,
+            s.max_depth == defaults.max_depth,
+        );
+        let metric = match s.metric {
+            MetricKind::Diag => "diag_e",
+            MetricKind::Dense => "dense_e",
+        };
+        b.setting(4, "metric", metric, s.metric == defaults.metric);
+        b.setting(4, "metric_file", "", s.inv_metric.is_none());
+        b.setting(
+            4,
+            "stepsize",
+            format_setting(s.stepsize),
+            s.stepsize == defaults.stepsize,
+        );
+        b.setting(4, "stepsize_jitter", 0, true);
+        b.setting(2, "num_chains", 1, true);
+        b.setting(0, "id", self.chain_id, self.chain_id == 1);
+        b.section(0, "data");
+        b.setting(1, "file", &self.data_file, self.data_file.is_empty());
+        b.setting(0, "init", &self.init, self.init == "2");
+        b.section(0, "random");
+        b.setting(1, "seed", self.seed, false);
+        b.section(0, "output");
+        b.setting(1, "file", &self.output_file, false);
+        b.setting(1, "diagnostic_file", "", true);
+        b.setting(1, "refresh", 100, true);
+        b.setting(1, "sig_figs", -1, true);
+        b.text
+    }
+}
+
+/// Builds comment lines `# <indent>key = value[ (Default)]` and `# <indent>section`.
+#[derive(Default)]
+struct ConfigBlock {
+    text: String,
+}
+
+impl ConfigBlock {
+    fn section(&mut self, indent: usize, name: &str) {
+        let _ = writeln!(self.text, "# {}{name}", "  ".repeat(indent));
+    }
+    fn setting(
+        &mut self,
+        indent: usize,
+        key: &str,
+        value: impl std::fmt::Display,
+        is_default: bool,
+    ) {
+        let default = if is_default { " (Default)" } else { "" };
+        let _ = writeln!(
+            self.text,
+            "# {}{key} = {value}{default}",
+            "  ".repeat(indent)
+        );
+    }
+}
+
+/// A setting's value: exact shortest round-trip digits, integers without a decimal point
+/// (CmdStan writes `t0 = 10`, `stepsize = 1`).
+fn format_setting(value: f64) -> String {
+    let mut text = String::new();
+    write_number(&mut text, value);
+    text
+}
+
+/// A [`DrawSink`] writing one chain's Stan CSV.
+///
+/// Numbers are written with the shortest decimal representation that parses back to the same
+/// `f64` (CmdStan rounds to 6 significant digits by default; hazel's files are exact, so a
+/// reader gets bit-identical draws). After every draw the row is flushed, so a run that is
+/// killed leaves every finished draw readable.
+pub struct StanCsvWriter<W: Write + Send> {
+    out: W,
+    header: CsvHeaderInfo,
+    columns: usize,
+    row: String,
+}
+
+impl StanCsvWriter<BufWriter<File>> {
+    /// Creates (truncates) the file at `path`.
+    pub fn create(path: &Path, header: CsvHeaderInfo) -> io::Result<Self> {
+        let file = File::create(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+        })?;
+        Ok(Self::new(BufWriter::new(file), header))
+    }
+}
+
+impl<W: Write + Send> StanCsvWriter<W> {
+    /// Writes to any byte sink (a file, a `Vec<u8>` in tests).
+    pub fn new(out: W, header: CsvHeaderInfo) -> Self {
+        StanCsvWriter {
+            out,
+            header,
+            columns: 0,
+            row: String::new(),
+        }
+    }
+
+    /// The underlying writer (e.g. the bytes written to a `Vec<u8>`).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
+    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+        let mut text = self.header.config_block();
+        text.push_str(&DrawStats::NAMES.join(","));
+        for name in names {
+            text.push(',');
+            text.push_str(name);
+        }
+        text.push('\n');
+        self.columns = names.len();
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+
+    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+        let mut text = String::from("# Adaptation terminated\n# Step size = ");
+        write_number(&mut text, stepsize);
+        text.push('\n');
+        match inv_metric {
+            InverseMetric::Diag(values) => {
+                text_push_line(&mut text, "# Diagonal elements of inverse mass matrix:");
+                write_row_into(&mut text, values);
+            }
+            InverseMetric::Dense { dim, values } => {
+                text_push_line(&mut text, "# Elements of inverse mass matrix:");
+                for row in values.chunks((*dim).max(1)) {
+                    write_row_into(&mut text, row);
+                }
+            }
+        }
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+
+    fn draw(&mut self, _warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+        if values.len() != self.columns {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a draw has {} values for {} columns",
+                    values.len(),
+                    self.columns
+                ),
+            ));
+        }
+        let row = &mut self.row;
+        row.clear();
+        write_number(row, stats.lp);
+        row.push(',');
+        write_number(row, stats.accept_stat);
+        row.push(',');
+        write_number(row, stats.stepsize);
+        let _ = write!(
+            row,
+            ",{},{},{},",
+            stats.treedepth,
+            stats.n_leapfrog,
+            u8::from(stats.divergent)
+        );
+        write_number(row, stats.energy);
+        for &v in values {
+            row.push(',');
+            write_number(row, v);
+        }
+        row.push('\n');
+        self.out.write_all(row.as_bytes())?;
+        self.out.flush()
+    }
+
+    fn finish(&mut self, timing: &Timing) -> io::Result<()> {
+        let warmup = timing.warmup.as_secs_f64();
+        let sampling = timing.sampling.as_secs_f64();
+        // CmdStan's timing block; fixed-point seconds because cmdstanpy's parser expects them.
+        let text = format!(
+            "# \n#  Elapsed Time: {warmup:.3} seconds (Warm-up)\n#                {sampling:.3} seconds (Sampling)\n\
+             #                {:.3} seconds (Total)\n# \n",
+            warmup + sampling
+        );
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+}
+
+fn text_push_line(text: &mut String, line: &str) {
+    text.push_str(line);
+    text.push('\n');
+}
+
+fn write_row_into(text: &mut String, values: &[f64]) {
+    text.push_str("# ");
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        write_number(text, v);
+    }
+    text.push('\n');
+}

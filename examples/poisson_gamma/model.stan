@@ -1,0 +1,17 @@
+// Poisson counts with independent gamma-distributed rates (one rate per unit).
+// The prior is Turing's `Gamma(6.5, 1/2.25)`, which Distributions.jl reads as shape 6.5 and
+// scale 1/2.25; Stan's gamma takes (shape, rate), and rate = 1/scale = 2.25.
+data {
+  int<lower=1> N;                       // number of units (rates)
+  int<lower=1> J;                       // observations per unit
+  array[N, J] int<lower=0> y;           // counts, y[i, j] ~ Poisson(rho[i])
+}
+parameters {
+  vector<lower=0>[N] rho;
+}
+model {
+  rho ~ gamma(6.5, 2.25);
+  for (i in 1:N) {
+    y[i] ~ poisson(rho[i]);
+  }
+}
