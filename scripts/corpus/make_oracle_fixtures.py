@@ -310,6 +310,9 @@ def check_one(name, tier):
         if missing:
             st["compiles"] = False
             st["detail"] = "reference quantities not in the output: %s" % ", ".join(missing[:5])
+        else:
+            st["detail"] = "dimension %d as in info.json; all %d reference quantities are outputs" % (
+                model.n_unconstrained, len(reference["parameters"]))
         return st
     with gzip.open(os.path.join(SHARED, name, "oracle.json.gz"), "rt") as f:
         oracle = json.load(f)

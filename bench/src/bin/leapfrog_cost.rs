@@ -57,7 +57,10 @@ fn thread_cpu_ns() -> Option<u64> {
         fn clock_gettime(clock_id: i32, tp: *mut Timespec) -> i32;
     }
     const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
     let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
@@ -77,7 +80,12 @@ impl LogDensity for IidNormal {
         self.0
     }
     fn new_workspace(&self) {}
-    fn log_density_gradient(&self, _: &mut (), q: &[f64], grad: &mut [f64]) -> Result<f64, EvalError> {
+    fn log_density_gradient(
+        &self,
+        _: &mut (),
+        q: &[f64],
+        grad: &mut [f64],
+    ) -> Result<f64, EvalError> {
         let mut lp = 0.0;
         for (g, &x) in grad.iter_mut().zip(q) {
             *g = -x;
@@ -99,7 +107,11 @@ struct Measurement {
 
 fn measure(dim: usize, num_warmup: usize, num_samples: usize) -> Measurement {
     let model = Unconstrained::new(IidNormal(dim), "x");
-    let config = SamplerConfig { num_warmup, num_samples, ..SamplerConfig::default() };
+    let config = SamplerConfig {
+        num_warmup,
+        num_samples,
+        ..SamplerConfig::default()
+    };
     let mut chain = Chain::new(&model, &config, 20251121, 1, 0).expect("chain starts");
     let mut leapfrogs = 0u64;
     let cpu_before = thread_cpu_ns();
@@ -120,12 +132,19 @@ fn measure(dim: usize, num_warmup: usize, num_samples: usize) -> Measurement {
 
     // The density alone, evaluated as often as the sampler stepped, at a fixed set of points.
     let density = IidNormal(dim);
-    let points: Vec<Vec<f64>> = (0..8).map(|k| (0..dim).map(|i| ((i * 7 + k) % 13) as f64 / 6.5 - 1.0).collect()).collect();
+    let points: Vec<Vec<f64>> = (0..8)
+        .map(|k| {
+            (0..dim)
+                .map(|i| ((i * 7 + k) % 13) as f64 / 6.5 - 1.0)
+                .collect()
+        })
+        .collect();
     let mut grad = vec![0.0; dim];
     let cpu_before = thread_cpu_ns();
     let start = Instant::now();
     for n in 0..leapfrogs {
-        let lp = density.log_density_gradient(&mut (), black_box(&points[n as usize % 8]), &mut grad);
+        let lp =
+            density.log_density_gradient(&mut (), black_box(&points[n as usize % 8]), &mut grad);
         let _ = black_box((lp, &grad));
     }
     let density_wall = start.elapsed().as_nanos() as f64;
@@ -149,7 +168,15 @@ fn main() {
     println!("times are thread CPU time (wall time where unavailable); one chain, one thread");
     println!(
         "{:>8} {:>7} {:>10} {:>9} {:>14} {:>14} {:>14} {:>12} {:>14}",
-        "dim", "iters", "leapfrogs", "stepsize", "total ns/step", "density ns", "sampler ns", "sampler ns/d", "allocs/step"
+        "dim",
+        "iters",
+        "leapfrogs",
+        "stepsize",
+        "total ns/step",
+        "density ns",
+        "sampler ns",
+        "sampler ns/d",
+        "allocs/step"
     );
     for (dim, warmup, samples) in [(10, 1000, 20_000), (1_000, 1000, 1000), (100_000, 150, 150)] {
         let m = measure(dim, warmup, samples);
@@ -166,6 +193,9 @@ fn main() {
             own / m.dim as f64,
             m.allocations as f64 / m.leapfrogs as f64,
         );
-        println!("         heap allocations from the first warmup iteration to the last draw: {}", m.allocations);
+        println!(
+            "         heap allocations from the first warmup iteration to the last draw: {}",
+            m.allocations
+        );
     }
 }

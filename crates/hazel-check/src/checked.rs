@@ -12,14 +12,15 @@
 //! | the loop variable of a `for`/`foreach` | [`CheckedProgram::declared_vars`]`(stmt.id)[0]` |
 //! | is index `a[i]` single or multi? | the type of `i`: `int` = single, `array[] int` = multi |
 //! | a function argument's variable | [`UserFunction::arg_vars`] |
+//! | the function passed to a higher-order built-in (`ode_rk45(f, ...)`) | [`CheckedProgram::call_target`]`(arg.id)` on the `Var` argument: [`CallTarget::User`] |
 //! | the CDFs of a truncated `~` | [`CheckedProgram::truncation_targets`]`(stmt.id)` |
 //! | the operator of a compound assignment `x += e` | [`CheckedProgram::call_target`]`(stmt.id)` |
 //!
 //! Data-only follows stanc's rule: an expression is data-only when every variable it reads is
 //! data-only, where int-valued variables are always data-only (ints are never differentiated)
 //! and real-valued ones are data-only when declared in `data`, `transformed data` or
-//! `generated quantities` or as a `data` function argument. `_rng` calls and `target()` are
-//! never data-only. Note that an `int` local of the model block computed from a parameter
+//! `generated quantities` or as a `data` function argument. `target()` and calls of `_lp`
+//! functions are never data-only; an `_rng` call is data-only when its arguments are. Note that an `int` local of the model block computed from a parameter
 //! (`int k = theta > 0;`) is data-only by this rule although its value changes with the
 //! parameters: do not hoist a computation out of the per-evaluation graph on this flag alone;
 //! use [`CheckedProgram::is_parameter_free`], which is computed by dataflow over variables.

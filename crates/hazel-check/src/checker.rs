@@ -19,6 +19,8 @@ use crate::types::Type;
 pub fn check(program: &Program) -> (Option<CheckedProgram>, Vec<Diagnostic>) {
     let mut checker = Checker::new(program);
     checker.check_program(program);
+    // Report in source order (the functions pass finds some problems early).
+    checker.diags.sort_by_key(|d| (d.span.file, d.span.start));
     let has_errors = checker.diags.iter().any(|d| d.is_error());
     let Checker {
         diags,
@@ -221,12 +223,12 @@ fn higher_order(name: &str, args: &[Type]) -> Option<HigherOrder> {
             ret: Type::Vector,
         },
         "dae" => HigherOrder {
-            fn_args: vec![Type::Vector, Type::Vector, Type::Real],
+            fn_args: vec![Type::Real, Type::Vector, Type::Vector],
             variadic_from: Some(5),
             ret: Type::Vector,
         },
         "dae_tol" => HigherOrder {
-            fn_args: vec![Type::Vector, Type::Vector, Type::Real],
+            fn_args: vec![Type::Real, Type::Vector, Type::Vector],
             variadic_from: Some(8),
             ret: Type::Vector,
         },
@@ -274,6 +276,11 @@ fn higher_order(name: &str, args: &[Type]) -> Option<HigherOrder> {
             fn_args: vec![Type::Vector],
             variadic_from: Some(5),
             ret: Type::Vector,
+        },
+        "integrate_1d_gauss_kronrod_tol" | "integrate_1d_double_exponential_tol" => HigherOrder {
+            fn_args: vec![Type::Real, Type::Real],
+            variadic_from: Some(6),
+            ret: Type::Real,
         },
         "integrate_1d" => HigherOrder {
             fn_args: vec![Type::Real, Type::Real, arr_real.clone(), arr_real, arr_int],
@@ -991,6 +998,13 @@ impl Checker {
                     ),
             );
         }
+        if top && block == Some(BlockKind::Parameters) && contains_complex(&ty) {
+            self.error(
+                Diagnostic::error(decl.ty.span, "parameters cannot be complex")
+                    .with_primary_label("complex type")
+                    .with_hint("declare the real and imaginary parts as real parameters"),
+            );
+        }
         if top && block == Some(BlockKind::TransformedParameters) && ty.contains_int() {
             self.error(
                 Diagnostic::error(decl.ty.span, "transformed parameters cannot be integers")
@@ -1206,6 +1220,9 @@ impl Checker {
             }
             LValueKind::Index { base, indices } => {
                 let base_t = self.check_lvalue(base);
+                for idx in indices {
+                    self.check_index_exprs(idx);
+                }
                 self.index_type(&base_t, indices, lv.span)
             }
             LValueKind::TupleProj { base, index } => {
@@ -1918,10 +1935,12 @@ impl Checker {
                 .with_hint(format!("write `{fname}(y | ...)`")),
             );
         }
-        let is_rng = fname.ends_with("_rng");
         let is_lp = fname.ends_with("_lp");
+        // Stan's rule: a call is data-only when its arguments are (an `_rng` draw from data
+        // arguments is data, as in stanc); `_lp` functions read `target` and never are.
+        // Whether a value changes per draw is the separate parameter-free analysis.
         let data_result = |ret: &Type| -> bool {
-            if is_rng || is_lp {
+            if is_lp {
                 ret.is_int_based()
             } else {
                 all_data || ret.is_int_based()
@@ -2272,6 +2291,14 @@ pub(crate) fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
                 }
             }
         }
+    }
+}
+
+fn contains_complex(t: &Type) -> bool {
+    match t {
+        Type::Tuple(ts) => ts.iter().any(contains_complex),
+        Type::Array(_, e) => contains_complex(e),
+        other => other.is_complex_based(),
     }
 }
 

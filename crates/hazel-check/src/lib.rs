@@ -1,8 +1,15 @@
 //! Syntax tree to checked program: scopes, block rules, types, the built-in signature table.
 //!
-//! Entry points: [`check`] for a parsed [`hazel_syntax::ast::Program`]. The result,
-//! [`CheckedProgram`], is the tree plus side tables keyed by node id (types, resolved calls,
-//! variables, data-only flags); see [`checked`] for how to look things up.
+//! Entry points: [`check`] for a parsed [`hazel_syntax::ast::Program`] →
+//! `(Option<CheckedProgram>, Vec<Diagnostic>)`; [`check_source`] / [`check_file`] parse and
+//! check in one step and return a [`CheckResult`], which also carries the
+//! [`hazel_syntax::SourceMap`] needed to render the diagnostics. [`CheckedProgram`] is the tree
+//! plus side tables keyed by node id (types, resolved calls, variables, data-only and
+//! parameter-free flags); see [`checked`] for how to look things up.
+//!
+//! Invariants: the checker never panics on any tree (errors become diagnostics, and an
+//! expression that already failed gets [`Type::Error`] so it is reported once); a
+//! `CheckedProgram` exists only when no error was reported; diagnostics come in source order.
 //!
 //! The built-in functions and distributions are data: `src/signatures.txt`, parsed once into
 //! a [`SignatureTable`].

@@ -765,6 +765,33 @@ mod tests {
     }
 
     #[test]
+    fn signatures_checked_against_stanc() {
+        // Facts from stanc3's signature generator (stan_math_signatures/Generate.ml).
+        assert_eq!(ret("operator^", &["vector", "int"]), Ok(Type::Vector));
+        assert_eq!(ret("operator^", &["int", "int"]), Ok(Type::Real));
+        assert_eq!(ret("operator/", &["real", "vector"]), Ok(Type::Vector));
+        assert_eq!(
+            ret("eigendecompose_sym", &["matrix"]),
+            Ok(t("tuple(matrix, vector)"))
+        );
+        assert_eq!(
+            ret("eigendecompose", &["matrix"]),
+            Ok(t("tuple(complex_matrix, complex_vector)"))
+        );
+        assert_eq!(ret("to_int", &["array[,] real"]), Ok(t("array[,] int")));
+        assert_eq!(ret("to_int", &["vector"]), Err(ResolveError::NoMatch));
+        assert_eq!(ret("log_sum_exp", &["vector", "vector"]), Ok(Type::Vector));
+        assert_eq!(ret("log_sum_exp", &["vector"]), Ok(Type::Real));
+        assert_eq!(ret("falling_factorial", &["int", "int"]), Ok(Type::Int));
+        assert_eq!(ret("prefix-", &["array[,] int"]), Ok(t("array[,] int")));
+        assert_eq!(ret("sum", &["real"]), Err(ResolveError::NoMatch));
+        assert_eq!(
+            ret("cumulative_sum", &["matrix"]),
+            Err(ResolveError::NoMatch)
+        );
+    }
+
+    #[test]
     fn type_variables() {
         assert_eq!(
             ret("rep_array", &["vector", "int"]),
@@ -818,5 +845,114 @@ mod tests {
         assert_eq!(closest("norml_lpdf", table.names()), Some("normal_lpdf"));
         assert_eq!(closest("xyzzy_quux", table.names()), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}
+
+#[cfg(test)]
+mod distribution_inventory {
+    use super::SignatureTable;
+
+    /// Every distribution family of Stan's math library with its forms: (family, density
+    /// suffix, has `_rng`, has `_lcdf`/`_lccdf`). From `stanc --dump-stan-math-distributions`
+    /// plus the families added since (beta_neg_binomial, dirichlet_multinomial,
+    /// binomial_logit_glm).
+    const FAMILIES: &[(&str, &str, bool, bool)] = &[
+        ("beta_binomial", "lpmf", true, true),
+        ("beta", "lpdf", true, true),
+        ("beta_proportion", "lpdf", true, true),
+        ("bernoulli", "lpmf", true, true),
+        ("bernoulli_logit", "lpmf", true, false),
+        ("bernoulli_logit_glm", "lpmf", false, false),
+        ("binomial", "lpmf", true, true),
+        ("binomial_logit", "lpmf", false, false),
+        ("binomial_logit_glm", "lpmf", false, false),
+        ("categorical", "lpmf", true, false),
+        ("categorical_logit", "lpmf", true, false),
+        ("categorical_logit_glm", "lpmf", false, false),
+        ("cauchy", "lpdf", true, true),
+        ("chi_square", "lpdf", true, true),
+        ("dirichlet", "lpdf", true, false),
+        ("dirichlet_multinomial", "lpmf", true, false),
+        ("discrete_range", "lpmf", true, true),
+        ("double_exponential", "lpdf", true, true),
+        ("exp_mod_normal", "lpdf", true, true),
+        ("exponential", "lpdf", true, true),
+        ("frechet", "lpdf", true, true),
+        ("gamma", "lpdf", true, true),
+        ("gaussian_dlm_obs", "lpdf", false, false),
+        ("gumbel", "lpdf", true, true),
+        ("hypergeometric", "lpmf", true, false),
+        ("inv_chi_square", "lpdf", true, true),
+        ("inv_gamma", "lpdf", true, true),
+        ("inv_wishart_cholesky", "lpdf", true, false),
+        ("inv_wishart", "lpdf", true, false),
+        ("lkj_corr", "lpdf", true, false),
+        ("lkj_corr_cholesky", "lpdf", true, false),
+        ("lkj_cov", "lpdf", false, false),
+        ("logistic", "lpdf", true, true),
+        ("loglogistic", "lpdf", true, false),
+        ("lognormal", "lpdf", true, true),
+        ("multi_gp", "lpdf", false, false),
+        ("multi_gp_cholesky", "lpdf", false, false),
+        ("multinomial", "lpmf", true, false),
+        ("multinomial_logit", "lpmf", true, false),
+        ("multi_normal", "lpdf", true, false),
+        ("multi_normal_cholesky", "lpdf", true, false),
+        ("multi_normal_prec", "lpdf", false, false),
+        ("multi_student_t", "lpdf", true, false),
+        ("multi_student_t_cholesky", "lpdf", true, false),
+        ("neg_binomial", "lpmf", true, true),
+        ("neg_binomial_2", "lpmf", true, true),
+        ("neg_binomial_2_log", "lpmf", true, false),
+        ("neg_binomial_2_log_glm", "lpmf", false, false),
+        ("normal", "lpdf", true, true),
+        ("normal_id_glm", "lpdf", false, false),
+        ("ordered_logistic", "lpmf", true, false),
+        ("ordered_logistic_glm", "lpmf", false, false),
+        ("ordered_probit", "lpmf", true, false),
+        ("pareto", "lpdf", true, true),
+        ("pareto_type_2", "lpdf", true, true),
+        ("poisson", "lpmf", true, true),
+        ("poisson_log", "lpmf", true, false),
+        ("poisson_log_glm", "lpmf", false, false),
+        ("rayleigh", "lpdf", true, true),
+        ("scaled_inv_chi_square", "lpdf", true, true),
+        ("skew_normal", "lpdf", true, true),
+        ("skew_double_exponential", "lpdf", true, true),
+        ("student_t", "lpdf", true, true),
+        ("std_normal", "lpdf", true, true),
+        ("uniform", "lpdf", true, true),
+        ("von_mises", "lpdf", true, true),
+        ("weibull", "lpdf", true, true),
+        ("wiener", "lpdf", false, false),
+        ("wishart_cholesky", "lpdf", true, false),
+        ("wishart", "lpdf", true, false),
+        ("beta_neg_binomial", "lpmf", true, true),
+    ];
+
+    #[test]
+    fn every_family_has_its_forms() {
+        let table = SignatureTable::builtin();
+        let mut missing = Vec::new();
+        for &(family, density, rng, cdfs) in FAMILIES {
+            let unnormalised = if density == "lpdf" { "lupdf" } else { "lupmf" };
+            let mut needed = vec![
+                format!("{family}_{density}"),
+                format!("{family}_{unnormalised}"),
+            ];
+            if rng {
+                needed.push(format!("{family}_rng"));
+            }
+            if cdfs {
+                needed.push(format!("{family}_lcdf"));
+                needed.push(format!("{family}_lccdf"));
+            }
+            for name in needed {
+                if !table.contains(&name) {
+                    missing.push(name);
+                }
+            }
+        }
+        assert!(missing.is_empty(), "missing: {missing:?}");
     }
 }

@@ -80,6 +80,7 @@ fn syntax_valid_corpus_checks_clean() {
         &workspace_root().join("crates/hazel-syntax/tests/corpus/valid"),
         false,
     );
+    eprintln!("checking {} syntax-corpus programs", files.len());
     let failures = check_all(&files);
     assert!(
         failures.is_empty(),
@@ -93,6 +94,7 @@ fn syntax_valid_corpus_checks_clean() {
 #[test]
 fn posteriordb_models_check_clean() {
     let files = stan_files(&workspace_root().join("corpus/posteriordb"), true);
+    eprintln!("checking {} posteriordb models", files.len());
     let failures = check_all(&files);
     assert!(
         failures.is_empty(),

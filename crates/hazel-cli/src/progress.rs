@@ -6,9 +6,6 @@
 //! rate-limited per chain, so a model that rejects every proposal cannot flood the output.
 //! None of this influences the draws.
 
-// The `sample` subcommand (added separately) is the user of this module.
-#![allow(dead_code)]
-
 use hazel_nuts::{NoProgress, Progress};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -95,7 +92,6 @@ pub struct BarProgress {
     bars: Vec<ProgressBar>,
     multi: MultiProgress,
     chain_ids: Vec<u64>,
-    num_warmup: usize,
     total: usize,
     messages: MessageLimiter,
 }
@@ -122,7 +118,6 @@ impl BarProgress {
             bars,
             multi,
             chain_ids: chain_ids.to_vec(),
-            num_warmup,
             total,
             messages: MessageLimiter::new(chain_ids.len()),
         }
@@ -165,7 +160,6 @@ impl Progress for BarProgress {
 /// Plain progress lines, for logs.
 pub struct LineProgress {
     chain_ids: Vec<u64>,
-    num_warmup: usize,
     total: usize,
     /// Per chain: the last tenth of the run reported.
     reported_tenths: Vec<AtomicUsize>,
@@ -183,7 +177,6 @@ impl LineProgress {
     ) -> Self {
         LineProgress {
             chain_ids: chain_ids.to_vec(),
-            num_warmup,
             total: num_warmup + num_samples,
             reported_tenths: chain_ids.iter().map(|_| AtomicUsize::new(0)).collect(),
             messages: MessageLimiter::new(chain_ids.len()),

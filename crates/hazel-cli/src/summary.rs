@@ -2,7 +2,9 @@
 
 use crate::CliResult;
 use clap::{Args, ValueEnum};
-use hazel_diagnostics::{ChainDraws, ColumnSummary, DiagnosticReport, SamplerStats, Thresholds};
+use hazel_diagnostics::{
+    ChainDraws, ColumnSummary, DiagnosticReport, SamplerStats, Thresholds, Warning,
+};
 use hazel_output::{read_stan_csvs, StanCsv};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -47,37 +49,44 @@ pub fn run(args: &SummaryArgs) -> CliResult {
     for note in &summary.notes {
         eprintln!("note: {note}");
     }
-    let warnings = summary
-        .report
-        .as_ref()
-        .map(|r| r.warnings(summary.max_depth))
-        .unwrap_or_default();
-    let mut out = String::new();
-    match args.format {
-        SummaryFormat::Table => {
-            out.push_str(&table(&summary));
-            out.push('\n');
-            if warnings.is_empty() {
-                out.push_str("Processing complete, no problems detected.\n");
-            } else {
-                for warning in &warnings {
-                    let _ = writeln!(out, "{}\n", warning.message);
-                }
-            }
-        }
+    let out = match args.format {
+        SummaryFormat::Table => table_with_warnings(&summary),
         SummaryFormat::Json => {
-            out = serde_json::to_string_pretty(&to_json(&summary))?;
-            out.push('\n');
-            for warning in &warnings {
+            for warning in &warnings(&summary) {
                 eprintln!("{}\n", warning.message);
             }
+            serde_json::to_string_pretty(&to_json(&summary))? + "\n"
         }
-    }
+    };
     write_stdout(&out)
 }
 
+/// The sampler diagnostics' warnings (none for files without sampler columns).
+fn warnings(summary: &Summary) -> Vec<Warning> {
+    summary
+        .report
+        .as_ref()
+        .map(|r| r.warnings(summary.max_depth))
+        .unwrap_or_default()
+}
+
+/// The table, then each warning of the sampler diagnostics or the all-clear line.
+pub fn table_with_warnings(summary: &Summary) -> String {
+    let mut out = table(summary);
+    out.push('\n');
+    let warnings = warnings(summary);
+    if warnings.is_empty() {
+        out.push_str("Processing complete, no problems detected.\n");
+    } else {
+        for warning in &warnings {
+            let _ = writeln!(out, "{}\n", warning.message);
+        }
+    }
+    out
+}
+
 /// Writes to stdout; a reader that went away (`hazel summary … | head`) is not an error.
-fn write_stdout(text: &str) -> CliResult {
+pub fn write_stdout(text: &str) -> CliResult {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

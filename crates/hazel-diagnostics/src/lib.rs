@@ -5,6 +5,7 @@
 //! interpolation. Nothing here reads files: callers pass draws as [`ChainDraws`].
 
 pub mod convergence;
+pub mod reference;
 pub mod sampler;
 pub mod stats;
 pub mod summary;

@@ -150,7 +150,9 @@ fn posteriordb_programs_match_the_stanli_oracle() {
         let tier = oracle["tier"].as_u64().unwrap_or(0);
         let data_path = shared.join(&name).join("data.json");
         let known = KNOWN_UNSUPPORTED.iter().find(|(n, _)| *n == name);
+        let started = std::time::Instant::now();
         let result = std::panic::catch_unwind(|| check_posterior(dir, &oracle, &data_path)).unwrap_or_else(|_| Err("PANIC".into()));
+        let result = result.map(|m| format!("{m} [{:.2} s]", started.elapsed().as_secs_f64()));
         match (&result, known) {
             (Ok(msg), None) => {
                 passed += 1;

@@ -104,7 +104,12 @@ pub struct WindowSchedule {
 
 impl WindowSchedule {
     /// Stan's `set_window_params`, including the short-warmup rules.
-    pub fn new(num_warmup: usize, init_buffer: usize, term_buffer: usize, base_window: usize) -> Self {
+    pub fn new(
+        num_warmup: usize,
+        init_buffer: usize,
+        term_buffer: usize,
+        base_window: usize,
+    ) -> Self {
         let (num_warmup, init_buffer, term_buffer, base_window) = if num_warmup < 20 {
             // Stan leaves every parameter at zero: no iteration is in a window.
             (0, 0, 0, 0)
@@ -173,16 +178,30 @@ impl WindowSchedule {
 /// Welford's running mean and (co)variance of the draws in one window, preallocated.
 #[derive(Debug, Clone)]
 pub enum CovarianceEstimator {
-    Diag { n: f64, mean: Vec<f64>, m2: Vec<f64>, out: Vec<f64> },
-    Dense { n: f64, mean: Vec<f64>, m2: Vec<f64>, delta: Vec<f64>, out: Vec<f64> },
+    Diag {
+        n: f64,
+        mean: Vec<f64>,
+        m2: Vec<f64>,
+        out: Vec<f64>,
+    },
+    Dense {
+        n: f64,
+        mean: Vec<f64>,
+        m2: Vec<f64>,
+        delta: Vec<f64>,
+        out: Vec<f64>,
+    },
 }
 
 impl CovarianceEstimator {
     pub fn new(kind: MetricKind, dim: usize) -> Self {
         match kind {
-            MetricKind::Diag => {
-                CovarianceEstimator::Diag { n: 0.0, mean: vec![0.0; dim], m2: vec![0.0; dim], out: vec![0.0; dim] }
-            }
+            MetricKind::Diag => CovarianceEstimator::Diag {
+                n: 0.0,
+                mean: vec![0.0; dim],
+                m2: vec![0.0; dim],
+                out: vec![0.0; dim],
+            },
             MetricKind::Dense => CovarianceEstimator::Dense {
                 n: 0.0,
                 mean: vec![0.0; dim],
@@ -195,7 +214,8 @@ impl CovarianceEstimator {
 
     pub fn restart(&mut self) {
         match self {
-            CovarianceEstimator::Diag { n, mean, m2, .. } | CovarianceEstimator::Dense { n, mean, m2, .. } => {
+            CovarianceEstimator::Diag { n, mean, m2, .. }
+            | CovarianceEstimator::Dense { n, mean, m2, .. } => {
                 *n = 0.0;
                 mean.fill(0.0);
                 m2.fill(0.0);
@@ -213,7 +233,9 @@ impl CovarianceEstimator {
                     *s += delta * (x - *m);
                 }
             }
-            CovarianceEstimator::Dense { n, mean, m2, delta, .. } => {
+            CovarianceEstimator::Dense {
+                n, mean, m2, delta, ..
+            } => {
                 *n += 1.0;
                 let d = q.len();
                 for i in 0..d {
@@ -249,7 +271,9 @@ impl CovarianceEstimator {
                 }
                 metric.set_diag(out)
             }
-            CovarianceEstimator::Dense { n, m2, out, mean, .. } => {
+            CovarianceEstimator::Dense {
+                n, m2, out, mean, ..
+            } => {
                 let n = *n;
                 let d = mean.len();
                 let (shrink, ridge) = (n / (n + 5.0), 1e-3 * (5.0 / (n + 5.0)));
@@ -286,17 +310,33 @@ pub struct WindowedAdaptation {
 }
 
 impl WindowedAdaptation {
-    pub fn new(config: &AdaptConfig, num_warmup: usize, kind: MetricKind, dim: usize, initial_stepsize: f64) -> Self {
+    pub fn new(
+        config: &AdaptConfig,
+        num_warmup: usize,
+        kind: MetricKind,
+        dim: usize,
+        initial_stepsize: f64,
+    ) -> Self {
         WindowedAdaptation {
             stepsize: StepSizeAdaptation::new(config, initial_stepsize),
-            schedule: WindowSchedule::new(num_warmup, config.init_buffer, config.term_buffer, config.window),
+            schedule: WindowSchedule::new(
+                num_warmup,
+                config.init_buffer,
+                config.term_buffer,
+                config.window,
+            ),
             estimator: CovarianceEstimator::new(kind, dim),
         }
     }
 
     /// Learns from one warmup transition that moved the chain to `position` with acceptance
     /// statistic `accept_stat`; updates `metric` at the end of a slow window.
-    pub fn learn(&mut self, accept_stat: f64, position: &[f64], metric: &mut Metric) -> Result<AdaptOutcome, MetricError> {
+    pub fn learn(
+        &mut self,
+        accept_stat: f64,
+        position: &[f64],
+        metric: &mut Metric,
+    ) -> Result<AdaptOutcome, MetricError> {
         let stepsize = self.stepsize.learn(accept_stat);
         let (in_window, window_ends) = self.schedule.advance();
         if in_window {
@@ -306,7 +346,10 @@ impl WindowedAdaptation {
             self.estimator.update_metric(metric)?;
             self.estimator.restart();
         }
-        Ok(AdaptOutcome { stepsize, metric_updated: window_ends })
+        Ok(AdaptOutcome {
+            stepsize,
+            metric_updated: window_ends,
+        })
     }
 
     /// After the heuristic found `epsilon` for a new metric: `μ = log(10 ε)` and a fresh start.
@@ -321,7 +364,12 @@ mod tests {
     use super::*;
 
     fn window_ends(num_warmup: usize, config: &AdaptConfig) -> Vec<usize> {
-        let mut s = WindowSchedule::new(num_warmup, config.init_buffer, config.term_buffer, config.window);
+        let mut s = WindowSchedule::new(
+            num_warmup,
+            config.init_buffer,
+            config.term_buffer,
+            config.window,
+        );
         (1..=num_warmup).filter(|_| s.advance().1).collect()
     }
 
@@ -329,9 +377,15 @@ mod tests {
     /// 100, 150, 250, 450 and 950.
     #[test]
     fn default_windows_match_stan() {
-        assert_eq!(window_ends(1000, &AdaptConfig::default()), vec![100, 150, 250, 450, 950]);
+        assert_eq!(
+            window_ends(1000, &AdaptConfig::default()),
+            vec![100, 150, 250, 450, 950]
+        );
         // 2000 warmup: 100, 150, 250, 450, 850, 1950 (the 800-window is stretched to 1100).
-        assert_eq!(window_ends(2000, &AdaptConfig::default()), vec![100, 150, 250, 450, 850, 1950]);
+        assert_eq!(
+            window_ends(2000, &AdaptConfig::default()),
+            vec![100, 150, 250, 450, 850, 1950]
+        );
     }
 
     /// When the three stages do not fit, Stan uses 15% / 75% / 10%.
@@ -384,12 +438,18 @@ mod tests {
         est.update_metric(&mut metric).unwrap();
         let n = 4.0;
         let mean = 3.5;
-        let var: f64 = xs.iter().map(|x| (x[0] - mean) * (x[0] - mean)).sum::<f64>() / (n - 1.0);
+        let var: f64 = xs
+            .iter()
+            .map(|x| (x[0] - mean) * (x[0] - mean))
+            .sum::<f64>()
+            / (n - 1.0);
         let expected = n / (n + 5.0) * var + 1e-3 * 5.0 / (n + 5.0);
         match metric.to_inverse_metric() {
             crate::types::InverseMetric::Diag(v) => {
                 assert!((v[0] - expected).abs() < 1e-12);
-                assert!((v[1] - (n / (n + 5.0) * var * 100.0 + 1e-3 * 5.0 / (n + 5.0))).abs() < 1e-9);
+                assert!(
+                    (v[1] - (n / (n + 5.0) * var * 100.0 + 1e-3 * 5.0 / (n + 5.0))).abs() < 1e-9
+                );
             }
             _ => unreachable!(),
         }

@@ -2,7 +2,7 @@
 //!
 //! [`Chain`] owns everything a chain mutates — the model workspace, the [`NutsState`], the
 //! metric, the step size, the adaptation state and the chain's random streams — and advances by
-//! [`Chain::next_iteration`]. The runner ([`crate::run`]) drives one `Chain` per chain; a
+//! [`Chain::next_iteration`]. The runner ([`crate::run()`]) drives one `Chain` per chain; a
 //! batched backend can instead hold many and step them in lockstep with the same pieces
 //! ([`crate::nuts::nuts_step`], [`crate::adapt::WindowedAdaptation`]).
 //!
@@ -32,9 +32,15 @@ pub enum ChainError {
     /// 0 when it happened in the step-size search before the first iteration).
     Fatal { iteration: usize, error: EvalError },
     /// The step size heuristic failed.
-    Stepsize { iteration: usize, error: StepsizeError },
+    Stepsize {
+        iteration: usize,
+        error: StepsizeError,
+    },
     /// The supplied inverse metric is unusable, or an adapted one overflowed.
-    Metric { iteration: usize, error: MetricError },
+    Metric {
+        iteration: usize,
+        error: MetricError,
+    },
     /// The chain's sink failed.
     Sink(io::Error),
     /// The settings are invalid.
@@ -60,8 +66,12 @@ impl std::fmt::Display for ChainError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ChainError::Init(e) => write!(f, "{e}"),
-            ChainError::Fatal { iteration, error } => write!(f, "fatal error at iteration {iteration}: {error}"),
-            ChainError::Stepsize { iteration, error } => write!(f, "at iteration {iteration}: {error}"),
+            ChainError::Fatal { iteration, error } => {
+                write!(f, "fatal error at iteration {iteration}: {error}")
+            }
+            ChainError::Stepsize { iteration, error } => {
+                write!(f, "at iteration {iteration}: {error}")
+            }
             ChainError::Metric { iteration, error } => {
                 if *iteration == 0 {
                     write!(f, "{error}")
@@ -76,8 +86,14 @@ impl std::fmt::Display for ChainError {
             ChainError::Sink(e) => write!(f, "writing draws failed: {e}"),
             ChainError::Config(e) => write!(f, "invalid settings: {e}"),
             ChainError::Panicked(e) => write!(f, "the chain panicked: {e}"),
-            ChainError::Stopped { iteration, by_chain } => {
-                write!(f, "stopped after {iteration} iterations by a fatal error in chain {by_chain}")
+            ChainError::Stopped {
+                iteration,
+                by_chain,
+            } => {
+                write!(
+                    f,
+                    "stopped after {iteration} iterations by a fatal error in chain {by_chain}"
+                )
             }
         }
     }
@@ -95,19 +111,30 @@ pub struct Iteration {
 }
 
 /// Checks the settings that do not depend on the model; returns a message naming the setting.
+// Negated comparisons so that NaN settings are refused too.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 pub fn validate_config(config: &SamplerConfig) -> Result<(), String> {
     let a = &config.adapt;
     if config.thin == 0 {
         return Err("thin must be at least 1".into());
     }
     if config.max_depth == 0 || config.max_depth > 62 {
-        return Err(format!("max_depth must be between 1 and 62, got {}", config.max_depth));
+        return Err(format!(
+            "max_depth must be between 1 and 62, got {}",
+            config.max_depth
+        ));
     }
     if !(config.max_energy_error > 0.0) {
-        return Err(format!("max_energy_error must be positive, got {}", config.max_energy_error));
+        return Err(format!(
+            "max_energy_error must be positive, got {}",
+            config.max_energy_error
+        ));
     }
     if !(config.stepsize.is_finite() && config.stepsize > 0.0) {
-        return Err(format!("stepsize must be finite and positive, got {}", config.stepsize));
+        return Err(format!(
+            "stepsize must be finite and positive, got {}",
+            config.stepsize
+        ));
     }
     if a.engaged {
         if !(a.delta > 0.0 && a.delta < 1.0) {
@@ -162,19 +189,42 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             Some(given) => Metric::from_inverse(config.metric, dim, given),
             None => Ok(Metric::identity(config.metric, dim)),
         }
-        .map_err(|error| ChainError::Metric { iteration: 0, error })?;
+        .map_err(|error| ChainError::Metric {
+            iteration: 0,
+            error,
+        })?;
         let mut ws = model.new_workspace();
-        let start = initialize(model, &mut ws, &config.init, config.init_attempts, seed, chain_id, chain_index)
-            .map_err(ChainError::Init)?;
-        let mut state = NutsState::from_point(&start.position, &start.gradient, start.logp, config.max_depth);
+        let start = initialize(
+            model,
+            &mut ws,
+            &config.init,
+            config.init_attempts,
+            seed,
+            chain_id,
+            chain_index,
+        )
+        .map_err(ChainError::Init)?;
+        let mut state = NutsState::from_point(
+            &start.position,
+            &start.gradient,
+            start.logp,
+            config.max_depth,
+        );
         let mut rng = StreamRng::new(seed, chain_id, Purpose::Sampler);
         let gq_rng = StreamRng::new(seed, chain_id, Purpose::GeneratedQuantities);
         let adapting = config.adapt.engaged && config.num_warmup > 0;
         let mut stepsize = config.stepsize;
         let adaptation = if adapting {
-            let adaptation = WindowedAdaptation::new(&config.adapt, config.num_warmup, config.metric, dim, stepsize);
-            stepsize = find_reasonable_stepsize(model, &mut ws, &mut state, &metric, stepsize, &mut rng)
-                .map_err(|error| ChainError::from_stepsize(0, error))?;
+            let adaptation = WindowedAdaptation::new(
+                &config.adapt,
+                config.num_warmup,
+                config.metric,
+                dim,
+                stepsize,
+            );
+            stepsize =
+                find_reasonable_stepsize(model, &mut ws, &mut state, &metric, stepsize, &mut rng)
+                    .map_err(|error| ChainError::from_stepsize(0, error))?;
             Some(adaptation)
         } else {
             None
@@ -186,7 +236,10 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             ws,
             state,
             metric,
-            settings: NutsSettings { max_depth: config.max_depth, max_energy_error: config.max_energy_error },
+            settings: NutsSettings {
+                max_depth: config.max_depth,
+                max_energy_error: config.max_energy_error,
+            },
             stepsize,
             adaptation,
             rng,
@@ -226,7 +279,9 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
     /// The current inverse metric as the contract type, refreshed in place (no allocation).
     pub fn inverse_metric(&mut self) -> &InverseMetric {
         match &mut self.inv_metric_report {
-            InverseMetric::Diag(values) | InverseMetric::Dense { values, .. } => self.metric.copy_inverse_into(values),
+            InverseMetric::Diag(values) | InverseMetric::Dense { values, .. } => {
+                self.metric.copy_inverse_into(values)
+            }
         }
         &self.inv_metric_report
     }
@@ -240,8 +295,16 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         let iteration = self.completed + 1;
         let warmup = self.in_warmup();
         let stepsize_used = self.stepsize;
-        let t = nuts_step(self.model, &mut self.ws, &mut self.state, &self.metric, stepsize_used, &self.settings, &mut self.rng)
-            .map_err(|error| ChainError::Fatal { iteration, error })?;
+        let t = nuts_step(
+            self.model,
+            &mut self.ws,
+            &mut self.state,
+            &self.metric,
+            stepsize_used,
+            &self.settings,
+            &mut self.rng,
+        )
+        .map_err(|error| ChainError::Fatal { iteration, error })?;
         if warmup {
             if let Some(adaptation) = &mut self.adaptation {
                 let outcome = adaptation
@@ -286,7 +349,12 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
     /// stream. A non-fatal error gives a row of NaN (Stan's behaviour) and is returned alongside
     /// for reporting; a fatal error is `Err`.
     pub fn write_output(&mut self) -> Result<(&[f64], Option<EvalError>), EvalError> {
-        match self.model.write_output(&mut self.ws, self.state.position(), &mut self.gq_rng, &mut self.output) {
+        match self.model.write_output(
+            &mut self.ws,
+            self.state.position(),
+            &mut self.gq_rng,
+            &mut self.output,
+        ) {
             Ok(()) => Ok((&self.output, None)),
             Err(error) if error.is_fatal() => Err(error),
             Err(error) => {

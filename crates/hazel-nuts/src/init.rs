@@ -127,10 +127,16 @@ pub fn initialize<M: LogDensity + ?Sized>(
         Init::Unconstrained(rows) => {
             let row = match rows.len() {
                 1 => &rows[0],
-                n => rows.get(chain_index).ok_or(InitError::MissingRow { chain_index, rows: n })?,
+                n => rows.get(chain_index).ok_or(InitError::MissingRow {
+                    chain_index,
+                    rows: n,
+                })?,
             };
             if row.len() != dim {
-                return Err(InitError::Dimension { expected: dim, found: row.len() });
+                return Err(InitError::Dimension {
+                    expected: dim,
+                    found: row.len(),
+                });
             }
             position.copy_from_slice(row);
             (1, None)
@@ -142,7 +148,11 @@ pub fn initialize<M: LogDensity + ?Sized>(
     for attempt in 1..=attempts_allowed {
         if let Some(r) = radius {
             for x in position.iter_mut() {
-                *x = if r == 0.0 { 0.0 } else { rng.uniform_range(-r, r) };
+                *x = if r == 0.0 {
+                    0.0
+                } else {
+                    rng.uniform_range(-r, r)
+                };
             }
         }
         match model.log_density_gradient(ws, &position, &mut gradient) {
@@ -152,7 +162,14 @@ pub fn initialize<M: LogDensity + ?Sized>(
                 last_problem = format!("the model rejected the point: {}", error.message);
             }
             Ok(logp) => match non_finite_problem(logp, &gradient) {
-                None => return Ok(InitialPoint { position, gradient, logp, attempts: attempt }),
+                None => {
+                    return Ok(InitialPoint {
+                        position,
+                        gradient,
+                        logp,
+                        attempts: attempt,
+                    })
+                }
                 Some(problem) => {
                     if logp.is_finite() {
                         non_finite_gradient += 1;
@@ -164,6 +181,11 @@ pub fn initialize<M: LogDensity + ?Sized>(
             },
         }
     }
-    Err(InitError::Failed { attempts: attempts_allowed, last_problem, rejected, non_finite_density, non_finite_gradient })
+    Err(InitError::Failed {
+        attempts: attempts_allowed,
+        last_problem,
+        rejected,
+        non_finite_density,
+        non_finite_gradient,
+    })
 }
-

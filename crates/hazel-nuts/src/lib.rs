@@ -6,8 +6,11 @@
 //! * [`nuts`] — one transition: [`nuts::nuts_step`] maps a [`nuts::NutsState`] (position,
 //!   log density, gradient and every preallocated trajectory buffer), a [`metric::Metric`], a
 //!   step size and a random stream to the next state and the iteration's statistics. The
-//!   trajectory is built iteratively (no recursion, no allocation). Also Stan's step-size
-//!   heuristic, [`nuts::find_reasonable_stepsize`].
+//!   trajectory is built iteratively (no recursion, no allocation), and the transition can be
+//!   split at every model evaluation ([`nuts::NutsState::begin_transition`] /
+//!   [`nuts::NutsState::resume_transition`]) so a batched backend can evaluate many chains'
+//!   points in one call while each chain keeps its own state and random stream. Also Stan's
+//!   step-size heuristic, [`nuts::find_reasonable_stepsize`].
 //! * [`metric`] — diagonal and dense Euclidean metrics (with an in-crate Cholesky).
 //! * [`adapt`] — dual averaging of the step size, Stan's slow-window schedule, Welford
 //!   (co)variance estimators with Stan's regularisation.
@@ -43,6 +46,6 @@ pub mod types;
 pub use chain::{Chain, ChainError, Iteration};
 pub use init::InitError;
 pub use metric::Metric;
-pub use nuts::{nuts_step, NutsSettings, NutsState, Transition};
+pub use nuts::{nuts_step, NutsSettings, NutsState, StepStatus, Transition};
 pub use run::{run, ChainReport, RunError, RunReport};
 pub use types::*;

@@ -20,7 +20,8 @@ pub const LANES: usize = 8;
 /// Sum of the partial sums in a fixed order.
 #[inline]
 pub fn sum_lanes(partial: &[f64; LANES]) -> f64 {
-    ((partial[0] + partial[1]) + (partial[2] + partial[3])) + ((partial[4] + partial[5]) + (partial[6] + partial[7]))
+    ((partial[0] + partial[1]) + (partial[2] + partial[3]))
+        + ((partial[4] + partial[5]) + (partial[6] + partial[7]))
 }
 
 /// Why a user-supplied or adapted inverse metric cannot be used.
@@ -43,7 +44,10 @@ impl std::fmt::Display for MetricError {
                 write!(f, "inverse metric has {found} values, expected {expected}")
             }
             MetricError::InvalidEntry { index, value } => {
-                write!(f, "inverse metric entry {index} is {value}; entries must be finite and positive")
+                write!(
+                    f,
+                    "inverse metric entry {index} is {value}; entries must be finite and positive"
+                )
             }
             MetricError::NotSymmetric { row, col } => {
                 write!(f, "dense inverse metric is not symmetric at ({row}, {col})")
@@ -62,6 +66,8 @@ impl std::error::Error for MetricError {}
 /// Returns the failing pivot when `a` is not (numerically) positive definite.
 ///
 /// Plain Cholesky–Banachiewicz, `O(n³/3)`; used only when a dense metric is set, never per step.
+// The negated comparison makes a NaN pivot fail.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 pub fn cholesky_lower(n: usize, a: &[f64], l: &mut [f64]) -> Result<(), usize> {
     debug_assert_eq!(a.len(), n * n);
     debug_assert_eq!(l.len(), n * n);
@@ -129,7 +135,10 @@ impl Metric {
         match kind {
             MetricKind::Diag => Metric {
                 dim,
-                storage: MetricStorage::Diag { inv: vec![1.0; dim], momentum_sd: vec![1.0; dim] },
+                storage: MetricStorage::Diag {
+                    inv: vec![1.0; dim],
+                    momentum_sd: vec![1.0; dim],
+                },
             },
             MetricKind::Dense => {
                 let mut inv = vec![0.0; dim * dim];
@@ -137,7 +146,10 @@ impl Metric {
                     inv[i * dim + i] = 1.0;
                 }
                 let chol = inv.clone();
-                Metric { dim, storage: MetricStorage::Dense { inv, chol } }
+                Metric {
+                    dim,
+                    storage: MetricStorage::Dense { inv, chol },
+                }
             }
         }
     }
@@ -145,12 +157,19 @@ impl Metric {
     /// A metric of kind `kind` from a user-supplied inverse metric. A diagonal inverse metric
     /// given for a dense run becomes the corresponding diagonal matrix; a dense one given for a
     /// diagonal run is refused (information would be lost silently).
-    pub fn from_inverse(kind: MetricKind, dim: usize, given: &InverseMetric) -> Result<Self, MetricError> {
+    pub fn from_inverse(
+        kind: MetricKind,
+        dim: usize,
+        given: &InverseMetric,
+    ) -> Result<Self, MetricError> {
         let mut metric = Metric::identity(kind, dim);
         match (kind, given) {
             (_, InverseMetric::Diag(values)) => {
                 if values.len() != dim {
-                    return Err(MetricError::Dimension { expected: dim, found: values.len() });
+                    return Err(MetricError::Dimension {
+                        expected: dim,
+                        found: values.len(),
+                    });
                 }
                 match kind {
                     MetricKind::Diag => metric.set_diag(values)?,
@@ -163,14 +182,26 @@ impl Metric {
                     }
                 }
             }
-            (MetricKind::Dense, InverseMetric::Dense { dim: given_dim, values }) => {
+            (
+                MetricKind::Dense,
+                InverseMetric::Dense {
+                    dim: given_dim,
+                    values,
+                },
+            ) => {
                 if *given_dim != dim || values.len() != dim * dim {
-                    return Err(MetricError::Dimension { expected: dim * dim, found: values.len() });
+                    return Err(MetricError::Dimension {
+                        expected: dim * dim,
+                        found: values.len(),
+                    });
                 }
                 metric.set_dense(values)?;
             }
             (MetricKind::Diag, InverseMetric::Dense { values, .. }) => {
-                return Err(MetricError::Dimension { expected: dim, found: values.len() });
+                return Err(MetricError::Dimension {
+                    expected: dim,
+                    found: values.len(),
+                });
             }
         }
         Ok(metric)
@@ -192,7 +223,10 @@ impl Metric {
     /// Replaces a diagonal inverse metric in place (no allocation).
     pub fn set_diag(&mut self, variances: &[f64]) -> Result<(), MetricError> {
         if variances.len() != self.dim {
-            return Err(MetricError::Dimension { expected: self.dim, found: variances.len() });
+            return Err(MetricError::Dimension {
+                expected: self.dim,
+                found: variances.len(),
+            });
         }
         for (index, &value) in variances.iter().enumerate() {
             if !(value.is_finite() && value > 0.0) {
@@ -207,9 +241,10 @@ impl Metric {
                 }
                 Ok(())
             }
-            MetricStorage::Dense { .. } => {
-                Err(MetricError::Dimension { expected: self.dim * self.dim, found: variances.len() })
-            }
+            MetricStorage::Dense { .. } => Err(MetricError::Dimension {
+                expected: self.dim * self.dim,
+                found: variances.len(),
+            }),
         }
     }
 
@@ -219,7 +254,10 @@ impl Metric {
     pub fn set_dense(&mut self, covariance: &[f64]) -> Result<(), MetricError> {
         let n = self.dim;
         if covariance.len() != n * n {
-            return Err(MetricError::Dimension { expected: n * n, found: covariance.len() });
+            return Err(MetricError::Dimension {
+                expected: n * n,
+                found: covariance.len(),
+            });
         }
         for (index, &value) in covariance.iter().enumerate() {
             if !value.is_finite() {
@@ -236,11 +274,15 @@ impl Metric {
         }
         match &mut self.storage {
             MetricStorage::Dense { inv, chol } => {
-                cholesky_lower(n, covariance, chol).map_err(|pivot| MetricError::NotPositiveDefinite { pivot })?;
+                cholesky_lower(n, covariance, chol)
+                    .map_err(|pivot| MetricError::NotPositiveDefinite { pivot })?;
                 inv.copy_from_slice(covariance);
                 Ok(())
             }
-            MetricStorage::Diag { .. } => Err(MetricError::Dimension { expected: n, found: covariance.len() }),
+            MetricStorage::Diag { .. } => Err(MetricError::Dimension {
+                expected: n,
+                found: covariance.len(),
+            }),
         }
     }
 
@@ -248,7 +290,10 @@ impl Metric {
     pub fn to_inverse_metric(&self) -> InverseMetric {
         match &self.storage {
             MetricStorage::Diag { inv, .. } => InverseMetric::Diag(inv.clone()),
-            MetricStorage::Dense { inv, .. } => InverseMetric::Dense { dim: self.dim, values: inv.clone() },
+            MetricStorage::Dense { inv, .. } => InverseMetric::Dense {
+                dim: self.dim,
+                values: inv.clone(),
+            },
         }
     }
 
@@ -256,7 +301,9 @@ impl Metric {
     /// which must have the matching length; no allocation.
     pub fn copy_inverse_into(&self, out: &mut [f64]) {
         match &self.storage {
-            MetricStorage::Diag { inv, .. } | MetricStorage::Dense { inv, .. } => out.copy_from_slice(inv),
+            MetricStorage::Diag { inv, .. } | MetricStorage::Dense { inv, .. } => {
+                out.copy_from_slice(inv)
+            }
         }
     }
 
@@ -316,7 +363,10 @@ impl Metric {
                     let row = &inv[i * n..(i + 1) * n];
                     let mut partial = [0.0; LANES];
                     let body = n - n % LANES;
-                    for (a, b) in row[..body].chunks_exact(LANES).zip(p[..body].chunks_exact(LANES)) {
+                    for (a, b) in row[..body]
+                        .chunks_exact(LANES)
+                        .zip(p[..body].chunks_exact(LANES))
+                    {
                         for l in 0..LANES {
                             partial[l] += a[l] * b[l];
                         }
@@ -336,7 +386,15 @@ impl Metric {
     /// The first half of a leapfrog step: `p += half · grad`, then `q += ε M⁻¹ p` (fused into
     /// one pass for the diagonal metric); `scratch` (length `dim`) is used by the dense metric.
     #[inline]
-    pub fn kick_drift(&self, half: f64, epsilon: f64, grad: &[f64], p: &mut [f64], q: &mut [f64], scratch: &mut [f64]) {
+    pub fn kick_drift(
+        &self,
+        half: f64,
+        epsilon: f64,
+        grad: &[f64],
+        p: &mut [f64],
+        q: &mut [f64],
+        scratch: &mut [f64],
+    ) {
         match &self.storage {
             MetricStorage::Diag { inv, .. } => {
                 for (((qi, pi), &g), &m) in q.iter_mut().zip(p.iter_mut()).zip(grad).zip(inv) {
@@ -359,7 +417,13 @@ impl Metric {
     /// The second half of a leapfrog step, `p += half · grad`, followed by `velocity = M⁻¹ p`;
     /// returns the kinetic energy (fused into one pass for the diagonal metric).
     #[inline]
-    pub fn kick_velocity(&self, half: f64, grad: &[f64], p: &mut [f64], velocity: &mut [f64]) -> f64 {
+    pub fn kick_velocity(
+        &self,
+        half: f64,
+        grad: &[f64],
+        p: &mut [f64],
+        velocity: &mut [f64],
+    ) -> f64 {
         match &self.storage {
             MetricStorage::Diag { inv, .. } => {
                 let mut twice_kinetic = [0.0; LANES];
@@ -407,19 +471,33 @@ mod tests {
         for i in 0..3 {
             for j in 0..3 {
                 let llt: f64 = (0..3).map(|k| l[i * 3 + k] * l[j * 3 + k]).sum();
-                assert!((llt - a[i * 3 + j]).abs() < 1e-12, "({i},{j}) {llt} vs {}", a[i * 3 + j]);
+                assert!(
+                    (llt - a[i * 3 + j]).abs() < 1e-12,
+                    "({i},{j}) {llt} vs {}",
+                    a[i * 3 + j]
+                );
             }
         }
         assert_eq!(l[1], 0.0);
-        assert_eq!(cholesky_lower(2, &[1.0, 2.0, 2.0, 1.0], &mut [0.0; 4]), Err(1));
+        assert_eq!(
+            cholesky_lower(2, &[1.0, 2.0, 2.0, 1.0], &mut [0.0; 4]),
+            Err(1)
+        );
     }
 
     /// The dense momentum has covariance M = (M⁻¹)⁻¹: checked through E[(M⁻¹ p)(M⁻¹ p)ᵀ] = M⁻¹.
     #[test]
     fn dense_momentum_has_metric_covariance() {
         let cov = [2.0, 0.9, 0.9, 0.5];
-        let metric = Metric::from_inverse(MetricKind::Dense, 2, &InverseMetric::Dense { dim: 2, values: cov.to_vec() })
-            .unwrap();
+        let metric = Metric::from_inverse(
+            MetricKind::Dense,
+            2,
+            &InverseMetric::Dense {
+                dim: 2,
+                values: cov.to_vec(),
+            },
+        )
+        .unwrap();
         let mut rng = StreamRng::new(3, 0, Purpose::Sampler);
         let (mut p, mut v) = ([0.0; 2], [0.0; 2]);
         let mut acc = [0.0; 4];
@@ -455,7 +533,10 @@ mod tests {
             Metric::from_inverse(
                 MetricKind::Dense,
                 2,
-                &InverseMetric::Dense { dim: 2, values: vec![1.0, 0.5, 0.4, 1.0] }
+                &InverseMetric::Dense {
+                    dim: 2,
+                    values: vec![1.0, 0.5, 0.4, 1.0]
+                }
             ),
             Err(MetricError::NotSymmetric { .. })
         ));

@@ -38,7 +38,9 @@ pub enum RunError {
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RunError::SinkCount { chains, sinks } => write!(f, "{chains} chains need {chains} sinks, got {sinks}"),
+            RunError::SinkCount { chains, sinks } => {
+                write!(f, "{chains} chains need {chains} sinks, got {sinks}")
+            }
             RunError::Config(e) => write!(f, "invalid settings: {e}"),
             RunError::ThreadPool(e) => write!(f, "could not start worker threads: {e}"),
         }
@@ -99,7 +101,9 @@ impl RunReport {
     }
     /// The chains that stopped early, with their errors.
     pub fn failures(&self) -> impl Iterator<Item = (u64, &ChainError)> {
-        self.chains.iter().filter_map(|c| c.error.as_ref().map(|e| (c.chain_id, e)))
+        self.chains
+            .iter()
+            .filter_map(|c| c.error.as_ref().map(|e| (c.chain_id, e)))
     }
 }
 
@@ -114,7 +118,10 @@ pub fn run<M: Model + ?Sized>(
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
     if sinks.len() != config.chains {
-        return Err(RunError::SinkCount { chains: config.chains, sinks: sinks.len() });
+        return Err(RunError::SinkCount {
+            chains: config.chains,
+            sinks: sinks.len(),
+        });
     }
     validate_config(&config.sampler).map_err(RunError::Config)?;
     if let Init::Unconstrained(rows) = &config.sampler.init {
@@ -127,7 +134,9 @@ pub fn run<M: Model + ?Sized>(
         }
     }
     let threads = match config.threads {
-        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        0 => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         n => n,
     };
     let pool = rayon::ThreadPoolBuilder::new()
@@ -137,7 +146,11 @@ pub fn run<M: Model + ?Sized>(
         .map_err(|e| RunError::ThreadPool(e.to_string()))?;
     // The id of the first chain that met a fatal error (u64::MAX: none).
     let stop = AtomicU64::new(u64::MAX);
-    let shared = Shared { config, progress, stop: &stop };
+    let shared = Shared {
+        config,
+        progress,
+        stop: &stop,
+    };
     let chains: Vec<ChainReport> = pool.install(|| {
         use rayon::prelude::*;
         sinks
@@ -156,7 +169,12 @@ pub fn run<M: Model + ?Sized>(
                     Err(payload) => Some(ChainError::Panicked(panic_message(payload.as_ref()))),
                 };
                 if let Some(ChainError::Fatal { .. }) = report.error {
-                    let _ = stop.compare_exchange(u64::MAX, chain_id, Ordering::SeqCst, Ordering::SeqCst);
+                    let _ = stop.compare_exchange(
+                        u64::MAX,
+                        chain_id,
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    );
                 }
                 report
             })
@@ -204,10 +222,14 @@ fn run_chain<M: Model + ?Sized>(
     let config = shared.config;
     let warmup_start = Instant::now();
     if let Some(by_chain) = shared.stopped_by() {
-        return Err(ChainError::Stopped { iteration: 0, by_chain });
+        return Err(ChainError::Stopped {
+            iteration: 0,
+            by_chain,
+        });
     }
     let mut chain = Chain::new(model, &config.sampler, config.seed, chain_id, index)?;
-    sink.begin(&model.output_names()).map_err(ChainError::Sink)?;
+    sink.begin(&model.output_names())
+        .map_err(ChainError::Sink)?;
     let result = sample_into(&mut chain, shared, index, sink, report, warmup_start);
     let finished = sink.finish(&report.timing).map_err(ChainError::Sink);
     result.and(finished)
@@ -226,10 +248,11 @@ fn sample_into<M: Model + ?Sized>(
     let mut sampling_start = None;
     let mut phase_iteration = 0usize;
     let mut divergences_total = 0usize;
-    let record_time = |report: &mut ChainReport, sampling_start: Option<Instant>| match sampling_start {
-        None => report.timing.warmup = warmup_start.elapsed(),
-        Some(start) => report.timing.sampling = start.elapsed(),
-    };
+    let record_time =
+        |report: &mut ChainReport, sampling_start: Option<Instant>| match sampling_start {
+            None => report.timing.warmup = warmup_start.elapsed(),
+            Some(start) => report.timing.sampling = start.elapsed(),
+        };
     // Adaptation is over before the first sampling iteration, also when num_warmup = 0.
     if sampler.num_warmup == 0 {
         finish_warmup(chain, sink, report)?;
@@ -238,13 +261,20 @@ fn sample_into<M: Model + ?Sized>(
     while !chain.is_done() {
         if let Some(by_chain) = shared.stopped_by() {
             record_time(report, sampling_start);
-            return Err(ChainError::Stopped { iteration: chain.completed(), by_chain });
+            return Err(ChainError::Stopped {
+                iteration: chain.completed(),
+                by_chain,
+            });
         }
         let step = chain.next_iteration();
         if let Some(rejection) = chain.take_rejection() {
             progress.message(index, &format!("rejected proposal: {}", rejection.message));
         }
-        let Iteration { iteration, warmup, stats } = match step {
+        let Iteration {
+            iteration,
+            warmup,
+            stats,
+        } = match step {
             Ok(it) => it,
             Err(e) => {
                 record_time(report, sampling_start);
@@ -265,11 +295,17 @@ fn sample_into<M: Model + ?Sized>(
         }
         let keep = (!warmup || sampler.save_warmup) && phase_iteration % sampler.thin == 0;
         if keep {
-            let (values, problem) = chain.write_output().map_err(|error| ChainError::Fatal { iteration, error })?;
-            sink.draw(warmup, &stats, values).map_err(ChainError::Sink)?;
+            let (values, problem) = chain
+                .write_output()
+                .map_err(|error| ChainError::Fatal { iteration, error })?;
+            sink.draw(warmup, &stats, values)
+                .map_err(ChainError::Sink)?;
             report.draws_written += 1;
             if let Some(problem) = problem {
-                progress.message(index, &format!("output values set to NaN: {}", problem.message));
+                progress.message(
+                    index,
+                    &format!("output values set to NaN: {}", problem.message),
+                );
             }
         }
         phase_iteration += 1;
@@ -292,7 +328,8 @@ fn finish_warmup<M: Model + ?Sized>(
 ) -> Result<(), ChainError> {
     let stepsize = chain.stepsize();
     let inv_metric = chain.inverse_metric();
-    sink.adaptation_done(stepsize, inv_metric).map_err(ChainError::Sink)?;
+    sink.adaptation_done(stepsize, inv_metric)
+        .map_err(ChainError::Sink)?;
     report.stepsize = Some(stepsize);
     report.inv_metric = Some(inv_metric.clone());
     Ok(())

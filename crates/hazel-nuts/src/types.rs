@@ -112,7 +112,13 @@ pub struct RunConfig {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { seed: 0, chains: 4, threads: 0, first_chain_id: 1, sampler: SamplerConfig::default() }
+        RunConfig {
+            seed: 0,
+            chains: 4,
+            threads: 0,
+            first_chain_id: 1,
+            sampler: SamplerConfig::default(),
+        }
     }
 }
 
@@ -130,8 +136,15 @@ pub struct DrawStats {
 
 impl DrawStats {
     /// Column names of the statistics, as CmdStan writes them.
-    pub const NAMES: [&'static str; 7] =
-        ["lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__", "divergent__", "energy__"];
+    pub const NAMES: [&'static str; 7] = [
+        "lp__",
+        "accept_stat__",
+        "stepsize__",
+        "treedepth__",
+        "n_leapfrog__",
+        "divergent__",
+        "energy__",
+    ];
 }
 
 /// Wall-clock time spent in each phase of a chain.
@@ -151,7 +164,9 @@ pub trait DrawSink: Send {
     fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()>;
     /// One kept iteration (warmup iterations only when `save_warmup`).
     fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()>;
-    /// After the last draw.
+    /// After the last draw; also when the chain stops early (an error in the model, in this
+    /// sink, or another chain's fatal error) after `begin` succeeded, so that what was written can
+    /// be flushed.
     fn finish(&mut self, timing: &Timing) -> io::Result<()>;
 }
 

@@ -6,7 +6,10 @@ mod common;
 
 use common::*;
 use hazel_density::{EvalError, LogDensity, Unconstrained};
-use hazel_nuts::{ChainError, DrawSink, DrawStats, Init, InitError, NoProgress, RunConfig, RunError, SamplerConfig};
+use hazel_nuts::{
+    ChainError, DrawSink, DrawStats, Init, InitError, NoProgress, RunConfig, RunError,
+    SamplerConfig,
+};
 use std::sync::{Arc, Mutex};
 
 /// A standard normal in `dim` dimensions with a configurable failure.
@@ -50,9 +53,10 @@ impl LogDensity for Faulty {
             }
             Fault::RejectEverywhere => Err(EvalError::reject("sigma must be positive")),
             Fault::RejectBelow if q[0] < -1.0 => Err(EvalError::reject("x.1 below -1")),
-            Fault::FatalOutside if q[0].abs() > 2.5 => {
-                Err(EvalError::new(hazel_density::EvalErrorKind::Fatal, "fatal_error: out of range"))
-            }
+            Fault::FatalOutside if q[0].abs() > 2.5 => Err(EvalError::new(
+                hazel_density::EvalErrorKind::Fatal,
+                "fatal_error: out of range",
+            )),
             Fault::NegInfAtOrigin if q.iter().all(|&x| x == 0.0) => Ok(f64::NEG_INFINITY),
             _ => Ok(lp),
         }
@@ -60,21 +64,39 @@ impl LogDensity for Faulty {
 }
 
 fn config(chains: usize) -> RunConfig {
-    let sampler = SamplerConfig { num_warmup: 200, num_samples: 200, ..SamplerConfig::default() };
-    RunConfig { seed: 1, chains, threads: 0, first_chain_id: 1, sampler }
+    let sampler = SamplerConfig {
+        num_warmup: 200,
+        num_samples: 200,
+        ..SamplerConfig::default()
+    };
+    RunConfig {
+        seed: 1,
+        chains,
+        threads: 0,
+        first_chain_id: 1,
+        sampler,
+    }
 }
 
 fn init_error(fault: Fault) -> String {
     let progress = RecordingProgress::default();
     let (report, chains) = run_in_memory(Faulty { dim: 4, fault }, &config(2), &progress);
-    assert!(progress.messages.lock().unwrap().is_empty(), "no per-attempt lines");
+    assert!(
+        progress.messages.lock().unwrap().is_empty(),
+        "no per-attempt lines"
+    );
     let mut messages = Vec::new();
     for (r, c) in report.chains.iter().zip(&chains) {
         match &r.error {
-            Some(ChainError::Init(e @ InitError::Failed { attempts: 100, .. })) => messages.push(e.to_string()),
+            Some(ChainError::Init(e @ InitError::Failed { attempts: 100, .. })) => {
+                messages.push(e.to_string())
+            }
             other => panic!("expected an init failure, got {other:?}"),
         }
-        assert!(c.draws.is_empty() && c.names.is_empty() && !c.finished, "the sink never started");
+        assert!(
+            c.draws.is_empty() && c.names.is_empty() && !c.finished,
+            "the sink never started"
+        );
     }
     assert_eq!(messages[0], messages[1]);
     messages.pop().unwrap()
@@ -83,22 +105,41 @@ fn init_error(fault: Fault) -> String {
 #[test]
 fn init_failure_is_one_clear_error() {
     let m = init_error(Fault::NegInfEverywhere);
-    assert!(m.contains("log density is -inf") && m.contains("100 attempts"), "{m}");
+    assert!(
+        m.contains("log density is -inf") && m.contains("100 attempts"),
+        "{m}"
+    );
     assert_eq!(m.lines().count(), 1);
     let m = init_error(Fault::NanGradient3);
-    assert!(m.contains("gradient component 3 is NaN") && m.contains("100 attempts"), "{m}");
+    assert!(
+        m.contains("gradient component 3 is NaN") && m.contains("100 attempts"),
+        "{m}"
+    );
     let m = init_error(Fault::RejectEverywhere);
-    assert!(m.contains("sigma must be positive") && m.contains("100 rejected"), "{m}");
+    assert!(
+        m.contains("sigma must be positive") && m.contains("100 rejected"),
+        "{m}"
+    );
 }
 
 #[test]
 fn bad_explicit_init_fails_only_its_chain() {
     let mut config = config(3);
     config.sampler.init = Init::Unconstrained(vec![vec![0.5; 2], vec![0.0; 2], vec![-0.5; 2]]);
-    let (report, chains) = run_in_memory(Faulty { dim: 2, fault: Fault::NegInfAtOrigin }, &config, &NoProgress);
+    let (report, chains) = run_in_memory(
+        Faulty {
+            dim: 2,
+            fault: Fault::NegInfAtOrigin,
+        },
+        &config,
+        &NoProgress,
+    );
     match &report.chains[1].error {
         Some(ChainError::Init(e)) => {
-            assert_eq!(e.to_string(), "initialization failed after 1 attempt: log density is -inf")
+            assert_eq!(
+                e.to_string(),
+                "initialization failed after 1 attempt: log density is -inf"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -108,18 +149,51 @@ fn bad_explicit_init_fails_only_its_chain() {
     }
     // Wrong shapes are refused before anything runs.
     config.sampler.init = Init::Unconstrained(vec![vec![0.5; 2], vec![0.5; 2]]);
-    let model = Unconstrained::new(Faulty { dim: 2, fault: Fault::NegInfAtOrigin }, "x");
-    let sinks = || (0..3).map(|_| Box::new(MemorySink(Arc::default())) as Box<dyn DrawSink>).collect();
-    assert!(matches!(hazel_nuts::run(&model, &config, sinks(), &NoProgress), Err(RunError::Config(_))));
+    let model = Unconstrained::new(
+        Faulty {
+            dim: 2,
+            fault: Fault::NegInfAtOrigin,
+        },
+        "x",
+    );
+    let sinks = || {
+        (0..3)
+            .map(|_| Box::new(MemorySink(Arc::default())) as Box<dyn DrawSink>)
+            .collect()
+    };
+    assert!(matches!(
+        hazel_nuts::run(&model, &config, sinks(), &NoProgress),
+        Err(RunError::Config(_))
+    ));
     config.sampler.init = Init::Unconstrained(vec![vec![0.5; 3]]);
     let report = hazel_nuts::run(&model, &config, sinks(), &NoProgress).unwrap();
-    assert!(matches!(report.chains[0].error, Some(ChainError::Init(InitError::Dimension { expected: 2, found: 3 }))));
+    assert!(matches!(
+        report.chains[0].error,
+        Some(ChainError::Init(InitError::Dimension {
+            expected: 2,
+            found: 3
+        }))
+    ));
     config.sampler.init = Init::Radius(2.0);
     config.sampler.thin = 0;
-    assert!(matches!(hazel_nuts::run(&model, &config, sinks(), &NoProgress), Err(RunError::Config(_))));
     assert!(matches!(
-        hazel_nuts::run(&model, &RunConfig { chains: 2, ..config.clone() }, sinks(), &NoProgress),
-        Err(RunError::SinkCount { chains: 2, sinks: 3 })
+        hazel_nuts::run(&model, &config, sinks(), &NoProgress),
+        Err(RunError::Config(_))
+    ));
+    assert!(matches!(
+        hazel_nuts::run(
+            &model,
+            &RunConfig {
+                chains: 2,
+                ..config.clone()
+            },
+            sinks(),
+            &NoProgress
+        ),
+        Err(RunError::SinkCount {
+            chains: 2,
+            sinks: 3
+        })
     ));
 }
 
@@ -131,7 +205,14 @@ fn model_rejections_are_divergences_and_reported() {
     config.sampler.num_samples = 1000;
     config.sampler.init = Init::Radius(0.5);
     let progress = RecordingProgress::default();
-    let (report, chains) = run_in_memory(Faulty { dim: 2, fault: Fault::RejectBelow }, &config, &progress);
+    let (report, chains) = run_in_memory(
+        Faulty {
+            dim: 2,
+            fault: Fault::RejectBelow,
+        },
+        &config,
+        &progress,
+    );
     assert!(report.all_ok());
     let x1 = column(&chains, 0);
     assert!(x1.iter().flatten().all(|&x| x >= -1.0));
@@ -141,34 +222,67 @@ fn model_rejections_are_divergences_and_reported() {
     let mean = phi / cdf;
     let var = 1.0 - mean - mean * mean;
     check_moments(&x1, mean, var, 4.0, 4.5, "truncated x.1").unwrap();
-    let divergent = chains.iter().flat_map(|c| &c.draws).filter(|d| d.stats.divergent).count();
+    let divergent = chains
+        .iter()
+        .flat_map(|c| &c.draws)
+        .filter(|d| d.stats.divergent)
+        .count();
     assert!(divergent > 0);
     let messages = progress.messages.lock().unwrap();
-    assert!(!messages.is_empty() && messages.iter().all(|(_, m)| m.contains("x.1 below -1")), "{messages:?}");
+    assert!(
+        !messages.is_empty() && messages.iter().all(|(_, m)| m.contains("x.1 below -1")),
+        "{messages:?}"
+    );
 }
 
-/// A fatal error stops its chain with the error; draws written before it stay written and the
-/// sink is finished.
+/// A fatal error stops the run: its chain reports the error, the other chain stops before its
+/// next iteration; draws written before stay written and begun sinks are finished.
 #[test]
-fn fatal_error_stops_the_chain() {
+fn fatal_error_stops_the_run() {
     let mut config = config(2);
+    config.threads = 1; // chains run one after the other, so the second sees the stop at once
     config.sampler.init = Init::Radius(0.5);
     // Without adaptation, so that the error comes from a trajectory, not the step-size search.
     config.sampler.adapt.engaged = false;
     config.sampler.stepsize = 0.5;
     config.sampler.save_warmup = true;
-    let (report, chains) = run_in_memory(Faulty { dim: 2, fault: Fault::FatalOutside }, &config, &NoProgress);
-    for (r, c) in report.chains.iter().zip(&chains) {
-        match &r.error {
-            Some(ChainError::Fatal { iteration, error }) => {
-                assert!(error.message.contains("out of range"));
-                assert!(*iteration > 1 && *iteration <= 400 && r.iterations == iteration - 1, "{iteration}");
-                assert_eq!(r.draws_written, iteration - 1, "every iteration before the error was kept");
-            }
-            other => panic!("expected a fatal error, got {other:?}"),
+    let (report, chains) = run_in_memory(
+        Faulty {
+            dim: 2,
+            fault: Fault::FatalOutside,
+        },
+        &config,
+        &NoProgress,
+    );
+    let fatal: Vec<usize> = (0..2)
+        .filter(|&k| matches!(report.chains[k].error, Some(ChainError::Fatal { .. })))
+        .collect();
+    assert_eq!(fatal.len(), 1, "{:?}", report.chains);
+    let (f, other) = (fatal[0], 1 - fatal[0]);
+    let r = &report.chains[f];
+    match &r.error {
+        Some(ChainError::Fatal { iteration, error }) => {
+            assert!(error.message.contains("out of range"));
+            assert!(
+                *iteration > 1 && *iteration <= 400 && r.iterations == iteration - 1,
+                "{iteration}"
+            );
+            assert_eq!(
+                r.draws_written,
+                iteration - 1,
+                "every iteration before the error was kept"
+            );
         }
-        assert!(c.finished);
-        assert_eq!(c.draws.len(), r.draws_written);
+        _ => unreachable!(),
+    }
+    assert!(chains[f].finished);
+    assert_eq!(chains[f].draws.len(), r.draws_written);
+    match &report.chains[other].error {
+        Some(e @ ChainError::Stopped { by_chain, .. }) => {
+            assert_eq!(*by_chain, r.chain_id);
+            assert!(e.to_string().contains("fatal error in chain"));
+        }
+        e => panic!("expected the other chain to be stopped, got {e:?}"),
     }
 }
 
@@ -195,13 +309,44 @@ impl DrawSink for FailingSink {
 
 #[test]
 fn sink_failure_stops_only_its_chain() {
-    let model = Unconstrained::new(IndependentNormal { mean: vec![0.0; 3], sd: vec![1.0; 3] }, "x");
+    let model = Unconstrained::new(
+        IndependentNormal {
+            mean: vec![0.0; 3],
+            sd: vec![1.0; 3],
+        },
+        "x",
+    );
     let good: Arc<Mutex<Received>> = Arc::default();
-    let sinks: Vec<Box<dyn DrawSink>> = vec![Box::new(FailingSink(0)), Box::new(MemorySink(good.clone()))];
+    let sinks: Vec<Box<dyn DrawSink>> =
+        vec![Box::new(FailingSink(0)), Box::new(MemorySink(good.clone()))];
     let report = hazel_nuts::run(&model, &config(2), sinks, &NoProgress).unwrap();
-    assert!(matches!(&report.chains[0].error, Some(ChainError::Sink(e)) if e.to_string() == "disk full"));
+    assert!(
+        matches!(&report.chains[0].error, Some(ChainError::Sink(e)) if e.to_string() == "disk full")
+    );
     assert_eq!(report.chains[0].draws_written, 9);
     assert!(report.chains[1].error.is_none());
     assert_eq!(good.lock().unwrap().draws.len(), 200);
     assert_eq!(report.failures().count(), 1);
+}
+
+/// A model without parameters (e.g. only generated quantities): every transition is one
+/// trivial leapfrog step; nothing fails and every draw is written.
+#[test]
+fn zero_dimensional_model_runs() {
+    let (report, chains) = run_in_memory(
+        IndependentNormal {
+            mean: vec![],
+            sd: vec![],
+        },
+        &config(2),
+        &NoProgress,
+    );
+    assert!(report.all_ok(), "{:?}", report.chains);
+    for c in &chains {
+        assert_eq!(c.draws.len(), 200);
+        assert!(c
+            .draws
+            .iter()
+            .all(|d| d.values.is_empty() && !d.stats.divergent && d.stats.lp == 0.0));
+    }
 }

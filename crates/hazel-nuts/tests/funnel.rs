@@ -32,7 +32,13 @@ impl LogDensity for Funnel {
 
 #[test]
 fn funnel_divergences_are_detected_and_reported() {
-    let config = RunConfig { seed: 3, chains: 2, threads: 0, first_chain_id: 1, sampler: SamplerConfig::default() };
+    let config = RunConfig {
+        seed: 3,
+        chains: 2,
+        threads: 0,
+        first_chain_id: 1,
+        sampler: SamplerConfig::default(),
+    };
     let progress = RecordingProgress::default();
     let (report, chains) = run_in_memory(Funnel, &config, &progress);
     assert!(report.all_ok());
@@ -43,9 +49,18 @@ fn funnel_divergences_are_detected_and_reported() {
         total += flagged;
         for d in c.draws.iter().filter(|d| d.stats.divergent) {
             // A divergence ends the trajectory: the last doubling was cut short.
-            assert!(d.stats.n_leapfrog < (1 << (d.stats.treedepth + 1)), "{:?}", d.stats);
+            assert!(
+                d.stats.n_leapfrog < (1 << (d.stats.treedepth + 1)),
+                "{:?}",
+                d.stats
+            );
         }
     }
     assert!(total > 0, "the funnel's neck produces divergences");
-    assert_eq!(progress.iterations.load(std::sync::atomic::Ordering::Relaxed), 2 * 2000);
+    assert_eq!(
+        progress
+            .iterations
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2 * 2000
+    );
 }

@@ -7,8 +7,17 @@ use common::*;
 use hazel_nuts::{InverseMetric, NoProgress, RunConfig, SamplerConfig};
 
 fn config(seed: u64) -> RunConfig {
-    let sampler = SamplerConfig { save_warmup: true, ..SamplerConfig::default() };
-    RunConfig { seed, chains: 4, threads: 0, first_chain_id: 1, sampler }
+    let sampler = SamplerConfig {
+        save_warmup: true,
+        ..SamplerConfig::default()
+    };
+    RunConfig {
+        seed,
+        chains: 4,
+        threads: 0,
+        first_chain_id: 1,
+        sampler,
+    }
 }
 
 /// Checks every coordinate's mean and variance, the acceptance rate and divergences.
@@ -17,12 +26,23 @@ fn check_run(density: IndependentNormal, seed: u64) {
     let (mean, sd) = (density.mean.clone(), density.sd.clone());
     let config = config(seed);
     let (report, chains) = run_in_memory(density, &config, &NoProgress);
-    assert!(report.all_ok(), "{:?}", report.failures().collect::<Vec<_>>());
+    assert!(
+        report.all_ok(),
+        "{:?}",
+        report.failures().collect::<Vec<_>>()
+    );
     let mut failures = Vec::new();
     for i in 0..dim {
         // Means within 4 MCSE; variances within 4.5 MCSE, because their MCSE rests on the ESS of
         // the squared deviations, itself estimated from the same draws.
-        if let Err(e) = check_moments(&column(&chains, i), mean[i], sd[i] * sd[i], 4.0, 4.5, &format!("x.{}", i + 1)) {
+        if let Err(e) = check_moments(
+            &column(&chains, i),
+            mean[i],
+            sd[i] * sd[i],
+            4.0,
+            4.5,
+            &format!("x.{}", i + 1),
+        ) {
             failures.push(e);
         }
     }
@@ -34,28 +54,60 @@ fn check_run(density: IndependentNormal, seed: u64) {
     // above delta (stan-dev/stan#3105), hence the asymmetric bound there.
     let warmup_accept: Vec<f64> = chains
         .iter()
-        .flat_map(|c| c.draws.iter().filter(|d| d.warmup).skip(75).map(|d| d.stats.accept_stat))
+        .flat_map(|c| {
+            c.draws
+                .iter()
+                .filter(|d| d.warmup)
+                .skip(75)
+                .map(|d| d.stats.accept_stat)
+        })
         .collect();
     assert_eq!(warmup_accept.len(), 4 * 925);
     let adapting = warmup_accept.iter().sum::<f64>() / warmup_accept.len() as f64;
-    assert!((adapting - 0.8).abs() < 0.05, "mean accept_stat while adapting {adapting}");
-    let stats: Vec<_> = chains.iter().flat_map(|c| c.draws.iter().filter(|d| !d.warmup)).map(|d| d.stats).collect();
+    assert!(
+        (adapting - 0.8).abs() < 0.05,
+        "mean accept_stat while adapting {adapting}"
+    );
+    let stats: Vec<_> = chains
+        .iter()
+        .flat_map(|c| c.draws.iter().filter(|d| !d.warmup))
+        .map(|d| d.stats)
+        .collect();
     assert_eq!(stats.len(), 4 * 1000);
     let accept = stats.iter().map(|s| s.accept_stat).sum::<f64>() / stats.len() as f64;
-    assert!(accept > 0.8 - 0.05 && accept < 0.8 + 0.1, "mean accept_stat after warmup {accept}");
-    assert!(stats.iter().all(|s| !s.divergent), "a Gaussian has no divergences");
-    assert_eq!(report.chains.iter().map(|c| c.divergences).sum::<usize>(), 0);
+    assert!(
+        accept > 0.8 - 0.05 && accept < 0.8 + 0.1,
+        "mean accept_stat after warmup {accept}"
+    );
+    assert!(
+        stats.iter().all(|s| !s.divergent),
+        "a Gaussian has no divergences"
+    );
+    assert_eq!(
+        report.chains.iter().map(|c| c.divergences).sum::<usize>(),
+        0
+    );
     // Statistics are consistent with their definitions.
     for s in &stats {
-        assert!(s.n_leapfrog >= (1 << s.treedepth) - 1 && s.n_leapfrog < (1 << (s.treedepth + 1)), "{s:?}");
-        assert!(s.energy >= -s.lp, "energy includes a non-negative kinetic term: {s:?}");
+        assert!(
+            s.n_leapfrog >= (1 << s.treedepth) - 1 && s.n_leapfrog < (1 << (s.treedepth + 1)),
+            "{s:?}"
+        );
+        assert!(
+            s.energy >= -s.lp,
+            "energy includes a non-negative kinetic term: {s:?}"
+        );
         assert!(s.accept_stat >= 0.0 && s.accept_stat <= 1.0);
     }
     // The step size is constant after warmup and equals the reported adapted one.
     for (c, r) in chains.iter().zip(&report.chains) {
         let (eps, _) = c.adaptation.as_ref().expect("adaptation_done called");
         assert_eq!(Some(*eps), r.stepsize);
-        assert!(c.draws.iter().filter(|d| !d.warmup).all(|d| d.stats.stepsize == *eps));
+        assert!(c
+            .draws
+            .iter()
+            .filter(|d| !d.warmup)
+            .all(|d| d.stats.stepsize == *eps));
         assert!(c.finished);
     }
     // The adapted inverse metric estimates the variances. Each chain's last window holds ~500
@@ -67,7 +119,10 @@ fn check_run(density: IndependentNormal, seed: u64) {
             InverseMetric::Diag(v) => {
                 let ratios: Vec<f64> = (0..dim).map(|i| v[i] / (sd[i] * sd[i])).collect();
                 let mean_ratio = ratios.iter().sum::<f64>() / dim as f64;
-                assert!((mean_ratio - 1.0).abs() < 0.1, "mean adapted variance ratio {mean_ratio}");
+                assert!(
+                    (mean_ratio - 1.0).abs() < 0.1,
+                    "mean adapted variance ratio {mean_ratio}"
+                );
                 assert!(ratios.iter().all(|r| *r > 0.5 && *r < 2.0), "{ratios:?}");
             }
             other => panic!("expected a diagonal metric, got {other:?}"),
@@ -77,7 +132,10 @@ fn check_run(density: IndependentNormal, seed: u64) {
 
 #[test]
 fn iid_normal_100d() {
-    let density = IndependentNormal { mean: vec![0.0; 100], sd: vec![1.0; 100] };
+    let density = IndependentNormal {
+        mean: vec![0.0; 100],
+        sd: vec![1.0; 100],
+    };
     check_run(density, 20251121);
 }
 
@@ -85,7 +143,9 @@ fn iid_normal_100d() {
 fn scaled_normal_100d() {
     // Standard deviations log-spaced from 0.1 to 10, means that differ, so a wrong mean or a
     // wrong per-coordinate scale would show.
-    let sd: Vec<f64> = (0..100).map(|i| 10f64.powf(-1.0 + 2.0 * i as f64 / 99.0)).collect();
+    let sd: Vec<f64> = (0..100)
+        .map(|i| 10f64.powf(-1.0 + 2.0 * i as f64 / 99.0))
+        .collect();
     let mean: Vec<f64> = (0..100).map(|i| (i as f64 - 50.0) / 10.0).collect();
     check_run(IndependentNormal { mean, sd }, 7);
 }

@@ -38,7 +38,7 @@ impl LogDensity for ConjugateNormal {
 
 #[test]
 fn conjugate_normal_ranks_are_uniform() {
-    let replicates = 200;
+    let replicates = 500;
     let n_obs = 4;
     let draws_kept = 99;
     let bins = 10;
@@ -53,18 +53,46 @@ fn conjugate_normal_ranks_are_uniform() {
                 sum_y[k] += mu[k] + sim.normal();
             }
         }
-        let sampler = SamplerConfig { num_warmup: 150, num_samples: 2 * draws_kept, thin: 2, ..SamplerConfig::default() };
-        let config = RunConfig { seed: 1000 + replicate, chains: 1, threads: 1, first_chain_id: 1, sampler };
-        let (report, chains) = run_in_memory(ConjugateNormal { sum_y, n: n_obs as f64 }, &config, &NoProgress);
+        let sampler = SamplerConfig {
+            num_warmup: 150,
+            num_samples: 2 * draws_kept,
+            thin: 2,
+            ..SamplerConfig::default()
+        };
+        let config = RunConfig {
+            seed: 1000 + replicate,
+            chains: 1,
+            threads: 1,
+            first_chain_id: 1,
+            sampler,
+        };
+        let (report, chains) = run_in_memory(
+            ConjugateNormal {
+                sum_y,
+                n: n_obs as f64,
+            },
+            &config,
+            &NoProgress,
+        );
         assert!(report.all_ok());
         assert_eq!(chains[0].draws.len(), draws_kept);
-        for k in 0..3 {
-            let rank = chains[0].draws.iter().filter(|d| d.values[k] < mu[k]).count();
+        for (k, &truth) in mu.iter().enumerate() {
+            let rank = chains[0]
+                .draws
+                .iter()
+                .filter(|d| d.values[k] < truth)
+                .count();
             histogram[rank * bins / (draws_kept + 1)] += 1;
         }
     }
     let expected = (3 * replicates) as f64 / bins as f64;
-    let chi_square: f64 = histogram.iter().map(|&o| (o as f64 - expected).powi(2) / expected).sum();
+    let chi_square: f64 = histogram
+        .iter()
+        .map(|&o| (o as f64 - expected).powi(2) / expected)
+        .sum();
     // 0.999 quantile of chi-square with 9 degrees of freedom.
-    assert!(chi_square < 27.877, "rank histogram {histogram:?}, chi-square {chi_square}");
+    assert!(
+        chi_square < 27.877,
+        "rank histogram {histogram:?}, chi-square {chi_square}"
+    );
 }

@@ -3,7 +3,9 @@
 use std::time::Instant;
 
 fn generated_program(statements: usize) -> String {
-    let mut s = String::from("data { int N; vector[N] x; }\nparameters { real mu; real<lower=0> sigma; }\nmodel {\n");
+    let mut s = String::from(
+        "data { int N; vector[N] x; }\nparameters { real mu; real<lower=0> sigma; }\nmodel {\n",
+    );
     for i in 0..statements {
         s.push_str(&format!(
             "  target += normal_lpdf(x[{i} % N + 1] | mu + {i}.5 * sigma ^ 2, sigma) - log1p(exp(-mu * {i}));\n"

@@ -660,4 +660,13 @@ impl Program {
     pub fn strip_locations(&mut self) {
         crate::visit::strip_locations(self);
     }
+
+    /// Structural equality ignoring spans and node ids (e.g. `parse(print(p))` vs `p`).
+    pub fn same_structure(&self, other: &Program) -> bool {
+        let mut a = self.clone();
+        let mut b = other.clone();
+        a.strip_locations();
+        b.strip_locations();
+        a == b
+    }
 }

@@ -12,7 +12,7 @@ pub mod lexer;
 mod parser;
 pub mod pretty;
 pub mod span;
-mod visit;
+pub mod visit;
 
 use std::path::{Path, PathBuf};
 

@@ -368,7 +368,6 @@ impl<'a> Parser<'a> {
     /// Skips to a statement boundary: past the next `;` at this nesting level, past a
     /// balanced `{...}`, or up to (not past) a `}` that closes the enclosing block.
     fn synchronize(&mut self) {
-        let start = self.pos;
         let mut depth = 0usize;
         loop {
             match self.peek() {
@@ -378,14 +377,9 @@ impl<'a> Parser<'a> {
                     return;
                 }
                 TokenKind::LBrace => depth += 1,
+                // Closes the enclosing block: leave it for the block's loop.
+                TokenKind::RBrace if depth == 0 => return,
                 TokenKind::RBrace => {
-                    if depth == 0 {
-                        // Always make progress, unless this brace closes the enclosing block.
-                        if self.pos == start {
-                            return;
-                        }
-                        return;
-                    }
                     depth -= 1;
                     if depth == 0 {
                         self.bump();
@@ -1113,11 +1107,12 @@ impl<'a> Parser<'a> {
         } else {
             return;
         };
-        self.diagnostics.push(Diagnostic::error(ty.span, message).with_hint(
-            "constraints are only allowed on variables declared directly in the data, \
+        self.diagnostics
+            .push(Diagnostic::error(ty.span, message).with_hint(
+                "constraints are only allowed on variables declared directly in the data, \
              transformed data, parameters, transformed parameters and generated quantities \
              blocks; use the unconstrained type (`vector`, `matrix`, `real`, ...) here",
-        ));
+            ));
     }
 
     fn expect_semi(&mut self, _stmt_start: Span) -> PResult<Span> {
@@ -1619,16 +1614,17 @@ impl<'a> Parser<'a> {
                         TokenKind::Int(d) => (d, self.bump()),
                         _ => return Err(self.expected("a tuple component number after `.`")),
                     };
-                    let index =
-                        match digits.parse::<usize>() {
-                            Ok(k) if k >= 1 => k,
-                            _ => return Err(self.error(Diagnostic::error(
+                    let index = match digits.parse::<usize>() {
+                        Ok(k) if k >= 1 => k,
+                        _ => {
+                            return Err(self.error(Diagnostic::error(
                                 dot.to(end),
                                 format!(
                                     "`{digits}` is not a valid tuple component (they count from 1)"
                                 ),
-                            ))),
-                        };
+                            )))
+                        }
+                    };
                     let span = e.span.to(end);
                     e = self.mk_expr(
                         span,

@@ -274,3 +274,274 @@ fn strip_expr(expr: &mut Expr) {
         }
     }
 }
+
+/// Read-only traversal hooks. Every method has an empty default; [`walk_program`] calls
+/// `stmt` before a statement's children, `expr` before an expression's children, and
+/// `decl_type` / `unsized_type` for every type (tuple components included).
+pub trait Visitor {
+    fn stmt(&mut self, _stmt: &Stmt) {}
+    fn expr(&mut self, _expr: &Expr) {}
+    fn lvalue(&mut self, _lvalue: &LValue) {}
+    fn decl_type(&mut self, _ty: &DeclType) {}
+    fn unsized_type(&mut self, _ty: &UnsizedType) {}
+    fn fundef(&mut self, _fundef: &FunDef) {}
+}
+
+/// Visits the whole program in source order (functions first, then the blocks).
+pub fn walk_program(program: &Program, v: &mut dyn Visitor) {
+    if let Some(functions) = &program.functions {
+        for f in &functions.functions {
+            v.fundef(f);
+            if let ReturnType::Type(t) = &f.return_type {
+                walk_unsized(t, v);
+            }
+            for arg in &f.args {
+                walk_unsized(&arg.ty, v);
+            }
+            if let Some(body) = &f.body {
+                walk_stmt(body, v);
+            }
+        }
+    }
+    for block in program.blocks() {
+        for s in &block.stmts {
+            walk_stmt(s, v);
+        }
+    }
+}
+
+fn walk_unsized(ty: &UnsizedType, v: &mut dyn Visitor) {
+    v.unsized_type(ty);
+    if let UnsizedElem::Tuple(items) = &ty.elem {
+        for item in items {
+            walk_unsized(item, v);
+        }
+    }
+}
+
+fn walk_opt(e: &Option<Expr>, v: &mut dyn Visitor) {
+    if let Some(e) = e {
+        walk_expr(e, v);
+    }
+}
+
+fn walk_transform(t: &Transform, v: &mut dyn Visitor) {
+    match t {
+        Transform::None => {}
+        Transform::Bounds { lower, upper } => {
+            walk_opt(lower, v);
+            walk_opt(upper, v);
+        }
+        Transform::Affine { offset, multiplier } => {
+            walk_opt(offset, v);
+            walk_opt(multiplier, v);
+        }
+    }
+}
+
+/// Visits a declared type: array sizes, transform expressions, element sizes, components.
+pub fn walk_decl_type(ty: &DeclType, v: &mut dyn Visitor) {
+    v.decl_type(ty);
+    for e in &ty.array_dims {
+        walk_expr(e, v);
+    }
+    match &ty.elem {
+        ElemType::Int { transform } | ElemType::Real { transform } => walk_transform(transform, v),
+        ElemType::Complex => {}
+        ElemType::Vector { transform, size } | ElemType::RowVector { transform, size } => {
+            walk_transform(transform, v);
+            walk_expr(size, v);
+        }
+        ElemType::Matrix {
+            transform,
+            rows,
+            cols,
+        } => {
+            walk_transform(transform, v);
+            walk_expr(rows, v);
+            walk_expr(cols, v);
+        }
+        ElemType::ComplexVector { size }
+        | ElemType::ComplexRowVector { size }
+        | ElemType::Simplex { size }
+        | ElemType::UnitVector { size }
+        | ElemType::SumToZeroVector { size }
+        | ElemType::Ordered { size }
+        | ElemType::PositiveOrdered { size }
+        | ElemType::CholeskyFactorCorr { size }
+        | ElemType::CorrMatrix { size }
+        | ElemType::CovMatrix { size } => walk_expr(size, v),
+        ElemType::ComplexMatrix { rows, cols }
+        | ElemType::SumToZeroMatrix { rows, cols }
+        | ElemType::ColumnStochasticMatrix { rows, cols }
+        | ElemType::RowStochasticMatrix { rows, cols } => {
+            walk_expr(rows, v);
+            walk_expr(cols, v);
+        }
+        ElemType::CholeskyFactorCov { rows, cols } => {
+            walk_expr(rows, v);
+            walk_opt(cols, v);
+        }
+        ElemType::Tuple(items) => {
+            for item in items {
+                walk_decl_type(item, v);
+            }
+        }
+    }
+}
+
+fn walk_printables(items: &[Printable], v: &mut dyn Visitor) {
+    for p in items {
+        if let Printable::Expr(e) = p {
+            walk_expr(e, v);
+        }
+    }
+}
+
+/// Visits a statement and everything inside it.
+pub fn walk_stmt(stmt: &Stmt, v: &mut dyn Visitor) {
+    v.stmt(stmt);
+    match &stmt.kind {
+        StmtKind::VarDecl(decl) => {
+            walk_decl_type(&decl.ty, v);
+            for d in &decl.declarators {
+                walk_opt(&d.init, v);
+            }
+        }
+        StmtKind::Assign { lhs, rhs, .. } => {
+            walk_lvalue(lhs, v);
+            walk_expr(rhs, v);
+        }
+        StmtKind::Tilde {
+            lhs,
+            args,
+            truncation,
+            ..
+        } => {
+            walk_expr(lhs, v);
+            for a in args {
+                walk_expr(a, v);
+            }
+            if let Some(t) = truncation {
+                walk_opt(&t.lower, v);
+                walk_opt(&t.upper, v);
+            }
+        }
+        StmtKind::TargetPlusAssign(e) | StmtKind::JacobianPlusAssign(e) => walk_expr(e, v),
+        StmtKind::For {
+            lower, upper, body, ..
+        } => {
+            walk_expr(lower, v);
+            walk_expr(upper, v);
+            walk_stmt(body, v);
+        }
+        StmtKind::Foreach { iterable, body, .. } => {
+            walk_expr(iterable, v);
+            walk_stmt(body, v);
+        }
+        StmtKind::While { cond, body } => {
+            walk_expr(cond, v);
+            walk_stmt(body, v);
+        }
+        StmtKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            walk_expr(cond, v);
+            walk_stmt(then_branch, v);
+            if let Some(e) = else_branch {
+                walk_stmt(e, v);
+            }
+        }
+        StmtKind::Break | StmtKind::Continue | StmtKind::Empty => {}
+        StmtKind::Return(e) => walk_opt(e, v),
+        StmtKind::Print(items) | StmtKind::Reject(items) | StmtKind::FatalError(items) => {
+            walk_printables(items, v)
+        }
+        StmtKind::Block(stmts) | StmtKind::Profile { body: stmts, .. } => {
+            for s in stmts {
+                walk_stmt(s, v);
+            }
+        }
+        StmtKind::Call { args, .. } => {
+            for a in args {
+                walk_expr(a, v);
+            }
+        }
+    }
+}
+
+/// Visits an lvalue and the index expressions inside it.
+pub fn walk_lvalue(lv: &LValue, v: &mut dyn Visitor) {
+    v.lvalue(lv);
+    match &lv.kind {
+        LValueKind::Var(_) => {}
+        LValueKind::Index { base, indices } => {
+            walk_lvalue(base, v);
+            for i in indices {
+                walk_index(i, v);
+            }
+        }
+        LValueKind::TupleProj { base, .. } => walk_lvalue(base, v),
+        LValueKind::Tuple(items) => {
+            for item in items {
+                walk_lvalue(item, v);
+            }
+        }
+    }
+}
+
+fn walk_index(index: &Index, v: &mut dyn Visitor) {
+    match index {
+        Index::All => {}
+        Index::Single(e) | Index::Lower(e) | Index::Upper(e) => walk_expr(e, v),
+        Index::Range(a, b) => {
+            walk_expr(a, v);
+            walk_expr(b, v);
+        }
+    }
+}
+
+/// Visits an expression and its subexpressions (pre-order).
+pub fn walk_expr(expr: &Expr, v: &mut dyn Visitor) {
+    v.expr(expr);
+    match &expr.kind {
+        ExprKind::IntLit(_)
+        | ExprKind::RealLit { .. }
+        | ExprKind::ImagLit { .. }
+        | ExprKind::Var(_)
+        | ExprKind::Target => {}
+        ExprKind::Paren(e) | ExprKind::Transpose(e) => walk_expr(e, v),
+        ExprKind::Unary { operand, .. } => walk_expr(operand, v),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk_expr(lhs, v);
+            walk_expr(rhs, v);
+        }
+        ExprKind::Ternary {
+            cond,
+            then_expr,
+            else_expr,
+        } => {
+            walk_expr(cond, v);
+            walk_expr(then_expr, v);
+            walk_expr(else_expr, v);
+        }
+        ExprKind::Call { args, .. }
+        | ExprKind::CondDistCall { args, .. }
+        | ExprKind::Array(args)
+        | ExprKind::RowVector(args)
+        | ExprKind::Tuple(args) => {
+            for a in args {
+                walk_expr(a, v);
+            }
+        }
+        ExprKind::Index { base, indices } => {
+            walk_expr(base, v);
+            for i in indices {
+                walk_index(i, v);
+            }
+        }
+        ExprKind::TupleProj { base, .. } => walk_expr(base, v),
+    }
+}

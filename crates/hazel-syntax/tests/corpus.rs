@@ -5,8 +5,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeSet;
+
 use common::assert_round_trip;
+use hazel_syntax::ast::*;
 use hazel_syntax::parse_file;
+use hazel_syntax::visit::{walk_program, Visitor};
 
 fn stan_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -63,6 +67,290 @@ fn posteriordb_models_parse_and_round_trip() {
     for path in posteriordb_models() {
         check_parses_and_round_trips(&path);
     }
+}
+
+/// Records which syntactic constructs occur.
+#[derive(Default)]
+struct ConstructCensus {
+    seen: BTreeSet<String>,
+}
+
+impl ConstructCensus {
+    fn note(&mut self, name: impl Into<String>) {
+        self.seen.insert(name.into());
+    }
+}
+
+/// The variant name of a `Debug` rendering (`Foo { .. }` / `Foo(..)` / `Foo` → `Foo`).
+fn variant<T: std::fmt::Debug>(value: &T) -> String {
+    let text = format!("{value:?}");
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+impl Visitor for ConstructCensus {
+    fn stmt(&mut self, stmt: &Stmt) {
+        self.note(format!("stmt:{}", variant(&stmt.kind)));
+        match &stmt.kind {
+            StmtKind::Assign { op, lhs, .. } => {
+                self.note(format!("assign:{op:?}"));
+                self.note(format!("lvalue:{}", variant(&lhs.kind)));
+            }
+            StmtKind::Tilde {
+                truncation: Some(t),
+                ..
+            } => self.note(format!(
+                "truncation:{}{}",
+                if t.lower.is_some() { "L" } else { "_" },
+                if t.upper.is_some() { "U" } else { "_" }
+            )),
+            StmtKind::VarDecl(decl) => {
+                if decl.declarators.len() > 1 {
+                    self.note("decl:multiple");
+                }
+                if decl.declarators.iter().any(|d| d.init.is_some()) {
+                    self.note("decl:define");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn lvalue(&mut self, lv: &LValue) {
+        self.note(format!("lvalue:{}", variant(&lv.kind)));
+    }
+
+    fn expr(&mut self, expr: &Expr) {
+        self.note(format!("expr:{}", variant(&expr.kind)));
+        match &expr.kind {
+            ExprKind::Binary { op, .. } => self.note(format!("binop:{op:?}")),
+            ExprKind::Unary { op, .. } => self.note(format!("unop:{op:?}")),
+            ExprKind::Index { indices, .. } => {
+                if indices.len() > 1 {
+                    self.note("index:multiple");
+                }
+                for i in indices {
+                    self.note(format!("index:{}", variant(i)));
+                }
+            }
+            ExprKind::RealLit { text, .. } => {
+                if text.contains(['e', 'E']) {
+                    self.note("real:exponent");
+                }
+                if text.starts_with('.') {
+                    self.note("real:leading-dot");
+                }
+                if text.ends_with('.') {
+                    self.note("real:trailing-dot");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn decl_type(&mut self, ty: &DeclType) {
+        if !ty.array_dims.is_empty() {
+            self.note("type:array");
+        }
+        self.note(format!("type:{}", variant(&ty.elem)));
+        let transform = match &ty.elem {
+            ElemType::Int { transform }
+            | ElemType::Real { transform }
+            | ElemType::Vector { transform, .. }
+            | ElemType::RowVector { transform, .. }
+            | ElemType::Matrix { transform, .. } => Some(transform),
+            _ => None,
+        };
+        match transform {
+            Some(Transform::Bounds { lower, upper }) => self.note(format!(
+                "bounds:{}{}",
+                lower.is_some() as u8,
+                upper.is_some() as u8
+            )),
+            Some(Transform::Affine { offset, multiplier }) => self.note(format!(
+                "affine:{}{}",
+                offset.is_some() as u8,
+                multiplier.is_some() as u8
+            )),
+            _ => {}
+        }
+        if let ElemType::CholeskyFactorCov { cols, .. } = &ty.elem {
+            self.note(format!("cholesky_cov_sizes:{}", 1 + cols.is_some() as u8));
+        }
+    }
+
+    fn unsized_type(&mut self, ty: &UnsizedType) {
+        self.note(format!("argtype:{}", variant(&ty.elem)));
+        if ty.array_dims > 1 {
+            self.note("argtype:multi-dim-array");
+        }
+    }
+
+    fn fundef(&mut self, f: &FunDef) {
+        self.note(if f.body.is_some() {
+            "fun:def"
+        } else {
+            "fun:forward"
+        });
+        if matches!(f.return_type, ReturnType::Void(_)) {
+            self.note("fun:void");
+        }
+        if f.args.iter().any(|a| a.data_only) {
+            self.note("fun:data-arg");
+        }
+    }
+}
+
+#[test]
+fn valid_corpus_uses_every_construct() {
+    let mut census = ConstructCensus::default();
+    for path in valid_corpus() {
+        let result = parse_file(&path, &[]).expect("readable");
+        let program = result.program.expect("parses");
+        for block in program.blocks() {
+            census.note(format!("block:{:?}", block.kind));
+        }
+        if program.functions.is_some() {
+            census.note("block:Functions");
+        }
+        walk_program(&program, &mut census);
+    }
+    let mut required: Vec<String> = [
+        "block:Functions",
+        "block:Data",
+        "block:TransformedData",
+        "block:Parameters",
+        "block:TransformedParameters",
+        "block:Model",
+        "block:GeneratedQuantities",
+        "fun:def",
+        "fun:forward",
+        "fun:void",
+        "fun:data-arg",
+        "argtype:multi-dim-array",
+        "argtype:Tuple",
+        "decl:multiple",
+        "decl:define",
+        "type:array",
+        "bounds:10",
+        "bounds:01",
+        "bounds:11",
+        "affine:11",
+        "affine:01",
+        "cholesky_cov_sizes:1",
+        "cholesky_cov_sizes:2",
+        "truncation:LU",
+        "truncation:L_",
+        "truncation:_U",
+        "lvalue:Var",
+        "lvalue:Index",
+        "lvalue:TupleProj",
+        "lvalue:Tuple",
+        "index:All",
+        "index:Single",
+        "index:Lower",
+        "index:Upper",
+        "index:Range",
+        "index:multiple",
+        "real:exponent",
+        "real:leading-dot",
+        "real:trailing-dot",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for elem in [
+        "Int",
+        "Real",
+        "Complex",
+        "Vector",
+        "RowVector",
+        "Matrix",
+        "ComplexVector",
+        "ComplexRowVector",
+        "ComplexMatrix",
+        "Simplex",
+        "UnitVector",
+        "SumToZeroVector",
+        "SumToZeroMatrix",
+        "Ordered",
+        "PositiveOrdered",
+        "CholeskyFactorCorr",
+        "CholeskyFactorCov",
+        "CorrMatrix",
+        "CovMatrix",
+        "ColumnStochasticMatrix",
+        "RowStochasticMatrix",
+        "Tuple",
+    ] {
+        required.push(format!("type:{elem}"));
+    }
+    for stmt in [
+        "VarDecl",
+        "Assign",
+        "Tilde",
+        "TargetPlusAssign",
+        "JacobianPlusAssign",
+        "For",
+        "Foreach",
+        "While",
+        "If",
+        "Break",
+        "Continue",
+        "Return",
+        "Print",
+        "Reject",
+        "FatalError",
+        "Block",
+        "Profile",
+        "Call",
+        "Empty",
+    ] {
+        required.push(format!("stmt:{stmt}"));
+    }
+    for op in ["Assign", "Add", "Sub", "Mul", "Div", "EltMul", "EltDiv"] {
+        required.push(format!("assign:{op}"));
+    }
+    for expr in [
+        "IntLit",
+        "RealLit",
+        "ImagLit",
+        "Var",
+        "Paren",
+        "Binary",
+        "Unary",
+        "Transpose",
+        "Ternary",
+        "Call",
+        "CondDistCall",
+        "Target",
+        "Index",
+        "TupleProj",
+        "Array",
+        "RowVector",
+        "Tuple",
+    ] {
+        required.push(format!("expr:{expr}"));
+    }
+    for op in [
+        "Or", "And", "Eq", "Neq", "Lt", "Leq", "Gt", "Geq", "Add", "Sub", "Mul", "Div", "Mod",
+        "EltMul", "EltDiv", "IntDiv", "LeftDiv", "Pow", "EltPow",
+    ] {
+        required.push(format!("binop:{op}"));
+    }
+    for op in ["Not", "Neg"] {
+        required.push(format!("unop:{op}"));
+    }
+    let missing: Vec<&String> = required
+        .iter()
+        .filter(|r| !census.seen.contains(*r))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "constructs missing from tests/corpus/valid: {missing:?}"
+    );
 }
 
 /// A small deterministic generator (SplitMix64) so the mutation test needs no dependency.

@@ -398,7 +398,10 @@ fn local_variables_cannot_be_constrained() {
         "transformed parameters { if (1) { ordered[2] o; } }",
     ] {
         let r = parse_err(src);
-        assert!(r.render_diagnostics().contains("local variables cannot"), "{src}");
+        assert!(
+            r.render_diagnostics().contains("local variables cannot"),
+            "{src}"
+        );
     }
     parse_ok("model { real a; vector[2] v; tuple(real, matrix[2, 2]) t; complex_vector[2] z; }");
 }

@@ -86,7 +86,11 @@ impl DrawSink for MemorySink {
         Ok(())
     }
     fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        self.0.lock().unwrap().draws.push(Draw { warmup, stats: *stats, values: values.to_vec() });
+        self.0.lock().unwrap().draws.push(Draw {
+            warmup,
+            stats: *stats,
+            values: values.to_vec(),
+        });
         Ok(())
     }
     fn finish(&mut self, _: &Timing) -> io::Result<()> {
@@ -107,7 +111,10 @@ impl Progress for RecordingProgress {
         self.iterations.fetch_add(1, Ordering::Relaxed);
     }
     fn message(&self, chain: usize, message: &str) {
-        self.messages.lock().unwrap().push((chain, message.to_string()));
+        self.messages
+            .lock()
+            .unwrap()
+            .push((chain, message.to_string()));
     }
 }
 
@@ -119,8 +126,10 @@ pub fn run_in_memory<D: LogDensity>(
 ) -> (RunReport, Vec<Received>) {
     let model = Unconstrained::new(density, "x");
     let handles: Vec<Arc<Mutex<Received>>> = (0..config.chains).map(|_| Arc::default()).collect();
-    let sinks: Vec<Box<dyn DrawSink>> =
-        handles.iter().map(|h| Box::new(MemorySink(h.clone())) as Box<dyn DrawSink>).collect();
+    let sinks: Vec<Box<dyn DrawSink>> = handles
+        .iter()
+        .map(|h| Box::new(MemorySink(h.clone())) as Box<dyn DrawSink>)
+        .collect();
     let report = hazel_nuts::run(&model, config, sinks, progress).expect("run starts");
     let received = handles.iter().map(|h| h.lock().unwrap().clone()).collect();
     (report, received)
@@ -128,7 +137,16 @@ pub fn run_in_memory<D: LogDensity>(
 
 /// Post-warmup values of column `col`, one vector per chain.
 pub fn column(chains: &[Received], col: usize) -> Vec<Vec<f64>> {
-    chains.iter().map(|c| c.draws.iter().filter(|d| !d.warmup).map(|d| d.values[col]).collect()).collect()
+    chains
+        .iter()
+        .map(|c| {
+            c.draws
+                .iter()
+                .filter(|d| !d.warmup)
+                .map(|d| d.values[col])
+                .collect()
+        })
+        .collect()
 }
 
 /// Effective sample size of one chain by Geyer's initial positive sequence with the initial
@@ -137,7 +155,10 @@ pub fn ess_one_chain(x: &[f64]) -> f64 {
     let n = x.len();
     let mean = x.iter().sum::<f64>() / n as f64;
     let autocov = |lag: usize| -> f64 {
-        (0..n - lag).map(|i| (x[i] - mean) * (x[i + lag] - mean)).sum::<f64>() / n as f64
+        (0..n - lag)
+            .map(|i| (x[i] - mean) * (x[i + lag] - mean))
+            .sum::<f64>()
+            / n as f64
     };
     let c0 = autocov(0);
     if c0 == 0.0 {
@@ -182,13 +203,23 @@ pub fn check_moments(
 ) -> Result<(), String> {
     let (mean, mcse, ess) = mean_and_mcse(chains);
     if (mean - true_mean).abs() > z_mean * mcse {
-        return Err(format!("{label}: mean {mean} vs {true_mean}, mcse {mcse}, ess {ess}"));
+        return Err(format!(
+            "{label}: mean {mean} vs {true_mean}, mcse {mcse}, ess {ess}"
+        ));
     }
-    let squares: Vec<Vec<f64>> =
-        chains.iter().map(|c| c.iter().map(|x| (x - true_mean) * (x - true_mean)).collect()).collect();
+    let squares: Vec<Vec<f64>> = chains
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|x| (x - true_mean) * (x - true_mean))
+                .collect()
+        })
+        .collect();
     let (var, var_mcse, var_ess) = mean_and_mcse(&squares);
     if (var - true_var).abs() > z_var * var_mcse {
-        return Err(format!("{label}: variance {var} vs {true_var}, mcse {var_mcse}, ess {var_ess}"));
+        return Err(format!(
+            "{label}: variance {var} vs {true_var}, mcse {var_mcse}, ess {var_ess}"
+        ));
     }
     Ok(())
 }

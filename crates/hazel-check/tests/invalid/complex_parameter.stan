@@ -1,0 +1,2 @@
+parameters { complex z; }
+model { }
