@@ -203,6 +203,7 @@ pub fn run_one(
     let report = String::from_utf8_lossy(&compared.stdout);
     let mut detail: Vec<String> = report
         .lines()
+        .filter(|l| !l.starts_with("verdict:"))
         .filter(|l| l.contains("FAIL") || l.contains("not converged") || l.contains("missing"))
         .map(|l| {
             // Keep the quantity name and the failed checks only.

@@ -113,11 +113,11 @@ fn bernoulli_draws_match_the_exact_beta_posterior() {
 }
 
 #[test]
-fn files_do_not_depend_on_threads_and_options_reach_the_files() {
+fn files_do_not_depend_on_thread_counts_and_options_reach_the_files() {
     let dir = scratch_dir("threads");
     // Each run in its own directory with the same relative output path, so that the files
     // name the same output file.
-    let run = |threads: &str, sub: &str| -> Vec<PathBuf> {
+    let run = |threads: &str, threads_per_chain: &str, sub: &str| -> Vec<PathBuf> {
         let cwd = dir.join(sub);
         std::fs::create_dir_all(&cwd).unwrap();
         let output = hazel_in(
@@ -148,6 +148,8 @@ fn files_do_not_depend_on_threads_and_options_reach_the_files() {
                 "dense",
                 "--threads",
                 threads,
+                "--threads-per-chain",
+                threads_per_chain,
                 "--quiet",
             ],
         );
@@ -156,8 +158,8 @@ fn files_do_not_depend_on_threads_and_options_reach_the_files() {
             .map(|id| cwd.join(format!("out/model-{id}.csv")))
             .collect()
     };
-    let one = run("1", "one");
-    let three = run("3", "three");
+    let one = run("1", "1", "one");
+    let three = run("3", "2", "three");
     for (a, b) in one.iter().zip(&three) {
         assert!(
             without_timing(a) == without_timing(b),

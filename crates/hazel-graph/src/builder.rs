@@ -67,7 +67,10 @@ impl GraphBuilder {
         let off = self.graph.n_vals;
         self.graph.n_vals += len;
         self.buf.vals.resize(self.graph.n_vals, 0.0);
-        Slot { off: off as u32, len: len as u32 }
+        Slot {
+            off: off as u32,
+            len: len as u32,
+        }
     }
 
     fn alloc_scratch(&mut self, len: usize) -> u32 {
@@ -79,9 +82,17 @@ impl GraphBuilder {
 
     fn push(&mut self, op: Op) -> Arg {
         let out = op.out();
-        debug_assert!(op.inputs().iter().all(|a| !a.is_var() || a.off + a.len <= out.off));
+        debug_assert!(op
+            .inputs()
+            .iter()
+            .all(|a| !a.is_var() || a.off + a.len <= out.off));
         if self.eager_error.is_none() {
-            if let Err(e) = kernels::forward(&op, &self.graph.consts, &mut self.buf.vals, &mut self.buf.scratch) {
+            if let Err(e) = kernels::forward(
+                &op,
+                &self.graph.consts,
+                &mut self.buf.vals,
+                &mut self.buf.scratch,
+            ) {
                 self.eager_error = Some(e);
             }
         }
@@ -109,7 +120,10 @@ impl GraphBuilder {
 
     pub fn sum_scalars(&mut self, xs: Vec<Arg>) -> Arg {
         let out = self.alloc(1);
-        self.push(Op::SumScalars { xs: xs.into_boxed_slice(), out })
+        self.push(Op::SumScalars {
+            xs: xs.into_boxed_slice(),
+            out,
+        })
     }
 
     pub fn dot(&mut self, a: Arg, b: Arg) -> Arg {
@@ -130,29 +144,53 @@ impl GraphBuilder {
     /// One contiguous run from scalars anywhere.
     pub fn pack(&mut self, xs: Vec<Arg>) -> Arg {
         let out = self.alloc(xs.len());
-        self.push(Op::Pack { xs: xs.into_boxed_slice(), out })
+        self.push(Op::Pack {
+            xs: xs.into_boxed_slice(),
+            out,
+        })
     }
 
     /// `x[idx]` with 0-based data indexes (checked by the caller).
     pub fn gather(&mut self, x: Arg, idx: Vec<u32>) -> Arg {
         let out = self.alloc(idx.len());
-        self.push(Op::Gather { x, idx: idx.into_boxed_slice(), out })
+        self.push(Op::Gather {
+            x,
+            idx: idx.into_boxed_slice(),
+            out,
+        })
     }
 
     pub fn matvec(&mut self, m: Arg, v: Arg, rows: usize, cols: usize) -> Arg {
         let out = self.alloc(rows);
-        self.push(Op::MatVec { m, v, rows: rows as u32, cols: cols as u32, out })
+        self.push(Op::MatVec {
+            m,
+            v,
+            rows: rows as u32,
+            cols: cols as u32,
+            out,
+        })
     }
 
     pub fn matmul(&mut self, a: Arg, b: Arg, n: usize, k: usize, m: usize) -> Arg {
         let out = self.alloc(n * m);
-        self.push(Op::MatMul { a, b, n: n as u32, k: k as u32, m: m as u32, out })
+        self.push(Op::MatMul {
+            a,
+            b,
+            n: n as u32,
+            k: k as u32,
+            m: m as u32,
+            out,
+        })
     }
 
     /// Sum of a univariate log density over broadcast arguments (`args[0]` the variate).
     pub fn dist(&mut self, kind: DistKind, args: Vec<Arg>, propto: bool) -> Arg {
         let len = args.iter().map(|a| a.len()).max().unwrap_or(1);
-        let len = if args.iter().any(|a| a.is_empty()) { 0 } else { len };
+        let len = if args.iter().any(|a| a.is_empty()) {
+            0
+        } else {
+            len
+        };
         let mut sc = Vec::with_capacity(args.len());
         for a in &args {
             if a.is_var() {
@@ -163,7 +201,14 @@ impl GraphBuilder {
             }
         }
         let out = self.alloc(1);
-        self.push(Op::Dist { kind, args: args.into_boxed_slice(), propto, len: len as u32, scratch: sc.into_boxed_slice(), out })
+        self.push(Op::Dist {
+            kind,
+            args: args.into_boxed_slice(),
+            propto,
+            len: len as u32,
+            scratch: sc.into_boxed_slice(),
+            out,
+        })
     }
 
     /// A structured transform of `x`; the output run is the constrained value (`n_out`)
@@ -171,17 +216,55 @@ impl GraphBuilder {
     pub fn constrain(&mut self, kind: crate::tape::StructKind, x: Arg, n_out: usize) -> Arg {
         let sc = self.alloc_scratch(kind.workspace_len() + kind.free_len() + n_out);
         let out = self.alloc(n_out + 1);
-        self.push(Op::Constrain { kind, x, scratch: sc, out })
+        self.push(Op::Constrain {
+            kind,
+            x,
+            scratch: sc,
+            out,
+        })
+    }
+
+    pub fn cholesky(&mut self, a: Arg, n: usize) -> Arg {
+        let sc = self.alloc_scratch(n * n);
+        let out = self.alloc(n * n);
+        self.push(Op::Cholesky {
+            a,
+            n: n as u32,
+            scratch: sc,
+            out,
+        })
+    }
+
+    pub fn tri_solve(&mut self, l: Arg, b: Arg, n: usize, m: usize) -> Arg {
+        let sc = self.alloc_scratch(n * m);
+        let out = self.alloc(n * m);
+        self.push(Op::TriSolve {
+            l,
+            b,
+            n: n as u32,
+            m: m as u32,
+            scratch: sc,
+            out,
+        })
     }
 
     pub fn check(&mut self, kind: CheckKind, x: Arg, bound: Arg, message: String) {
         let out = self.alloc(0);
-        self.push(Op::Check { kind, x, bound, message: message.into_boxed_str(), out });
+        self.push(Op::Check {
+            kind,
+            x,
+            bound,
+            message: message.into_boxed_str(),
+            out,
+        });
     }
 
     pub fn reject(&mut self, message: String) {
         let out = self.alloc(0);
-        self.push(Op::Reject { message: message.into_boxed_str(), out });
+        self.push(Op::Reject {
+            message: message.into_boxed_str(),
+            out,
+        });
     }
 
     /// Finishes: the graph (buffers sized by the graph itself).

@@ -126,14 +126,28 @@ impl DistKind {
 
     /// A distribution by Stan family name: the inlined kernels first, then hazel_math's table.
     pub fn lookup(name: &str) -> Option<DistKind> {
-        DistKind::from_name(name).or_else(|| hazel_math::dist::distribution(name).map(|d| DistKind::Table(TableDist { dist: d, mode: Mode::Lpdf })))
+        DistKind::from_name(name).or_else(|| {
+            hazel_math::dist::distribution(name).map(|d| {
+                DistKind::Table(TableDist {
+                    dist: d,
+                    mode: Mode::Lpdf,
+                })
+            })
+        })
     }
 
     /// The log cdf (`ccdf = false`) or log ccdf of a family.
     pub fn cdf(name: &str, ccdf: bool) -> Option<DistKind> {
         let d = hazel_math::dist::distribution(name)?;
-        let ok = if ccdf { d.lccdf.is_some() } else { d.lcdf.is_some() };
-        ok.then_some(DistKind::Table(TableDist { dist: d, mode: if ccdf { Mode::Lccdf } else { Mode::Lcdf } }))
+        let ok = if ccdf {
+            d.lccdf.is_some()
+        } else {
+            d.lcdf.is_some()
+        };
+        ok.then_some(DistKind::Table(TableDist {
+            dist: d,
+            mode: if ccdf { Mode::Lccdf } else { Mode::Lcdf },
+        }))
     }
 
     pub fn name(self) -> &'static str {
@@ -172,8 +186,9 @@ impl DistKind {
             Table(t) => t.dist.arity,
             StdNormal => 1,
             Exponential | ChiSquare | Poisson | PoissonLog | Bernoulli | BernoulliLogit => 2,
-            StudentT | Binomial | BinomialLogit | Normal | Cauchy | Lognormal | Gamma | InvGamma | Beta | Uniform
-            | DoubleExponential | Logistic | Weibull | NegBinomial2 | NegBinomial2Log => {
+            StudentT | Binomial | BinomialLogit | Normal | Cauchy | Lognormal | Gamma
+            | InvGamma | Beta | Uniform | DoubleExponential | Logistic | Weibull | NegBinomial2
+            | NegBinomial2Log => {
                 if matches!(self, StudentT) {
                     4
                 } else {
@@ -191,13 +206,24 @@ impl DistKind {
         }
         matches!(
             self,
-            Poisson | PoissonLog | Bernoulli | BernoulliLogit | Binomial | BinomialLogit | NegBinomial2 | NegBinomial2Log
+            Poisson
+                | PoissonLog
+                | Bernoulli
+                | BernoulliLogit
+                | Binomial
+                | BinomialLogit
+                | NegBinomial2
+                | NegBinomial2Log
         )
     }
 
     /// Log density of one element: value (with dropped summands per `inc`) and partials.
     #[inline(always)]
-    pub fn elem(self, x: &[f64; 4], inc: &Inc) -> Result<(f64, [f64; 4]), std::borrow::Cow<'static, str>> {
+    pub fn elem(
+        self,
+        x: &[f64; 4],
+        inc: &Inc,
+    ) -> Result<(f64, [f64; 4]), std::borrow::Cow<'static, str>> {
         use std::borrow::Cow;
         use DistKind::*;
         let r = match self {
@@ -205,7 +231,14 @@ impl DistKind {
                 let n = t.dist.arity;
                 let mut g = [0.0; 4];
                 let v = match t.mode {
-                    Mode::Lpdf => (t.dist.lpdf)(&x[..n], hazel_math::dist::Terms { propto: !inc.all, varying: inc.varying as u32 }, &mut g[..n]),
+                    Mode::Lpdf => (t.dist.lpdf)(
+                        &x[..n],
+                        hazel_math::dist::Terms {
+                            propto: !inc.all,
+                            varying: inc.varying as u32,
+                        },
+                        &mut g[..n],
+                    ),
                     Mode::Lcdf => (t.dist.lcdf.expect("checked at lookup"))(&x[..n], &mut g[..n]),
                     Mode::Lccdf => (t.dist.lccdf.expect("checked at lookup"))(&x[..n], &mut g[..n]),
                 };
@@ -355,7 +388,8 @@ fn student_t(x: &[f64; 4], inc: &Inc) -> Res {
     }
     // ∂/∂y = −(ν+1) d / (σ ν (1+q))
     let dy = -(nu + 1.0) * d / (sigma * nu * (1.0 + q));
-    let dnu = 0.5 * (digamma(0.5 * (nu + 1.0)) - digamma(0.5 * nu)) - 0.5 / nu - 0.5 * l1 + 0.5 * (nu + 1.0) * q / (nu * (1.0 + q));
+    let dnu = 0.5 * (digamma(0.5 * (nu + 1.0)) - digamma(0.5 * nu)) - 0.5 / nu - 0.5 * l1
+        + 0.5 * (nu + 1.0) * q / (nu * (1.0 + q));
     let dsigma = -1.0 / sigma + (nu + 1.0) * q / (sigma * (1.0 + q));
     Ok((lp, [dy, dnu, -dy, dsigma]))
 }
@@ -374,7 +408,8 @@ fn lognormal(x: &[f64; 4], inc: &Inc) -> Res {
     let ly = y.ln();
     let z = (ly - mu) / sigma;
     let mut lp = 0.0;
-    if inc.t(0) {
+    // Stan Math keeps −log √(2π) in lognormal_lpdf even under propto (unlike normal_lpdf).
+    if inc.t(A0 | A1 | A2) {
         lp -= LOG_SQRT_TWO_PI;
     }
     if inc.t(A2) {
@@ -429,7 +464,10 @@ fn gamma(x: &[f64; 4], inc: &Inc) -> Res {
     if inc.t(A0 | A2) {
         lp -= b * y;
     }
-    Ok((lp, [(a - 1.0) / y - b, -digamma(a) + b.ln() + ly, a / b - y, 0.0]))
+    Ok((
+        lp,
+        [(a - 1.0) / y - b, -digamma(a) + b.ln() + ly, a / b - y, 0.0],
+    ))
 }
 
 #[inline(always)]
@@ -457,7 +495,15 @@ fn inv_gamma(x: &[f64; 4], inc: &Inc) -> Res {
     if inc.t(A0 | A2) {
         lp -= b / y;
     }
-    Ok((lp, [-(a + 1.0) / y + b / (y * y), -digamma(a) + b.ln() - ly, a / b - 1.0 / y, 0.0]))
+    Ok((
+        lp,
+        [
+            -(a + 1.0) / y + b / (y * y),
+            -digamma(a) + b.ln() - ly,
+            a / b - 1.0 / y,
+            0.0,
+        ],
+    ))
 }
 
 #[inline(always)]
@@ -487,7 +533,15 @@ fn beta(x: &[f64; 4], inc: &Inc) -> Res {
         lp += (b - 1.0) * l1y;
     }
     let dab = digamma(a + b);
-    Ok((lp, [(a - 1.0) / y - (b - 1.0) / (1.0 - y), ly + dab - digamma(a), l1y + dab - digamma(b), 0.0]))
+    Ok((
+        lp,
+        [
+            (a - 1.0) / y - (b - 1.0) / (1.0 - y),
+            ly + dab - digamma(a),
+            l1y + dab - digamma(b),
+            0.0,
+        ],
+    ))
 }
 
 #[inline(always)]
@@ -538,7 +592,15 @@ fn double_exponential(x: &[f64; 4], inc: &Inc) -> Res {
     } else {
         0.0
     };
-    Ok((lp, [-sgn / sigma, sgn / sigma, -1.0 / sigma + d.abs() / (sigma * sigma), 0.0]))
+    Ok((
+        lp,
+        [
+            -sgn / sigma,
+            sgn / sigma,
+            -1.0 / sigma + d.abs() / (sigma * sigma),
+            0.0,
+        ],
+    ))
 }
 
 #[inline(always)]
@@ -553,7 +615,11 @@ fn logistic(x: &[f64; 4], inc: &Inc) -> Res {
     let mut lp = 0.0;
     if inc.t(A0 | A1 | A2) {
         // −z − 2 log(1 + e^{−z})
-        let l = if -z > 0.0 { -z + z.exp().ln_1p() } else { (-z).exp().ln_1p() };
+        let l = if -z > 0.0 {
+            -z + z.exp().ln_1p()
+        } else {
+            (-z).exp().ln_1p()
+        };
         lp -= z + 2.0 * l;
     }
     if inc.t(A2) {
@@ -561,7 +627,10 @@ fn logistic(x: &[f64; 4], inc: &Inc) -> Res {
     }
     // d/dz = −1 + 2 σ(−z) = −tanh(z/2)
     let dz = -(0.5 * z).tanh();
-    Ok((lp, [dz / sigma, -dz / sigma, -dz * z / sigma - 1.0 / sigma, 0.0]))
+    Ok((
+        lp,
+        [dz / sigma, -dz / sigma, -dz * z / sigma - 1.0 / sigma, 0.0],
+    ))
 }
 
 #[inline(always)]
@@ -590,7 +659,12 @@ fn weibull(x: &[f64; 4], inc: &Inc) -> Res {
     }
     Ok((
         lp,
-        [(alpha - 1.0) / y - alpha * pw / y, 1.0 / alpha + ly - ls - pw * (ly - ls), -alpha / sigma + alpha * pw / sigma, 0.0],
+        [
+            (alpha - 1.0) / y - alpha * pw / y,
+            1.0 / alpha + ly - ls - pw * (ly - ls),
+            -alpha / sigma + alpha * pw / sigma,
+            0.0,
+        ],
     ))
 }
 
@@ -613,7 +687,15 @@ fn chi_square(x: &[f64; 4], inc: &Inc) -> Res {
     if inc.t(A0) {
         lp -= 0.5 * y;
     }
-    Ok((lp, [(h - 1.0) / y - 0.5, -0.5 * LN_2 - 0.5 * digamma(h) + 0.5 * ly, 0.0, 0.0]))
+    Ok((
+        lp,
+        [
+            (h - 1.0) / y - 0.5,
+            -0.5 * LN_2 - 0.5 * digamma(h) + 0.5 * ly,
+            0.0,
+            0.0,
+        ],
+    ))
 }
 
 #[inline(always)]
@@ -686,9 +768,17 @@ fn bernoulli(x: &[f64; 4], inc: &Inc) -> Res {
     }
     let mut lp = 0.0;
     if inc.t(A1) {
-        lp += if n == 1.0 { theta.ln() } else { (-theta).ln_1p() };
+        lp += if n == 1.0 {
+            theta.ln()
+        } else {
+            (-theta).ln_1p()
+        };
     }
-    let d = if n == 1.0 { 1.0 / theta } else { -1.0 / (1.0 - theta) };
+    let d = if n == 1.0 {
+        1.0 / theta
+    } else {
+        -1.0 / (1.0 - theta)
+    };
     Ok((lp, [0.0, d, 0.0, 0.0]))
 }
 
@@ -778,6 +868,9 @@ fn neg_binomial_2(x: &[f64; 4], inc: &Inc) -> Res {
     check_pos(mu, "Location parameter must be positive finite")?;
     check_pos(phi, "Precision parameter must be positive finite")?;
     let lmp = (mu + phi).ln();
+    if !inc.t(A0 | A1 | A2) {
+        return Ok((0.0, [0.0; 4]));
+    }
     let mut lp = 0.0;
     if inc.t(A2) {
         lp += crate::special::lchoose(n + phi - 1.0, n);
@@ -806,6 +899,9 @@ fn neg_binomial_2_log(x: &[f64; 4], inc: &Inc) -> Res {
             a.exp().ln_1p()
         }
     };
+    if !inc.t(A0 | A1 | A2) {
+        return Ok((0.0, [0.0; 4]));
+    }
     let mut lp = 0.0;
     if inc.t(A2) {
         lp += crate::special::lchoose(n + phi - 1.0, n);
@@ -823,6 +919,247 @@ fn neg_binomial_2_log(x: &[f64; 4], inc: &Inc) -> Res {
 /// Marker for a scratch entry of an argument that needs none (constant argument).
 pub const NO_SCRATCH: u32 = u32::MAX;
 
+/// The argument runs of one density op, resolved against the buffers.
+pub struct DistArgs<'a> {
+    pub kind: DistKind,
+    pub slices: [&'a [f64]; 4],
+    pub nargs: usize,
+    pub inc: Inc,
+    pub len: usize,
+}
+
+impl<'a> DistArgs<'a> {
+    pub fn new(
+        kind: DistKind,
+        args: &[Arg],
+        propto: bool,
+        len: usize,
+        lo: &'a [f64],
+        consts: &'a [f64],
+    ) -> Self {
+        let mut varying = 0u8;
+        let mut slices: [&[f64]; 4] = [&[0.0]; 4];
+        for (k, a) in args.iter().enumerate() {
+            slices[k] = read(*a, lo, consts);
+            if a.is_var() {
+                varying |= 1 << k;
+            }
+        }
+        DistArgs {
+            kind,
+            slices,
+            nargs: args.len(),
+            inc: Inc {
+                all: !propto,
+                varying,
+            },
+            len,
+        }
+    }
+
+    /// Elements `c0..c1` (one chunk): the sum of the log density and of the partials of
+    /// broadcast scalar arguments; per-element partials of vector arguments are written at
+    /// `scratch + sc[k] + i`.
+    ///
+    /// # Safety
+    /// `scratch` must be valid for writes at `sc[k] + i` for every varying vector argument `k`
+    /// and `i` in `c0..c1`, and no other thread may access those entries meanwhile.
+    pub unsafe fn chunk(
+        &self,
+        c0: usize,
+        c1: usize,
+        sc: &[u32],
+        scratch: *mut f64,
+    ) -> Result<(f64, [f64; 4]), EvalError> {
+        #[inline(always)]
+        #[allow(clippy::needless_range_loop)]
+        unsafe fn run<
+            F: Fn(&[f64; 4], &Inc) -> Result<(f64, [f64; 4]), std::borrow::Cow<'static, str>>,
+        >(
+            a: &DistArgs,
+            f: F,
+            c0: usize,
+            c1: usize,
+            sc: &[u32],
+            scratch: *mut f64,
+        ) -> Result<(f64, [f64; 4]), EvalError> {
+            let mut s = 0.0;
+            let mut scalar_part = [0.0f64; 4];
+            for i in c0..c1 {
+                let mut x = [0.0; 4];
+                for k in 0..a.nargs {
+                    let sl = a.slices[k];
+                    x[k] = if sl.len() == 1 { sl[0] } else { sl[i] };
+                }
+                let (lp, d) = f(&x, &a.inc).map_err(|m| match a.kind {
+                    DistKind::Table(_) => EvalError::domain(m.into_owned()),
+                    _ => EvalError::domain(format!(
+                        "{}_lpdf: {m} (element {})",
+                        a.kind.name(),
+                        i + 1
+                    )),
+                })?;
+                s += lp;
+                for k in 0..a.nargs {
+                    if sc[k] != NO_SCRATCH {
+                        if a.slices[k].len() == 1 {
+                            scalar_part[k] += d[k];
+                        } else {
+                            // SAFETY: see the caller's contract.
+                            unsafe { *scratch.add(sc[k] as usize + i) = d[k] };
+                        }
+                    }
+                }
+            }
+            Ok((s, scalar_part))
+        }
+        macro_rules! fast {
+            ($f:ident) => {
+                unsafe {
+                    run(
+                        self,
+                        |x: &[f64; 4], inc: &Inc| $f(x, inc).map_err(std::borrow::Cow::Borrowed),
+                        c0,
+                        c1,
+                        sc,
+                        scratch,
+                    )
+                }
+            };
+        }
+        // Normal with a scalar scale (the common case): log σ and 1/σ once per chunk.
+        if self.kind == DistKind::Normal && self.slices[2].len() == 1 {
+            return unsafe { self.normal_scalar_sigma(c0, c1, sc, scratch) };
+        }
+        // Dispatch once per chunk so the element loop inlines the density.
+        match self.kind {
+            DistKind::Normal => fast!(normal),
+            DistKind::StdNormal => fast!(std_normal),
+            DistKind::Cauchy => fast!(cauchy),
+            DistKind::StudentT => fast!(student_t),
+            DistKind::Lognormal => fast!(lognormal),
+            DistKind::Exponential => fast!(exponential),
+            DistKind::Gamma => fast!(gamma),
+            DistKind::PoissonLog => fast!(poisson_log),
+            DistKind::BernoulliLogit => fast!(bernoulli_logit),
+            DistKind::NegBinomial2Log => fast!(neg_binomial_2_log),
+            kind => unsafe {
+                run(
+                    self,
+                    |x: &[f64; 4], inc: &Inc| kind.elem(x, inc),
+                    c0,
+                    c1,
+                    sc,
+                    scratch,
+                )
+            },
+        }
+    }
+
+    /// `normal(y | mu, sigma)` over `c0..c1` with a scalar `sigma`: the same summands and
+    /// partials as [`normal`], with the per-op invariants hoisted out of the element loop.
+    ///
+    /// # Safety
+    /// As for [`DistArgs::chunk`].
+    unsafe fn normal_scalar_sigma(
+        &self,
+        c0: usize,
+        c1: usize,
+        sc: &[u32],
+        scratch: *mut f64,
+    ) -> Result<(f64, [f64; 4]), EvalError> {
+        let sigma = self.slices[2][0];
+        let (ys, mus) = (self.slices[0], self.slices[1]);
+        if !(sigma > 0.0 && sigma.is_finite()) {
+            return Err(EvalError::domain(format!(
+                "normal_lpdf: Scale parameter is {sigma}, but must be positive finite!"
+            )));
+        }
+        let inv_s = 1.0 / sigma;
+        let inc = self.inc;
+        let keep_quad = inc.t(A0 | A1 | A2);
+        let n = (c1 - c0) as f64;
+        let mut quad = 0.0;
+        let mut dsum = [0.0f64; 4];
+        let (py, pm) = (
+            sc[0] != NO_SCRATCH && ys.len() != 1,
+            sc[1] != NO_SCRATCH && mus.len() != 1,
+        );
+        for i in c0..c1 {
+            let y = if ys.len() == 1 { ys[0] } else { ys[i] };
+            let mu = if mus.len() == 1 { mus[0] } else { mus[i] };
+            if y.is_nan() {
+                return Err(EvalError::domain(format!(
+                    "normal_lpdf: Random variable is nan (element {})",
+                    i + 1
+                )));
+            }
+            if !mu.is_finite() {
+                return Err(EvalError::domain(format!(
+                    "normal_lpdf: Location parameter is {mu}, but must be finite! (element {})",
+                    i + 1
+                )));
+            }
+            let z = (y - mu) * inv_s;
+            quad += z * z;
+            let dy = -z * inv_s;
+            // SAFETY: see `chunk`.
+            if py {
+                unsafe { *scratch.add(sc[0] as usize + i) = dy };
+            } else {
+                dsum[0] += dy;
+            }
+            if pm {
+                unsafe { *scratch.add(sc[1] as usize + i) = -dy };
+            } else {
+                dsum[1] -= dy;
+            }
+            dsum[2] += (z * z - 1.0) * inv_s;
+        }
+        let mut lp = 0.0;
+        if inc.t(0) {
+            lp -= LOG_SQRT_TWO_PI * n;
+        }
+        if inc.t(A2) {
+            lp -= sigma.ln() * n;
+        }
+        if keep_quad {
+            lp -= 0.5 * quad;
+        }
+        Ok((lp, dsum))
+    }
+
+    /// Number of chunks.
+    pub fn n_chunks(&self) -> usize {
+        self.len.div_ceil(CHUNK)
+    }
+}
+
+/// Combines chunk results in chunk order (the fixed reduction order) and stores the scalar
+/// arguments' partials.
+pub fn combine(
+    parts: impl Iterator<Item = (f64, [f64; 4])>,
+    nargs: usize,
+    slices: &[&[f64]; 4],
+    sc: &[u32],
+    scratch: &mut [f64],
+) -> f64 {
+    let mut total = 0.0;
+    let mut scalar_tot = [0.0f64; 4];
+    for (s, sp) in parts {
+        total += s;
+        for k in 0..nargs {
+            scalar_tot[k] += sp[k];
+        }
+    }
+    for k in 0..nargs {
+        if sc[k] != NO_SCRATCH && slices[k].len() == 1 {
+            scratch[sc[k] as usize] = scalar_tot[k];
+        }
+    }
+    total
+}
+
 /// Value of one density op: sum over `len` elements (chunked); partials of varying arguments
 /// go to `scratch` at the offsets in `sc`.
 #[allow(clippy::too_many_arguments)]
@@ -836,53 +1173,20 @@ pub fn forward(
     consts: &[f64],
     scratch: &mut [f64],
 ) -> Result<f64, EvalError> {
-    let mut varying = 0u8;
-    let mut slices: [&[f64]; 4] = [&[0.0]; 4];
-    for (k, a) in args.iter().enumerate() {
-        slices[k] = read(*a, lo, consts);
-        if a.is_var() {
-            varying |= 1 << k;
-        }
-    }
-    let inc = Inc { all: !propto, varying };
-    let nargs = args.len();
-    // Scalar-argument partial sums, chunked like every other reduction.
-    let mut scalar_tot = [0.0f64; 4];
+    let a = DistArgs::new(kind, args, propto, len, lo, consts);
+    let ptr = scratch.as_mut_ptr();
     let mut total = 0.0;
-    let mut c0 = 0;
-    while c0 < len {
-        let c1 = (c0 + CHUNK).min(len);
-        let mut s = 0.0;
-        let mut scalar_part = [0.0f64; 4];
-        for i in c0..c1 {
-            let mut x = [0.0; 4];
-            for k in 0..nargs {
-                let sl = slices[k];
-                x[k] = if sl.len() == 1 { sl[0] } else { sl[i] };
-            }
-            let (lp, d) = kind.elem(&x, &inc).map_err(|m| match kind {
-                DistKind::Table(_) => EvalError::domain(m.into_owned()),
-                _ => EvalError::domain(format!("{}_lpdf: {m} (element {})", kind.name(), i + 1)),
-            })?;
-            s += lp;
-            for k in 0..nargs {
-                if sc[k] != NO_SCRATCH {
-                    if slices[k].len() == 1 {
-                        scalar_part[k] += d[k];
-                    } else {
-                        scratch[sc[k] as usize + i] = d[k];
-                    }
-                }
-            }
-        }
+    let mut scalar_tot = [0.0f64; 4];
+    for c in 0..a.n_chunks() {
+        // SAFETY: the builder sized `scratch` for every argument run; one thread.
+        let (s, sp) = unsafe { a.chunk(c * CHUNK, ((c + 1) * CHUNK).min(len), sc, ptr)? };
         total += s;
-        for k in 0..nargs {
-            scalar_tot[k] += scalar_part[k];
+        for k in 0..a.nargs {
+            scalar_tot[k] += sp[k];
         }
-        c0 = c1;
     }
-    for k in 0..nargs {
-        if sc[k] != NO_SCRATCH && slices[k].len() == 1 {
+    for k in 0..a.nargs {
+        if sc[k] != NO_SCRATCH && a.slices[k].len() == 1 {
             scratch[sc[k] as usize] = scalar_tot[k];
         }
     }
@@ -890,7 +1194,14 @@ pub fn forward(
 }
 
 /// Gradient rule of a density op: `adj[arg] += g · partials`.
-pub fn backward(args: &[Arg], _len: usize, sc: &[u32], g: f64, scratch: &[f64], adj_lo: &mut [f64]) {
+pub fn backward(
+    args: &[Arg],
+    _len: usize,
+    sc: &[u32],
+    g: f64,
+    scratch: &[f64],
+    adj_lo: &mut [f64],
+) {
     for (k, a) in args.iter().enumerate() {
         if sc[k] == NO_SCRATCH {
             continue;
@@ -905,7 +1216,10 @@ pub fn backward(args: &[Arg], _len: usize, sc: &[u32], g: f64, scratch: &[f64], 
 /// Log density of constant arguments (for data-only calls folded at build time).
 pub fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, String> {
     let len = args.iter().map(|a| a.len()).max().unwrap_or(1);
-    let inc = Inc { all: !propto, varying: 0 };
+    let inc = Inc {
+        all: !propto,
+        varying: 0,
+    };
     let mut total = 0.0;
     for c0 in (0..len).step_by(CHUNK) {
         let mut s = 0.0;
@@ -914,7 +1228,10 @@ pub fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, 
             for (k, a) in args.iter().enumerate() {
                 x[k] = if a.len() == 1 { a[0] } else { a[i] };
             }
-            s += kind.elem(&x, &inc).map_err(|m| format!("{}: {m}", kind.name()))?.0;
+            s += kind
+                .elem(&x, &inc)
+                .map_err(|m| format!("{}: {m}", kind.name()))?
+                .0;
         }
         total += s;
     }

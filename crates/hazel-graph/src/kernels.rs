@@ -2,7 +2,7 @@
 //!
 //! Reductions are always computed in fixed chunks of [`CHUNK`] elements: each chunk is summed
 //! left to right, then the chunk sums are added left to right. The parallel path (see
-//! [`crate::par`]) evaluates chunks on other threads but combines them in the same order, so
+//! `crate::par`) evaluates chunks on other threads but combines them in the same order, so
 //! results are bit-identical for any thread count.
 
 use crate::dists;
@@ -326,15 +326,33 @@ impl BinaryFn {
             }
             Lbeta => {
                 let ab = crate::special::digamma(a + b);
-                (crate::special::digamma(a) - ab, crate::special::digamma(b) - ab)
+                (
+                    crate::special::digamma(a) - ab,
+                    crate::special::digamma(b) - ab,
+                )
             }
             Lchoose => {
                 // lchoose(n, k) = lgamma(n+1) - lgamma(k+1) - lgamma(n-k+1)
                 let d = crate::special::digamma(a - b + 1.0);
-                (crate::special::digamma(a + 1.0) - d, -crate::special::digamma(b + 1.0) + d)
+                (
+                    crate::special::digamma(a + 1.0) - d,
+                    -crate::special::digamma(b + 1.0) + d,
+                )
             }
             Table(t) => (t.0.grad)(a, b, y),
         }
+    }
+}
+
+/// `adjoint × partial`, where a zero partial contributes nothing even when the adjoint is
+/// infinite (e.g. `sqrt` at 0 feeding on an `exp` that underflowed): the reference
+/// implementation's gradients stay finite there, and so do ours.
+#[inline(always)]
+fn strong_mul(g: f64, partial: f64) -> f64 {
+    if partial == 0.0 {
+        0.0
+    } else {
+        g * partial
     }
 }
 
@@ -359,9 +377,31 @@ fn split_out(vals: &mut [f64], off: u32, len: u32) -> (&[f64], &mut [f64]) {
     (lo, &mut hi[..len as usize])
 }
 
+#[inline(always)]
+fn scalar_at(a: Arg, vals: &[f64], consts: &[f64]) -> f64 {
+    match a.space {
+        crate::tape::Space::Var => vals[a.off as usize],
+        crate::tape::Space::Const => consts[a.off as usize],
+    }
+}
+
 /// Forward rule of `op`.
-pub fn forward(op: &Op, consts: &[f64], vals: &mut [f64], scratch: &mut [f64]) -> Result<(), EvalError> {
+pub fn forward(
+    op: &Op,
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+) -> Result<(), EvalError> {
     match op {
+        // Scalar fast paths: loops in the program unroll into many of these.
+        Op::Binary { f, a, b, out } if out.len == 1 => {
+            let v = f.value(scalar_at(*a, vals, consts), scalar_at(*b, vals, consts));
+            vals[out.off as usize] = v;
+        }
+        Op::Unary { f, x, out } if out.len == 1 => {
+            let v = f.value(scalar_at(*x, vals, consts));
+            vals[out.off as usize] = v;
+        }
         Op::Unary { f, x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             let xs = read(*x, lo, consts);
@@ -414,9 +454,21 @@ pub fn forward(op: &Op, consts: &[f64], vals: &mut [f64], scratch: &mut [f64]) -
                 *d = xs[i as usize];
             }
         }
-        Op::MatVec { m, v, rows, cols, out } => {
+        Op::MatVec {
+            m,
+            v,
+            rows,
+            cols,
+            out,
+        } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            matvec(read(*m, lo, consts), read(*v, lo, consts), *rows as usize, *cols as usize, o);
+            matvec(
+                read(*m, lo, consts),
+                read(*v, lo, consts),
+                *rows as usize,
+                *cols as usize,
+                o,
+            );
         }
         Op::MatMul { a, b, n, k, m, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
@@ -424,14 +476,32 @@ pub fn forward(op: &Op, consts: &[f64], vals: &mut [f64], scratch: &mut [f64]) -
             let av = read(*a, lo, consts);
             let bv = read(*b, lo, consts);
             for j in 0..m {
-                matvec(av, &bv[j * k..(j + 1) * k], n, k, &mut o[j * n..(j + 1) * n]);
+                matvec(
+                    av,
+                    &bv[j * k..(j + 1) * k],
+                    n,
+                    k,
+                    &mut o[j * n..(j + 1) * n],
+                );
             }
         }
-        Op::Dist { kind, args, propto, len, scratch: sc, out } => {
+        Op::Dist {
+            kind,
+            args,
+            propto,
+            len,
+            scratch: sc,
+            out,
+        } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             o[0] = dists::forward(*kind, args, *propto, *len as usize, sc, lo, consts, scratch)?;
         }
-        Op::Constrain { kind, x, scratch: sc, out } => {
+        Op::Constrain {
+            kind,
+            x,
+            scratch: sc,
+            out,
+        } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             let n = kind.constrained_len();
             let ws = &mut scratch[*sc as usize..*sc as usize + kind.workspace_len()];
@@ -440,7 +510,30 @@ pub fn forward(op: &Op, consts: &[f64], vals: &mut [f64], scratch: &mut [f64]) -
                 .map_err(|e| EvalError::domain(format!("constraining transform: {e}")))?;
             o[n] = lj;
         }
-        Op::Check { kind, x, bound, message, out } => {
+        Op::Cholesky { a, n, out, .. } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            hazel_math::linalg::cholesky_decompose(read(*a, lo, consts), *n as usize, o)
+                .map_err(|e| EvalError::domain(e.message))?;
+        }
+        Op::TriSolve {
+            l, b, n, m, out, ..
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            hazel_math::linalg::mdivide_left_tri_low(
+                read(*l, lo, consts),
+                *n as usize,
+                read(*b, lo, consts),
+                *m as usize,
+                o,
+            );
+        }
+        Op::Check {
+            kind,
+            x,
+            bound,
+            message,
+            out,
+        } => {
             let (lo, _) = split_out(vals, out.off, out.len);
             let xs = read(*x, lo, consts);
             let bs = read(*bound, lo, consts);
@@ -470,6 +563,29 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
     if out.len == 0 {
         return;
     }
+    match op {
+        Op::Binary { f, a, b, out } if out.len == 1 => {
+            let g = adj[out.off as usize];
+            let (x, y) = (scalar_at(*a, vals, consts), scalar_at(*b, vals, consts));
+            let (pa, pb) = f.partials(x, y, vals[out.off as usize]);
+            if a.is_var() {
+                adj[a.off as usize] += strong_mul(g, pa);
+            }
+            if b.is_var() {
+                adj[b.off as usize] += strong_mul(g, pb);
+            }
+            return;
+        }
+        Op::Unary { f, x, out } if out.len == 1 => {
+            if x.is_var() {
+                let g = adj[out.off as usize];
+                let p = f.deriv(vals[x.off as usize], vals[out.off as usize]);
+                adj[x.off as usize] += strong_mul(g, p);
+            }
+            return;
+        }
+        _ => {}
+    }
     let (adj_lo, adj_hi) = adj.split_at_mut(out.off as usize);
     let g = &adj_hi[..out.len as usize];
     let lo = &vals[..out.off as usize];
@@ -482,10 +598,12 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
             let ys = &vals[out.range()];
             let d = &mut adj_lo[x.range()];
             for i in 0..ys.len() {
-                d[i] += g[i] * f.deriv(xs[i], ys[i]);
+                d[i] += strong_mul(g[i], f.deriv(xs[i], ys[i]));
             }
         }
-        Op::Binary { f, a, b, out } => binary_backward(*f, *a, *b, lo, consts, &vals[out.range()], g, adj_lo),
+        Op::Binary { f, a, b, out } => {
+            binary_backward(*f, *a, *b, lo, consts, &vals[out.range()], g, adj_lo)
+        }
         Op::Sum { x, .. } => {
             if x.is_var() {
                 let g0 = g[0];
@@ -560,7 +678,9 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 }
             }
         }
-        Op::MatVec { m, v, rows, cols, .. } => {
+        Op::MatVec {
+            m, v, rows, cols, ..
+        } => {
             let (rows, cols) = (*rows as usize, *cols as usize);
             if v.is_var() {
                 let mv = read(*m, lo, consts);
@@ -589,7 +709,8 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 for j in 0..m {
                     for l in 0..k {
                         let bl = bv[j * k + l];
-                        for (dr, gr) in d[l * n..(l + 1) * n].iter_mut().zip(&g[j * n..(j + 1) * n]) {
+                        for (dr, gr) in d[l * n..(l + 1) * n].iter_mut().zip(&g[j * n..(j + 1) * n])
+                        {
                             *dr += gr * bl;
                         }
                     }
@@ -605,10 +726,20 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 }
             }
         }
-        Op::Dist { args, len, scratch: sc, .. } => {
+        Op::Dist {
+            args,
+            len,
+            scratch: sc,
+            ..
+        } => {
             dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo);
         }
-        Op::Constrain { kind, x, scratch: sc, out } => {
+        Op::Constrain {
+            kind,
+            x,
+            scratch: sc,
+            out,
+        } => {
             if !x.is_var() {
                 return;
             }
@@ -630,6 +761,116 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 kind.constrain_adjoint(unc, out_vals, &zeros[..n], jac_only, ws);
                 for (d, j) in adj_lo[x.range()].iter_mut().zip(jac_only.iter()) {
                     *d += (g_lj - 1.0) * j;
+                }
+            }
+        }
+        Op::Cholesky {
+            a,
+            n,
+            scratch: sc,
+            out,
+        } => {
+            if a.is_var() {
+                let n = *n as usize;
+                let lv = &vals[out.range()];
+                let ws = &mut scratch[*sc as usize..*sc as usize + n * n];
+                hazel_math::linalg::cholesky_decompose_adjoint(
+                    lv,
+                    n,
+                    g,
+                    &mut adj_lo[a.range()],
+                    ws,
+                );
+            }
+        }
+        Op::TriSolve {
+            l,
+            b,
+            n,
+            m,
+            scratch: sc,
+            out,
+        } => {
+            let (n, m) = (*n as usize, *m as usize);
+            let lv = read(*l, lo, consts);
+            let x = &vals[out.range()];
+            let ws = &mut scratch[*sc as usize..*sc as usize + n * m];
+            match (l.is_var(), b.is_var()) {
+                (false, false) => {}
+                (true, false) => hazel_math::linalg::mdivide_left_tri_low_adjoint(
+                    lv,
+                    n,
+                    x,
+                    m,
+                    g,
+                    Some(&mut adj_lo[l.range()]),
+                    None,
+                    ws,
+                ),
+                (false, true) => hazel_math::linalg::mdivide_left_tri_low_adjoint(
+                    lv,
+                    n,
+                    x,
+                    m,
+                    g,
+                    None,
+                    Some(&mut adj_lo[b.range()]),
+                    ws,
+                ),
+                (true, true) => {
+                    // Both runs are distinct slots below the output: split the adjoint buffer.
+                    let (lr, br) = (l.range(), b.range());
+                    if lr.end <= br.start {
+                        let (x1, x2) = adj_lo.split_at_mut(br.start);
+                        hazel_math::linalg::mdivide_left_tri_low_adjoint(
+                            lv,
+                            n,
+                            x,
+                            m,
+                            g,
+                            Some(&mut x1[lr]),
+                            Some(&mut x2[..m * n]),
+                            ws,
+                        );
+                    } else if br.end <= lr.start {
+                        let (x1, x2) = adj_lo.split_at_mut(lr.start);
+                        hazel_math::linalg::mdivide_left_tri_low_adjoint(
+                            lv,
+                            n,
+                            x,
+                            m,
+                            g,
+                            Some(&mut x2[..n * n]),
+                            Some(&mut x1[br]),
+                            ws,
+                        );
+                    } else {
+                        // Overlapping runs (the same matrix on both sides): two passes.
+                        let mut tmp = vec![0.0; n * m];
+                        hazel_math::linalg::mdivide_left_tri_low_adjoint(
+                            lv,
+                            n,
+                            x,
+                            m,
+                            g,
+                            None,
+                            Some(&mut tmp),
+                            ws,
+                        );
+                        for (d, t) in adj_lo[br].iter_mut().zip(&tmp) {
+                            *d += t;
+                        }
+                        hazel_math::linalg::mdivide_left_tri_low_adjoint(
+                            lv,
+                            n,
+                            x,
+                            m,
+                            g,
+                            Some(&mut adj_lo[lr]),
+                            None,
+                            ws,
+                        );
+                    }
                 }
             }
         }
@@ -723,7 +964,17 @@ fn binary_forward(f: BinaryFn, a: &[f64], b: &[f64], out: &mut [f64]) {
     }
 }
 
-fn binary_backward(f: BinaryFn, a: Arg, b: Arg, lo: &[f64], consts: &[f64], y: &[f64], g: &[f64], adj_lo: &mut [f64]) {
+#[allow(clippy::too_many_arguments)]
+fn binary_backward(
+    f: BinaryFn,
+    a: Arg,
+    b: Arg,
+    lo: &[f64],
+    consts: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+) {
     let n = y.len();
     let av = read(a, lo, consts);
     let bv = read(b, lo, consts);
@@ -733,17 +984,27 @@ fn binary_backward(f: BinaryFn, a: Arg, b: Arg, lo: &[f64], consts: &[f64], y: &
     // Fast paths for the arithmetic that dominates models.
     match f {
         BinaryFn::Add | BinaryFn::Sub => {
-            let sb = if matches!(f, BinaryFn::Add) { 1.0 } else { -1.0 };
+            let sb = if matches!(f, BinaryFn::Add) {
+                1.0
+            } else {
+                -1.0
+            };
             if a.is_var() {
                 if ia {
-                    adj_lo[a.range()].iter_mut().zip(g).for_each(|(d, gi)| *d += gi);
+                    adj_lo[a.range()]
+                        .iter_mut()
+                        .zip(g)
+                        .for_each(|(d, gi)| *d += gi);
                 } else {
                     adj_lo[a.off as usize] += chunked_sum(g);
                 }
             }
             if b.is_var() {
                 if ib {
-                    adj_lo[b.range()].iter_mut().zip(g).for_each(|(d, gi)| *d += sb * gi);
+                    adj_lo[b.range()]
+                        .iter_mut()
+                        .zip(g)
+                        .for_each(|(d, gi)| *d += sb * gi);
                 } else {
                     adj_lo[b.off as usize] += sb * chunked_sum(g);
                 }
@@ -756,14 +1017,14 @@ fn binary_backward(f: BinaryFn, a: Arg, b: Arg, lo: &[f64], consts: &[f64], y: &
         if ia {
             let d = &mut adj_lo[a.range()];
             for i in 0..n {
-                d[i] += g[i] * f.partials(aat(i), bat(i), y[i]).0;
+                d[i] += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).0);
             }
         } else {
             let mut total = 0.0;
             for c0 in (0..n).step_by(CHUNK) {
                 let mut s = 0.0;
                 for i in c0..(c0 + CHUNK).min(n) {
-                    s += g[i] * f.partials(aat(i), bat(i), y[i]).0;
+                    s += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).0);
                 }
                 total += s;
             }
@@ -774,14 +1035,14 @@ fn binary_backward(f: BinaryFn, a: Arg, b: Arg, lo: &[f64], consts: &[f64], y: &
         if ib {
             let d = &mut adj_lo[b.range()];
             for i in 0..n {
-                d[i] += g[i] * f.partials(aat(i), bat(i), y[i]).1;
+                d[i] += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).1);
             }
         } else {
             let mut total = 0.0;
             for c0 in (0..n).step_by(CHUNK) {
                 let mut s = 0.0;
                 for i in c0..(c0 + CHUNK).min(n) {
-                    s += g[i] * f.partials(aat(i), bat(i), y[i]).1;
+                    s += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).1);
                 }
                 total += s;
             }

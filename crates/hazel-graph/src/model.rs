@@ -28,7 +28,10 @@ pub struct CompileOptions {
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { seed: 1, threads_per_chain: 1 }
+        CompileOptions {
+            seed: 1,
+            threads_per_chain: 1,
+        }
     }
 }
 
@@ -44,7 +47,15 @@ pub struct CompileError {
 
 impl CompileError {
     fn at(message: impl Into<String>, span: Span) -> Self {
-        CompileError { message: message.into(), span: if span == Span::DUMMY { None } else { Some(span) }, variable: None }
+        CompileError {
+            message: message.into(),
+            span: if span == Span::DUMMY {
+                None
+            } else {
+                Some(span)
+            },
+            variable: None,
+        }
     }
     /// The message prefixed with `file:line:col` when the error has a location.
     pub fn render(&self, sources: &SourceMap) -> String {
@@ -67,7 +78,10 @@ fn trace_to_compile(e: TraceErr, context: &str) -> CompileError {
     match e {
         TraceErr::Compile(m, s) => CompileError::at(m, s),
         TraceErr::Eval(e, s) => CompileError::at(format!("{context}: {}", e.message), s),
-        TraceErr::Dynamic(s) => CompileError::at(format!("{context}: a value used for control flow depends on parameters"), s),
+        TraceErr::Dynamic(s) => CompileError::at(
+            format!("{context}: a value used for control flow depends on parameters"),
+            s,
+        ),
     }
 }
 
@@ -100,7 +114,9 @@ pub struct Workspace {
 
 impl fmt::Debug for Workspace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Workspace").field("values", &self.buf.vals.len()).finish()
+        f.debug_struct("Workspace")
+            .field("values", &self.buf.vals.len())
+            .finish()
     }
 }
 
@@ -108,10 +124,21 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
     let blank = tr.blank(ty)?;
     let base = match &ty.elem {
         ElemType::Int { .. } => BaseType::Int,
-        ElemType::Complex | ElemType::ComplexVector { .. } | ElemType::ComplexRowVector { .. } | ElemType::ComplexMatrix { .. } => {
-            return Err(TraceErr::Compile("complex data are not supported".into(), ty.span))
+        ElemType::Complex
+        | ElemType::ComplexVector { .. }
+        | ElemType::ComplexRowVector { .. }
+        | ElemType::ComplexMatrix { .. } => {
+            return Err(TraceErr::Compile(
+                "complex data are not supported".into(),
+                ty.span,
+            ))
         }
-        ElemType::Tuple(_) => return Err(TraceErr::Compile("tuple data are not supported".into(), ty.span)),
+        ElemType::Tuple(_) => {
+            return Err(TraceErr::Compile(
+                "tuple data are not supported".into(),
+                ty.span,
+            ))
+        }
         _ => BaseType::Real,
     };
     let mut shape = blank.dims();
@@ -128,13 +155,19 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
             other => {
                 let mut sc = Vec::new();
                 other.flatten(&mut sc);
-                Bound::PerElement(sc.iter().map(|s| if let Sc::C(c) = s { *c } else { f64::NAN }).collect())
+                Bound::PerElement(
+                    sc.iter()
+                        .map(|s| if let Sc::C(c) = s { *c } else { f64::NAN })
+                        .collect(),
+                )
             }
         })
     };
     let transform = match &ty.elem {
         ElemType::Int { transform } | ElemType::Real { transform } => Some(transform),
-        ElemType::Vector { transform, .. } | ElemType::RowVector { transform, .. } | ElemType::Matrix { transform, .. } => Some(transform),
+        ElemType::Vector { transform, .. }
+        | ElemType::RowVector { transform, .. }
+        | ElemType::Matrix { transform, .. } => Some(transform),
         _ => None,
     };
     if let Some(Transform::Bounds { lower, upper }) = transform {
@@ -163,8 +196,23 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
     Ok(dt)
 }
 
+/// Whether a declared type is a matrix (stored column-major, unlike arrays).
+fn is_matrix_type(elem: &ElemType) -> bool {
+    matches!(
+        elem,
+        ElemType::Matrix { .. }
+            | ElemType::CholeskyFactorCorr { .. }
+            | ElemType::CholeskyFactorCov { .. }
+            | ElemType::CorrMatrix { .. }
+            | ElemType::CovMatrix { .. }
+            | ElemType::SumToZeroMatrix { .. }
+            | ElemType::ColumnStochasticMatrix { .. }
+            | ElemType::RowStochasticMatrix { .. }
+    )
+}
+
 /// Fills the structure of `blank` from flat values (arrays row-major, matrices column-major).
-fn fill(blank: &Val, values: &Values, pos: &mut usize) -> Val {
+fn fill_val(blank: &Val, values: &Values, pos: &mut usize) -> Val {
     let get = |i: usize| -> f64 {
         match values {
             Values::Ints(v) => v[i] as f64,
@@ -198,7 +246,7 @@ fn fill(blank: &Val, values: &Values, pos: &mut usize) -> Val {
                 _ => unreachable!(),
             }
         }
-        Val::Array(xs) => Val::array(xs.iter().map(|x| fill(x, values, pos)).collect()),
+        Val::Array(xs) => Val::array(xs.iter().map(|x| fill_val(x, values, pos)).collect()),
         Val::Tuple(_) => Val::Int(0),
     }
 }
@@ -209,10 +257,14 @@ fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> 
     for d in declarations(block) {
         let transform = match &d.ty.elem {
             ElemType::Int { transform } | ElemType::Real { transform } => transform,
-            ElemType::Vector { transform, .. } | ElemType::RowVector { transform, .. } | ElemType::Matrix { transform, .. } => transform,
+            ElemType::Vector { transform, .. }
+            | ElemType::RowVector { transform, .. }
+            | ElemType::Matrix { transform, .. } => transform,
             _ => continue,
         };
-        let Transform::Bounds { lower, upper } = transform else { continue };
+        let Transform::Bounds { lower, upper } = transform else {
+            continue;
+        };
         let v = match tr.lookup(&d.name) {
             Some(v) => v.clone(),
             None => continue,
@@ -222,16 +274,31 @@ fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> 
             let Some(bexpr) = bexpr else { continue };
             let bv = tr.expr(bexpr)?;
             let be = tr.to_elems(&bv);
-            let word = if which == CheckKind::Lower { "greater than or equal to" } else { "less than or equal to" };
+            let word = if which == CheckKind::Lower {
+                "greater than or equal to"
+            } else {
+                "less than or equal to"
+            };
             match (e.consts(), be.consts()) {
                 (Some(x), Some(b)) => {
                     for (i, &xv) in x.iter().enumerate() {
                         let bi = if b.len() == 1 { b[0] } else { b[i] };
-                        let ok = if which == CheckKind::Lower { xv >= bi } else { xv <= bi };
+                        let ok = if which == CheckKind::Lower {
+                            xv >= bi
+                        } else {
+                            xv <= bi
+                        };
                         if !ok {
-                            let what = if x.len() == 1 { d.name.clone() } else { format!("{}[{}]", d.name, i + 1) };
+                            let what = if x.len() == 1 {
+                                d.name.clone()
+                            } else {
+                                format!("{}[{}]", d.name, i + 1)
+                            };
                             return Err(TraceErr::Eval(
-                                EvalError::new(hazel_density::EvalErrorKind::Constraint, format!("{what} is {xv}, but must be {word} {bi}")),
+                                EvalError::new(
+                                    hazel_density::EvalErrorKind::Constraint,
+                                    format!("{what} is {xv}, but must be {word} {bi}"),
+                                ),
                                 d.ty.span,
                             ));
                         }
@@ -239,8 +306,17 @@ fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> 
                 }
                 _ => {
                     let xa = tr.elems_arg(&e);
-                    let ba = if be.len() == 1 { tr.sc_arg(be.get(0)) } else { tr.elems_arg(&be) };
-                    tr.b.check(which, xa, ba, format!("{} must be {word} its bound", d.name));
+                    let ba = if be.len() == 1 {
+                        tr.sc_arg(be.get(0))
+                    } else {
+                        tr.elems_arg(&be)
+                    };
+                    tr.b.check(
+                        which,
+                        xa,
+                        ba,
+                        format!("{} must be {word} its bound", d.name),
+                    );
                 }
             }
         }
@@ -249,7 +325,9 @@ fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> 
 }
 
 /// Traces parameters, transformed parameters and the model block into `b`; returns the
-/// builder and the target scalar.
+/// builder and the target scalar. On error the builder is handed back too, so the dynamic
+/// path keeps its buffers' capacity.
+#[allow(clippy::result_large_err)]
 fn trace_density(
     program: &Program,
     env: &Env,
@@ -266,7 +344,11 @@ fn trace_density(
     tr.in_lupdf = propto;
     let run = |tr: &mut Tracer| -> Result<(), TraceErr> {
         let q = Elems::V(tr.b.params());
-        let q = if q.is_empty() { Elems::C(Arc::new(vec![])) } else { q };
+        let q = if q.is_empty() {
+            Elems::C(Arc::new(vec![]))
+        } else {
+            q
+        };
         tr.read_params(&program.parameters, Some(&q))?;
         if let Some(tp) = &program.transformed_parameters {
             tr.block_stmts(&tp.stmts)?;
@@ -275,6 +357,7 @@ fn trace_density(
         if let Some(m) = &program.model {
             tr.block_stmts(&m.stmts)?;
         }
+        tr.flush_tilde();
         Ok(())
     };
     if let Err(e) = run(&mut tr) {
@@ -290,8 +373,44 @@ fn trace_density(
     Ok((b, out))
 }
 
-/// Lowers `program` with `data`.
-pub fn compile(program: &Program, data: &DataFile, options: &CompileOptions) -> Result<CompiledModel, CompileError> {
+/// The message of a caught panic.
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".into()
+    }
+}
+
+/// Lowers `program` with `data`. Never panics: an internal error while lowering is returned
+/// as a [`CompileError`].
+pub fn compile(
+    program: &Program,
+    data: &DataFile,
+    options: &CompileOptions,
+) -> Result<CompiledModel, CompileError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        compile_inner(program, data, options)
+    }))
+    .unwrap_or_else(|p| {
+        Err(CompileError {
+            message: format!(
+                "internal error while lowering the program: {}",
+                panic_message(p)
+            ),
+            span: None,
+            variable: None,
+        })
+    })
+}
+
+fn compile_inner(
+    program: &Program,
+    data: &DataFile,
+    options: &CompileOptions,
+) -> Result<CompiledModel, CompileError> {
     let funcs = func_table(program);
     let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, Vec::new());
     tr.rng = Some(StreamRng::new(options.seed, 0, Purpose::TransformedData));
@@ -305,38 +424,43 @@ pub fn compile(program: &Program, data: &DataFile, options: &CompileOptions) -> 
             variable: Some(d.name.clone()),
         })?;
         // Only matrices are stored column-major; a 2-D array stays row-major.
-        let is_matrix = matches!(
-            d.ty.elem,
-            ElemType::Matrix { .. }
-                | ElemType::CholeskyFactorCorr { .. }
-                | ElemType::CholeskyFactorCov { .. }
-                | ElemType::CorrMatrix { .. }
-                | ElemType::CovMatrix { .. }
-                | ElemType::SumToZeroMatrix { .. }
-                | ElemType::ColumnStochasticMatrix { .. }
-                | ElemType::RowStochasticMatrix { .. }
-        );
-        let dv = if is_matrix { dv.to_column_major() } else { dv };
-        let blank = tr.blank(&d.ty).map_err(|e| trace_to_compile(e, "data declaration"))?;
+        let dv = if is_matrix_type(&d.ty.elem) {
+            dv.to_column_major()
+        } else {
+            dv
+        };
+        let blank = tr
+            .blank(&d.ty)
+            .map_err(|e| trace_to_compile(e, "data declaration"))?;
         let mut pos = 0;
-        let v = fill(&blank, &dv.values, &mut pos);
+        let v = fill_val(&blank, &dv.values, &mut pos);
         tr.bind(&d.name, v);
     }
     // transformed data
     if let Some(td) = &program.transformed_data {
-        tr.block_stmts(&td.stmts).map_err(|e| trace_to_compile(e, "transformed data"))?;
-        check_bounds(&mut tr, &program.transformed_data).map_err(|e| trace_to_compile(e, "transformed data"))?;
+        tr.block_stmts(&td.stmts)
+            .map_err(|e| trace_to_compile(e, "transformed data"))?;
+        check_bounds(&mut tr, &program.transformed_data)
+            .map_err(|e| trace_to_compile(e, "transformed data"))?;
     }
     let env = tr.take_env();
 
     // dimension and output columns
     let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, env.clone());
-    let dim = tr.read_params(&program.parameters, None).map_err(|e| trace_to_compile(e, "parameters"))?;
+    let dim = tr
+        .read_params(&program.parameters, None)
+        .map_err(|e| trace_to_compile(e, "parameters"))?;
     let mut names = Vec::new();
     let mut outputs = Vec::new();
-    for block in [&program.parameters, &program.transformed_parameters, &program.generated_quantities] {
+    for block in [
+        &program.parameters,
+        &program.transformed_parameters,
+        &program.generated_quantities,
+    ] {
         for d in declarations(block) {
-            let blank = tr.blank(&d.ty).map_err(|e| trace_to_compile(e, "declaration sizes"))?;
+            let blank = tr
+                .blank(&d.ty)
+                .map_err(|e| trace_to_compile(e, "declaration sizes"))?;
             let before = names.len();
             output_names(&d.name, &blank, &mut names);
             outputs.push((d.name.clone(), names.len() - before));
@@ -355,7 +479,14 @@ pub fn compile(program: &Program, data: &DataFile, options: &CompileOptions) -> 
         threads: options.threads_per_chain.max(1),
     };
     let zeros = vec![0.0; dim];
-    match trace_density(&model.program, &model.env, GraphBuilder::new(&zeros), false, true, true) {
+    match trace_density(
+        &model.program,
+        &model.env,
+        GraphBuilder::new(&zeros),
+        false,
+        true,
+        true,
+    ) {
         Ok((b, out)) => model.graph = Some((b.finish(), out)),
         Err((_, TraceErr::Dynamic(span))) => model.dynamic_reason = Some(span),
         Err((_, TraceErr::Compile(m, s))) => return Err(CompileError::at(m, s)),
@@ -391,7 +522,11 @@ fn finish_eval(lp: f64, grad: &[f64]) -> Result<f64, EvalError> {
         return Err(EvalError::non_finite(format!("log density is {lp}")));
     }
     if let Some(i) = grad.iter().position(|g| !g.is_finite()) {
-        return Err(EvalError::non_finite(format!("gradient component {} is {}", i + 1, grad[i])));
+        return Err(EvalError::non_finite(format!(
+            "gradient component {} is {}",
+            i + 1,
+            grad[i]
+        )));
     }
     Ok(lp)
 }
@@ -415,20 +550,49 @@ impl CompiledModel {
     /// Log density with a choice of terms: `jacobian` adds the transforms' log-Jacobians,
     /// `propto` drops the constant summands of `~` and `_lupdf` (the sampler's density is
     /// `jacobian = true, propto = true`).
-    pub fn log_density_with(&self, ws: &mut Workspace, q: &[f64], grad: &mut [f64], jacobian: bool, propto: bool) -> Result<f64, EvalError> {
+    pub fn log_density_with(
+        &self,
+        ws: &mut Workspace,
+        q: &[f64],
+        grad: &mut [f64],
+        jacobian: bool,
+        propto: bool,
+    ) -> Result<f64, EvalError> {
         if jacobian && propto {
             return self.log_density_gradient(ws, q, grad);
         }
         self.eval_traced(ws, q, grad, jacobian, propto)
     }
 
-    fn eval_traced(&self, ws: &mut Workspace, q: &[f64], grad: &mut [f64], jacobian: bool, propto: bool) -> Result<f64, EvalError> {
+    fn eval_traced(
+        &self,
+        ws: &mut Workspace,
+        q: &[f64],
+        grad: &mut [f64],
+        jacobian: bool,
+        propto: bool,
+    ) -> Result<f64, EvalError> {
         if q.len() != self.dim || grad.len() != self.dim {
-            return Err(EvalError::reject(format!("expected {} unconstrained values, got {}", self.dim, q.len())));
+            return Err(EvalError::reject(format!(
+                "expected {} unconstrained values, got {}",
+                self.dim,
+                q.len()
+            )));
         }
         let mut b = std::mem::take(&mut ws.dyn_builder);
         b.reset(q);
-        let res = trace_density(&self.program, &self.env, b, true, jacobian, propto);
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            trace_density(&self.program, &self.env, b, true, jacobian, propto)
+        }))
+        .unwrap_or_else(|p| {
+            Err((
+                GraphBuilder::default(),
+                TraceErr::Eval(
+                    EvalError::reject(format!("internal error: {}", panic_message(p))),
+                    Span::DUMMY,
+                ),
+            ))
+        });
         let (mut b, out) = match res {
             Ok(x) => x,
             Err((b, e)) => {
@@ -437,7 +601,9 @@ impl CompiledModel {
                 return Err(err.unwrap_or(match e {
                     TraceErr::Eval(e, _) => e,
                     TraceErr::Compile(m, _) => EvalError::reject(m),
-                    TraceErr::Dynamic(_) => EvalError::reject("internal: dynamic trace needed a value"),
+                    TraceErr::Dynamic(_) => {
+                        EvalError::reject("internal: dynamic trace needed a value")
+                    }
                 }));
             }
         };
@@ -453,8 +619,94 @@ impl CompiledModel {
         finish_eval(lp, grad)
     }
 
+    /// The unconstrained point for user-supplied initial values (CmdStan JSON with constrained
+    /// parameter values). Parameters absent from `inits` get `fill()` for each of their
+    /// unconstrained coordinates (CmdStan's partial inits).
+    pub fn unconstrain_inits(
+        &self,
+        inits: &DataFile,
+        mut fill: impl FnMut() -> f64,
+    ) -> Result<Vec<f64>, CompileError> {
+        let funcs = func_table(&self.program);
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, self.env.clone());
+        tr.dynamic = true;
+        tr.jacobian = false;
+        let mut q = Vec::with_capacity(self.dim);
+        let ctx = |e: TraceErr| trace_to_compile(e, "initial values");
+        for d in declarations(&self.program.parameters) {
+            let start = q.len();
+            if inits.get(&d.name).is_some() {
+                let dt = data_type(&mut tr, &d.ty).map_err(ctx)?;
+                let dv = hazel_data::read_var(inits, &DataDecl::new(d.name.clone(), dt)).map_err(
+                    |e| CompileError {
+                        message: format!("initial values: {e}"),
+                        span: Some(d.ty.span),
+                        variable: Some(d.name.clone()),
+                    },
+                )?;
+                let dv = if is_matrix_type(&d.ty.elem) {
+                    dv.to_column_major()
+                } else {
+                    dv
+                };
+                let blank = tr.blank(&d.ty).map_err(ctx)?;
+                let mut pos = 0;
+                let v = fill_val(&blank, &dv.values, &mut pos);
+                q.extend(tr.unconstrain_param(&d, &v).map_err(ctx)?);
+            }
+            // Count this parameter's coordinates (and bind its constrained value, which later
+            // bounds may use) by reading the parameters block up to here.
+            let block = Some(Block {
+                kind: BlockKind::Parameters,
+                span: Span::DUMMY,
+                stmts: vec![Stmt {
+                    id: NodeId(0),
+                    span: d.ty.span,
+                    kind: StmtKind::VarDecl(VarDecl {
+                        ty: d.ty.clone(),
+                        declarators: vec![Declarator {
+                            name: Ident {
+                                name: d.name.clone(),
+                                span: Span::DUMMY,
+                            },
+                            init: None,
+                        }],
+                    }),
+                }],
+            });
+            let n = tr.read_params(&block, None).map_err(ctx)?;
+            if q.len() == start {
+                q.extend((0..n).map(|_| fill()));
+            } else if q.len() - start != n {
+                return Err(CompileError::at(
+                    format!(
+                        "initial value of {} has {} unconstrained values, expected {n}",
+                        d.name,
+                        q.len() - start
+                    ),
+                    d.ty.span,
+                ));
+            }
+            let u = Elems::C(Arc::new(q[start..].to_vec()));
+            tr.read_params(&block, Some(&u)).map_err(ctx)?;
+        }
+        Ok(q)
+    }
+
     /// Constrained values of the parameters, transformed parameters and generated quantities.
     fn trace_output(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.trace_output_inner(q, rng)
+        }))
+        .unwrap_or_else(|p| {
+            Err(EvalError::reject(format!(
+                "internal error while writing output: {}",
+                panic_message(p)
+            )))
+        })
+    }
+
+    fn trace_output_inner(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
         let funcs = func_table(&self.program);
         let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, self.env.clone());
         tr.dynamic = true;
@@ -484,7 +736,9 @@ impl CompiledModel {
         res.map_err(|e| match e {
             TraceErr::Eval(e, _) => e,
             TraceErr::Compile(m, _) => EvalError::reject(m),
-            TraceErr::Dynamic(_) => EvalError::reject("internal: output trace needed a parameter value"),
+            TraceErr::Dynamic(_) => {
+                EvalError::reject("internal: output trace needed a parameter value")
+            }
         })?;
         let mut out = Vec::with_capacity(self.names.len());
         for (name, n) in &self.outputs {
@@ -492,7 +746,10 @@ impl CompiledModel {
             let mut sc = Vec::new();
             v.flatten_output(&mut sc);
             if sc.len() != *n {
-                return Err(EvalError::reject(format!("{name} has {} values, expected {n}", sc.len())));
+                return Err(EvalError::reject(format!(
+                    "{name} has {} values, expected {n}",
+                    sc.len()
+                )));
             }
             for s in sc {
                 out.push(match s {
@@ -517,11 +774,27 @@ impl LogDensity for CompiledModel {
             Some((g, _)) => Buffers::for_graph(g),
             None => Buffers::default(),
         };
-        let pool = if self.threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(self.threads).build().ok() } else { None };
-        Workspace { buf, dyn_builder: GraphBuilder::default(), pool }
+        let pool = if self.threads > 1 {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.threads)
+                .build()
+                .ok()
+        } else {
+            None
+        };
+        Workspace {
+            buf,
+            dyn_builder: GraphBuilder::default(),
+            pool,
+        }
     }
 
-    fn log_density_gradient(&self, ws: &mut Workspace, q: &[f64], grad: &mut [f64]) -> Result<f64, EvalError> {
+    fn log_density_gradient(
+        &self,
+        ws: &mut Workspace,
+        q: &[f64],
+        grad: &mut [f64],
+    ) -> Result<f64, EvalError> {
         if let Some(e) = &self.always_reject {
             return Err(e.clone());
         }
@@ -529,7 +802,11 @@ impl LogDensity for CompiledModel {
             return self.eval_traced(ws, q, grad, true, true);
         };
         if q.len() != self.dim || grad.len() != self.dim {
-            return Err(EvalError::reject(format!("expected {} unconstrained values, got {}", self.dim, q.len())));
+            return Err(EvalError::reject(format!(
+                "expected {} unconstrained values, got {}",
+                self.dim,
+                q.len()
+            )));
         }
         match &ws.pool {
             Some(pool) => {
@@ -552,10 +829,20 @@ impl Model for CompiledModel {
         self.names.clone()
     }
 
-    fn write_output(&self, _ws: &mut Workspace, q: &[f64], rng: &mut StreamRng, out: &mut [f64]) -> Result<(), EvalError> {
+    fn write_output(
+        &self,
+        _ws: &mut Workspace,
+        q: &[f64],
+        rng: &mut StreamRng,
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
         let v = self.trace_output(q, rng)?;
         if v.len() != out.len() {
-            return Err(EvalError::reject(format!("output row has {} values, expected {}", v.len(), out.len())));
+            return Err(EvalError::reject(format!(
+                "output row has {} values, expected {}",
+                v.len(),
+                out.len()
+            )));
         }
         out.copy_from_slice(&v);
         Ok(())

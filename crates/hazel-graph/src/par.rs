@@ -1,13 +1,260 @@
-//! Within-chain parallel evaluation (inside the workspace's thread pool).
+//! Within-chain parallel evaluation, inside the workspace's thread pool.
 //!
-//! Parallel kernels are not in yet: this runs the serial sweeps, which already use the fixed
-//! chunking that the parallel kernels will reproduce bit for bit.
+//! Large elementwise ops, density sums and matrix–vector products are split into the same
+//! fixed chunks ([`CHUNK`] elements, or column/row blocks) that the serial kernels use; each
+//! chunk runs the serial arithmetic on its own range, and partial sums are combined in chunk
+//! order. The result is therefore bit-identical to the serial sweep for any number of threads.
+//! Small ops, and ops without a parallel rule, run the serial kernels.
 
-use crate::tape::{Arg, Buffers, Graph};
+use crate::dists::{self, DistArgs};
+use crate::kernels::{self, CHUNK};
+use crate::tape::{read, Arg, Buffers, Graph, Op};
 use hazel_density::EvalError;
+use rayon::prelude::*;
 
-pub fn forward_backward(g: &Graph, out: Arg, q: &[f64], buf: &mut Buffers) -> Result<(), EvalError> {
-    g.forward(q, buf)?;
-    g.backward(out, buf);
+/// Ops with at least this many elements run in parallel.
+pub const PAR_MIN: usize = 2 * CHUNK;
+
+/// A pointer that may cross threads; every use writes disjoint entries.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f64);
+// SAFETY: used only for disjoint writes by chunk, see each use.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    fn get(self) -> *mut f64 {
+        self.0
+    }
+}
+
+fn forward_op(
+    op: &Op,
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+) -> Result<(), EvalError> {
+    match op {
+        Op::Unary { f, x, out } if out.len as usize >= PAR_MIN => {
+            let (lo, hi) = vals.split_at_mut(out.off as usize);
+            let xs = read(*x, lo, consts);
+            let f = *f;
+            hi[..out.len as usize]
+                .par_chunks_mut(CHUNK)
+                .zip(xs.par_chunks(CHUNK))
+                .for_each(|(o, xc)| {
+                    for (d, v) in o.iter_mut().zip(xc) {
+                        *d = f.value(*v);
+                    }
+                });
+            Ok(())
+        }
+        Op::Binary { f, a, b, out } if out.len as usize >= PAR_MIN => {
+            let (lo, hi) = vals.split_at_mut(out.off as usize);
+            let av = read(*a, lo, consts);
+            let bv = read(*b, lo, consts);
+            let f = *f;
+            hi[..out.len as usize]
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(c, o)| {
+                    let i0 = c * CHUNK;
+                    for (j, d) in o.iter_mut().enumerate() {
+                        let i = i0 + j;
+                        let x = if av.len() == 1 { av[0] } else { av[i] };
+                        let y = if bv.len() == 1 { bv[0] } else { bv[i] };
+                        *d = f.value(x, y);
+                    }
+                });
+            Ok(())
+        }
+        Op::Dist {
+            kind,
+            args,
+            propto,
+            len,
+            scratch: sc,
+            out,
+        } if *len as usize >= PAR_MIN => {
+            let (lo, hi) = vals.split_at_mut(out.off as usize);
+            let a = DistArgs::new(*kind, args, *propto, *len as usize, lo, consts);
+            let ptr = SendPtr(scratch.as_mut_ptr());
+            let n = *len as usize;
+            let parts: Vec<Result<(f64, [f64; 4]), EvalError>> = (0..a.n_chunks())
+                .into_par_iter()
+                // SAFETY: chunk c writes scratch entries sc[k] + i for i in its own range only.
+                .map(|c| unsafe { a.chunk(c * CHUNK, ((c + 1) * CHUNK).min(n), sc, ptr.get()) })
+                .collect();
+            let mut ok = Vec::with_capacity(parts.len());
+            for p in parts {
+                ok.push(p?);
+            }
+            hi[0] = dists::combine(ok.into_iter(), a.nargs, &a.slices, sc, scratch);
+            Ok(())
+        }
+        Op::MatVec {
+            m,
+            v,
+            rows,
+            cols,
+            out,
+        } if (*rows as usize) * (*cols as usize) >= PAR_MIN && *rows as usize >= PAR_MIN => {
+            let (lo, hi) = vals.split_at_mut(out.off as usize);
+            let mv = read(*m, lo, consts);
+            let vv = read(*v, lo, consts);
+            let (rows, cols) = (*rows as usize, *cols as usize);
+            // Row blocks: each row accumulates over the columns in the serial order.
+            hi[..rows]
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(blk, o)| {
+                    let r0 = blk * CHUNK;
+                    o.iter_mut().for_each(|x| *x = 0.0);
+                    for c in 0..cols {
+                        let vc = vv[c];
+                        let col = &mv[c * rows + r0..c * rows + r0 + o.len()];
+                        for (x, mr) in o.iter_mut().zip(col) {
+                            *x += mr * vc;
+                        }
+                    }
+                });
+            Ok(())
+        }
+        _ => kernels::forward(op, consts, vals, scratch),
+    }
+}
+
+fn backward_op(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: &mut [f64]) {
+    let out = op.out();
+    match op {
+        Op::Unary { f, x, .. } if out.len as usize >= PAR_MIN && x.is_var() => {
+            let (adj_lo, adj_hi) = adj.split_at_mut(out.off as usize);
+            let g = &adj_hi[..out.len as usize];
+            let lo = &vals[..out.off as usize];
+            let xs = read(*x, lo, consts);
+            let ys = &vals[out.range()];
+            let f = *f;
+            adj_lo[x.range()]
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(c, d)| {
+                    let i0 = c * CHUNK;
+                    for (j, dj) in d.iter_mut().enumerate() {
+                        let i = i0 + j;
+                        let p = f.deriv(xs[i], ys[i]);
+                        *dj += if p == 0.0 { 0.0 } else { g[i] * p };
+                    }
+                });
+        }
+        Op::Binary { f, a, b, .. }
+            if out.len as usize >= PAR_MIN
+                && (!a.is_var() || a.len == out.len)
+                && (!b.is_var() || b.len == out.len)
+                && !(a.is_var() && b.is_var()) =>
+        {
+            // Exactly one full-length varying argument: disjoint elementwise updates.
+            let (adj_lo, adj_hi) = adj.split_at_mut(out.off as usize);
+            let g = &adj_hi[..out.len as usize];
+            let lo = &vals[..out.off as usize];
+            let av = read(*a, lo, consts);
+            let bv = read(*b, lo, consts);
+            let y = &vals[out.range()];
+            let f = *f;
+            let (target, first): (Arg, bool) = if a.is_var() { (*a, true) } else { (*b, false) };
+            adj_lo[target.range()]
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(c, d)| {
+                    let i0 = c * CHUNK;
+                    for (j, dj) in d.iter_mut().enumerate() {
+                        let i = i0 + j;
+                        let x = if av.len() == 1 { av[0] } else { av[i] };
+                        let z = if bv.len() == 1 { bv[0] } else { bv[i] };
+                        let (pa, pb) = f.partials(x, z, y[i]);
+                        let p = if first { pa } else { pb };
+                        *dj += if p == 0.0 { 0.0 } else { g[i] * p };
+                    }
+                });
+        }
+        Op::Dist {
+            args,
+            len,
+            scratch: sc,
+            ..
+        } if *len as usize >= PAR_MIN => {
+            let (adj_lo, adj_hi) = adj.split_at_mut(out.off as usize);
+            let g0 = adj_hi[0];
+            for (k, a) in args.iter().enumerate() {
+                if sc[k] == dists::NO_SCRATCH {
+                    continue;
+                }
+                let s = &scratch[sc[k] as usize..sc[k] as usize + a.len()];
+                adj_lo[a.range()]
+                    .par_chunks_mut(CHUNK)
+                    .zip(s.par_chunks(CHUNK))
+                    .for_each(|(d, p)| {
+                        for (dj, pj) in d.iter_mut().zip(p) {
+                            *dj += g0 * pj;
+                        }
+                    });
+            }
+        }
+        Op::MatVec {
+            m, v, rows, cols, ..
+        } if (*rows as usize) * (*cols as usize) >= PAR_MIN && *rows as usize >= PAR_MIN => {
+            let rows = *rows as usize;
+            let (adj_lo, adj_hi) = adj.split_at_mut(out.off as usize);
+            let g = &adj_hi[..rows];
+            let lo = &vals[..out.off as usize];
+            let mv = read(*m, lo, consts);
+            let vv = read(*v, lo, consts);
+            if v.is_var() && m.is_var() {
+                // Both on the tape: rare; keep the serial rule.
+                kernels::backward(op, consts, vals, adj, scratch);
+                return;
+            }
+            if v.is_var() {
+                adj_lo[v.range()]
+                    .par_iter_mut()
+                    .enumerate()
+                    .for_each(|(c, d)| {
+                        *d += kernels::dot(&mv[c * rows..(c + 1) * rows], g);
+                    });
+            }
+            if m.is_var() {
+                adj_lo[m.range()]
+                    .par_chunks_mut(rows)
+                    .enumerate()
+                    .for_each(|(c, d)| {
+                        let vc = vv[c];
+                        for (dr, gr) in d.iter_mut().zip(g) {
+                            *dr += gr * vc;
+                        }
+                    });
+            }
+        }
+        _ => kernels::backward(op, consts, vals, adj, scratch),
+    }
+}
+
+/// Forward and backward sweeps with large ops split over the current thread pool.
+pub fn forward_backward(
+    g: &Graph,
+    out: Arg,
+    q: &[f64],
+    buf: &mut Buffers,
+) -> Result<(), EvalError> {
+    buf.vals[..g.dim].copy_from_slice(q);
+    for op in &g.ops {
+        forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch)?;
+    }
+    let n = g.n_vals;
+    buf.adj[..n].iter_mut().for_each(|a| *a = 0.0);
+    if out.is_var() {
+        buf.adj[out.off as usize] = 1.0;
+    }
+    for op in g.ops.iter().rev() {
+        backward_op(op, &g.consts, &buf.vals, &mut buf.adj, &mut buf.scratch);
+    }
     Ok(())
 }

@@ -32,10 +32,18 @@ pub struct Arg {
 
 impl Arg {
     pub fn var(off: usize, len: usize) -> Arg {
-        Arg { space: Space::Var, off: off as u32, len: len as u32 }
+        Arg {
+            space: Space::Var,
+            off: off as u32,
+            len: len as u32,
+        }
     }
     pub fn konst(off: usize, len: usize) -> Arg {
-        Arg { space: Space::Const, off: off as u32, len: len as u32 }
+        Arg {
+            space: Space::Const,
+            off: off as u32,
+            len: len as u32,
+        }
     }
     #[inline]
     pub fn is_var(&self) -> bool {
@@ -55,7 +63,11 @@ impl Arg {
     }
     /// The scalar at position `i` of this run.
     pub fn at(&self, i: usize) -> Arg {
-        Arg { space: self.space, off: self.off + i as u32, len: 1 }
+        Arg {
+            space: self.space,
+            off: self.off + i as u32,
+            len: 1,
+        }
     }
 }
 
@@ -86,14 +98,19 @@ pub enum CheckKind {
     Finite,
 }
 
-/// One operation. Each variant's value rule is in [`Op::forward`] and its gradient rule in
-/// [`Op::backward`], side by side in the kernels module.
+/// One operation. Each variant's value rule is in [`crate::kernels::forward`] and its gradient
+/// rule in [`crate::kernels::backward`], side by side.
 #[derive(Debug, Clone)]
 pub enum Op {
     /// Elementwise `f(x)`.
     Unary { f: UnaryFn, x: Arg, out: Slot },
     /// Elementwise `f(a, b)`, a length-1 argument broadcast against the other.
-    Binary { f: BinaryFn, a: Arg, b: Arg, out: Slot },
+    Binary {
+        f: BinaryFn,
+        a: Arg,
+        b: Arg,
+        out: Slot,
+    },
     /// Sum of all elements (chunked, so the order is fixed).
     Sum { x: Arg, out: Slot },
     /// Sum of scalar terms (the `target` accumulator).
@@ -110,21 +127,69 @@ pub enum Op {
     /// `out[i] = x[idx[i]]` with data indexes (`mu[g]`).
     Gather { x: Arg, idx: Box<[u32]>, out: Slot },
     /// `out = M v`, `M` column-major `rows × cols`.
-    MatVec { m: Arg, v: Arg, rows: u32, cols: u32, out: Slot },
+    MatVec {
+        m: Arg,
+        v: Arg,
+        rows: u32,
+        cols: u32,
+        out: Slot,
+    },
     /// `out = A B`, both column-major, `A` is `n × k`, `B` is `k × m`.
-    MatMul { a: Arg, b: Arg, n: u32, k: u32, m: u32, out: Slot },
+    MatMul {
+        a: Arg,
+        b: Arg,
+        n: u32,
+        k: u32,
+        m: u32,
+        out: Slot,
+    },
     /// Sum over elements of a univariate log density; argument 0 is the variate, all
     /// arguments broadcast. `scratch` holds per-argument partials written by the forward
     /// sweep and read by the backward sweep (one per element for vector arguments, one
     /// summed value for scalar ones).
-    Dist { kind: DistKind, args: Box<[Arg]>, propto: bool, len: u32, scratch: Box<[u32]>, out: Slot },
+    Dist {
+        kind: DistKind,
+        args: Box<[Arg]>,
+        propto: bool,
+        len: u32,
+        scratch: Box<[u32]>,
+        out: Slot,
+    },
     /// A structured constraining transform (simplex, Cholesky factors, …) from
     /// `hazel_math::transforms`: `out` holds the constrained value followed by the
     /// log-Jacobian. `scratch` holds the transform's workspace, then room for the
     /// Jacobian-only adjoint (see the backward rule).
-    Constrain { kind: StructKind, x: Arg, scratch: u32, out: Slot },
+    Constrain {
+        kind: StructKind,
+        x: Arg,
+        scratch: u32,
+        out: Slot,
+    },
+    /// Cholesky factor of an `n × n` symmetric positive-definite matrix (hazel_math::linalg);
+    /// `scratch` holds `n²` values for the adjoint.
+    Cholesky {
+        a: Arg,
+        n: u32,
+        scratch: u32,
+        out: Slot,
+    },
+    /// `L⁻¹ B` for lower-triangular `L` (`n × n`) and `B` (`n × m`); `scratch` holds `n·m`.
+    TriSolve {
+        l: Arg,
+        b: Arg,
+        n: u32,
+        m: u32,
+        scratch: u32,
+        out: Slot,
+    },
     /// Fails the evaluation when a value violates a constraint; `out` is a length-0 slot.
-    Check { kind: CheckKind, x: Arg, bound: Arg, message: Box<str>, out: Slot },
+    Check {
+        kind: CheckKind,
+        x: Arg,
+        bound: Arg,
+        message: Box<str>,
+        out: Slot,
+    },
     /// Always fails (a data-dependent `reject` that was reached).
     Reject { message: Box<str>, out: Slot },
 }
@@ -145,6 +210,8 @@ impl Op {
             | Op::MatMul { out, .. }
             | Op::Dist { out, .. }
             | Op::Constrain { out, .. }
+            | Op::Cholesky { out, .. }
+            | Op::TriSolve { out, .. }
             | Op::Check { out, .. }
             | Op::Reject { out, .. } => *out,
         }
@@ -153,12 +220,19 @@ impl Op {
     /// The arguments an op reads (used by the builder to check the layout invariant).
     pub fn inputs(&self) -> Vec<Arg> {
         match self {
-            Op::Unary { x, .. } | Op::Constrain { x, .. } | Op::CumSum { x, .. } | Op::Sum { x, .. } | Op::LogSumExp { x, .. } | Op::Gather { x, .. } => vec![*x],
+            Op::Unary { x, .. }
+            | Op::Constrain { x, .. }
+            | Op::CumSum { x, .. }
+            | Op::Sum { x, .. }
+            | Op::LogSumExp { x, .. }
+            | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } => vec![*a, *b],
             Op::Dist { args, .. } => args.to_vec(),
+            Op::Cholesky { a, .. } => vec![*a],
+            Op::TriSolve { l, b, .. } => vec![*l, *b],
             Op::Check { x, bound, .. } => vec![*x, *bound],
             Op::Reject { .. } => vec![],
         }

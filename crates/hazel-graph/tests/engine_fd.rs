@@ -24,7 +24,11 @@ fn check_fd(g: &Graph, out: Arg, q: &[f64], tol: f64) {
         qm[i] -= h;
         let fd = (eval(g, out, &qp) - eval(g, out, &qm)) / (2.0 * h);
         let err = (fd - grad[i]).abs() / fd.abs().max(grad[i].abs()).max(1.0);
-        assert!(err < tol, "component {i}: tape {} vs fd {fd} (rel err {err})", grad[i]);
+        assert!(
+            err < tol,
+            "component {i}: tape {} vs fd {fd} (rel err {err})",
+            grad[i]
+        );
     }
 }
 
@@ -201,7 +205,11 @@ fn distributions_match_finite_differences_in_every_argument() {
         let y = b.scalar_const(x[0]);
         let mut args = vec![y];
         for k in 0..x.len() - 1 {
-            args.push(Arg { off: p.off + 2 * k as u32, len: 2, ..p });
+            args.push(Arg {
+                off: p.off + 2 * k as u32,
+                len: 2,
+                ..p
+            });
         }
         let out = b.dist(*kind, args, false);
         let g = b.finish();
@@ -262,4 +270,11 @@ fn domain_errors_are_returned_not_panics() {
     let err = g.forward(&q, &mut buf).unwrap_err();
     assert_eq!(err.kind, hazel_density::EvalErrorKind::Domain);
     let _ = out;
+}
+
+#[test]
+fn op_stays_small() {
+    // The sweeps stream through the op list; a compact op keeps loop-heavy graphs in cache.
+    let size = std::mem::size_of::<hazel_graph::Op>();
+    assert!(size <= 64, "Op is {size} bytes");
 }

@@ -14,7 +14,17 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Programs expected to fail for now, with the reason.
-const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[];
+const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[
+    ("hudson_lynx_hare-lotka_volterra", "ODE solvers (ode_rk45) are not lowered yet"),
+    ("one_comp_mm_elim_abs-one_comp_mm_elim_abs", "ODE solvers (ode_bdf) are not lowered yet"),
+    ("sir-sir", "ODE solvers are not lowered yet"),
+    ("soil_carbon-soil_incubation", "ODE solvers are not lowered yet"),
+    (
+        "examples/truncated_normal",
+        "stanli's normal_lcdf gradient is Stan Math's approximation (1.3e-5 relative off the central \
+         difference of stanli's own log density); ours, from hazel_math, agrees with finite differences",
+    ),
+];
 
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / a.abs().max(b.abs()).max(1.0)
@@ -25,13 +35,22 @@ fn repo_root() -> PathBuf {
 }
 
 /// Checks one posterior; `Err` says what went wrong.
-fn check_posterior(dir: &Path, oracle: &Value, data_path: &Path) -> Result<String, String> {
-    let src = std::fs::read_to_string(dir.join("model.stan")).map_err(|e| format!("model.stan: {e}"))?;
+fn check_posterior(
+    program_path: &Path,
+    oracle: &Value,
+    data_path: &Path,
+) -> Result<String, String> {
+    let src = std::fs::read_to_string(program_path)
+        .map_err(|e| format!("{}: {e}", program_path.display()))?;
     let parsed = hazel_syntax::parse_str("model.stan", &src);
-    let program = parsed.program.as_ref().ok_or_else(|| format!("parse error: {}", parsed.render_diagnostics()))?;
+    let program = parsed
+        .program
+        .as_ref()
+        .ok_or_else(|| format!("parse error: {}", parsed.render_diagnostics()))?;
     let data_text = std::fs::read_to_string(data_path).map_err(|e| format!("data: {e}"))?;
     let data = hazel_data::DataFile::parse(&data_text).map_err(|e| format!("data: {e}"))?;
-    let model = compile(program, &data, &CompileOptions::default()).map_err(|e| format!("compile: {}", e.render(&parsed.sources)))?;
+    let model = compile(program, &data, &CompileOptions::default())
+        .map_err(|e| format!("compile: {}", e.render(&parsed.sources)))?;
     let n = oracle["n_unconstrained"].as_u64().unwrap_or(0) as usize;
     if model.dim() != n {
         return Err(format!("dimension {} vs oracle {n}", model.dim()));
@@ -41,26 +60,50 @@ fn check_posterior(dir: &Path, oracle: &Value, data_path: &Path) -> Result<Strin
     let mut worst = 0.0f64;
     let points = oracle["points"].as_array().ok_or("no points")?;
     for (k, p) in points.iter().enumerate() {
-        let q: Vec<f64> = p["q"].as_array().ok_or("no q")?.iter().map(|v| v.as_f64().unwrap_or(f64::NAN)).collect();
+        let q: Vec<f64> = p["q"]
+            .as_array()
+            .ok_or("no q")?
+            .iter()
+            .map(|v| v.as_f64().unwrap_or(f64::NAN))
+            .collect();
         let lp_ref = p["log_density"].as_f64().ok_or("no log_density")?;
-        let g_ref: Vec<f64> = p["gradient"].as_array().ok_or("no gradient")?.iter().map(|v| v.as_f64().unwrap_or(f64::NAN)).collect();
-        let lp = model.log_density_gradient(&mut ws, &q, &mut grad).map_err(|e| format!("point {k}: evaluation failed: {e}"))?;
+        let g_ref: Vec<f64> = p["gradient"]
+            .as_array()
+            .ok_or("no gradient")?
+            .iter()
+            .map(|v| v.as_f64().unwrap_or(f64::NAN))
+            .collect();
+        let lp = model
+            .log_density_gradient(&mut ws, &q, &mut grad)
+            .map_err(|e| format!("point {k}: evaluation failed: {e}"))?;
         let r = rel(lp, lp_ref);
         worst = worst.max(r);
         if r > 1e-8 {
-            return Err(format!("point {k}: log density {lp} vs oracle {lp_ref} (rel {r:.2e})"));
+            return Err(format!(
+                "point {k}: log density {lp} vs oracle {lp_ref} (rel {r:.2e})"
+            ));
         }
         for i in 0..n {
             let r = rel(grad[i], g_ref[i]);
             worst = worst.max(r);
             if r > 1e-8 {
-                return Err(format!("point {k}: gradient[{i}] {} vs oracle {} (rel {r:.2e})", grad[i], g_ref[i]));
+                return Err(format!(
+                    "point {k}: gradient[{i}] {} vs oracle {} (rel {r:.2e})",
+                    grad[i], g_ref[i]
+                ));
             }
         }
     }
     // Finite differences at the first point, on up to 10 coordinates.
-    let q0: Vec<f64> = points[0]["q"].as_array().ok_or("no q")?.iter().map(|v| v.as_f64().unwrap_or(f64::NAN)).collect();
-    model.log_density_gradient(&mut ws, &q0, &mut grad).map_err(|e| e.to_string())?;
+    let q0: Vec<f64> = points[0]["q"]
+        .as_array()
+        .ok_or("no q")?
+        .iter()
+        .map(|v| v.as_f64().unwrap_or(f64::NAN))
+        .collect();
+    model
+        .log_density_gradient(&mut ws, &q0, &mut grad)
+        .map_err(|e| e.to_string())?;
     let g0 = grad.clone();
     let mut scratch = vec![0.0; n];
     for i in (0..n).step_by((n / 10).max(1)) {
@@ -69,13 +112,20 @@ fn check_posterior(dir: &Path, oracle: &Value, data_path: &Path) -> Result<Strin
         qp[i] += h;
         let mut qm = q0.clone();
         qm[i] -= h;
-        let fp = model.log_density_gradient(&mut ws, &qp, &mut scratch).map_err(|e| e.to_string())?;
-        let fm = model.log_density_gradient(&mut ws, &qm, &mut scratch).map_err(|e| e.to_string())?;
+        let fp = model
+            .log_density_gradient(&mut ws, &qp, &mut scratch)
+            .map_err(|e| e.to_string())?;
+        let fm = model
+            .log_density_gradient(&mut ws, &qm, &mut scratch)
+            .map_err(|e| e.to_string())?;
         let fd = (fp - fm) / (2.0 * h);
         let scale = fp.abs().max(1.0);
         // The central difference's error is about h² f''' + ε |f| / h.
         if (fd - g0[i]).abs() > 1e-5 * scale.max(g0[i].abs()) {
-            return Err(format!("finite differences: gradient[{i}] {} vs {fd}", g0[i]));
+            return Err(format!(
+                "finite differences: gradient[{i}] {} vs {fd}",
+                g0[i]
+            ));
         }
     }
     // Constrained parameters and transformed parameters at the first point.
@@ -90,12 +140,26 @@ fn check_posterior(dir: &Path, oracle: &Value, data_path: &Path) -> Result<Strin
                 // `constrained_names`, or as {names: [...], values: [...]} (possibly truncated).
                 let sec = &constrained[section];
                 let pairs: Vec<(String, f64)> = if let Some(list) = sec.as_array() {
-                    let names_ref = oracle["constrained_names"].as_array().cloned().unwrap_or_default();
-                    names_ref.iter().zip(list).filter_map(|(n, v)| Some((n.as_str()?.to_string(), v.as_f64()?))).collect()
-                } else if let (Some(ns), Some(vs)) = (sec["names"].as_array(), sec["values"].as_array()) {
-                    ns.iter().zip(vs).filter_map(|(n, v)| Some((n.as_str()?.to_string(), v.as_f64()?))).collect()
+                    let names_ref = oracle["constrained_names"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
+                    names_ref
+                        .iter()
+                        .zip(list)
+                        .filter_map(|(n, v)| Some((n.as_str()?.to_string(), v.as_f64()?)))
+                        .collect()
+                } else if let (Some(ns), Some(vs)) =
+                    (sec["names"].as_array(), sec["values"].as_array())
+                {
+                    ns.iter()
+                        .zip(vs)
+                        .filter_map(|(n, v)| Some((n.as_str()?.to_string(), v.as_f64()?)))
+                        .collect()
                 } else if let Some(obj) = sec.as_object() {
-                    obj.iter().filter_map(|(n, v)| Some((n.clone(), v.as_f64()?))).collect()
+                    obj.iter()
+                        .filter_map(|(n, v)| Some((n.clone(), v.as_f64()?)))
+                        .collect()
                 } else {
                     vec![]
                 };
@@ -111,47 +175,95 @@ fn check_posterior(dir: &Path, oracle: &Value, data_path: &Path) -> Result<Strin
         }
         Err(e) => return Err(format!("write_output: {e}")),
     }
-    Ok(format!("max rel diff {worst:.1e}{}", if model.is_dynamic() { " (dynamic)" } else { "" }))
+    let shape = match model.graph() {
+        Some(g) => format!("{} ops, {} values", g.ops.len(), g.n_vals),
+        None => "dynamic".to_string(),
+    };
+    Ok(format!("max rel diff {worst:.1e}, {shape}"))
+}
+
+/// Every oracle fixture: `corpus/posteriordb/*/oracle.json` and `examples/*/oracle*.json`.
+fn fixtures(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for (dir, prefix) in [
+        (root.join("corpus/posteriordb"), ""),
+        (root.join("examples"), "examples/"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.filter_map(|e| e.ok()) {
+            let sub = e.path();
+            let Ok(files) = std::fs::read_dir(&sub) else {
+                continue;
+            };
+            for f in files.filter_map(|f| f.ok()) {
+                let fname = f.file_name().to_string_lossy().to_string();
+                if fname.starts_with("oracle") && fname.ends_with(".json") {
+                    let name = sub
+                        .file_name()
+                        .map(|n| n.to_string_lossy().to_string())
+                        .unwrap_or_default();
+                    let label = if fname == "oracle.json" {
+                        format!("{prefix}{name}")
+                    } else {
+                        format!("{prefix}{name}/{fname}")
+                    };
+                    out.push((label, f.path()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 #[test]
 fn posteriordb_programs_match_the_stanli_oracle() {
     let root = repo_root();
-    let corpus = root.join("corpus/posteriordb");
     let shared = root.join("../shared/posteriordb");
     if !shared.is_dir() {
-        println!("SKIP: {} not found; the posteriordb data live beside the checkout", shared.display());
+        println!(
+            "SKIP: {} not found; the posteriordb data live beside the checkout",
+            shared.display()
+        );
         return;
     }
-    let Ok(entries) = std::fs::read_dir(&corpus) else {
-        println!("SKIP: no corpus at {}", corpus.display());
-        return;
-    };
-    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("oracle.json").is_file()).collect();
-    dirs.sort();
     let filter = std::env::var("HAZEL_ORACLE_FILTER").ok();
     let mut unexpected = Vec::new();
     let mut passed = 0;
-    let mut newly_passing = Vec::new();
-    for dir in &dirs {
-        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+    for (name, path) in fixtures(&root) {
         if let Some(f) = &filter {
             if !name.contains(f.as_str()) {
                 continue;
             }
         }
-        let oracle: Value = match std::fs::read_to_string(dir.join("oracle.json")).ok().and_then(|t| serde_json::from_str(&t).ok()) {
+        let oracle: Value = match std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+        {
             Some(v) => v,
             None => {
-                unexpected.push(format!("{name}: unreadable oracle.json"));
+                unexpected.push(format!("{name}: unreadable {}", path.display()));
                 continue;
             }
         };
-        let tier = oracle["tier"].as_u64().unwrap_or(0);
-        let data_path = shared.join(&name).join("data.json");
+        let tier = oracle["tier"]
+            .as_u64()
+            .map(|t| t.to_string())
+            .unwrap_or_else(|| "-".into());
+        let (Some(program), Some(data)) = (oracle["program"].as_str(), oracle["data"].as_str())
+        else {
+            unexpected.push(format!("{name}: fixture names no program or data"));
+            continue;
+        };
+        let program_path = root.join(program);
+        let data_path = root.join(data);
         let known = KNOWN_UNSUPPORTED.iter().find(|(n, _)| *n == name);
         let started = std::time::Instant::now();
-        let result = std::panic::catch_unwind(|| check_posterior(dir, &oracle, &data_path)).unwrap_or_else(|_| Err("PANIC".into()));
+        let result =
+            std::panic::catch_unwind(|| check_posterior(&program_path, &oracle, &data_path))
+                .unwrap_or_else(|_| Err("PANIC".into()));
         let result = result.map(|m| format!("{m} [{:.2} s]", started.elapsed().as_secs_f64()));
         match (&result, known) {
             (Ok(msg), None) => {
@@ -160,7 +272,6 @@ fn posteriordb_programs_match_the_stanli_oracle() {
             }
             (Ok(msg), Some(_)) => {
                 passed += 1;
-                newly_passing.push(name.clone());
                 println!("PASS tier {tier} {name}: {msg} (listed as unsupported: remove it from KNOWN_UNSUPPORTED)");
             }
             (Err(e), Some((_, why))) => println!("KNOWN tier {tier} {name}: {e} [{why}]"),
@@ -170,6 +281,14 @@ fn posteriordb_programs_match_the_stanli_oracle() {
             }
         }
     }
-    println!("{passed} passed, {} unexpected failures", unexpected.len());
-    assert!(unexpected.is_empty(), "unexpected failures:\n{}", unexpected.join("\n"));
+    println!(
+        "{passed} passed, {} known unsupported, {} unexpected failures",
+        KNOWN_UNSUPPORTED.len(),
+        unexpected.len()
+    );
+    assert!(
+        unexpected.is_empty(),
+        "unexpected failures:\n{}",
+        unexpected.join("\n")
+    );
 }

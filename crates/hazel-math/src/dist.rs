@@ -21,6 +21,23 @@
 //!
 //! No function allocates (errors aside), panics, or keeps state. Slices shorter than `arity`
 //! give an error.
+//!
+//! Vectorised Stan calls (`y ~ normal(mu, sigma)` with vector `y`) are loops over elements that
+//! sum the values and accumulate the partials: Stan's `include_summand` depends only on which
+//! arguments are parameters, never on sizes, so the per-element terms add up to Stan's result.
+//!
+//! ```
+//! use hazel_math::dist::{distribution, Terms};
+//! let normal = distribution("normal").unwrap();
+//! let mut grad = [0.0; 3];
+//! // `y ~ normal(mu, sigma)` with mu and sigma parameters (bits 1 and 2), y data:
+//! let lp = (normal.lpdf)(&[0.3, -1.0, 2.0], Terms::propto(0b110), &mut grad).unwrap();
+//! let z: f64 = (0.3 + 1.0) / 2.0;
+//! assert!((lp - (-2f64.ln() - 0.5 * z * z)).abs() < 1e-15);
+//! assert!((grad[1] - z / 2.0).abs() < 1e-15); // ∂/∂mu
+//! let err = (normal.lpdf)(&[0.3, -1.0, -2.0], Terms::FULL, &mut grad).unwrap_err();
+//! assert_eq!(err.message, "normal_lpdf: Scale parameter is -2, but must be positive!");
+//! ```
 
 mod cdf;
 mod continuous;
@@ -275,10 +292,10 @@ impl Check {
         }
     }
 
-    /// Integer-valued arguments arrive as f64; a fractional value is a caller bug but must not
-    /// panic.
+    /// Integer-valued arguments arrive as f64; a fractional or out-of-range value (Stan's `int`
+    /// is 32 bits) is a caller bug but must not panic.
     pub fn integer(self, what: &str, x: f64) -> Result<(), MathError> {
-        if x == x.trunc() {
+        if x.abs() <= i32::MAX as f64 && x == x.trunc() {
             Ok(())
         } else {
             Err(self.fail(what, x, "be an integer!"))
@@ -696,5 +713,25 @@ static TABLE: &[Distribution] = &[
         lcdf = Some(cdf::beta_binomial_lcdf),
         lccdf = Some(cdf::beta_binomial_lccdf),
         rng = Some(rng::beta_binomial)
+    ),
+    dist!(
+        "discrete_range",
+        Discrete,
+        3,
+        ints = bit(0) | bit(1) | bit(2),
+        d::discrete_range,
+        lcdf = Some(cdf::discrete_range_lcdf),
+        lccdf = Some(cdf::discrete_range_lccdf),
+        rng = Some(rng::discrete_range)
+    ),
+    dist!(
+        "hypergeometric",
+        Discrete,
+        4,
+        ints = bit(0) | bit(1) | bit(2) | bit(3),
+        d::hypergeometric,
+        lcdf = None,
+        lccdf = None,
+        rng = Some(rng::hypergeometric)
     ),
 ];

@@ -209,3 +209,25 @@ fn large_arguments() {
         "{v}"
     );
 }
+
+#[test]
+fn no_rng_panics_or_hangs_on_bad_parameters() {
+    use hazel_rng::{Purpose, StreamRng};
+    let junk = [f64::NAN, f64::INFINITY, -1.0, 0.0, 0.5, 2.0, 1e6];
+    let mut rng = StreamRng::new(11, 0, Purpose::GeneratedQuantities);
+    for d in distribution_table() {
+        let Some(rng_fn) = d.rng else { continue };
+        let k = d.arity - 1;
+        let mut params = vec![0.0; k];
+        for c in 0..junk.len().pow(k as u32) {
+            let mut i = c;
+            for p in params.iter_mut() {
+                *p = junk[i % junk.len()];
+                i /= junk.len();
+            }
+            if let Ok(x) = rng_fn(&params, &mut rng) {
+                assert!(!x.is_nan(), "{}{params:?} drew NaN", d.name);
+            }
+        }
+    }
+}

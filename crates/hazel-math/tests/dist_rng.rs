@@ -268,3 +268,24 @@ fn rng_parameter_errors() {
         "short parameter slice must be an error"
     );
 }
+
+#[test]
+fn integer_only_families_draw_from_their_mass_functions() {
+    let mut failures = check_cdf(
+        "discrete_range",
+        &[-2.0, 7.0],
+        "discrete_range",
+        &[-2.0, 7.0],
+        &[-2.0, 1.0, 6.0],
+    );
+    // hypergeometric(N = 10 draws, a = 8, b = 12): mean N a/(a+b), variance N a b (a+b-N)/((a+b)²(a+b-1))
+    let (n, a, b) = (10.0, 8.0, 12.0);
+    let t = a + b;
+    failures.extend(check_moments(
+        "hypergeometric",
+        &[n, a, b],
+        n * a / t,
+        n * a * b * (t - n) / (t * t * (t - 1.0)),
+    ));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -130,6 +130,73 @@ fn stan_term_choices() {
     assert!((v - want).abs() < 1e-14);
 }
 
+/// More of Stan Math's choices, one family at a time (each from the family's `_lpdf` source).
+#[test]
+fn stan_term_choices_more_families() {
+    let lgamma = hazel_math::special::lgamma;
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-13 * b.abs().max(1.0);
+    // gamma with only alpha varying: -lgamma(α) + α log β + (α-1) log y; -βy dropped.
+    let (y, a, b) = (0.7f64, 2.5f64, 3.0f64);
+    let (v, _) = lpdf("gamma", &[y, a, b], Terms::propto(0b010));
+    assert!(
+        close(v, -lgamma(a) + a * b.ln() + (a - 1.0) * y.ln()),
+        "gamma {v}"
+    );
+    // gamma with only y varying: (α-1) log y - βy.
+    let (v, _) = lpdf("gamma", &[y, a, b], Terms::propto(0b001));
+    assert!(close(v, (a - 1.0) * y.ln() - b * y), "gamma y {v}");
+    // inv_gamma with only beta varying: α log β - β/y.
+    let (v, _) = lpdf("inv_gamma", &[y, a, b], Terms::propto(0b100));
+    assert!(close(v, a * b.ln() - b / y), "inv_gamma {v}");
+    // exponential with beta varying: log β - βy.
+    let (v, _) = lpdf("exponential", &[y, b], Terms::propto(0b10));
+    assert!(close(v, b.ln() - b * y), "exponential {v}");
+    // cauchy with only mu varying: -log1p(z²) (no -log π, no -log σ).
+    let z = (y - 0.2) / 1.5;
+    let (v, _) = lpdf("cauchy", &[y, 0.2, 1.5], Terms::propto(0b010));
+    assert!(close(v, -(z * z).ln_1p()), "cauchy {v}");
+    // binomial with theta varying: no log binomial coefficient.
+    let (v, _) = lpdf("binomial", &[3.0, 10.0, 0.4], Terms::propto(0b100));
+    assert!(
+        close(v, 3.0 * 0.4f64.ln() + 7.0 * 0.6f64.ln()),
+        "binomial {v}"
+    );
+    // weibull with only sigma varying: -α log σ - (y/σ)^α.
+    let (v, _) = lpdf("weibull", &[y, a, b], Terms::propto(0b100));
+    assert!(close(v, -a * b.ln() - (y / b).powf(a)), "weibull {v}");
+    // chi_square with only y varying: (ν/2 - 1) log y - y/2.
+    let (v, _) = lpdf("chi_square", &[y, a], Terms::propto(0b01));
+    assert!(
+        close(v, (a / 2.0 - 1.0) * y.ln() - y / 2.0),
+        "chi_square {v}"
+    );
+    // double_exponential with mu varying: -|y-μ|/σ only.
+    let (v, _) = lpdf("double_exponential", &[y, 0.2, 1.5], Terms::propto(0b010));
+    assert!(
+        close(v, -(y - 0.2f64).abs() / 1.5),
+        "double_exponential {v}"
+    );
+    // neg_binomial_2_log with eta varying: nη - φ log1p_exp(η - log φ) - n(log φ + log1p_exp(…)).
+    let (n, eta, phi) = (4.0f64, 1.1f64, 2.5f64);
+    let (v, _) = lpdf("neg_binomial_2_log", &[n, eta, phi], Terms::propto(0b010));
+    let l = hazel_math::special::log1p_exp(eta - phi.ln());
+    assert!(
+        close(v, n * eta - phi * l - n * (phi.ln() + l)),
+        "neg_binomial_2_log {v}"
+    );
+    // beta_binomial with alpha varying: lbeta(n+α, N-n+β) - lbeta(α, β); no lchoose.
+    let lbeta = hazel_math::special::lbeta;
+    let (v, _) = lpdf(
+        "beta_binomial",
+        &[3.0, 10.0, 2.0, 3.0],
+        Terms::propto(0b0100),
+    );
+    assert!(
+        close(v, lbeta(5.0, 10.0) - lbeta(2.0, 3.0)),
+        "beta_binomial {v}"
+    );
+}
+
 /// The gradient written is the gradient of the value returned, for every mask: central finite
 /// differences of the returned value in each real argument.
 #[test]

@@ -230,3 +230,86 @@ fn every_binary_rule_matches_finite_differences() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn log_mix_over_slices_matches_the_two_component_rule() {
+    use hazel_math::special::{log_mix, log_mix_slices, log_mix_slices_grad};
+    let (theta, l1, l2) = (0.3, -1.2, -3.4);
+    let v = log_mix_slices(&[theta, 1.0 - theta], &[l1, l2]);
+    assert!((v - log_mix(theta, l1, l2)).abs() < 1e-15);
+    // three components: against the direct formula, and the gradient against finite differences
+    let thetas = [0.2, 0.5, 0.3];
+    let lambdas = [-0.5, -2.0, -7.0];
+    let v = log_mix_slices(&thetas, &lambdas);
+    let direct: f64 = thetas
+        .iter()
+        .zip(&lambdas)
+        .map(|(t, l)| t * l.exp())
+        .sum::<f64>()
+        .ln();
+    assert!((v - direct).abs() < 1e-15);
+    let (mut dt, mut dl) = ([0.0; 3], [0.0; 3]);
+    log_mix_slices_grad(&thetas, &lambdas, v, &mut dt, &mut dl);
+    for k in 0..3 {
+        let h = 1e-6;
+        let mut tp = thetas;
+        let mut tm = thetas;
+        tp[k] += h;
+        tm[k] -= h;
+        let fd = (log_mix_slices(&tp, &lambdas) - log_mix_slices(&tm, &lambdas)) / (2.0 * h);
+        assert!((fd - dt[k]).abs() < 1e-7, "d/dtheta{k}: {} vs {fd}", dt[k]);
+        let mut lp = lambdas;
+        let mut lm = lambdas;
+        lp[k] += h;
+        lm[k] -= h;
+        let fd = (log_mix_slices(&thetas, &lp) - log_mix_slices(&thetas, &lm)) / (2.0 * h);
+        assert!((fd - dl[k]).abs() < 1e-7, "d/dlambda{k}: {} vs {fd}", dl[k]);
+    }
+    assert!(log_mix_slices(&[0.5], &[1.0, 2.0]).is_nan());
+}
+
+/// Every table function returns (no panic, no endless loop) at every combination of awkward
+/// arguments, including NaN, ±∞, 0, negative integers and huge values.
+#[test]
+fn no_table_function_panics_or_hangs_on_awkward_arguments() {
+    use hazel_math::special::{binary_table, ternary_table, unary_table};
+    let junk = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        -1.0,
+        -2.5,
+        0.5,
+        1.0,
+        3.0,
+        1e-300,
+        1e300,
+        -1e300,
+    ];
+    for f in unary_table() {
+        for &x in &junk {
+            let v = (f.value)(x);
+            let _ = (f.deriv)(x, v);
+        }
+    }
+    for f in binary_table() {
+        for &x in &junk {
+            for &y in &junk {
+                let v = (f.value)(x, y);
+                let _ = (f.grad)(x, y, v);
+            }
+        }
+    }
+    for f in ternary_table() {
+        for &x in &junk {
+            for &y in &junk {
+                for &z in &junk {
+                    let v = (f.value)(x, y, z);
+                    let _ = (f.grad)(x, y, z, v);
+                }
+            }
+        }
+    }
+}

@@ -11,8 +11,8 @@ fn main() {
         }
         Ok(result) => {
             eprint!("{}", result.render_diagnostics());
-            match &result.program {
-                Some(program) => print!("{}", hazel_syntax::pretty::print_program(program)),
+            match result.format() {
+                Some(text) => print!("{text}"),
                 None => std::process::exit(1),
             }
         }

@@ -182,6 +182,13 @@ impl Diagnostic {
                 label_text
             );
         }
+        for directive in sources.include_chain(self.span.file) {
+            let _ = writeln!(
+                out,
+                "{pad} = note: included from {}",
+                sources.describe(directive)
+            );
+        }
         if let Some(hint) = &self.hint {
             let _ = writeln!(out, "{pad} = hint: {hint}");
         }

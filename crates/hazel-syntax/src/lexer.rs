@@ -138,6 +138,14 @@ pub struct Token {
     pub span: Span,
 }
 
+/// A comment as written (`// ...` without the line break, or `/* ... */`), kept aside so a
+/// formatter can put it back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comment {
+    pub span: Span,
+    pub text: String,
+}
+
 /// Supplies the text of included files. Tests use an in-memory map; [`FsLoader`] reads disk.
 pub trait FileLoader {
     /// Returns the text of `path`, or `None` if there is no such file.
@@ -176,7 +184,18 @@ pub fn tokenize(
     includes: Option<&IncludeContext<'_>>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<Token> {
+    tokenize_with_comments(sources, file, includes, diagnostics).0
+}
+
+/// As [`tokenize`], also returning every comment (from all files, in lexing order).
+pub fn tokenize_with_comments(
+    sources: &mut SourceMap,
+    file: FileId,
+    includes: Option<&IncludeContext<'_>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<Token>, Vec<Comment>) {
     let mut tokens = Vec::new();
+    let mut comments = Vec::new();
     let mut stack = vec![file];
     lex_file(
         sources,
@@ -184,6 +203,7 @@ pub fn tokenize(
         includes,
         &mut stack,
         &mut tokens,
+        &mut comments,
         diagnostics,
     );
     let len = sources.get(file).map(|f| f.text.len()).unwrap_or(0) as u32;
@@ -192,7 +212,7 @@ pub fn tokenize(
         kind: TokenKind::Eof,
         span: eof_span,
     });
-    tokens
+    (tokens, comments)
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -209,6 +229,7 @@ fn lex_file(
     includes: Option<&IncludeContext<'_>>,
     stack: &mut Vec<FileId>,
     tokens: &mut Vec<Token>,
+    comments: &mut Vec<Comment>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     // Clone the text so that included files can be added to `sources` while lexing.
@@ -249,6 +270,15 @@ fn lex_file(
             while i < n && bytes[i] != b'\n' {
                 i += 1;
             }
+            let end = if i > start && bytes[i - 1] == b'\r' {
+                i - 1
+            } else {
+                i
+            };
+            comments.push(Comment {
+                span: span(start, end),
+                text: text[start..end].to_string(),
+            });
             continue;
         }
         if c == b'/' && i + 1 < n && bytes[i + 1] == b'*' {
@@ -269,6 +299,10 @@ fn lex_file(
                 );
                 i = n;
             }
+            comments.push(Comment {
+                span: span(start, i),
+                text: text[start..i].to_string(),
+            });
             continue;
         }
         if c == b'#' {
@@ -280,6 +314,7 @@ fn lex_file(
                     includes,
                     stack,
                     tokens,
+                    comments,
                     diagnostics,
                     span(start, line_end),
                     &file_name,
@@ -484,6 +519,7 @@ fn handle_include(
     includes: Option<&IncludeContext<'_>>,
     stack: &mut Vec<FileId>,
     tokens: &mut Vec<Token>,
+    comments: &mut Vec<Comment>,
     diagnostics: &mut Vec<Diagnostic>,
     directive: Span,
     including_name: &str,
@@ -556,9 +592,9 @@ fn handle_include(
             ));
             return;
         }
-        let id = sources.add(display, text);
+        let id = sources.add_included(display, text, directive);
         stack.push(id);
-        lex_file(sources, id, includes, stack, tokens, diagnostics);
+        lex_file(sources, id, includes, stack, tokens, comments, diagnostics);
         stack.pop();
         return;
     }

@@ -4,7 +4,8 @@
 //! when `#include` must be served by a [`FileLoader`] (tests use an in-memory map),
 //! [`parse_file`] for a model file on disk, and the lower-level [`parse`] over an existing
 //! [`SourceMap`]. The program is returned only when there were no syntax errors; every
-//! diagnostic is returned either way.
+//! diagnostic is returned either way. [`ParseResult::format`] is the formatter (canonical
+//! layout, comments kept); [`pretty::print_program`] prints a tree without comments.
 
 pub mod ast;
 pub mod diagnostic;
@@ -17,7 +18,7 @@ pub mod visit;
 use std::path::{Path, PathBuf};
 
 pub use diagnostic::{Diagnostic, Label, Severity};
-pub use lexer::{FileLoader, FsLoader, IncludeContext};
+pub use lexer::{Comment, FileLoader, FsLoader, IncludeContext};
 pub use parser::{MAX_NESTING, MAX_TYPE_NESTING};
 pub use span::{FileId, LineCol, SourceFile, SourceMap, Span};
 
@@ -34,12 +35,26 @@ pub struct ParseResult {
     pub sources: SourceMap,
     /// Id of the main file in `sources`.
     pub main_file: FileId,
+    /// Comments of all files, for the formatter ([`ParseResult::format`]).
+    pub comments: Vec<Comment>,
 }
 
 impl ParseResult {
     /// Whether any error was reported.
     pub fn has_errors(&self) -> bool {
         diagnostic::has_errors(&self.diagnostics)
+    }
+
+    /// The program in canonical layout with the main file's comments kept, or `None` if the
+    /// program did not parse. Comments inside a statement move to the line after it.
+    pub fn format(&self) -> Option<String> {
+        let program = self.program.as_ref()?;
+        Some(pretty::print_program_with_comments(
+            program,
+            &self.comments,
+            &self.sources,
+            self.main_file,
+        ))
     }
 
     /// All diagnostics rendered without colour.
@@ -55,6 +70,16 @@ pub fn parse(
     file: FileId,
     includes: Option<&IncludeContext<'_>>,
 ) -> (Option<Program>, Vec<Diagnostic>) {
+    let (program, diagnostics, _) = parse_keeping_comments(sources, file, includes);
+    (program, diagnostics)
+}
+
+/// As [`parse`], also returning the comments of all files.
+pub fn parse_keeping_comments(
+    sources: &mut SourceMap,
+    file: FileId,
+    includes: Option<&IncludeContext<'_>>,
+) -> (Option<Program>, Vec<Diagnostic>, Vec<Comment>) {
     let mut diagnostics = Vec::new();
     let too_large = sources
         .get(file)
@@ -65,9 +90,10 @@ pub fn parse(
             Span::new(file, 0, 0),
             "source file is too large (over 2 GiB)",
         ));
-        return (None, diagnostics);
+        return (None, diagnostics, Vec::new());
     }
-    let tokens = lexer::tokenize(sources, file, includes, &mut diagnostics);
+    let (tokens, comments) =
+        lexer::tokenize_with_comments(sources, file, includes, &mut diagnostics);
     let mut parser = parser::Parser::new(&tokens, sources);
     let program = parser.parse_program();
     diagnostics.extend(parser.diagnostics);
@@ -78,19 +104,20 @@ pub fn parse(
     } else {
         Some(program)
     };
-    (program, diagnostics)
+    (program, diagnostics, comments)
 }
 
 /// Parses in-memory text named `name` (used in messages). `#include` is reported as an error.
 pub fn parse_str(name: &str, text: &str) -> ParseResult {
     let mut sources = SourceMap::new();
     let main_file = sources.add(name, text);
-    let (program, diagnostics) = parse(&mut sources, main_file, None);
+    let (program, diagnostics, comments) = parse_keeping_comments(&mut sources, main_file, None);
     ParseResult {
         program,
         diagnostics,
         sources,
         main_file,
+        comments,
     }
 }
 
@@ -108,12 +135,14 @@ pub fn parse_with_loader(
         include_paths,
         loader,
     };
-    let (program, diagnostics) = parse(&mut sources, main_file, Some(&ctx));
+    let (program, diagnostics, comments) =
+        parse_keeping_comments(&mut sources, main_file, Some(&ctx));
     ParseResult {
         program,
         diagnostics,
         sources,
         main_file,
+        comments,
     }
 }
 

@@ -8,30 +8,44 @@
 use std::fmt::Write as _;
 
 use crate::ast::*;
+use crate::lexer::Comment;
+use crate::span::{FileId, SourceMap, Span};
 
 const INDENT: &str = "  ";
 
-/// Prints a whole program.
+/// Prints a whole program (without comments; see [`print_program_with_comments`]).
 pub fn print_program(program: &Program) -> String {
     let mut p = Printer::default();
-    if let Some(functions) = &program.functions {
-        p.line("functions {");
-        p.depth += 1;
-        for f in &functions.functions {
-            p.fundef(f);
-        }
-        p.depth -= 1;
-        p.line("}");
-    }
-    for block in program.blocks() {
-        p.line(&format!("{} {{", block.kind.keyword()));
-        p.depth += 1;
-        for stmt in &block.stmts {
-            p.stmt(stmt);
-        }
-        p.depth -= 1;
-        p.line("}");
-    }
+    p.program(program);
+    p.out
+}
+
+/// Prints a whole program and puts back the comments of file `main` (comments from included
+/// files are dropped with the `#include`, whose contents are printed inline). A comment keeps
+/// its place between statements; one on the same line after a statement stays at the end of
+/// that statement's last line; one inside a statement moves to the line after it.
+pub fn print_program_with_comments(
+    program: &Program,
+    comments: &[Comment],
+    sources: &SourceMap,
+    main: FileId,
+) -> String {
+    let mut main_comments: Vec<&Comment> =
+        comments.iter().filter(|c| c.span.file == main).collect();
+    main_comments.sort_by_key(|c| c.span.start);
+    let used = vec![false; main_comments.len()];
+    let mut p = Printer {
+        comments: Some(CommentState {
+            text: sources.get(main).map(|f| f.text.as_str()).unwrap_or(""),
+            file: main,
+            comments: main_comments,
+            used,
+            next: 0,
+        }),
+        ..Printer::default()
+    };
+    p.program(program);
+    p.flush_before(Span::new(main, u32::MAX, u32::MAX));
     p.out
 }
 
@@ -63,13 +77,25 @@ pub fn print_unsized_type(ty: &UnsizedType) -> String {
     out
 }
 
-#[derive(Default)]
-struct Printer {
-    out: String,
-    depth: usize,
+/// Comments waiting to be placed, in source order.
+struct CommentState<'a> {
+    text: &'a str,
+    file: FileId,
+    comments: Vec<&'a Comment>,
+    /// Comments already printed out of order (trailing ones).
+    used: Vec<bool>,
+    /// All comments before this index are printed.
+    next: usize,
 }
 
-impl Printer {
+#[derive(Default)]
+struct Printer<'a> {
+    out: String,
+    depth: usize,
+    comments: Option<CommentState<'a>>,
+}
+
+impl Printer<'_> {
     fn line(&mut self, text: &str) {
         for _ in 0..self.depth {
             self.out.push_str(INDENT);
@@ -78,7 +104,114 @@ impl Printer {
         self.out.push('\n');
     }
 
+    fn program(&mut self, program: &Program) {
+        if let Some(functions) = &program.functions {
+            self.flush_before(functions.span);
+            self.line("functions {");
+            self.depth += 1;
+            for f in &functions.functions {
+                self.fundef(f);
+            }
+            self.depth -= 1;
+            self.close(functions.span);
+            self.after(functions.span);
+        }
+        for block in program.blocks() {
+            self.flush_before(block.span);
+            self.line(&format!("{} {{", block.kind.keyword()));
+            self.depth += 1;
+            for stmt in &block.stmts {
+                self.stmt(stmt);
+            }
+            self.depth -= 1;
+            self.close(block.span);
+            self.after(block.span);
+        }
+    }
+
+    /// Prints, each on its own line, the pending comments that start before `span`.
+    fn flush_before(&mut self, span: Span) {
+        let Some(state) = &mut self.comments else {
+            return;
+        };
+        if span.file != state.file {
+            return;
+        }
+        let mut pending = Vec::new();
+        while state.next < state.comments.len() {
+            let i = state.next;
+            if !state.used[i] {
+                if state.comments[i].span.start >= span.start {
+                    break;
+                }
+                pending.push(state.comments[i].text.clone());
+                state.used[i] = true;
+            }
+            state.next += 1;
+        }
+        for text in pending {
+            self.comment_lines(&text);
+        }
+    }
+
+    /// After a construct spanning `span` was printed: a comment on the same source line right
+    /// after it goes at the end of the last printed line; comments inside it follow on their
+    /// own lines.
+    fn after(&mut self, span: Span) {
+        let Some(state) = &mut self.comments else {
+            return;
+        };
+        if span.file != state.file {
+            return;
+        }
+        let trailing = (state.next..state.comments.len())
+            .find(|&i| !state.used[i] && state.comments[i].span.start >= span.end);
+        if let Some(i) = trailing {
+            let c = state.comments[i];
+            let between = state
+                .text
+                .get(span.end as usize..c.span.start as usize)
+                .unwrap_or("\n");
+            // Only blanks between: `x = 1; } // c` belongs to the `}`, not to `x = 1;`.
+            let same_line = !between.contains('\n') && between.trim().is_empty();
+            if same_line && self.out.ends_with('\n') {
+                state.used[i] = true;
+                self.out.pop();
+                self.out.push(' ');
+                self.out.push_str(&c.text);
+                self.out.push('\n');
+            }
+        }
+        self.flush_before(Span::new(span.file, span.end, span.end));
+    }
+
+    fn comment_lines(&mut self, text: &str) {
+        let mut lines = text.split('\n');
+        if let Some(first) = lines.next() {
+            self.line(first.trim_end_matches('\r'));
+        }
+        // Later lines of a block comment are kept exactly as written.
+        for rest in lines {
+            self.out.push_str(rest);
+            self.out.push('\n');
+        }
+    }
+
+    /// Prints the `}` closing a construct spanning `span`, after any comments before it.
+    fn close(&mut self, span: Span) {
+        self.depth += 1;
+        self.flush_before(Span::new(span.file, span.end.saturating_sub(1), span.end));
+        self.depth -= 1;
+        self.line("}");
+    }
+
     fn fundef(&mut self, f: &FunDef) {
+        self.flush_before(f.span);
+        self.fundef_inner(f);
+        self.after(f.span);
+    }
+
+    fn fundef_inner(&mut self, f: &FunDef) {
         let mut head = String::new();
         match &f.return_type {
             ReturnType::Void(_) => head.push_str("void"),
@@ -106,7 +239,7 @@ impl Printer {
                     head.push_str(" {");
                     self.line(&head);
                     self.body(stmts);
-                    self.line("}");
+                    self.close(body.span);
                 }
                 _ => {
                     // Bodies are always blocks when parsed; print anything else in braces.
@@ -136,7 +269,7 @@ impl Printer {
             StmtKind::Block(stmts) => {
                 self.line(&format!("{header} {{"));
                 self.body(stmts);
-                self.line("}");
+                self.close(body.span);
             }
             _ => {
                 self.line(&header);
@@ -148,6 +281,12 @@ impl Printer {
     }
 
     fn stmt(&mut self, stmt: &Stmt) {
+        self.flush_before(stmt.span);
+        self.stmt_inner(stmt);
+        self.after(stmt.span);
+    }
+
+    fn stmt_inner(&mut self, stmt: &Stmt) {
         match &stmt.kind {
             StmtKind::VarDecl(decl) => {
                 let mut s = String::new();
@@ -239,12 +378,12 @@ impl Printer {
             StmtKind::Block(stmts) => {
                 self.line("{");
                 self.body(stmts);
-                self.line("}");
+                self.close(stmt.span);
             }
             StmtKind::Profile { name, body } => {
                 self.line(&format!("profile(\"{name}\") {{"));
                 self.body(body);
-                self.line("}");
+                self.close(stmt.span);
             }
             StmtKind::Call { name, args } => {
                 let mut s = format!("{}(", name.name);

@@ -62,6 +62,8 @@ pub struct SourceFile {
     pub name: String,
     /// Full text.
     pub text: String,
+    /// For a file pulled in by `#include`, the span of the directive that included it.
+    pub included_from: Option<Span>,
     /// Byte offset of the first character of each line (always starts with 0).
     line_starts: Vec<u32>,
 }
@@ -79,6 +81,7 @@ impl SourceFile {
         SourceFile {
             name: name.into(),
             text,
+            included_from: None,
             line_starts,
         }
     }
@@ -162,6 +165,35 @@ impl SourceMap {
         let id = FileId(self.files.len() as u32);
         self.files.push(SourceFile::new(name, text));
         id
+    }
+
+    /// Adds a file that was pulled in by the `#include` directive at `directive`.
+    pub fn add_included(
+        &mut self,
+        name: impl Into<String>,
+        text: impl Into<String>,
+        directive: Span,
+    ) -> FileId {
+        let id = self.add(name, text);
+        if let Some(file) = self.files.last_mut() {
+            file.included_from = Some(directive);
+        }
+        id
+    }
+
+    /// The chain of `#include` directives that led to `file`, innermost first (empty for the
+    /// main file). Bounded by the number of files, so a malformed chain cannot loop.
+    pub fn include_chain(&self, file: FileId) -> Vec<Span> {
+        let mut chain = Vec::new();
+        let mut current = file;
+        while let Some(directive) = self.get(current).and_then(|f| f.included_from) {
+            if chain.len() >= self.files.len() {
+                break;
+            }
+            chain.push(directive);
+            current = directive.file;
+        }
+        chain
     }
 
     /// The file with id `id`, if any.

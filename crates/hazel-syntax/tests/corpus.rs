@@ -62,6 +62,49 @@ fn valid_corpus_parses_and_round_trips() {
     }
 }
 
+/// The formatter keeps every comment, does not change the tree, and is idempotent.
+fn check_format_keeps_comments(path: &Path) {
+    let name = path.display().to_string();
+    let result = parse_file(path, &[]).expect("readable");
+    let formatted = result.format().expect("parses");
+    for c in result
+        .comments
+        .iter()
+        .filter(|c| c.span.file == result.main_file)
+    {
+        assert!(
+            formatted.contains(c.text.trim_end()),
+            "{name}: comment {:?} lost:\n{formatted}",
+            c.text
+        );
+    }
+    let again = hazel_syntax::parse_str(&name, &formatted);
+    let program = again.program.as_ref().unwrap_or_else(|| {
+        panic!(
+            "{name}: formatted text does not parse:\n{}",
+            again.render_diagnostics()
+        )
+    });
+    assert!(
+        program.same_structure(result.program.as_ref().unwrap()),
+        "{name}: formatting changed the tree:\n{formatted}"
+    );
+    assert_eq!(
+        again.comments.len(),
+        result.comments.len(),
+        "{name}: comment count changed"
+    );
+    let twice = again.format().expect("parses");
+    assert_eq!(formatted, twice, "{name}: formatting is not idempotent");
+}
+
+#[test]
+fn formatter_keeps_comments_and_is_idempotent() {
+    for path in valid_corpus().iter().chain(posteriordb_models().iter()) {
+        check_format_keeps_comments(path);
+    }
+}
+
 #[test]
 fn posteriordb_models_parse_and_round_trip() {
     for path in posteriordb_models() {
@@ -488,6 +531,20 @@ fn mutated_corpus_never_panics() {
             Some(program) => {
                 parsed_ok += 1;
                 assert_round_trip("mutant", program);
+                let formatted = result.format().expect("parsed");
+                let again = hazel_syntax::parse_str("formatted.stan", &formatted);
+                let reparsed = again.program.as_ref().unwrap_or_else(|| {
+                    panic!("formatted mutant does not parse:\n{formatted}\n--- mutant ---\n{text}")
+                });
+                assert!(
+                    reparsed.same_structure(program),
+                    "format changed tree:\n{text}"
+                );
+                assert_eq!(
+                    again.format().expect("parsed"),
+                    formatted,
+                    "format not idempotent for:\n{text}"
+                );
             }
             None => {
                 assert!(result.has_errors());

@@ -655,6 +655,10 @@ fn includes_resolve_relative_then_search_paths() {
     );
     let text = r.render_diagnostics();
     assert!(text.contains("models/bad.stan:1:"), "{text}");
+    assert!(
+        text.contains("= note: included from models/m.stan:2:1"),
+        "{text}"
+    );
     // Missing files and cycles are errors, not hangs.
     let r = parse_with_loader("models/m.stan", "#include nope.stan\n", &paths, &files);
     assert!(r

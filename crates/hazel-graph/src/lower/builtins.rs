@@ -72,7 +72,10 @@ fn binary_by_name(name: &str) -> Option<BinaryFn> {
 impl<'p> Tracer<'p> {
     fn n_args(&self, name: &str, args: &[Val], n: usize, span: Span) -> R<()> {
         if args.len() != n {
-            return cerr(format!("{name} expects {n} arguments, found {}", args.len()), span);
+            return cerr(
+                format!("{name} expects {n} arguments, found {}", args.len()),
+                span,
+            );
         }
         Ok(())
     }
@@ -98,7 +101,10 @@ impl<'p> Tracer<'p> {
 
     fn dot_elems(&mut self, a: &Elems, b: &Elems, span: Span) -> R<Sc> {
         if a.len() != b.len() {
-            return eerr(format!("dot_product: size mismatch ({} vs {})", a.len(), b.len()), span);
+            return eerr(
+                format!("dot_product: size mismatch ({} vs {})", a.len(), b.len()),
+                span,
+            );
         }
         if let (Some(x), Some(y)) = (a.consts(), b.consts()) {
             return Ok(Sc::C(crate::kernels::dot(&x, &y)));
@@ -141,7 +147,13 @@ impl<'p> Tracer<'p> {
         match v {
             Val::Int(i) => Ok(Sc::C(*i as f64)),
             Val::Real(s) => Ok(*s),
-            _ => cerr(format!("{name}: expected a scalar argument, found {}", v.type_name()), span),
+            _ => cerr(
+                format!(
+                    "{name}: expected a scalar argument, found {}",
+                    v.type_name()
+                ),
+                span,
+            ),
         }
     }
 
@@ -154,10 +166,17 @@ impl<'p> Tracer<'p> {
                 None => cerr(format!("{name} does not return a value"), span),
             };
         }
-        for (suffix, propto) in [("_lpdf", false), ("_lpmf", false), ("_lupdf", true), ("_lupmf", true)] {
+        for (suffix, propto) in [
+            ("_lpdf", false),
+            ("_lpmf", false),
+            ("_lupdf", true),
+            ("_lupmf", true),
+        ] {
             if let Some(base) = name.strip_suffix(suffix) {
                 let propto = propto && self.in_lupdf;
-                if self.funcs.contains_key(&format!("{base}_lpdf")) || self.funcs.contains_key(&format!("{base}_lpmf")) {
+                if self.funcs.contains_key(&format!("{base}_lpdf"))
+                    || self.funcs.contains_key(&format!("{base}_lpmf"))
+                {
                     let saved = self.in_lupdf;
                     self.in_lupdf = propto;
                     let r = self.density(base, args, propto, span);
@@ -170,16 +189,26 @@ impl<'p> Tracer<'p> {
         if name.ends_with("_rng") {
             return self.rng_call(name, &args, span);
         }
-        for (suffix, ccdf) in [("_lcdf", Some(false)), ("_lccdf", Some(true)), ("_cdf", None)] {
+        for (suffix, ccdf) in [
+            ("_lcdf", Some(false)),
+            ("_lccdf", Some(true)),
+            ("_cdf", None),
+        ] {
             if let Some(base) = name.strip_suffix(suffix) {
                 let Some(kind) = crate::dists::DistKind::cdf(base, ccdf.unwrap_or(false)) else {
                     return cerr(format!("function '{name}' is not supported"), span);
                 };
                 let v = self.dist_sum(kind, &args, false, span)?;
-                return Ok(Val::Real(if ccdf.is_none() { self.sc_unary(UnaryFn::Exp, v) } else { v }));
+                return Ok(Val::Real(if ccdf.is_none() {
+                    self.sc_unary(UnaryFn::Exp, v)
+                } else {
+                    v
+                }));
             }
         }
-        let unary = unary_by_name(name).or_else(|| hazel_math::special::unary(name).map(|t| UnaryFn::Table(crate::kernels::MathUnary(t))));
+        let unary = unary_by_name(name).or_else(|| {
+            hazel_math::special::unary(name).map(|t| UnaryFn::Table(crate::kernels::MathUnary(t)))
+        });
         if let Some(f) = unary {
             self.n_args(name, &args, 1, span)?;
             if let Val::Int(i) = args[0] {
@@ -189,7 +218,14 @@ impl<'p> Tracer<'p> {
             }
             return self.map_unary(f, &args[0], span);
         }
-        let binary = binary_by_name(name).or_else(|| if name == "log_sum_exp" || name == "fma" || name == "log_mix" { None } else { hazel_math::special::binary(name).map(|t| BinaryFn::Table(crate::kernels::MathBinary(t))) });
+        let binary = binary_by_name(name).or_else(|| {
+            if name == "log_sum_exp" || name == "fma" || name == "log_mix" {
+                None
+            } else {
+                hazel_math::special::binary(name)
+                    .map(|t| BinaryFn::Table(crate::kernels::MathBinary(t)))
+            }
+        });
         if let Some(f) = binary {
             self.n_args(name, &args, 2, span)?;
             return self.map_binary(f, &args[0], &args[1], span);
@@ -214,7 +250,11 @@ impl<'p> Tracer<'p> {
                 self.n_args(name, &args, 1, span)?;
                 if let Val::Array(xs) = &args[0] {
                     if xs.iter().all(|x| matches!(x, Val::Int(_))) {
-                        return Ok(Val::Int(xs.iter().map(|x| if let Val::Int(i) = x { *i } else { 0 }).sum()));
+                        return Ok(Val::Int(
+                            xs.iter()
+                                .map(|x| if let Val::Int(i) = x { *i } else { 0 })
+                                .sum(),
+                        ));
                     }
                 }
                 let e = self.to_elems(&args[0]);
@@ -227,13 +267,21 @@ impl<'p> Tracer<'p> {
                     return eerr("mean of an empty container", span);
                 }
                 let s = self.sum_elems(&e);
-                Ok(Val::Real(self.sc_binary(BinaryFn::Div, s, Sc::C(e.len() as f64))))
+                Ok(Val::Real(self.sc_binary(
+                    BinaryFn::Div,
+                    s,
+                    Sc::C(e.len() as f64),
+                )))
             }
             "variance" | "sd" => {
                 self.n_args(name, &args, 1, span)?;
                 let e = self.to_elems(&args[0]);
                 let v = self.var_of(&e, span)?;
-                Ok(Val::Real(if name == "sd" { self.sc_unary(UnaryFn::Sqrt, v) } else { v }))
+                Ok(Val::Real(if name == "sd" {
+                    self.sc_unary(UnaryFn::Sqrt, v)
+                } else {
+                    v
+                }))
             }
             "dot_product" => {
                 self.n_args(name, &args, 2, span)?;
@@ -252,7 +300,11 @@ impl<'p> Tracer<'p> {
                     self.elems_binary(BinaryFn::Sub, &a, &b)
                 };
                 let s = self.dot_elems(&d, &d, span)?;
-                Ok(Val::Real(if name == "distance" { self.sc_unary(UnaryFn::Sqrt, s) } else { s }))
+                Ok(Val::Real(if name == "distance" {
+                    self.sc_unary(UnaryFn::Sqrt, s)
+                } else {
+                    s
+                }))
             }
             "prod" => {
                 self.n_args(name, &args, 1, span)?;
@@ -271,7 +323,11 @@ impl<'p> Tracer<'p> {
                 Ok(Val::Real(acc))
             }
             "min" | "max" => {
-                let f = if name == "min" { BinaryFn::Fmin } else { BinaryFn::Fmax };
+                let f = if name == "min" {
+                    BinaryFn::Fmin
+                } else {
+                    BinaryFn::Fmax
+                };
                 if args.len() == 2 {
                     if let (Val::Int(a), Val::Int(b)) = (&args[0], &args[1]) {
                         return Ok(Val::Int(if name == "min" { *a.min(b) } else { *a.max(b) }));
@@ -282,12 +338,20 @@ impl<'p> Tracer<'p> {
                 if let Val::Array(xs) = &args[0] {
                     if !xs.is_empty() && xs.iter().all(|x| matches!(x, Val::Int(_))) {
                         let it = xs.iter().map(|x| if let Val::Int(i) = x { *i } else { 0 });
-                        return Ok(Val::Int(if name == "min" { it.min().unwrap_or(0) } else { it.max().unwrap_or(0) }));
+                        return Ok(Val::Int(if name == "min" {
+                            it.min().unwrap_or(0)
+                        } else {
+                            it.max().unwrap_or(0)
+                        }));
                     }
                 }
                 let e = self.to_elems(&args[0]);
                 if e.is_empty() {
-                    return Ok(Val::real(if name == "min" { f64::INFINITY } else { f64::NEG_INFINITY }));
+                    return Ok(Val::real(if name == "min" {
+                        f64::INFINITY
+                    } else {
+                        f64::NEG_INFINITY
+                    }));
                 }
                 let mut acc = e.get(0);
                 for i in 1..e.len() {
@@ -321,21 +385,31 @@ impl<'p> Tracer<'p> {
             }
             "dims" => {
                 self.n_args(name, &args, 1, span)?;
-                Ok(Val::array(args[0].dims().iter().map(|&d| Val::Int(d as i64)).collect()))
+                Ok(Val::array(
+                    args[0].dims().iter().map(|&d| Val::Int(d as i64)).collect(),
+                ))
             }
             "rep_vector" | "rep_row_vector" => {
                 self.n_args(name, &args, 2, span)?;
                 let s = self.scalar_sc(&args[0], name, span)?;
                 let n = self.size_arg(&args[1], span)?;
                 let e = Elems::from_scalars_or_empty(vec![s; n]);
-                Ok(if name == "rep_vector" { Val::Vector(e) } else { Val::RowVector(e) })
+                Ok(if name == "rep_vector" {
+                    Val::Vector(e)
+                } else {
+                    Val::RowVector(e)
+                })
             }
             "rep_matrix" => {
                 if args.len() == 3 {
                     let s = self.scalar_sc(&args[0], name, span)?;
                     let r = self.size_arg(&args[1], span)?;
                     let c = self.size_arg(&args[2], span)?;
-                    return Ok(Val::Matrix(r, c, Elems::from_scalars_or_empty(vec![s; r * c])));
+                    return Ok(Val::Matrix(
+                        r,
+                        c,
+                        Elems::from_scalars_or_empty(vec![s; r * c]),
+                    ));
                 }
                 self.n_args(name, &args, 2, span)?;
                 let n = self.size_arg(&args[1], span)?;
@@ -375,7 +449,11 @@ impl<'p> Tracer<'p> {
                 self.n_args(name, &args, 1, span)?;
                 // Matrices are read column-major, arrays in order.
                 let e = self.to_elems(&args[0]);
-                Ok(if name == "to_vector" { Val::Vector(e) } else { Val::RowVector(e) })
+                Ok(if name == "to_vector" {
+                    Val::Vector(e)
+                } else {
+                    Val::RowVector(e)
+                })
             }
             "to_array_1d" => {
                 self.n_args(name, &args, 1, span)?;
@@ -385,7 +463,11 @@ impl<'p> Tracer<'p> {
                     let mut ints = true;
                     check_ints(&args[0], &mut ints);
                     if ints {
-                        return Ok(Val::array(sc.iter().map(|s| Val::Int(if let Sc::C(c) = s { *c as i64 } else { 0 })).collect()));
+                        return Ok(Val::array(
+                            sc.iter()
+                                .map(|s| Val::Int(if let Sc::C(c) = s { *c as i64 } else { 0 }))
+                                .collect(),
+                        ));
                     }
                 }
                 Ok(Val::array(sc.into_iter().map(Val::Real).collect()))
@@ -437,7 +519,11 @@ impl<'p> Tracer<'p> {
                 let (v, start, len) = match name {
                     "segment" => {
                         self.n_args(name, &args, 3, span)?;
-                        (&args[0], self.int_arg(&args[1], span)?, self.size_arg(&args[2], span)?)
+                        (
+                            &args[0],
+                            self.int_arg(&args[1], span)?,
+                            self.size_arg(&args[2], span)?,
+                        )
                     }
                     _ => {
                         self.n_args(name, &args, 2, span)?;
@@ -449,7 +535,15 @@ impl<'p> Tracer<'p> {
                         if n > total {
                             return eerr(format!("{name}: size {n} exceeds {total}"), span);
                         }
-                        (&args[0], if name == "head" { 1 } else { (total - n + 1) as i64 }, n)
+                        (
+                            &args[0],
+                            if name == "head" {
+                                1
+                            } else {
+                                (total - n + 1) as i64
+                            },
+                            n,
+                        )
                     }
                 };
                 if len == 0 {
@@ -480,9 +574,17 @@ impl<'p> Tracer<'p> {
                     Elems::V(self.b.cumsum(a))
                 };
                 Ok(match &args[0] {
-                    Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Int(_))) => {
-                        Val::array((0..out.len()).map(|i| Val::Int(if let Sc::C(c) = out.get(i) { c as i64 } else { 0 })).collect())
-                    }
+                    Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Int(_))) => Val::array(
+                        (0..out.len())
+                            .map(|i| {
+                                Val::Int(if let Sc::C(c) = out.get(i) {
+                                    c as i64
+                                } else {
+                                    0
+                                })
+                            })
+                            .collect(),
+                    ),
                     other => Self::with_shape(other, out),
                 })
             }
@@ -492,7 +594,11 @@ impl<'p> Tracer<'p> {
                 let l = self.lse_elems(&e);
                 let le = self.scalar_elems(l);
                 let d = self.elems_binary(BinaryFn::Sub, &e, &le);
-                Ok(Val::Vector(if name == "softmax" { self.elems_unary(UnaryFn::Exp, &d) } else { d }))
+                Ok(Val::Vector(if name == "softmax" {
+                    self.elems_unary(UnaryFn::Exp, &d)
+                } else {
+                    d
+                }))
             }
             "log_mix" => {
                 self.n_args(name, &args, 3, span)?;
@@ -519,13 +625,25 @@ impl<'p> Tracer<'p> {
             "int_step" | "step" => {
                 self.n_args(name, &args, 1, span)?;
                 let x = self.real_value(&args[0], span)?;
-                let v = if name == "int_step" { x > 0.0 } else { x >= 0.0 };
-                Ok(if name == "int_step" { Val::Int(v as i64) } else { Val::real(v as i64 as f64) })
+                let v = if name == "int_step" {
+                    x > 0.0
+                } else {
+                    x >= 0.0
+                };
+                Ok(if name == "int_step" {
+                    Val::Int(v as i64)
+                } else {
+                    Val::real(v as i64 as f64)
+                })
             }
             "is_inf" | "is_nan" => {
                 self.n_args(name, &args, 1, span)?;
                 let x = self.real_value(&args[0], span)?;
-                Ok(Val::Int(if name == "is_inf" { x.is_infinite() } else { x.is_nan() } as i64))
+                Ok(Val::Int(if name == "is_inf" {
+                    x.is_infinite()
+                } else {
+                    x.is_nan()
+                } as i64))
             }
             "logical_negation" => Ok(Val::Int((self.real_value(&args[0], span)? == 0.0) as i64)),
             "diag_matrix" => {
@@ -548,16 +666,32 @@ impl<'p> Tracer<'p> {
             }
             "diag_pre_multiply" | "diag_post_multiply" => {
                 self.n_args(name, &args, 2, span)?;
-                let (d, m) = if name == "diag_pre_multiply" { (&args[0], &args[1]) } else { (&args[1], &args[0]) };
+                let (d, m) = if name == "diag_pre_multiply" {
+                    (&args[0], &args[1])
+                } else {
+                    (&args[1], &args[0])
+                };
                 let de = self.to_elems(d);
                 let (r, c, me) = match m {
                     Val::Matrix(r, c, e) => (*r, *c, e.clone()),
                     _ => return cerr(format!("{name}: expected a matrix"), span),
                 };
                 // Broadcast the diagonal to every element: row scaling (pre) or column (post).
-                let pos: Vec<usize> = (0..r * c).map(|k| if name == "diag_pre_multiply" { k % r } else { k / r }).collect();
+                let pos: Vec<usize> = (0..r * c)
+                    .map(|k| {
+                        if name == "diag_pre_multiply" {
+                            k % r
+                        } else {
+                            k / r
+                        }
+                    })
+                    .collect();
                 let big = self.select_any(&de, &pos);
-                Ok(Val::Matrix(r, c, self.elems_binary(BinaryFn::Mul, &me, &big)))
+                Ok(Val::Matrix(
+                    r,
+                    c,
+                    self.elems_binary(BinaryFn::Mul, &me, &big),
+                ))
             }
             "add_diag" => {
                 self.n_args(name, &args, 2, span)?;
@@ -590,9 +724,17 @@ impl<'p> Tracer<'p> {
                 let n = self.int_arg(&args[3], span)?;
                 use super::trace::Ix;
                 if n == 0 {
-                    return Ok(if name == "sub_col" { Val::Vector(Elems::C(Arc::new(vec![]))) } else { Val::RowVector(Elems::C(Arc::new(vec![]))) });
+                    return Ok(if name == "sub_col" {
+                        Val::Vector(Elems::C(Arc::new(vec![])))
+                    } else {
+                        Val::RowVector(Elems::C(Arc::new(vec![])))
+                    });
                 }
-                let ix = if name == "sub_col" { [Ix::Range(i, i + n - 1), Ix::One(j)] } else { [Ix::One(i), Ix::Range(j, j + n - 1)] };
+                let ix = if name == "sub_col" {
+                    [Ix::Range(i, i + n - 1), Ix::One(j)]
+                } else {
+                    [Ix::One(i), Ix::Range(j, j + n - 1)]
+                };
                 self.index(&args[0], &ix, span)
             }
             "block" => {
@@ -602,7 +744,11 @@ impl<'p> Tracer<'p> {
                 let nr = self.int_arg(&args[3], span)?;
                 let nc = self.int_arg(&args[4], span)?;
                 use super::trace::Ix;
-                self.index(&args[0], &[Ix::Range(i, i + nr - 1), Ix::Range(j, j + nc - 1)], span)
+                self.index(
+                    &args[0],
+                    &[Ix::Range(i, i + nr - 1), Ix::Range(j, j + nc - 1)],
+                    span,
+                )
             }
             "reverse" => {
                 self.n_args(name, &args, 1, span)?;
@@ -622,7 +768,13 @@ impl<'p> Tracer<'p> {
                 let lo = self.real_value(&args[1], span)?;
                 let hi = self.real_value(&args[2], span)?;
                 let v: Vec<f64> = (0..n)
-                    .map(|i| if n == 1 { hi } else { lo + (hi - lo) * i as f64 / (n - 1) as f64 })
+                    .map(|i| {
+                        if n == 1 {
+                            hi
+                        } else {
+                            lo + (hi - lo) * i as f64 / (n - 1) as f64
+                        }
+                    })
                     .collect();
                 Ok(match name {
                     "linspaced_vector" => Val::Vector(Elems::C(Arc::new(v))),
@@ -660,7 +812,9 @@ impl<'p> Tracer<'p> {
                         if name == "sort_indices_desc" {
                             idx.sort_by(|&a, &b| c[b].total_cmp(&c[a]));
                         }
-                        Ok(Val::array(idx.into_iter().map(|i| Val::Int(i as i64 + 1)).collect()))
+                        Ok(Val::array(
+                            idx.into_iter().map(|i| Val::Int(i as i64 + 1)).collect(),
+                        ))
                     }
                 }
             }
@@ -669,13 +823,21 @@ impl<'p> Tracer<'p> {
             }
             "quad_form_diag" => {
                 self.n_args(name, &args, 2, span)?;
-                let pre = self.call("diag_pre_multiply", vec![args[1].clone(), args[0].clone()], span)?;
+                let pre = self.call(
+                    "diag_pre_multiply",
+                    vec![args[1].clone(), args[0].clone()],
+                    span,
+                )?;
                 self.call("diag_post_multiply", vec![pre, args[1].clone()], span)
             }
             "tcrossprod" | "crossprod" | "multiply_lower_tri_self_transpose" => {
                 self.n_args(name, &args, 1, span)?;
                 let m = args[0].clone();
-                let m = if name == "multiply_lower_tri_self_transpose" { self.lower_tri(&m, span)? } else { m };
+                let m = if name == "multiply_lower_tri_self_transpose" {
+                    self.lower_tri(&m, span)?
+                } else {
+                    m
+                };
                 let t = self.transpose(&m, span)?;
                 if name == "crossprod" {
                     self.matmul(&t, &m, span)
@@ -740,7 +902,13 @@ impl<'p> Tracer<'p> {
                 }
             }
             let e = Elems::from_scalars_or_empty(sc);
-            Ok(if ac == 1 && !matches!(a, Val::Matrix(..)) && !matches!(b, Val::Matrix(..)) { Val::Vector(e) } else { Val::Matrix(r, ac, e) })
+            Ok(
+                if ac == 1 && !matches!(a, Val::Matrix(..)) && !matches!(b, Val::Matrix(..)) {
+                    Val::Vector(e)
+                } else {
+                    Val::Matrix(r, ac, e)
+                },
+            )
         } else {
             if ar != br {
                 return eerr("append_col: row counts differ", span);
@@ -748,11 +916,13 @@ impl<'p> Tracer<'p> {
             let mut sc = ea.to_scalars();
             sc.extend(eb.to_scalars());
             let e = Elems::from_scalars_or_empty(sc);
-            Ok(if ar == 1 && !matches!(a, Val::Matrix(..)) && !matches!(b, Val::Matrix(..)) {
-                Val::RowVector(e)
-            } else {
-                Val::Matrix(ar, ac + bc, e)
-            })
+            Ok(
+                if ar == 1 && !matches!(a, Val::Matrix(..)) && !matches!(b, Val::Matrix(..)) {
+                    Val::RowVector(e)
+                } else {
+                    Val::Matrix(ar, ac + bc, e)
+                },
+            )
         }
     }
 
@@ -773,7 +943,12 @@ impl<'p> Tracer<'p> {
         };
         let def = match defs.iter().find(|d| d.args.len() == args.len()) {
             Some(d) => *d,
-            None => return cerr(format!("no overload of '{name}' takes {} arguments", args.len()), span),
+            None => {
+                return cerr(
+                    format!("no overload of '{name}' takes {} arguments", args.len()),
+                    span,
+                )
+            }
         };
         let Some(body) = &def.body else {
             return cerr(format!("function '{name}' has no body"), span);
@@ -792,10 +967,12 @@ impl<'p> Tracer<'p> {
         match flow? {
             Flow::Return(v) => {
                 let v = match (&def.return_type, v) {
-                    (
-                        hazel_syntax::ast::ReturnType::Type(t),
-                        Some(Val::Int(i)),
-                    ) if matches!(t.elem, hazel_syntax::ast::UnsizedElem::Real) && t.array_dims == 0 => Some(Val::real(i as f64)),
+                    (hazel_syntax::ast::ReturnType::Type(t), Some(Val::Int(i)))
+                        if matches!(t.elem, hazel_syntax::ast::UnsizedElem::Real)
+                            && t.array_dims == 0 =>
+                    {
+                        Some(Val::real(i as f64))
+                    }
                     (_, v) => v,
                 };
                 Ok(v)
@@ -808,7 +985,10 @@ impl<'p> Tracer<'p> {
     /// container (Stan's vectorised rngs).
     fn rng_call(&mut self, name: &str, args: &[Val], span: Span) -> R<Val> {
         if self.rng.is_none() {
-            return cerr(format!("{name} is only allowed in transformed data and generated quantities"), span);
+            return cerr(
+                format!("{name} is only allowed in transformed data and generated quantities"),
+                span,
+            );
         }
         let base = name.strip_suffix("_rng").unwrap_or(name);
         if let Some(v) = self.multivariate_rng(base, args, span)? {
@@ -820,7 +1000,9 @@ impl<'p> Tracer<'p> {
         let Some(rng_fn) = d.rng else {
             return cerr(format!("function '{name}' is not supported"), span);
         };
-        let vector = args.iter().any(|a| !matches!(a, Val::Int(_) | Val::Real(_)));
+        let vector = args
+            .iter()
+            .any(|a| !matches!(a, Val::Int(_) | Val::Real(_)));
         let mut cols: Vec<Vec<f64>> = Vec::with_capacity(args.len());
         let mut n = 1;
         for a in args {
@@ -842,8 +1024,13 @@ impl<'p> Tracer<'p> {
             for (p, c) in params.iter_mut().zip(&cols) {
                 *p = if c.len() == 1 { c[0] } else { c[i] };
             }
-            let v = rng_fn(&params, rng).map_err(|e| TraceErr::Eval(hazel_density::EvalError::domain(e.message), span))?;
-            draws.push(if discrete { Val::Int(v as i64) } else { Val::real(v) });
+            let v = rng_fn(&params, rng)
+                .map_err(|e| TraceErr::Eval(hazel_density::EvalError::domain(e.message), span))?;
+            draws.push(if discrete {
+                Val::Int(v as i64)
+            } else {
+                Val::real(v)
+            });
         }
         if vector {
             Ok(Val::array(draws))
@@ -854,7 +1041,9 @@ impl<'p> Tracer<'p> {
 
     fn const_vec(&self, v: &Val, span: Span) -> R<Vec<f64>> {
         let e = self.to_elems(v);
-        (0..e.len()).map(|i| self.value_of(e.get(i), span)).collect()
+        (0..e.len())
+            .map(|i| self.value_of(e.get(i), span))
+            .collect()
     }
 
     /// Random draws of the multivariate families (generated quantities only, all arguments
@@ -898,33 +1087,48 @@ impl<'p> Tracer<'p> {
                 }
                 let rng = self.rng.as_mut().expect("checked by caller");
                 let z: Vec<f64> = (0..k).map(|_| rng.normal()).collect();
-                let x: Vec<f64> = (0..k).map(|i| mu[i] + (0..=i).map(|j| l[i + j * k] * z[j]).sum::<f64>()).collect();
+                let x: Vec<f64> = (0..k)
+                    .map(|i| mu[i] + (0..=i).map(|j| l[i + j * k] * z[j]).sum::<f64>())
+                    .collect();
                 Ok(Some(Val::Vector(Elems::C(Arc::new(x)))))
             }
             "dirichlet" => {
                 let alpha = self.const_vec(&args[0], span)?;
                 let gamma = hazel_math::dist::distribution("gamma").and_then(|d| d.rng);
-                let Some(gamma) = gamma else { return cerr("dirichlet_rng needs gamma_rng", span) };
+                let Some(gamma) = gamma else {
+                    return cerr("dirichlet_rng needs gamma_rng", span);
+                };
                 let rng = self.rng.as_mut().expect("checked by caller");
                 let mut g = Vec::with_capacity(alpha.len());
                 for a in &alpha {
-                    g.push(gamma(&[*a, 1.0], rng).map_err(|e| TraceErr::Eval(hazel_density::EvalError::domain(e.message), span))?);
+                    g.push(gamma(&[*a, 1.0], rng).map_err(|e| {
+                        TraceErr::Eval(hazel_density::EvalError::domain(e.message), span)
+                    })?);
                 }
                 let s: f64 = g.iter().sum();
-                Ok(Some(Val::Vector(Elems::C(Arc::new(g.iter().map(|x| x / s).collect())))))
+                Ok(Some(Val::Vector(Elems::C(Arc::new(
+                    g.iter().map(|x| x / s).collect(),
+                )))))
             }
             _ => Ok(None),
         }
     }
 
     /// Multivariate densities composed from vector ops.
-    pub fn multivariate_density(&mut self, name: &str, args: &[Val], propto: bool, span: Span) -> R<Option<Sc>> {
+    pub fn multivariate_density(
+        &mut self,
+        name: &str,
+        args: &[Val],
+        propto: bool,
+        span: Span,
+    ) -> R<Option<Sc>> {
         match name {
             "multi_normal_cholesky" => {
                 if args.len() != 3 {
                     return cerr("multi_normal_cholesky takes 3 arguments", span);
                 }
-                let l = self.lower_tri(&args[2], span)?;
+                // Only the lower triangle of L is read.
+                let l = args[2].clone();
                 // One or many variates (array of vectors) against one or many locations.
                 let ys: Vec<Val> = match &args[0] {
                     Val::Array(xs) => xs.to_vec(),
@@ -936,26 +1140,33 @@ impl<'p> Tracer<'p> {
                 };
                 let n = ys.len().max(mus.len());
                 let k = match &l {
-                    Val::Matrix(r, _, _) => *r,
-                    _ => return cerr("multi_normal_cholesky: L must be a matrix", span),
+                    Val::Matrix(r, c, _) if r == c => *r,
+                    _ => return cerr("multi_normal_cholesky: L must be a square matrix", span),
                 };
                 let all_const = args.iter().all(|a| a.is_const());
                 if propto && all_const {
                     return Ok(Some(Sc::C(0.0)));
                 }
-                let mut total = Sc::C(0.0);
+                // All residuals as the columns of one k × n matrix: one triangular solve.
+                let mut cols = Vec::with_capacity(n * k);
                 for i in 0..n {
-                    let y = &ys[if ys.len() == 1 { 0 } else { i }];
-                    let mu = &mus[if mus.len() == 1 { 0 } else { i }];
-                    let y = Val::Vector(self.to_elems(y));
-                    let mu = Val::Vector(self.to_elems(mu));
-                    let d = self.binop(hazel_syntax::ast::BinOp::Sub, &y, &mu, span)?;
-                    let z = self.tri_solve(&l, &d, span)?;
-                    let ze = self.to_elems(&z);
-                    let q = self.dot_elems(&ze, &ze, span)?;
-                    let t = self.sc_binary(BinaryFn::Mul, q, Sc::C(-0.5));
-                    total = self.sc_binary(BinaryFn::Add, total, t);
+                    let y = self.to_elems(&ys[if ys.len() == 1 { 0 } else { i }]);
+                    let mu = self.to_elems(&mus[if mus.len() == 1 { 0 } else { i }]);
+                    if y.len() != k || (mu.len() != k && mu.len() != 1) {
+                        return eerr("multi_normal_cholesky: size mismatch", span);
+                    }
+                    let d = self.elems_binary(BinaryFn::Sub, &y, &mu);
+                    cols.push(d);
                 }
+                let d = if cols.len() == 1 {
+                    cols.pop().expect("one column")
+                } else {
+                    Elems::from_scalars_or_empty(cols.iter().flat_map(|c| c.to_scalars()).collect())
+                };
+                let z = self.tri_solve(&l, &Val::Matrix(k, n, d), span)?;
+                let ze = self.to_elems(&z);
+                let q = self.dot_elems(&ze, &ze, span)?;
+                let mut total = self.sc_binary(BinaryFn::Mul, q, Sc::C(-0.5));
                 let l_const = args[2].is_const();
                 if !propto || !l_const {
                     let le = self.to_elems(&l);
@@ -967,7 +1178,11 @@ impl<'p> Tracer<'p> {
                     total = self.sc_binary(BinaryFn::Add, total, s);
                 }
                 if !propto {
-                    total = self.sc_binary(BinaryFn::Add, total, Sc::C(-0.918_938_533_204_672_8 * (n * k) as f64));
+                    total = self.sc_binary(
+                        BinaryFn::Add,
+                        total,
+                        Sc::C(-0.918_938_533_204_672_8 * (n * k) as f64),
+                    );
                 }
                 Ok(Some(total))
             }
@@ -1056,7 +1271,10 @@ impl<'p> Tracer<'p> {
                 let mut pos = Vec::with_capacity(ys.len());
                 for &y in &ys {
                     if y < 1 || y as usize > th.len() {
-                        return eerr(format!("{name}: outcome {y} out of support 1..{}", th.len()), span);
+                        return eerr(
+                            format!("{name}: outcome {y} out of support 1..{}", th.len()),
+                            span,
+                        );
                     }
                     pos.push(y as usize - 1);
                 }
@@ -1131,7 +1349,7 @@ impl<'p> Tracer<'p> {
         Ok(Val::Matrix(r, c, Elems::from_scalars_or_empty(sc)))
     }
 
-    /// Cholesky factor by scalar ops (Cholesky–Banachiewicz); constant-folded for data.
+    /// Cholesky factor: computed directly for data, one op otherwise.
     fn cholesky(&mut self, m: &Val, span: Span) -> R<Val> {
         let (n, c, e) = match m {
             Val::Matrix(r, c, e) => (*r, *c, e.clone()),
@@ -1140,34 +1358,17 @@ impl<'p> Tracer<'p> {
         if n != c {
             return eerr("cholesky_decompose: matrix is not square", span);
         }
-        let mut l = vec![Sc::C(0.0); n * n];
-        for i in 0..n {
-            for j in 0..=i {
-                let mut s = e.get(i + j * n);
-                for k in 0..j {
-                    let p = self.sc_binary(BinaryFn::Mul, l[i + k * n], l[j + k * n]);
-                    s = self.sc_binary(BinaryFn::Sub, s, p);
-                }
-                if i == j {
-                    if let Sc::C(v) = s {
-                        if !(v > 0.0) {
-                            return eerr("cholesky_decompose: matrix is not positive definite", span);
-                        }
-                    } else {
-                        let a = self.sc_arg(s);
-                        let zero = self.b.scalar_const(0.0);
-                        self.b.check(crate::tape::CheckKind::Lower, a, zero, "cholesky_decompose: matrix is not positive definite".into());
-                    }
-                    l[i + i * n] = self.sc_unary(UnaryFn::Sqrt, s);
-                } else {
-                    l[i + j * n] = self.sc_binary(BinaryFn::Div, s, l[j + j * n]);
-                }
-            }
+        if let Some(a) = e.consts() {
+            let mut l = vec![0.0; n * n];
+            hazel_math::linalg::cholesky_decompose(&a, n, &mut l)
+                .map_err(|er| TraceErr::Eval(hazel_density::EvalError::domain(er.message), span))?;
+            return Ok(Val::Matrix(n, n, Elems::C(Arc::new(l))));
         }
-        Ok(Val::Matrix(n, n, Elems::from_scalars_or_empty(l)))
+        let a = self.elems_arg(&e);
+        Ok(Val::Matrix(n, n, Elems::V(self.b.cholesky(a, n))))
     }
 
-    /// `L \ b` for lower-triangular `L` and a vector or matrix `b` (forward substitution).
+    /// `L \ b` for lower-triangular `L` and a vector or matrix `b`.
     fn tri_solve(&mut self, l: &Val, b: &Val, span: Span) -> R<Val> {
         let (n, le) = match l {
             Val::Matrix(r, c, e) if r == c => (*r, e.clone()),
@@ -1181,19 +1382,23 @@ impl<'p> Tracer<'p> {
         if br != n {
             return eerr("mdivide_left_tri_low: size mismatch", span);
         }
-        let mut out = vec![Sc::C(0.0); n * bc];
-        for col in 0..bc {
-            for i in 0..n {
-                let mut s = be.get(i + col * n);
-                for k in 0..i {
-                    let p = self.sc_binary(BinaryFn::Mul, le.get(i + k * n), out[k + col * n]);
-                    s = self.sc_binary(BinaryFn::Sub, s, p);
-                }
-                out[i + col * n] = self.sc_binary(BinaryFn::Div, s, le.get(i + i * n));
+        let out = match (le.consts(), be.consts()) {
+            (Some(lv), Some(bv)) => {
+                let mut o = vec![0.0; n * bc];
+                hazel_math::linalg::mdivide_left_tri_low(&lv, n, &bv, bc, &mut o);
+                Elems::C(Arc::new(o))
             }
-        }
-        let e = Elems::from_scalars_or_empty(out);
-        Ok(if bc == 1 && matches!(b, Val::Vector(_)) { Val::Vector(e) } else { Val::Matrix(n, bc, e) })
+            _ => {
+                let la = self.elems_arg(&le);
+                let ba = self.elems_arg(&be);
+                Elems::V(self.b.tri_solve(la, ba, n, bc))
+            }
+        };
+        Ok(if bc == 1 && matches!(b, Val::Vector(_)) {
+            Val::Vector(out)
+        } else {
+            Val::Matrix(n, bc, out)
+        })
     }
 
     /// `gp_exp_quad_cov(x, alpha, rho)`: α² exp(−|xᵢ − xⱼ|² / (2ρ²)) for real or vector points.

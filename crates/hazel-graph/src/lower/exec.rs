@@ -52,7 +52,11 @@ impl<'p> Tracer<'p> {
                 let v = self.expr(x)?;
                 self.transpose(&v, span)
             }
-            ExprKind::Ternary { cond, then_expr, else_expr } => {
+            ExprKind::Ternary {
+                cond,
+                then_expr,
+                else_expr,
+            } => {
                 let c = self.expr(cond)?;
                 if self.real_value(&c, cond.span)? != 0.0 {
                     let v = self.expr(then_expr)?;
@@ -71,6 +75,7 @@ impl<'p> Tracer<'p> {
                 self.call(&name.name, vals, span)
             }
             ExprKind::Target => {
+                self.flush_tilde();
                 let mut terms = self.target.clone();
                 let c = self.target_const;
                 if terms.is_empty() {
@@ -101,7 +106,15 @@ impl<'p> Tracer<'p> {
                 // {int, real} promotes to reals.
                 let any_real = vals.iter().any(|v| matches!(v, Val::Real(_)));
                 let vals = if any_real {
-                    vals.into_iter().map(|v| if let Val::Int(i) = v { Val::real(i as f64) } else { v }).collect()
+                    vals.into_iter()
+                        .map(|v| {
+                            if let Val::Int(i) = v {
+                                Val::real(i as f64)
+                            } else {
+                                v
+                            }
+                        })
+                        .collect()
                 } else {
                     vals
                 };
@@ -152,7 +165,11 @@ impl<'p> Tracer<'p> {
                 Index::All => Ix::All,
                 Index::Single(e) => match self.expr(e)? {
                     Val::Int(i) => Ix::One(i),
-                    Val::Array(xs) => Ix::Multi(xs.iter().map(|x| self.as_int(x, e.span)).collect::<R<_>>()?),
+                    Val::Array(xs) => Ix::Multi(
+                        xs.iter()
+                            .map(|x| self.as_int(x, e.span))
+                            .collect::<R<_>>()?,
+                    ),
                     Val::Real(_) => return cerr("index must be an integer", e.span),
                     _ => return cerr("bad index", e.span),
                 },
@@ -270,21 +287,40 @@ impl<'p> Tracer<'p> {
             Val::Matrix(r, c, e) => (*r, *c, e.clone()),
             Val::RowVector(e) => (1, e.len(), e.clone()),
             Val::Vector(e) => (e.len(), 1, e.clone()),
-            _ => return cerr(format!("cannot multiply {} by {}", a.type_name(), b.type_name()), span),
+            _ => {
+                return cerr(
+                    format!("cannot multiply {} by {}", a.type_name(), b.type_name()),
+                    span,
+                )
+            }
         };
         let (br, bc, be) = match b {
             Val::Matrix(r, c, e) => (*r, *c, e.clone()),
             Val::RowVector(e) => (1, e.len(), e.clone()),
             Val::Vector(e) => (e.len(), 1, e.clone()),
-            _ => return cerr(format!("cannot multiply {} by {}", a.type_name(), b.type_name()), span),
+            _ => {
+                return cerr(
+                    format!("cannot multiply {} by {}", a.type_name(), b.type_name()),
+                    span,
+                )
+            }
         };
         if ac != br {
-            return eerr(format!("matrix multiplication size mismatch: {ar}×{ac} times {br}×{bc}"), span);
+            return eerr(
+                format!("matrix multiplication size mismatch: {ar}×{ac} times {br}×{bc}"),
+                span,
+            );
         }
         let out = if let (Some(x), Some(y)) = (ae.consts(), be.consts()) {
             let mut o = vec![0.0; ar * bc];
             for j in 0..bc {
-                crate::kernels::matvec(&x, &y[j * br..(j + 1) * br], ar, ac, &mut o[j * ar..(j + 1) * ar]);
+                crate::kernels::matvec(
+                    &x,
+                    &y[j * br..(j + 1) * br],
+                    ar,
+                    ac,
+                    &mut o[j * ar..(j + 1) * ar],
+                );
             }
             Elems::C(Arc::new(o))
         } else if ar == 1 && bc == 1 {
@@ -358,12 +394,27 @@ impl<'p> Tracer<'p> {
                 self.assign(lhs, *op, r)?;
                 Ok(Flow::Normal)
             }
-            StmtKind::Tilde { lhs, dist, args, truncation } => {
+            StmtKind::Tilde {
+                lhs,
+                dist,
+                args,
+                truncation,
+            } => {
                 let mut vals = vec![self.expr(lhs)?];
                 for a in args {
                     vals.push(self.expr(a)?);
                 }
                 let propto = self.propto;
+                if truncation.is_none()
+                    && !self.funcs.contains_key(&format!("{}_lpdf", dist.name))
+                    && !self.funcs.contains_key(&format!("{}_lpmf", dist.name))
+                {
+                    if let Some(kind) = DistKind::lookup(&dist.name) {
+                        if self.queue_tilde(kind, &vals, propto) {
+                            return Ok(Flow::Normal);
+                        }
+                    }
+                }
                 let lp = self.density(&dist.name, vals.clone(), propto, span)?;
                 self.add_target_sc(lp);
                 if let Some(t) = truncation {
@@ -379,7 +430,12 @@ impl<'p> Tracer<'p> {
                 self.add_target(&v);
                 Ok(Flow::Normal)
             }
-            StmtKind::For { var, lower, upper, body } => {
+            StmtKind::For {
+                var,
+                lower,
+                upper,
+                body,
+            } => {
                 let lo = self.int_expr(lower)?;
                 let hi_v = self.expr(upper)?;
                 let mut i = lo;
@@ -403,11 +459,17 @@ impl<'p> Tracer<'p> {
                 }
                 Ok(Flow::Normal)
             }
-            StmtKind::Foreach { var, iterable, body } => {
+            StmtKind::Foreach {
+                var,
+                iterable,
+                body,
+            } => {
                 let it = self.expr(iterable)?;
                 let items: Vec<Val> = match &it {
                     Val::Array(xs) => xs.to_vec(),
-                    Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => (0..e.len()).map(|i| Val::Real(e.get(i))).collect(),
+                    Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => {
+                        (0..e.len()).map(|i| Val::Real(e.get(i))).collect()
+                    }
                     _ => return cerr("foreach over a non-container", span),
                 };
                 for item in items {
@@ -442,7 +504,11 @@ impl<'p> Tracer<'p> {
                 }
                 Ok(Flow::Normal)
             }
-            StmtKind::If { cond, then_branch, else_branch } => {
+            StmtKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
                 let c = self.expr(cond)?;
                 if self.real_value(&c, cond.span)? != 0.0 {
                     self.scoped(then_branch)
@@ -505,15 +571,30 @@ impl<'p> Tracer<'p> {
     fn render(&self, v: &Val) -> String {
         let sc = |s: Sc| match s {
             Sc::C(c) => format!("{c}"),
-            Sc::V(o) => format!("{}", self.b.buf.vals.get(o as usize).copied().unwrap_or(f64::NAN)),
+            Sc::V(o) => format!(
+                "{}",
+                self.b.buf.vals.get(o as usize).copied().unwrap_or(f64::NAN)
+            ),
         };
         match v {
             Val::Int(i) => i.to_string(),
             Val::Real(s) => sc(*s),
             Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => {
-                format!("[{}]", (0..e.len()).map(|i| sc(e.get(i))).collect::<Vec<_>>().join(","))
+                format!(
+                    "[{}]",
+                    (0..e.len())
+                        .map(|i| sc(e.get(i)))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
             }
-            Val::Array(xs) | Val::Tuple(xs) => format!("[{}]", xs.iter().map(|x| self.render(x)).collect::<Vec<_>>().join(",")),
+            Val::Array(xs) | Val::Tuple(xs) => format!(
+                "[{}]",
+                xs.iter()
+                    .map(|x| self.render(x))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
         }
     }
 
@@ -563,7 +644,10 @@ impl<'p> Tracer<'p> {
         for d in &ty.array_dims {
             let n = self.int_expr(d)?;
             if n < 0 {
-                return eerr(format!("array size must be non-negative, found {n}"), d.span);
+                return eerr(
+                    format!("array size must be non-negative, found {n}"),
+                    d.span,
+                );
             }
             dims.push(n as usize);
         }
@@ -599,7 +683,9 @@ impl<'p> Tracer<'p> {
                 let c = self.size(cols)?;
                 Val::Matrix(r, c, nan(r * c))
             }
-            ElemType::CholeskyFactorCorr { size } | ElemType::CorrMatrix { size } | ElemType::CovMatrix { size } => {
+            ElemType::CholeskyFactorCorr { size }
+            | ElemType::CorrMatrix { size }
+            | ElemType::CovMatrix { size } => {
                 let n = self.size(size)?;
                 Val::Matrix(n, n, nan(n * n))
             }
@@ -684,9 +770,21 @@ impl<'p> Tracer<'p> {
         // The bound repeated once per variate, with the parameters broadcast as in the density.
         let at = |me: &mut Self, b: &Val, shift: f64| -> R<Vec<Val>> {
             let bs = me.to_elems(b);
-            let bs = if shift != 0.0 { me.elems_binary(BinaryFn::Add, &bs, &Elems::C(Arc::new(vec![shift]))) } else { bs };
-            let rep = if n > 1 && bs.len() == 1 { Elems::from_scalars(vec![bs.get(0); n]) } else { bs };
-            let mut a = vec![if n > 1 { Val::Vector(rep) } else { Val::Real(rep.get(0)) }];
+            let bs = if shift != 0.0 {
+                me.elems_binary(BinaryFn::Add, &bs, &Elems::C(Arc::new(vec![shift])))
+            } else {
+                bs
+            };
+            let rep = if n > 1 && bs.len() == 1 {
+                Elems::from_scalars(vec![bs.get(0); n])
+            } else {
+                bs
+            };
+            let mut a = vec![if n > 1 {
+                Val::Vector(rep)
+            } else {
+                Val::Real(rep.get(0))
+            }];
             a.extend(vals[1..].iter().cloned());
             Ok(a)
         };
@@ -695,21 +793,30 @@ impl<'p> Tracer<'p> {
         let norm = match (&lower, &upper) {
             (None, None) => return Ok(()),
             (Some(l), None) => {
-                let Some(k) = lccdf else { return cerr(format!("{name} has no lccdf for truncation"), span) };
+                let Some(k) = lccdf else {
+                    return cerr(format!("{name} has no lccdf for truncation"), span);
+                };
                 let a = at(self, l, if discrete { -1.0 } else { 0.0 })?;
                 self.dist_sum(k, &a, false, span)?
             }
             (None, Some(u)) => {
-                let Some(k) = lcdf else { return cerr(format!("{name} has no lcdf for truncation"), span) };
+                let Some(k) = lcdf else {
+                    return cerr(format!("{name} has no lcdf for truncation"), span);
+                };
                 let a = at(self, u, 0.0)?;
                 self.dist_sum(k, &a, false, span)?
             }
             (Some(l), Some(u)) => {
-                let Some(k) = lcdf else { return cerr(format!("{name} has no lcdf for truncation"), span) };
+                let Some(k) = lcdf else {
+                    return cerr(format!("{name} has no lcdf for truncation"), span);
+                };
                 let au = at(self, u, 0.0)?;
                 let al = at(self, l, if discrete { -1.0 } else { 0.0 })?;
                 if n > 1 {
-                    return cerr("vectorised truncation with both bounds is not supported", span);
+                    return cerr(
+                        "vectorised truncation with both bounds is not supported",
+                        span,
+                    );
                 }
                 let cu = self.dist_sum(k, &au, false, span)?;
                 let cl = self.dist_sum(k, &al, false, span)?;

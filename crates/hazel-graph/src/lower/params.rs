@@ -11,7 +11,11 @@ use std::sync::Arc;
 /// Free (unconstrained) size of one element of a declared type (sizes evaluated).
 fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
     let blank = {
-        let ty = DeclType { span: hazel_syntax::Span::DUMMY, array_dims: vec![], elem: elem.clone() };
+        let ty = DeclType {
+            span: hazel_syntax::Span::DUMMY,
+            array_dims: vec![],
+            elem: elem.clone(),
+        };
         tr.blank(&ty)?
     };
     let n = match &blank {
@@ -21,17 +25,27 @@ fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
     };
     let k = n.0;
     let size = match elem {
-        ElemType::Int { .. } => return cerr("parameters cannot be integers", hazel_syntax::Span::DUMMY),
+        ElemType::Int { .. } => {
+            return cerr("parameters cannot be integers", hazel_syntax::Span::DUMMY)
+        }
         ElemType::Real { .. } => 1,
-        ElemType::Vector { .. } | ElemType::RowVector { .. } | ElemType::Ordered { .. } | ElemType::PositiveOrdered { .. } | ElemType::UnitVector { .. } => k,
+        ElemType::Vector { .. }
+        | ElemType::RowVector { .. }
+        | ElemType::Ordered { .. }
+        | ElemType::PositiveOrdered { .. }
+        | ElemType::UnitVector { .. } => k,
         ElemType::Matrix { .. } => n.0 * n.1,
         ElemType::Simplex { .. } | ElemType::SumToZeroVector { .. } => k.saturating_sub(1),
         ElemType::SumToZeroMatrix { .. } => n.0.saturating_sub(1) * n.1.saturating_sub(1),
         ElemType::ColumnStochasticMatrix { .. } => n.0.saturating_sub(1) * n.1,
         ElemType::RowStochasticMatrix { .. } => n.0 * n.1.saturating_sub(1),
-        ElemType::CholeskyFactorCorr { .. } | ElemType::CorrMatrix { .. } => k * k.saturating_sub(1) / 2,
+        ElemType::CholeskyFactorCorr { .. } | ElemType::CorrMatrix { .. } => {
+            k * k.saturating_sub(1) / 2
+        }
         ElemType::CovMatrix { .. } => k + k * k.saturating_sub(1) / 2,
-        ElemType::CholeskyFactorCov { .. } => hazel_math::transforms::cholesky_cov_free_size(n.0, n.1),
+        ElemType::CholeskyFactorCov { .. } => {
+            hazel_math::transforms::cholesky_cov_free_size(n.0, n.1)
+        }
         _ => return cerr("unsupported parameter type", hazel_syntax::Span::DUMMY),
     };
     Ok((size, blank))
@@ -40,7 +54,9 @@ fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
 fn transform_of(elem: &ElemType) -> Option<&Transform> {
     match elem {
         ElemType::Real { transform } | ElemType::Int { transform } => Some(transform),
-        ElemType::Vector { transform, .. } | ElemType::RowVector { transform, .. } | ElemType::Matrix { transform, .. } => Some(transform),
+        ElemType::Vector { transform, .. }
+        | ElemType::RowVector { transform, .. }
+        | ElemType::Matrix { transform, .. } => Some(transform),
         _ => None,
     }
 }
@@ -58,7 +74,10 @@ pub fn declarations(block: &Option<Block>) -> Vec<Declared> {
         for s in &b.stmts {
             if let StmtKind::VarDecl(d) = &s.kind {
                 for decl in &d.declarators {
-                    out.push(Declared { name: decl.name.name.clone(), ty: d.ty.clone() });
+                    out.push(Declared {
+                        name: decl.name.name.clone(),
+                        ty: d.ty.clone(),
+                    });
                 }
             }
         }
@@ -91,7 +110,14 @@ impl<'p> Tracer<'p> {
         Ok(pos)
     }
 
-    fn constrain(&mut self, ty: &DeclType, dims: &[usize], u: &Elems, free: usize, elem_blank: &Val) -> R<Val> {
+    fn constrain(
+        &mut self,
+        ty: &DeclType,
+        dims: &[usize],
+        u: &Elems,
+        free: usize,
+        elem_blank: &Val,
+    ) -> R<Val> {
         let full_blank = super::exec::nest(dims, elem_blank);
         if let Some(t) = transform_of(&ty.elem) {
             // Scalar-bounded types: one transform over the whole block.
@@ -120,7 +146,10 @@ impl<'p> Tracer<'p> {
         let v = self.expr(e)?;
         let el = self.to_elems(&v);
         if el.len() != 1 && el.len() != n {
-            return cerr(format!("bound has {} elements but the variable has {n}", el.len()), e.span);
+            return cerr(
+                format!("bound has {} elements but the variable has {n}", el.len()),
+                e.span,
+            );
         }
         Ok(el)
     }
@@ -151,7 +180,10 @@ impl<'p> Tracer<'p> {
                 };
                 let is_inf = |b: &Option<Elems>, s: f64| match b {
                     None => true,
-                    Some(e) => e.consts().map(|c| c.iter().all(|&v| v == s)).unwrap_or(false),
+                    Some(e) => e
+                        .consts()
+                        .map(|c| c.iter().all(|&v| v == s))
+                        .unwrap_or(false),
                 };
                 let no_lb = is_inf(&lb, f64::NEG_INFINITY);
                 let no_ub = is_inf(&ub, f64::INFINITY);
@@ -160,13 +192,21 @@ impl<'p> Tracer<'p> {
                     (false, true) => {
                         // x = lb + exp(u); log J = u
                         let ex = self.elems_unary(UnaryFn::Exp, u);
-                        let x = self.elems_binary(BinaryFn::Add, &ex, lb.as_ref().expect("lower bound"));
+                        let x = self.elems_binary(
+                            BinaryFn::Add,
+                            &ex,
+                            lb.as_ref().expect("lower bound"),
+                        );
                         self.add_jacobian(u);
                         Ok(x)
                     }
                     (true, false) => {
                         let ex = self.elems_unary(UnaryFn::Exp, u);
-                        let x = self.elems_binary(BinaryFn::Sub, ub.as_ref().expect("upper bound"), &ex);
+                        let x = self.elems_binary(
+                            BinaryFn::Sub,
+                            ub.as_ref().expect("upper bound"),
+                            &ex,
+                        );
                         self.add_jacobian(u);
                         Ok(x)
                     }
@@ -220,8 +260,13 @@ impl<'p> Tracer<'p> {
         }
     }
 
-    fn structured_transform(&mut self, elem: &ElemType, u: &Elems, blank: &Val, span: hazel_syntax::Span) -> R<Elems> {
-        use crate::tape::StructKind;
+    fn structured_transform(
+        &mut self,
+        elem: &ElemType,
+        u: &Elems,
+        blank: &Val,
+        span: hazel_syntax::Span,
+    ) -> R<Elems> {
         let (rows, cols) = match blank {
             Val::Matrix(r, c, _) => (*r, *c),
             Val::Vector(e) | Val::RowVector(e) => (e.len(), 1),
@@ -235,7 +280,11 @@ impl<'p> Tracer<'p> {
                 }
                 let positive = matches!(elem, ElemType::PositiveOrdered { .. });
                 // ordered: x₁ = u₁, x_k = x_{k−1} + exp(u_k); positive_ordered: x = cumsum(exp(u))
-                let (head, rest) = if positive { (None, u.clone()) } else { (Some(u.get(0)), u.slice(1, n)) };
+                let (head, rest) = if positive {
+                    (None, u.clone())
+                } else {
+                    (Some(u.get(0)), u.slice(1, n))
+                };
                 let ex = self.elems_unary(UnaryFn::Exp, &rest);
                 let mut parts = Vec::with_capacity(n);
                 if let Some(h) = head {
@@ -264,27 +313,20 @@ impl<'p> Tracer<'p> {
                 Ok(x)
             }
             _ => {
-                let kind = match elem {
-                    ElemType::Simplex { .. } => StructKind::Simplex { k: rows },
-                    ElemType::UnitVector { .. } => StructKind::UnitVector { k: rows },
-                    ElemType::SumToZeroVector { .. } => StructKind::SumToZeroVector { k: rows },
-                    ElemType::SumToZeroMatrix { .. } => StructKind::SumToZeroMatrix { rows, cols },
-                    ElemType::CholeskyFactorCorr { .. } => StructKind::CholeskyFactorCorr { k: rows },
-                    ElemType::CholeskyFactorCov { .. } => StructKind::CholeskyFactorCov { rows, cols },
-                    ElemType::CovMatrix { .. } => StructKind::CovMatrix { k: rows },
-                    ElemType::CorrMatrix { .. } => StructKind::CorrMatrix { k: rows },
-                    ElemType::ColumnStochasticMatrix { .. } => StructKind::ColumnStochastic { rows, cols },
-                    ElemType::RowStochasticMatrix { .. } => StructKind::RowStochastic { rows, cols },
-                    _ => return cerr("unsupported parameter type", span),
+                let Some(kind) = struct_kind(elem, rows, cols) else {
+                    return cerr("unsupported parameter type", span);
                 };
                 let n_out = rows * cols;
                 match u.consts() {
                     Some(c) => {
                         let mut out = vec![0.0; n_out];
                         let mut ws = vec![0.0; kind.workspace_len()];
-                        let lj = kind
-                            .constrain(&c, &mut out, &mut ws)
-                            .map_err(|e| super::trace::TraceErr::Eval(hazel_density::EvalError::domain(e.to_string()), span))?;
+                        let lj = kind.constrain(&c, &mut out, &mut ws).map_err(|e| {
+                            super::trace::TraceErr::Eval(
+                                hazel_density::EvalError::domain(e.to_string()),
+                                span,
+                            )
+                        })?;
                         if self.jacobian {
                             self.add_target_sc(Sc::C(lj));
                         }
@@ -301,5 +343,103 @@ impl<'p> Tracer<'p> {
                 }
             }
         }
+    }
+}
+
+/// The structured transform of a declared element type with its sizes.
+pub fn struct_kind(elem: &ElemType, rows: usize, cols: usize) -> Option<crate::tape::StructKind> {
+    use crate::tape::StructKind;
+    Some(match elem {
+        ElemType::Simplex { .. } => StructKind::Simplex { k: rows },
+        ElemType::UnitVector { .. } => StructKind::UnitVector { k: rows },
+        ElemType::SumToZeroVector { .. } => StructKind::SumToZeroVector { k: rows },
+        ElemType::Ordered { .. } => StructKind::Ordered { k: rows },
+        ElemType::PositiveOrdered { .. } => StructKind::PositiveOrdered { k: rows },
+        ElemType::SumToZeroMatrix { .. } => StructKind::SumToZeroMatrix { rows, cols },
+        ElemType::CholeskyFactorCorr { .. } => StructKind::CholeskyFactorCorr { k: rows },
+        ElemType::CholeskyFactorCov { .. } => StructKind::CholeskyFactorCov { rows, cols },
+        ElemType::CovMatrix { .. } => StructKind::CovMatrix { k: rows },
+        ElemType::CorrMatrix { .. } => StructKind::CorrMatrix { k: rows },
+        ElemType::ColumnStochasticMatrix { .. } => StructKind::ColumnStochastic { rows, cols },
+        ElemType::RowStochasticMatrix { .. } => StructKind::RowStochastic { rows, cols },
+        _ => return None,
+    })
+}
+
+impl<'p> Tracer<'p> {
+    /// Unconstrained values of one parameter from its constrained value `x` (flattened in
+    /// memory order), for user-supplied initial values: Stan's inverse transforms.
+    pub fn unconstrain_param(&mut self, d: &Declared, x: &Val) -> R<Vec<f64>> {
+        let span = d.ty.span;
+        let mut flat = Vec::new();
+        x.flatten(&mut flat);
+        let xs: Vec<f64> = flat
+            .iter()
+            .map(|s| if let Sc::C(c) = s { *c } else { f64::NAN })
+            .collect();
+        let bad = |e: hazel_math::transforms::TransformError| {
+            super::trace::TraceErr::Eval(
+                hazel_density::EvalError::domain(format!("{}: {e}", d.name)),
+                span,
+            )
+        };
+        if let Some(t) = transform_of(&d.ty.elem) {
+            let n = xs.len();
+            let mut unc = vec![0.0; n];
+            let consts = |tr: &mut Self, e: &Option<Expr>, default: f64| -> R<Vec<f64>> {
+                match e {
+                    None => Ok(vec![default]),
+                    Some(e) => {
+                        let el = tr.bound_elems(e, n)?;
+                        el.consts().ok_or_else(|| {
+                            super::trace::TraceErr::Compile(
+                                "bound depends on parameters".into(),
+                                e.span,
+                            )
+                        })
+                    }
+                }
+            };
+            match t {
+                Transform::None => unc.copy_from_slice(&xs),
+                Transform::Bounds { lower, upper } => {
+                    let lb = consts(self, lower, f64::NEG_INFINITY)?;
+                    let ub = consts(self, upper, f64::INFINITY)?;
+                    hazel_math::transforms::lower_upper_unconstrain(&xs, &lb, &ub, &mut unc)
+                        .map_err(bad)?;
+                }
+                Transform::Affine { offset, multiplier } => {
+                    let o = consts(self, offset, 0.0)?;
+                    let m = consts(self, multiplier, 1.0)?;
+                    hazel_math::transforms::offset_multiplier_unconstrain(&xs, &o, &m, &mut unc)
+                        .map_err(bad)?;
+                }
+            }
+            return Ok(unc);
+        }
+        let mut dims = Vec::new();
+        for e in &d.ty.array_dims {
+            dims.push(self.int_expr(e)?.max(0) as usize);
+        }
+        let (free, elem_blank) = free_size(self, &d.ty.elem)?;
+        let (rows, cols) = match &elem_blank {
+            Val::Matrix(r, c, _) => (*r, *c),
+            Val::Vector(e) | Val::RowVector(e) => (e.len(), 1),
+            _ => (1, 1),
+        };
+        let Some(kind) = struct_kind(&d.ty.elem, rows, cols) else {
+            return cerr("unsupported parameter type", span);
+        };
+        let items: usize = dims.iter().product();
+        let per = rows * cols;
+        let mut unc = vec![0.0; items * free];
+        for k in 0..items {
+            kind.unconstrain(
+                &xs[k * per..(k + 1) * per],
+                &mut unc[k * free..(k + 1) * free],
+            )
+            .map_err(bad)?;
+        }
+        Ok(unc)
     }
 }

@@ -63,7 +63,10 @@ impl Ix {
     fn positions(&self, n: usize, span: Span) -> R<Vec<usize>> {
         let check = |i: i64| -> R<usize> {
             if i < 1 || i as usize > n {
-                eerr(format!("index {i} out of range; expecting index to be between 1 and {n}"), span)
+                eerr(
+                    format!("index {i} out of range; expecting index to be between 1 and {n}"),
+                    span,
+                )
             } else {
                 Ok(i as usize - 1)
             }
@@ -105,6 +108,20 @@ pub struct Tracer<'p> {
     const_cache: HashMap<usize, (Arc<Vec<f64>>, Arg)>,
     /// Inside a user function called as `_lupdf`/`_lupmf` (or the model block).
     pub in_lupdf: bool,
+    /// Scalar `~` statements waiting to be emitted as one vector density op per
+    /// (distribution, propto, which arguments vary): the loop idiom `y[n] ~ normal(mu[n], s)`
+    /// becomes a pack and one density op instead of N ops. The log density is the same sum
+    /// (up to the order of additions); partials are the same.
+    pending: Vec<PendingDist>,
+}
+
+/// Scalar density terms batched into one op.
+struct PendingDist {
+    kind: DistKind,
+    propto: bool,
+    varying: u8,
+    /// One column of scalars per argument.
+    cols: Vec<Vec<Sc>>,
 }
 
 pub fn func_table(program: &Program) -> HashMap<String, Vec<&FunDef>> {
@@ -120,7 +137,11 @@ pub fn func_table(program: &Program) -> HashMap<String, Vec<&FunDef>> {
 }
 
 impl<'p> Tracer<'p> {
-    pub fn new(b: GraphBuilder, funcs: &'p HashMap<String, Vec<&'p FunDef>>, env: Vec<(Arc<str>, Val)>) -> Self {
+    pub fn new(
+        b: GraphBuilder,
+        funcs: &'p HashMap<String, Vec<&'p FunDef>>,
+        env: Vec<(Arc<str>, Val)>,
+    ) -> Self {
         Tracer {
             b,
             dynamic: false,
@@ -134,6 +155,7 @@ impl<'p> Tracer<'p> {
             rng: None,
             const_cache: HashMap::new(),
             in_lupdf: true,
+            pending: Vec::new(),
         }
     }
 
@@ -173,7 +195,9 @@ impl<'p> Tracer<'p> {
     }
 
     pub fn lookup_index(&self, name: &str) -> Option<usize> {
-        (self.frame_base..self.env.len()).rev().find(|&i| &*self.env[i].0 == name)
+        (self.frame_base..self.env.len())
+            .rev()
+            .find(|&i| &*self.env[i].0 == name)
     }
 
     pub fn lookup(&self, name: &str) -> Option<&Val> {
@@ -287,14 +311,29 @@ impl<'p> Tracer<'p> {
     pub fn elems_binary(&mut self, f: BinaryFn, a: &Elems, b: &Elems) -> Elems {
         let n = if a.len() == 1 { b.len() } else { a.len() };
         if let (Some(x), Some(y)) = (a.consts(), b.consts()) {
-            let v = (0..n).map(|i| f.value(x[if x.len() == 1 { 0 } else { i }], y[if y.len() == 1 { 0 } else { i }])).collect();
+            let v = (0..n)
+                .map(|i| {
+                    f.value(
+                        x[if x.len() == 1 { 0 } else { i }],
+                        y[if y.len() == 1 { 0 } else { i }],
+                    )
+                })
+                .collect();
             return Elems::C(Arc::new(v));
         }
         if n == 1 {
             return Elems::from_scalars(vec![self.sc_binary(f, a.get(0), b.get(0))]);
         }
-        let aa = if a.len() == 1 { self.sc_arg(a.get(0)) } else { self.elems_arg(a) };
-        let ba = if b.len() == 1 { self.sc_arg(b.get(0)) } else { self.elems_arg(b) };
+        let aa = if a.len() == 1 {
+            self.sc_arg(a.get(0))
+        } else {
+            self.elems_arg(a)
+        };
+        let ba = if b.len() == 1 {
+            self.sc_arg(b.get(0))
+        } else {
+            self.elems_arg(b)
+        };
         Elems::V(self.b.binary(f, aa, ba))
     }
 
@@ -314,7 +353,11 @@ impl<'p> Tracer<'p> {
                     let e = self.elems_unary(f, &Elems::from_scalars(sc));
                     Val::array((0..e.len()).map(|i| Val::Real(e.get(i))).collect())
                 } else {
-                    Val::array(xs.iter().map(|x| self.map_unary(f, x, span)).collect::<R<_>>()?)
+                    Val::array(
+                        xs.iter()
+                            .map(|x| self.map_unary(f, x, span))
+                            .collect::<R<_>>()?,
+                    )
                 }
             }
             Val::Tuple(_) => return cerr("function not defined for tuples", span),
@@ -365,10 +408,20 @@ impl<'p> Tracer<'p> {
         let ea = self.to_elems(a);
         let eb = self.to_elems(b);
         if ea.len() != 1 && eb.len() != 1 && ea.len() != eb.len() {
-            return eerr(format!("size mismatch in elementwise operation: {} vs {}", ea.len(), eb.len()), span);
+            return eerr(
+                format!(
+                    "size mismatch in elementwise operation: {} vs {}",
+                    ea.len(),
+                    eb.len()
+                ),
+                span,
+            );
         }
         if !a_scalar && !b_scalar && a.dims() != b.dims() {
-            return eerr(format!("dimension mismatch: {:?} vs {:?}", a.dims(), b.dims()), span);
+            return eerr(
+                format!("dimension mismatch: {:?} vs {:?}", a.dims(), b.dims()),
+                span,
+            );
         }
         let e = self.elems_binary(f, &ea, &eb);
         Ok(Self::with_shape(like, e))
@@ -396,11 +449,83 @@ impl<'p> Tracer<'p> {
         }
     }
 
+    /// Queues a scalar `~` term for batching; returns false when the term cannot be batched
+    /// (a container argument, or nothing varies).
+    pub fn queue_tilde(&mut self, kind: DistKind, args: &[Val], propto: bool) -> bool {
+        if args.len() != kind.nargs() {
+            return false;
+        }
+        let mut sc = Vec::with_capacity(args.len());
+        let mut varying = 0u8;
+        for (k, a) in args.iter().enumerate() {
+            let s = match a {
+                Val::Int(i) => Sc::C(*i as f64),
+                Val::Real(s) => *s,
+                _ => return false,
+            };
+            if !s.is_const() {
+                varying |= 1 << k;
+            }
+            sc.push(s);
+        }
+        if varying == 0 {
+            return false;
+        }
+        let batch = match self
+            .pending
+            .iter_mut()
+            .position(|p| p.kind == kind && p.propto == propto && p.varying == varying)
+        {
+            Some(i) => &mut self.pending[i],
+            None => {
+                self.pending.push(PendingDist {
+                    kind,
+                    propto,
+                    varying,
+                    cols: vec![Vec::new(); args.len()],
+                });
+                self.pending.last_mut().expect("just pushed")
+            }
+        };
+        for (col, s) in batch.cols.iter_mut().zip(sc) {
+            col.push(s);
+        }
+        true
+    }
+
+    /// Emits the queued `~` terms (before `target()` is read and at the end of the model).
+    pub fn flush_tilde(&mut self) {
+        for p in std::mem::take(&mut self.pending) {
+            let mut args = Vec::with_capacity(p.cols.len());
+            for (k, col) in p.cols.iter().enumerate() {
+                // The variate keeps one entry per term, which sets the op's length; other
+                // arguments shared by every term are broadcast.
+                let a = if (k > 0 || col.len() == 1) && col.iter().all(|s| *s == col[0]) {
+                    self.sc_arg(col[0])
+                } else {
+                    let e = Elems::from_scalars(col.clone());
+                    self.elems_arg(&e)
+                };
+                args.push(a);
+            }
+            let out = self.b.dist(p.kind, args, p.propto);
+            self.target.push(out);
+        }
+    }
+
     /// Sum of a univariate density over vectorised arguments; constant-folded when nothing
     /// varies (and dropped entirely under `propto`).
     pub fn dist_sum(&mut self, kind: DistKind, args: &[Val], propto: bool, span: Span) -> R<Sc> {
         if args.len() != kind.nargs() {
-            return cerr(format!("{} takes {} arguments, found {}", kind.name(), kind.nargs(), args.len()), span);
+            return cerr(
+                format!(
+                    "{} takes {} arguments, found {}",
+                    kind.name(),
+                    kind.nargs(),
+                    args.len()
+                ),
+                span,
+            );
         }
         let elems: Vec<Elems> = args.iter().map(|a| self.to_elems(a)).collect();
         let mut n = 1;
@@ -408,7 +533,15 @@ impl<'p> Tracer<'p> {
             let scalar = matches!(a, Val::Int(_) | Val::Real(_));
             if !scalar {
                 if n != 1 && e.len() != n {
-                    return eerr(format!("{}: size mismatch of argument {} ({} vs {n})", kind.name(), k + 1, e.len()), span);
+                    return eerr(
+                        format!(
+                            "{}: size mismatch of argument {} ({} vs {n})",
+                            kind.name(),
+                            k + 1,
+                            e.len()
+                        ),
+                        span,
+                    );
                 }
                 n = e.len();
             }
@@ -417,7 +550,10 @@ impl<'p> Tracer<'p> {
             if propto {
                 return Ok(Sc::C(0.0));
             }
-            let cs: Vec<Vec<f64>> = elems.iter().map(|e| e.consts().unwrap_or_default()).collect();
+            let cs: Vec<Vec<f64>> = elems
+                .iter()
+                .map(|e| e.consts().unwrap_or_default())
+                .collect();
             let refs: Vec<&[f64]> = cs.iter().map(|c| c.as_slice()).collect();
             return match crate::dists::eval_const(kind, &refs, false) {
                 Ok(v) => Ok(Sc::C(v)),
@@ -429,7 +565,11 @@ impl<'p> Tracer<'p> {
         }
         let mut argv = Vec::with_capacity(elems.len());
         for e in &elems {
-            let a = if e.len() == 1 { self.sc_arg(e.get(0)) } else { self.elems_arg(e) };
+            let a = if e.len() == 1 {
+                self.sc_arg(e.get(0))
+            } else {
+                self.elems_arg(e)
+            };
             argv.push(a);
         }
         let out = self.b.dist(kind, argv, propto);
@@ -478,7 +618,10 @@ impl<'p> Tracer<'p> {
                 if ixs[0].is_single() {
                     self.index(&xs[pos[0]], &ixs[1..], span)
                 } else {
-                    let items = pos.iter().map(|&p| self.index(&xs[p], &ixs[1..], span)).collect::<R<Vec<_>>>()?;
+                    let items = pos
+                        .iter()
+                        .map(|&p| self.index(&xs[p], &ixs[1..], span))
+                        .collect::<R<Vec<_>>>()?;
                     Ok(Val::array(items))
                 }
             }
@@ -491,7 +634,11 @@ impl<'p> Tracer<'p> {
                     return Ok(Val::Real(e.get(pos[0])));
                 }
                 let sel = self.select(e, &pos);
-                Ok(if matches!(v, Val::Vector(_)) { Val::Vector(sel) } else { Val::RowVector(sel) })
+                Ok(if matches!(v, Val::Vector(_)) {
+                    Val::Vector(sel)
+                } else {
+                    Val::RowVector(sel)
+                })
             }
             Val::Matrix(r, c, e) => {
                 let rows = ixs[0].positions(*r, span)?;
@@ -518,7 +665,10 @@ impl<'p> Tracer<'p> {
                     (false, false) => Val::Matrix(rows.len(), cols.len(), out),
                 })
             }
-            _ => cerr(format!("cannot index a value of type {}", v.type_name()), span),
+            _ => cerr(
+                format!("cannot index a value of type {}", v.type_name()),
+                span,
+            ),
         }
     }
 
@@ -567,7 +717,10 @@ impl<'p> Tracer<'p> {
                 let pos = ixs[0].positions(e.len(), span)?;
                 let re = self.to_elems(&rhs);
                 if re.len() != pos.len() {
-                    return eerr(format!("size mismatch in assignment: {} vs {}", pos.len(), re.len()), span);
+                    return eerr(
+                        format!("size mismatch in assignment: {} vs {}", pos.len(), re.len()),
+                        span,
+                    );
                 }
                 for (k, &p) in pos.iter().enumerate() {
                     e.set(p, re.get(k));
@@ -576,7 +729,11 @@ impl<'p> Tracer<'p> {
             }
             Val::Matrix(r, c, e) => {
                 let rows = ixs[0].positions(*r, span)?;
-                let cols = if ixs.len() > 1 { ixs[1].positions(*c, span)? } else { (0..*c).collect() };
+                let cols = if ixs.len() > 1 {
+                    ixs[1].positions(*c, span)?
+                } else {
+                    (0..*c).collect()
+                };
                 let re = self.to_elems(&rhs);
                 if re.len() != rows.len() * cols.len() {
                     return eerr("size mismatch in matrix assignment", span);
@@ -602,8 +759,18 @@ pub fn coerce_like(old: &Val, new: Val) -> Val {
     match (old, &new) {
         (Val::Real(_), Val::Int(i)) => Val::real(*i as f64),
         (Val::Array(o), Val::Array(n)) if o.len() == n.len() && !o.is_empty() => {
-            if o.iter().zip(n.iter()).any(|(a, b)| matches!((a, b), (Val::Real(_), Val::Int(_)) | (Val::Array(_), Val::Array(_)))) {
-                Val::array(o.iter().zip(n.iter()).map(|(a, b)| coerce_like(a, b.clone())).collect())
+            if o.iter().zip(n.iter()).any(|(a, b)| {
+                matches!(
+                    (a, b),
+                    (Val::Real(_), Val::Int(_)) | (Val::Array(_), Val::Array(_))
+                )
+            }) {
+                Val::array(
+                    o.iter()
+                        .zip(n.iter())
+                        .map(|(a, b)| coerce_like(a, b.clone()))
+                        .collect(),
+                )
             } else {
                 new
             }

@@ -96,7 +96,10 @@ impl Elems {
         }
         // A run of consecutive slots is a plain run.
         if let Sc::V(first) = v[0] {
-            if v.iter().enumerate().all(|(i, s)| *s == Sc::V(first + i as u32)) {
+            if v.iter()
+                .enumerate()
+                .all(|(i, s)| *s == Sc::V(first + i as u32))
+            {
                 return Elems::V(Arg::var(first as usize, v.len()));
             }
         }

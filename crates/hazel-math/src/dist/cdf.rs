@@ -11,10 +11,9 @@
 
 use super::{Check, MathError};
 use crate::special::{
-    digamma, lbeta, lchoose, owens_t, std_normal_pdf, Phi,
-    inv_logit, log1m, log1m_exp, log1m_inc_beta_grad, log1m_inv_logit, log_Phi, log_Phi_deriv,
-    log_gamma_p_grad, log_gamma_q_grad, log_inc_beta_grad, log_inv_logit, IncBetaGrad,
-    IncGammaGrad,
+    digamma, inv_logit, lbeta, lchoose, log1m, log1m_exp, log1m_inc_beta_grad, log1m_inv_logit,
+    log_Phi, log_Phi_deriv, log_gamma_p_grad, log_gamma_q_grad, log_inc_beta_grad, log_inv_logit,
+    owens_t, std_normal_pdf, IncBetaGrad, IncGammaGrad, Phi,
 };
 use std::f64::consts::LN_2;
 use std::f64::consts::PI;
@@ -803,7 +802,11 @@ fn bernoulli_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Ma
 cdf_pair!(bernoulli_lcdf, bernoulli_lccdf, bernoulli_cdfs);
 
 fn beta_proportion_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "beta_proportion_lccdf" } else { "beta_proportion_lcdf" };
+    let function = if upper {
+        "beta_proportion_lccdf"
+    } else {
+        "beta_proportion_lcdf"
+    };
     let check = Check { function };
     let [y, mu, kappa] = check.args(args, grad)?;
     check.positive("Location parameter", mu)?;
@@ -818,10 +821,18 @@ fn beta_proportion_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f
     finite_or_zero(grad, 3);
     Ok(g.value)
 }
-cdf_pair!(beta_proportion_lcdf, beta_proportion_lccdf, beta_proportion_cdfs);
+cdf_pair!(
+    beta_proportion_lcdf,
+    beta_proportion_lccdf,
+    beta_proportion_cdfs
+);
 
 fn skew_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "skew_normal_lccdf" } else { "skew_normal_lcdf" };
+    let function = if upper {
+        "skew_normal_lccdf"
+    } else {
+        "skew_normal_lcdf"
+    };
     let check = Check { function };
     let [y, xi, omega, alpha] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
@@ -832,7 +843,11 @@ fn skew_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, 
     let z = (y - xi) / omega;
     if z.is_infinite() {
         let at_top = z > 0.0;
-        return Ok(if at_top != upper { 0.0 } else { f64::NEG_INFINITY });
+        return Ok(if at_top != upper {
+            0.0
+        } else {
+            f64::NEG_INFINITY
+        });
     }
     // F = Φ(z) - 2 T(z, α); dF/dz = 2 φ(z) Φ(αz); dF/dα = -exp(-z²(1+α²)/2) / (π (1+α²))
     let owens = owens_t(z, alpha);
@@ -855,7 +870,11 @@ fn skew_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, 
 cdf_pair!(skew_normal_lcdf, skew_normal_lccdf, skew_normal_cdfs);
 
 fn exp_mod_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "exp_mod_normal_lccdf" } else { "exp_mod_normal_lcdf" };
+    let function = if upper {
+        "exp_mod_normal_lccdf"
+    } else {
+        "exp_mod_normal_lcdf"
+    };
     let check = Check { function };
     let [y, mu, sigma, lambda] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
@@ -865,14 +884,19 @@ fn exp_mod_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f6
     zero_grad(grad, 4);
     if y.is_infinite() {
         let at_top = y > 0.0;
-        return Ok(if at_top != upper { 0.0 } else { f64::NEG_INFINITY });
+        return Ok(if at_top != upper {
+            0.0
+        } else {
+            f64::NEG_INFINITY
+        });
     }
     // F = Φ(u) - E with u = (y - μ)/σ and E = exp(-λ(y-μ) + λ²σ²/2) Φ(u - λσ), formed on the
     // log scale. Partials (using exp(-λ(y-μ) + λ²σ²/2) φ(u - λσ) = φ(u)):
     // dF/dy = λE, dF/dμ = -λE, dF/dσ = λφ(u) - λ²σE, dF/dλ = σφ(u) - (λσ² - (y-μ))E.
     let d = y - mu;
     let u = d / sigma;
-    let e = (-lambda * d + 0.5 * lambda * lambda * sigma * sigma + log_Phi(u - lambda * sigma)).exp();
+    let e =
+        (-lambda * d + 0.5 * lambda * lambda * sigma * sigma + log_Phi(u - lambda * sigma)).exp();
     let phi_u = std_normal_pdf(u);
     let df = [
         lambda * e,
@@ -880,17 +904,29 @@ fn exp_mod_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f6
         lambda * phi_u - lambda * lambda * sigma * e,
         sigma * phi_u - (lambda * sigma * sigma - d) * e,
     ];
-    let (tail, sign) = if upper { (Phi(-u) + e, -1.0) } else { (Phi(u) - e, 1.0) };
+    let (tail, sign) = if upper {
+        (Phi(-u) + e, -1.0)
+    } else {
+        (Phi(u) - e, 1.0)
+    };
     for i in 0..4 {
         grad[i] = sign * df[i] / tail;
     }
     finite_or_zero(grad, 4);
     Ok(tail.ln())
 }
-cdf_pair!(exp_mod_normal_lcdf, exp_mod_normal_lccdf, exp_mod_normal_cdfs);
+cdf_pair!(
+    exp_mod_normal_lcdf,
+    exp_mod_normal_lccdf,
+    exp_mod_normal_cdfs
+);
 
 fn beta_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "beta_binomial_lccdf" } else { "beta_binomial_lcdf" };
+    let function = if upper {
+        "beta_binomial_lccdf"
+    } else {
+        "beta_binomial_lcdf"
+    };
     let check = Check { function };
     let [n, big_n, a, b] = check.args(args, grad)?;
     check.integer("Successes variable", n)?;
@@ -905,9 +941,23 @@ fn beta_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64
     if n >= big_n {
         return Ok(if upper { f64::NEG_INFINITY } else { 0.0 });
     }
-    // Sum the mass over the requested tail, k in 0..=n (lower) or n+1..=N (upper), on the log
-    // scale with the partials of each term: log p_k = lchoose(N, k) + lbeta(k+a, N-k+b) - lbeta(a, b).
-    let (first, last) = if upper { (n + 1.0, big_n) } else { (0.0, n) };
+    // Sum the mass over the shorter of the two tails, k in 0..=n or n+1..=N, on the log scale
+    // with the partials of each term: log p_k = lchoose(N, k) + lbeta(k+a, N-k+b) - lbeta(a, b);
+    // the requested tail is then that sum or its complement.
+    let sum_lower = n + 1.0 <= big_n - n;
+    if n.min(big_n - n - 1.0) > BETA_BINOMIAL_MAX_TERMS {
+        return Err(MathError::new(format!(
+            "{function}: Population size parameter is {}, but the cdf is summed term by term and \
+             must have at most {} terms in its shorter tail",
+            super::format_stan_number(big_n),
+            BETA_BINOMIAL_MAX_TERMS
+        )));
+    }
+    let (first, last) = if sum_lower {
+        (0.0, n)
+    } else {
+        (n + 1.0, big_n)
+    };
     let lbeta_ab = lbeta(a, b);
     let d_ab = digamma(a + b);
     let d_all = digamma(big_n + a + b);
@@ -929,8 +979,46 @@ fn beta_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64
         sum_db += w * (digamma(big_n - k + b) + db_base);
         k += 1.0;
     }
-    grad[2] = sum_da / sum;
-    grad[3] = sum_db / sum;
-    Ok(max_log + sum.ln())
+    let log_tail = max_log + sum.ln();
+    let (da, db) = (sum_da / sum, sum_db / sum);
+    if sum_lower != upper {
+        grad[2] = da;
+        grad[3] = db;
+        Ok(log_tail)
+    } else {
+        // log(1 - e^t) with d/dt = -1/expm1(-t)
+        let d = d_log1m_exp(log_tail);
+        grad[2] = d * da;
+        grad[3] = d * db;
+        Ok(log1m_exp(log_tail))
+    }
 }
+
+/// Most terms `beta_binomial_lcdf`/`lccdf` will sum (10 million, ~1 s).
+const BETA_BINOMIAL_MAX_TERMS: f64 = 1e7;
 cdf_pair!(beta_binomial_lcdf, beta_binomial_lccdf, beta_binomial_cdfs);
+
+fn discrete_range_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
+    let function = if upper {
+        "discrete_range_lccdf"
+    } else {
+        "discrete_range_lcdf"
+    };
+    let check = Check { function };
+    let [y, lower, upper_bound] = check.args(args, grad)?;
+    check.integer("Random variable", y)?;
+    check.integer("Lower bound parameter", lower)?;
+    check.integer("Upper bound parameter", upper_bound)?;
+    check.greater_or_equal("Upper bound parameter", upper_bound, lower)?;
+    zero_grad(grad, 3);
+    let count = upper_bound - lower + 1.0;
+    // P(Y ≤ y) = (y - lower + 1)/count, clamped to [0, 1]
+    let below = (y - lower + 1.0).max(0.0).min(count);
+    let mass = if upper { count - below } else { below };
+    Ok(mass.ln() - count.ln())
+}
+cdf_pair!(
+    discrete_range_lcdf,
+    discrete_range_lccdf,
+    discrete_range_cdfs
+);

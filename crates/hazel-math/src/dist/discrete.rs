@@ -292,3 +292,54 @@ pub fn beta_binomial(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64
     }
     Ok(lp)
 }
+
+/// discrete_range(y | lower, upper): uniform on the integers lower..=upper.
+pub fn discrete_range(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "discrete_range_lpmf",
+    };
+    let [y, lower, upper] = check.args(args, grad)?;
+    check.integer("Random variable", y)?;
+    check.integer("Lower bound parameter", lower)?;
+    check.integer("Upper bound parameter", upper)?;
+    check.greater_or_equal("Upper bound parameter", upper, lower)?;
+    grad[..3].fill(0.0);
+    // Every argument is an integer (data): under propto nothing is kept.
+    if !terms.include(0) {
+        return Ok(0.0);
+    }
+    if y < lower || y > upper {
+        return Ok(f64::NEG_INFINITY);
+    }
+    Ok(-(upper - lower + 1.0).ln())
+}
+
+/// hypergeometric(n | N, a, b): n successes in N draws without replacement from a successes
+/// and b failures.
+pub fn hypergeometric(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "hypergeometric_lpmf",
+    };
+    let [n, big_n, a, b] = check.args(args, grad)?;
+    for (what, x) in [
+        ("Successes variable", n),
+        ("Draws parameter", big_n),
+        ("Successes in population parameter", a),
+        ("Failures in population parameter", b),
+    ] {
+        check.integer(what, x)?;
+    }
+    check.bounded("Successes variable", n, 0.0, a)?;
+    check.bounded(
+        "Draws parameter minus successes variable",
+        big_n - n,
+        0.0,
+        b,
+    )?;
+    check.bounded("Draws parameter", big_n, 0.0, a + b)?;
+    grad[..4].fill(0.0);
+    if !terms.include(0) {
+        return Ok(0.0);
+    }
+    Ok(lchoose(a, n) + lchoose(b, big_n - n) - lchoose(a + b, big_n))
+}

@@ -608,3 +608,45 @@ pub fn beta_binomial(params: &[f64], rng: &mut StreamRng) -> Result<f64, MathErr
     let p = beta_draw(a, b, rng);
     Ok(binomial_draw(n, p, rng))
 }
+
+/// discrete_range_rng(lower, upper)
+pub fn discrete_range(params: &[f64], rng: &mut StreamRng) -> Result<f64, MathError> {
+    let check = Check {
+        function: "discrete_range_rng",
+    };
+    let [lower, upper] = check.params(params)?;
+    check.integer("Lower bound parameter", lower)?;
+    check.integer("Upper bound parameter", upper)?;
+    check.greater_or_equal("Upper bound parameter", upper, lower)?;
+    let count = upper - lower + 1.0;
+    Ok((lower + (rng.uniform() * count).floor()).min(upper))
+}
+
+/// hypergeometric_rng(N, a, b) by sequential inversion over the support.
+pub fn hypergeometric(params: &[f64], rng: &mut StreamRng) -> Result<f64, MathError> {
+    let check = Check {
+        function: "hypergeometric_rng",
+    };
+    let [big_n, a, b] = check.params(params)?;
+    check.integer("Draws parameter", big_n)?;
+    check.integer("Successes in population parameter", a)?;
+    check.integer("Failures in population parameter", b)?;
+    check.nonnegative("Successes in population parameter", a)?;
+    check.nonnegative("Failures in population parameter", b)?;
+    check.bounded("Draws parameter", big_n, 0.0, a + b)?;
+    let low = (big_n - b).max(0.0);
+    let high = big_n.min(a);
+    let log_total = crate::special::lchoose(a + b, big_n);
+    let mut u = rng.uniform();
+    let mut k = low;
+    while k < high {
+        let p = (crate::special::lchoose(a, k) + crate::special::lchoose(b, big_n - k) - log_total)
+            .exp();
+        if u < p {
+            return Ok(k);
+        }
+        u -= p;
+        k += 1.0;
+    }
+    Ok(high)
+}

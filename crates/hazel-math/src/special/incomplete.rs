@@ -11,7 +11,7 @@
 //! converged approximation (the convergence test requires the tangents to have settled as well).
 //! Derivatives with respect to x are the closed-form densities.
 
-use super::{digamma, lbeta, lgamma, log1m, log1m_exp};
+use super::{digamma, lbeta, lgamma, lgamma_stirling_diff, log1m, log1m_exp, LOG_SQRT_TWO_PI};
 
 /// A value with its partial derivatives with respect to two shape parameters.
 #[derive(Clone, Copy, Debug)]
@@ -81,6 +81,57 @@ const TINY: f64 = 1e-300;
 const EPS: f64 = 1e-16;
 const MAX_ITER: usize = 100_000;
 
+/// d - log(1 + d), accurate for small d (the leading term is d²/2).
+fn d_minus_log1p(d: f64) -> f64 {
+    if d.abs() < 0.01 {
+        // d²/2 - d³/3 + d⁴/4 - … to 1e-17 relative
+        let mut term = d * d;
+        let mut sum = 0.0;
+        for k in 2..12 {
+            sum += term / k as f64 * if k % 2 == 0 { 1.0 } else { -1.0 };
+            term *= d;
+        }
+        sum
+    } else {
+        d - d.ln_1p()
+    }
+}
+
+/// Shapes from which the Stirling forms of the prefactors below are used: there the naive
+/// forms lose ~|a log x| · ε to cancellation between terms of size a.
+const STIRLING_SHAPE: f64 = 10.0;
+
+/// log(x^a e^{-x} / Γ(a)), the prefactor of both incomplete gamma expansions.
+fn log_gamma_prefactor(a: f64, x: f64) -> f64 {
+    if a < STIRLING_SHAPE {
+        return a * x.ln() - x - lgamma(a);
+    }
+    // a log x - x - log Γ(a) = -a (d - log1p d) + ½ log a - ½ log 2π - (Stirling remainder),
+    // d = (x - a)/a
+    let d = (x - a) / a;
+    -a * d_minus_log1p(d) + 0.5 * a.ln() - LOG_SQRT_TWO_PI - lgamma_stirling_diff(a)
+}
+
+/// log(x^a (1-x)^b / B(a, b)), the prefactor of the incomplete beta continued fraction.
+fn log_beta_prefactor(a: f64, b: f64, x: f64) -> f64 {
+    if a < STIRLING_SHAPE || b < STIRLING_SHAPE {
+        return a * x.ln() + b * log1m(x) - lbeta(a, b);
+    }
+    // With p = a/(a+b), q = b/(a+b), d₁ = (x-p)/p, d₂ = (p-x)/q (so a d₁ + b d₂ = 0):
+    // a log x + b log(1-x) - log B(a,b)
+    //   = -a (d₁ - log1p d₁) - b (d₂ - log1p d₂) + ½ log(ab/(a+b)) - ½ log 2π - remainders.
+    let total = a + b;
+    let p = a / total;
+    let q = b / total;
+    let d1 = (x - p) / p;
+    let d2 = (p - x) / q;
+    let remainders =
+        lgamma_stirling_diff(a) + lgamma_stirling_diff(b) - lgamma_stirling_diff(total);
+    -a * d_minus_log1p(d1) - b * d_minus_log1p(d2) + 0.5 * (a * b / total).ln()
+        - LOG_SQRT_TWO_PI
+        - remainders
+}
+
 /// log of a probability and of its complement, with ∂/∂(shape) of each log.
 #[derive(Clone, Copy, Debug)]
 struct LogPair {
@@ -144,7 +195,7 @@ fn inc_gamma_logs(a: f64, x: f64) -> LogPair {
                 break;
             }
         }
-        let log_pref = a * x.ln() - x - lgamma(a + 1.0);
+        let log_pref = log_gamma_prefactor(a, x) - a.ln();
         let dlog_pref = x.ln() - digamma(a + 1.0);
         let log_p = log_pref + sum.v.ln();
         let dlog_p = dlog_pref + sum.da / sum.v;
@@ -175,7 +226,7 @@ fn inc_gamma_logs(a: f64, x: f64) -> LogPair {
                 break;
             }
         }
-        let log_pref = a * x.ln() - x - lgamma(a);
+        let log_pref = log_gamma_prefactor(a, x);
         let dlog_pref = x.ln() - digamma(a);
         let log_q = log_pref + h.v.ln();
         let dlog_q = dlog_pref + h.da / h.v;
@@ -209,7 +260,7 @@ fn gamma_logs_full(a: f64, x: f64) -> Option<(LogPair, f64, f64)> {
     }
     let pair = inc_gamma_logs(a, x);
     // density of the gamma(a, 1) distribution at x, on the log scale
-    let log_density = (a - 1.0) * x.ln() - x - lgamma(a);
+    let log_density = log_gamma_prefactor(a, x) - x.ln();
     let dlog_p_dx = (log_density - pair.log_lower).exp();
     let dlog_q_dx = -(log_density - pair.log_upper).exp();
     Some((pair, dlog_p_dx, dlog_q_dx))
@@ -355,9 +406,8 @@ fn inc_beta_cf_logs(a: f64, b: f64, x: f64) -> LogPair {
             break;
         }
     }
-    let lbeta_ab = lbeta(a, b);
     let dab = digamma(a + b);
-    let log_pref = a * x.ln() + b * log1m(x) - lbeta_ab - a.ln();
+    let log_pref = log_beta_prefactor(a, b, x) - a.ln();
     let dlog_pref_da = x.ln() - (digamma(a) - dab) - 1.0 / a;
     let dlog_pref_db = log1m(x) - (digamma(b) - dab);
     let log_i = log_pref + h.v.ln();
@@ -402,7 +452,7 @@ fn beta_logs_full(a: f64, b: f64, x: f64) -> Option<(LogPair, f64, f64)> {
             dlog_upper: (swapped.dlog_lower.1, swapped.dlog_lower.0),
         }
     };
-    let log_density = (a - 1.0) * x.ln() + (b - 1.0) * log1m(x) - lbeta(a, b);
+    let log_density = log_beta_prefactor(a, b, x) - x.ln() - log1m(x);
     let dlog_lower_dx = (log_density - pair.log_lower).exp();
     let dlog_upper_dx = -(log_density - pair.log_upper).exp();
     Some((pair, dlog_lower_dx, dlog_upper_dx))
@@ -460,4 +510,86 @@ pub fn log1m_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
             dx,
         },
     }
+}
+
+/// The inverse of the regularized incomplete beta function in x: the x in [0, 1] with
+/// I_x(a, b) = p. NaN outside a > 0, b > 0, 0 ≤ p ≤ 1.
+///
+/// Newton's method on u = logit(x) applied to log I_x(a, b) - log p (or to the logs of the
+/// complements when p > ½, so that both tails keep their relative accuracy), kept inside a
+/// bracket that shrinks with every step and bisected when a step would leave it.
+pub fn inv_inc_beta(a: f64, b: f64, p: f64) -> f64 {
+    if a.is_nan() || b.is_nan() || p.is_nan() || a <= 0.0 || b <= 0.0 || !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    if a.is_infinite() || b.is_infinite() {
+        return f64::NAN;
+    }
+    if p == 0.0 {
+        return 0.0;
+    }
+    if p == 1.0 {
+        return 1.0;
+    }
+    let upper = p > 0.5;
+    let target = if upper { (-p).ln_1p() } else { p.ln() };
+    // f(u) = log tail(x(u)) - target, increasing in u for the lower tail, decreasing for upper.
+    let eval = |u: f64| -> (f64, f64) {
+        let x = inv_logit_local(u);
+        let g = if upper {
+            log1m_inc_beta_grad(a, b, x)
+        } else {
+            log_inc_beta_grad(a, b, x)
+        };
+        (g.value - target, g.dx * x * (1.0 - x))
+    };
+    let mean = a / (a + b);
+    let mut u = (mean / (1.0 - mean)).ln();
+    let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
+    for _ in 0..200 {
+        let (f, df) = eval(u);
+        // Exact hit, or u ran off to ±∞ (x underflowed to 0 or 1).
+        if f == 0.0 || (!f.is_finite() && !u.is_finite()) {
+            break;
+        }
+        // f > 0 means x is past the solution on the lower tail (before it on the upper).
+        let too_far = (f > 0.0) != upper;
+        if too_far {
+            hi = u;
+        } else {
+            lo = u;
+        }
+        let newton = u - f / df;
+        let next = if newton.is_finite() && newton > lo && newton < hi {
+            newton
+        } else if lo.is_finite() && hi.is_finite() {
+            0.5 * (lo + hi)
+        } else if lo.is_finite() {
+            lo + 2.0 * (1.0 + lo.abs())
+        } else {
+            hi - 2.0 * (1.0 + hi.abs())
+        };
+        let done = (next - u).abs() <= 1e-15 * (1.0 + u.abs());
+        u = next;
+        if done || hi - lo <= 1e-15 * (1.0 + u.abs()) {
+            break;
+        }
+    }
+    inv_logit_local(u)
+}
+
+fn inv_logit_local(u: f64) -> f64 {
+    if u >= 0.0 {
+        1.0 / (1.0 + (-u).exp())
+    } else {
+        let e = u.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// Partials of [`inv_inc_beta`] with respect to (a, b, p), given x = inv_inc_beta(a, b, p), by
+/// the implicit function theorem: ∂x/∂θ = -(∂I/∂θ)/(∂I/∂x), ∂x/∂p = 1/(∂I/∂x).
+pub fn inv_inc_beta_grad(a: f64, b: f64, x: f64) -> [f64; 3] {
+    let g = inc_beta_grad(a, b, x);
+    [-g.da / g.dx, -g.db / g.dx, 1.0 / g.dx]
 }

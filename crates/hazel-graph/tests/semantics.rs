@@ -1,0 +1,194 @@
+//! Language semantics the oracle fixtures do not exercise: parameter-dependent control flow
+//! (the dynamic path), rejection and constraint errors, the density variants of
+//! `log_density_with`, generated quantities, and compile errors with locations.
+
+use hazel_density::{EvalErrorKind, LogDensity, Model, StreamRng};
+use hazel_graph::{compile, CompileOptions, CompiledModel};
+
+fn build(src: &str, data: &str) -> CompiledModel {
+    let parsed = hazel_syntax::parse_str("m.stan", src);
+    let program = parsed
+        .program
+        .clone()
+        .unwrap_or_else(|| panic!("parse: {}", parsed.render_diagnostics()));
+    let data = hazel_data::DataFile::parse(data).expect("data");
+    compile(&program, &data, &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("compile: {}", e.render(&parsed.sources)))
+}
+
+fn eval(m: &CompiledModel, q: &[f64]) -> Result<(f64, Vec<f64>), hazel_density::EvalError> {
+    let mut ws = m.new_workspace();
+    let mut g = vec![0.0; q.len()];
+    m.log_density_gradient(&mut ws, q, &mut g).map(|lp| (lp, g))
+}
+
+#[test]
+fn parameter_dependent_branches_use_the_dynamic_path() {
+    // A piecewise density: the branch depends on the parameter.
+    let m = build(
+        "parameters { real x; } model { if (x > 0) target += -x; else target += 2 * x; while (0) {} }",
+        "{}",
+    );
+    assert!(m.is_dynamic());
+    let (lp, g) = eval(&m, &[1.5]).expect("evaluates");
+    assert_eq!((lp, g[0]), (-1.5, -1.0));
+    let (lp, g) = eval(&m, &[-0.5]).expect("evaluates");
+    assert_eq!((lp, g[0]), (-1.0, 2.0));
+    // A loop bound computed from a parameter, and repeated evaluation in one workspace.
+    let m = build(
+        "parameters { real<lower=0, upper=5> n; } model { int k = 0; while (k < n) { k += 1; } target += k * n; }",
+        "{}",
+    );
+    assert!(m.is_dynamic());
+    let mut ws = m.new_workspace();
+    let mut g = [0.0];
+    for &u in &[-1.0f64, 0.3, 2.0, 0.3] {
+        let n = 5.0 / (1.0 + (-u).exp());
+        let lp = m
+            .log_density_gradient(&mut ws, &[u], &mut g)
+            .expect("evaluates");
+        let k = n.ceil();
+        let jac = (5.0f64).ln() - u.abs() - 2.0 * (-u.abs()).exp().ln_1p();
+        assert!(
+            (lp - (k * n + jac)).abs() < 1e-12,
+            "u={u}: {lp} vs {}",
+            k * n + jac
+        );
+    }
+}
+
+#[test]
+fn reject_and_failed_constraints_are_errors_not_panics() {
+    let m = build(
+        "parameters { real x; } model { if (x > 1) reject(\"x too big: \", x); x ~ normal(0, 1); }",
+        "{}",
+    );
+    let err = eval(&m, &[2.0]).unwrap_err();
+    assert_eq!(err.kind, EvalErrorKind::Reject);
+    assert!(err.message.contains("x too big: 2"), "{}", err.message);
+    assert!(eval(&m, &[0.5]).is_ok());
+
+    let m = build(
+        "parameters { real x; } transformed parameters { real<lower=0> y = x - 1; } model { x ~ normal(0, 1); }",
+        "{}",
+    );
+    assert!(!m.is_dynamic());
+    let err = eval(&m, &[0.5]).unwrap_err();
+    assert_eq!(err.kind, EvalErrorKind::Constraint);
+    assert!(eval(&m, &[1.5]).is_ok());
+
+    // A scale parameter of 0 is a domain error; a non-finite density is reported as such.
+    let m = build(
+        "parameters { real x; } model { x ~ normal(0, x * x); }",
+        "{}",
+    );
+    assert_eq!(eval(&m, &[0.0]).unwrap_err().kind, EvalErrorKind::Domain);
+    let m = build("parameters { real x; } model { target += log(x); }", "{}");
+    assert_eq!(
+        eval(&m, &[-1.0]).unwrap_err().kind,
+        EvalErrorKind::NonFinite
+    );
+}
+
+#[test]
+fn density_variants_drop_exactly_the_requested_terms() {
+    // sigma > 0 with a lower-bound transform: log J = u.
+    let m = build(
+        "data { real y; } parameters { real<lower=0> sigma; } model { y ~ normal(1, sigma); }",
+        r#"{"y": 2.5}"#,
+    );
+    let u: f64 = 0.4;
+    let s = u.exp();
+    let quad = -0.5 * ((2.5 - 1.0) / s).powi(2);
+    let log_sigma = s.ln();
+    let c = -0.5 * (2.0 * std::f64::consts::PI).ln();
+    let mut ws = m.new_workspace();
+    let mut g = [0.0];
+    let cases = [
+        (true, true, quad - log_sigma + u),
+        (false, true, quad - log_sigma),
+        (true, false, quad - log_sigma + c + u),
+        (false, false, quad - log_sigma + c),
+    ];
+    for (jacobian, propto, expected) in cases {
+        let lp = m
+            .log_density_with(&mut ws, &[u], &mut g, jacobian, propto)
+            .expect("evaluates");
+        assert!(
+            (lp - expected).abs() < 1e-13,
+            "jacobian={jacobian} propto={propto}: {lp} vs {expected}"
+        );
+        // d/du of (quad − log σ): σ = e^u
+        let dquad = ((2.5 - 1.0) / s).powi(2) - 1.0;
+        let expected_g = dquad + if jacobian { 1.0 } else { 0.0 };
+        assert!(
+            (g[0] - expected_g).abs() < 1e-12,
+            "gradient {} vs {expected_g}",
+            g[0]
+        );
+    }
+    // `target += normal_lpdf(...)` keeps the constants; `_lupdf` drops them.
+    let full = build(
+        "parameters { real x; } model { target += normal_lpdf(x | 0, 2); }",
+        "{}",
+    );
+    let lu = build(
+        "parameters { real x; } model { target += normal_lupdf(x | 0, 2); }",
+        "{}",
+    );
+    let (a, _) = eval(&full, &[0.3]).expect("evaluates");
+    let (b, _) = eval(&lu, &[0.3]).expect("evaluates");
+    assert!((a - (-0.5 * (0.15f64).powi(2) - 2.0f64.ln() + c)).abs() < 1e-14);
+    assert!((b - (-0.5 * (0.15f64).powi(2))).abs() < 1e-14);
+}
+
+#[test]
+fn generated_quantities_draw_from_the_given_stream_and_name_columns_like_cmdstan() {
+    let m = build(
+        "data { int N; } parameters { real mu; } transformed parameters { matrix[2, 2] M = [[mu, 1], [2, 3]]; } \
+         model { mu ~ normal(0, 1); } generated quantities { real y = normal_rng(mu, 1); array[N] int k; for (n in 1:N) k[n] = n; }",
+        r#"{"N": 2}"#,
+    );
+    assert_eq!(
+        m.output_names(),
+        ["mu", "M.1.1", "M.2.1", "M.1.2", "M.2.2", "y", "k.1", "k.2"]
+    );
+    let mut ws = m.new_workspace();
+    let mut out1 = vec![0.0; 8];
+    let mut out2 = vec![0.0; 8];
+    let mut r1 = StreamRng::new(7, 0, hazel_rng::Purpose::GeneratedQuantities);
+    let mut r2 = StreamRng::new(7, 0, hazel_rng::Purpose::GeneratedQuantities);
+    m.write_output(&mut ws, &[0.5], &mut r1, &mut out1)
+        .expect("writes");
+    m.write_output(&mut ws, &[0.5], &mut r2, &mut out2)
+        .expect("writes");
+    assert_eq!(out1, out2);
+    assert_eq!(&out1[..5], &[0.5, 0.5, 2.0, 1.0, 3.0]);
+    assert_eq!(&out1[6..], &[1.0, 2.0]);
+    // The stream advanced: the next draw differs.
+    m.write_output(&mut ws, &[0.5], &mut r1, &mut out2)
+        .expect("writes");
+    assert_ne!(out1[5], out2[5]);
+}
+
+#[test]
+fn compile_errors_point_at_the_model_or_the_data() {
+    let src =
+        "data { int N; vector[N] y; }\nparameters { real mu; }\nmodel { y ~ frobnicate(mu); }";
+    let parsed = hazel_syntax::parse_str("m.stan", src);
+    let program = parsed.program.expect("parses");
+    let data = hazel_data::DataFile::parse(r#"{"N": 2, "y": [1, 2]}"#).expect("data");
+    let err = compile(&program, &data, &CompileOptions::default())
+        .err()
+        .expect("unknown distribution");
+    assert!(
+        err.render(&parsed.sources).starts_with("m.stan:3:"),
+        "{}",
+        err.render(&parsed.sources)
+    );
+    let bad = hazel_data::DataFile::parse(r#"{"N": 3, "y": [1, 2]}"#).expect("data");
+    let err = compile(&program, &bad, &CompileOptions::default())
+        .err()
+        .expect("size mismatch");
+    assert_eq!(err.variable.as_deref(), Some("y"));
+}
