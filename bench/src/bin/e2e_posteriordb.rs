@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo build --release -p hazel-cli -p hazel-bench
-//! target/release/e2e_posteriordb [--tiers 1,2,3] [--jobs N] [--quantiles] [NAME ...]
+//! target/release/e2e_posteriordb [--tiers 1,2,3] [--jobs N] [--timeout SECONDS] [--quantiles] [NAME ...]
 //! ```
 //!
 //! The `hazel` binary is taken from beside this one (or `$HAZEL_BIN`); the suite from
@@ -19,8 +19,8 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 /// One posterior to run.
 #[derive(Debug, Clone)]
@@ -45,6 +45,8 @@ pub struct RunSettings {
     /// Threads per run (0 = all cores).
     pub threads: usize,
     pub quantiles: bool,
+    /// Per-posterior limit on `hazel sample` (none: wait).
+    pub timeout: Option<Duration>,
 }
 
 impl Default for RunSettings {
@@ -56,6 +58,7 @@ impl Default for RunSettings {
             seed: 20_240_601,
             threads: 0,
             quantiles: false,
+            timeout: None,
         }
     }
 }
@@ -65,7 +68,7 @@ impl Default for RunSettings {
 pub struct Outcome {
     pub name: String,
     pub tier: u64,
-    /// `pass`, `fail`, `inconclusive` or `error` (hazel could not sample).
+    /// `pass`, `fail`, `inconclusive`, `error` (hazel could not sample) or `timeout`.
     pub verdict: String,
     /// Wall time of `hazel sample`, seconds.
     pub seconds: f64,
@@ -119,12 +122,57 @@ pub fn posteriors(repo: &Path, suite: &Path, tiers: &[u64]) -> Result<Vec<Poster
     Ok(out)
 }
 
-/// The last line of a text (hazel's closing `error: …` line).
-fn last_line(text: &str) -> String {
+/// Runs `command` to completion, or kills it after `limit` (`Ok(None)`). Its output is read
+/// into files, so a chatty child cannot block on a full pipe while it is being waited for.
+fn output_within(
+    command: &mut Command,
+    limit: Option<Duration>,
+) -> std::io::Result<Option<Output>> {
+    let Some(limit) = limit else {
+        return command.output().map(Some);
+    };
+    let scratch = std::env::temp_dir().join(format!(
+        "hazel-e2e-out-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let (out_path, err_path) = (
+        scratch.with_extension("stdout"),
+        scratch.with_extension("stderr"),
+    );
+    let mut child = command
+        .stdout(std::fs::File::create(&out_path)?)
+        .stderr(std::fs::File::create(&err_path)?)
+        .spawn()?;
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            child.kill()?;
+            child.wait()?;
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let output = status.map(|status| Output {
+        status,
+        stdout: std::fs::read(&out_path).unwrap_or_default(),
+        stderr: std::fs::read(&err_path).unwrap_or_default(),
+    });
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    Ok(output)
+}
+
+/// The first `error: …` line of hazel's stderr (the cause; the last one only says that it
+/// stopped), or the last line when there is none.
+fn error_line(text: &str) -> String {
     text.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("(no message: killed?)")
         .trim()
         .to_string()
 }
@@ -159,7 +207,7 @@ pub fn run_one(
         sample.args(["--max-depth", &depth.to_string()]);
     }
     let start = Instant::now();
-    let sampled = sample.output();
+    let sampled = output_within(&mut sample, settings.timeout);
     let seconds = start.elapsed().as_secs_f64();
     let outcome = |verdict: &str, detail: String| Outcome {
         name: posterior.name.clone(),
@@ -169,13 +217,14 @@ pub fn run_one(
         detail,
     };
     let sampled = match sampled {
-        Ok(output) => output,
+        Ok(Some(output)) => output,
+        Ok(None) => return outcome("timeout", format!("stopped after {seconds:.0} s")),
         Err(e) => return outcome("error", format!("cannot run {}: {e}", hazel.display())),
     };
     if !sampled.status.success() {
         return outcome(
             "error",
-            last_line(&String::from_utf8_lossy(&sampled.stderr)),
+            error_line(&String::from_utf8_lossy(&sampled.stderr)),
         );
     }
     // Divergences and tree-depth hits as the summary reports them, for the table.
@@ -230,7 +279,7 @@ pub fn run_one(
         _ => {
             return outcome(
                 "error",
-                last_line(&String::from_utf8_lossy(&compared.stderr)),
+                error_line(&String::from_utf8_lossy(&compared.stderr)),
             );
         }
     };
@@ -262,12 +311,13 @@ pub fn table(outcomes: &[Outcome]) -> String {
     }
     let count = |v: &str| outcomes.iter().filter(|o| o.verdict == v).count();
     out.push_str(&format!(
-        "\n{} posteriors: {} pass, {} fail, {} inconclusive, {} error; sampling {:.0} s in all\n",
+        "\n{} posteriors: {} pass, {} fail, {} inconclusive, {} error, {} timeout; sampling {:.0} s in all\n",
         outcomes.len(),
         count("pass"),
         count("fail"),
         count("inconclusive"),
         count("error"),
+        count("timeout"),
         outcomes.iter().map(|o| o.seconds).sum::<f64>()
     ));
     out
@@ -325,6 +375,12 @@ fn main() {
             }
             "--jobs" => jobs = args.next().and_then(|j| j.parse().ok()).unwrap_or(1),
             "--quantiles" => settings.quantiles = true,
+            "--timeout" => {
+                settings.timeout = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .map(Duration::from_secs_f64)
+            }
             "--seed" => {
                 settings.seed = args
                     .next()
@@ -332,7 +388,7 @@ fn main() {
                     .unwrap_or(settings.seed)
             }
             "--help" | "-h" => {
-                eprintln!("usage: e2e_posteriordb [--tiers 1,2] [--jobs N] [--seed S] [--quantiles] [NAME ...]");
+                eprintln!("usage: e2e_posteriordb [--tiers 1,2] [--jobs N] [--seed S] [--timeout SECONDS] [--quantiles] [NAME ...]");
                 return;
             }
             name => names.push(name.to_string()),

@@ -1,7 +1,8 @@
 //! Gradient cost of hazel against stanli, measured in the same run, for every tier 1–2
 //! posterior of the corpus (or those matching the first argument).
 //!
-//! Usage: `cargo run --release -p hazel-bench --bin gradient_vs_stanli [filter]`, or
+//! Usage: `cargo run --release -p hazel-bench --bin gradient_vs_stanli [filter | --all]`
+//! (`--all`: every tier, not only 1–2), or
 //! `... gradient_vs_stanli --engine` for the engine's own figures (per-op overhead of scalar
 //! ops, throughput of vector kernels), measured on hand-built graphs.
 //!
@@ -132,7 +133,9 @@ fn main() {
         engine_figures();
         return;
     }
-    let filter = std::env::args().nth(1);
+    // `--all` includes tiers 3 and 4; any other argument filters posteriors by name.
+    let all_tiers = std::env::args().nth(1).as_deref() == Some("--all");
+    let filter = std::env::args().nth(1).filter(|a| a != "--all");
     let root = repo_root();
     let corpus = root.join("corpus/posteriordb");
     let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&corpus) {
@@ -166,7 +169,7 @@ fn main() {
             continue;
         };
         let tier = oracle["tier"].as_u64().unwrap_or(0);
-        if !(1..=2).contains(&tier) {
+        if !all_tiers && !(1..=2).contains(&tier) {
             continue;
         }
         let program = root.join(oracle["program"].as_str().unwrap_or(""));

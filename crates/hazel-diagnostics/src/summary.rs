@@ -21,6 +21,9 @@ pub struct ColumnSummary {
     pub ess_bulk: f64,
     pub ess_tail: f64,
     pub r_hat: f64,
+    /// Every draw is the same value. Decided from the draws themselves, not from `sd == 0`:
+    /// the mean of identical values can be off by an ulp, leaving a tiny nonzero sd.
+    pub constant: bool,
 }
 
 impl ColumnSummary {
@@ -41,11 +44,29 @@ impl ColumnSummary {
             ess_bulk: ess_bulk(draws),
             ess_tail: ess_tail(draws),
             r_hat: rhat_rank(draws),
+            constant: ordered.first() == ordered.last(),
         }
     }
 
     /// Whether every draw is the same value (a fixed quantity: R-hat and ESS say nothing).
     pub fn is_constant(&self) -> bool {
-        self.sd == 0.0
+        self.constant
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_draws_are_constant_even_when_the_sd_rounds_above_zero() {
+        // 0.1 cannot be summed exactly, so the computed sd of 4000 copies is ~1e-17, not 0.
+        let chains = vec![vec![0.1; 1000]; 4];
+        let summary = ColumnSummary::new("y.1", &ChainDraws::new(&chains).unwrap());
+        assert!(summary.is_constant());
+        let mut varied = chains.clone();
+        varied[2][10] = 0.2;
+        let summary = ColumnSummary::new("y.1", &ChainDraws::new(&varied).unwrap());
+        assert!(!summary.is_constant());
     }
 }

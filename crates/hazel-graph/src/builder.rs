@@ -8,6 +8,16 @@ use crate::kernels::{self, BinaryFn, UnaryFn};
 use crate::tape::{read, Arg, Buffers, CheckKind, Graph, Op, Slot};
 use hazel_density::EvalError;
 
+/// A position in a builder's history.
+#[derive(Debug, Clone, Copy)]
+pub struct BuilderMark {
+    ops: usize,
+    consts: usize,
+    vals: usize,
+    scratch: usize,
+    had_error: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct GraphBuilder {
     pub graph: Graph,
@@ -265,6 +275,30 @@ impl GraphBuilder {
             message: message.into_boxed_str(),
             out,
         });
+    }
+
+    /// The current end of the graph, for [`GraphBuilder::rollback`].
+    pub fn mark(&self) -> BuilderMark {
+        BuilderMark {
+            ops: self.graph.ops.len(),
+            consts: self.graph.consts.len(),
+            vals: self.graph.n_vals,
+            scratch: self.graph.n_scratch,
+            had_error: self.eager_error.is_some(),
+        }
+    }
+
+    /// Removes everything pushed since `m` (the graph is append-only, so this is exact).
+    pub fn rollback(&mut self, m: &BuilderMark) {
+        self.graph.ops.truncate(m.ops);
+        self.graph.consts.truncate(m.consts);
+        self.graph.n_vals = m.vals;
+        self.graph.n_scratch = m.scratch;
+        self.buf.vals.truncate(m.vals);
+        self.buf.scratch.truncate(m.scratch);
+        if !m.had_error {
+            self.eager_error = None;
+        }
     }
 
     /// Finishes: the graph (buffers sized by the graph itself).

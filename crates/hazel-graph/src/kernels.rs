@@ -356,13 +356,24 @@ fn strong_mul(g: f64, partial: f64) -> f64 {
     }
 }
 
-/// Sums a slice in fixed chunks (see the module comment).
+/// Sums a slice in fixed chunks (see the module comment); within a chunk, eight interleaved
+/// partial sums (element `i` goes to lane `i mod 8`) are added pairwise at the end, so the
+/// loop is not bound by the latency of one accumulator and still has one fixed order.
 #[inline]
 pub fn chunked_sum(x: &[f64]) -> f64 {
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
-        let mut s = 0.0;
-        for v in c {
+        let mut lanes = [0.0f64; 8];
+        let body = c.chunks_exact(8);
+        let rest = body.remainder();
+        for b in body {
+            for k in 0..8 {
+                lanes[k] += b[k];
+            }
+        }
+        let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+            + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        for v in rest {
             s += v;
         }
         total += s;
@@ -401,6 +412,42 @@ pub fn forward(
         Op::Unary { f, x, out } if out.len == 1 => {
             let v = f.value(scalar_at(*x, vals, consts));
             vals[out.off as usize] = v;
+        }
+        Op::Dist {
+            kind,
+            args,
+            propto,
+            len: 1,
+            scratch: sc,
+            out,
+        } if args.iter().all(|a| a.len == 1) => {
+            // One term (e.g. `normal_lpdf(y[n] | ...)` inside a loop): no chunk machinery.
+            let mut x = [0.0; 4];
+            let mut varying = 0u8;
+            for (k, a) in args.iter().enumerate() {
+                x[k] = scalar_at(*a, vals, consts);
+                if a.is_var() {
+                    varying |= 1 << k;
+                }
+            }
+            let (lp, d) = kind
+                .elem(
+                    &x,
+                    &crate::dists::Inc {
+                        all: !propto,
+                        varying,
+                    },
+                )
+                .map_err(|m| match kind {
+                    DistKind::Table(_) => EvalError::domain(m.into_owned()),
+                    _ => EvalError::domain(format!("{}_lpdf: {m}", kind.name())),
+                })?;
+            for (k, &o) in sc.iter().enumerate() {
+                if o != crate::dists::NO_SCRATCH {
+                    scratch[o as usize] = d[k];
+                }
+            }
+            vals[out.off as usize] = lp;
         }
         Op::Unary { f, x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
@@ -878,12 +925,21 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
     }
 }
 
+/// Dot product with the same fixed chunking and eight-lane order as [`chunked_sum`].
 #[inline]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     let mut total = 0.0;
     for (ca, cb) in a.chunks(CHUNK).zip(b.chunks(CHUNK)) {
-        let mut s = 0.0;
-        for i in 0..ca.len() {
+        let mut lanes = [0.0f64; 8];
+        let n8 = ca.len() / 8 * 8;
+        for (xa, xb) in ca[..n8].chunks_exact(8).zip(cb[..n8].chunks_exact(8)) {
+            for k in 0..8 {
+                lanes[k] += xa[k] * xb[k];
+            }
+        }
+        let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+            + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        for i in n8..ca.len() {
             s += ca[i] * cb[i];
         }
         total += s;

@@ -327,7 +327,6 @@ fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> 
 /// Traces parameters, transformed parameters and the model block into `b`; returns the
 /// builder and the target scalar. On error the builder is handed back too, so the dynamic
 /// path keeps its buffers' capacity.
-#[allow(clippy::result_large_err)]
 fn trace_density(
     program: &Program,
     env: &Env,
@@ -335,7 +334,7 @@ fn trace_density(
     dynamic: bool,
     jacobian: bool,
     propto: bool,
-) -> Result<(GraphBuilder, Arg), (GraphBuilder, TraceErr)> {
+) -> Result<(GraphBuilder, Arg), Box<(GraphBuilder, TraceErr)>> {
     let funcs = func_table(program);
     let mut tr = Tracer::new(b, &funcs, env.clone());
     tr.dynamic = dynamic;
@@ -361,7 +360,7 @@ fn trace_density(
         Ok(())
     };
     if let Err(e) = run(&mut tr) {
-        return Err((tr.b, e));
+        return Err(Box::new((tr.b, e)));
     }
     let mut terms = std::mem::take(&mut tr.target);
     let c = tr.target_const;
@@ -488,9 +487,11 @@ fn compile_inner(
         true,
     ) {
         Ok((b, out)) => model.graph = Some((b.finish(), out)),
-        Err((_, TraceErr::Dynamic(span))) => model.dynamic_reason = Some(span),
-        Err((_, TraceErr::Compile(m, s))) => return Err(CompileError::at(m, s)),
-        Err((_, TraceErr::Eval(e, _))) => model.always_reject = Some(e),
+        Err(boxed) => match boxed.1 {
+            TraceErr::Dynamic(span) => model.dynamic_reason = Some(span),
+            TraceErr::Compile(m, s) => return Err(CompileError::at(m, s)),
+            TraceErr::Eval(e, _) => model.always_reject = Some(e),
+        },
     }
     Ok(model)
 }
@@ -585,17 +586,18 @@ impl CompiledModel {
             trace_density(&self.program, &self.env, b, true, jacobian, propto)
         }))
         .unwrap_or_else(|p| {
-            Err((
+            Err(Box::new((
                 GraphBuilder::default(),
                 TraceErr::Eval(
                     EvalError::reject(format!("internal error: {}", panic_message(p))),
                     Span::DUMMY,
                 ),
-            ))
+            )))
         });
         let (mut b, out) = match res {
             Ok(x) => x,
-            Err((b, e)) => {
+            Err(boxed) => {
+                let (b, e) = *boxed;
                 let err = b.eager_error.clone();
                 ws.dyn_builder = b;
                 return Err(err.unwrap_or(match e {

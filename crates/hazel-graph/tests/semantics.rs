@@ -192,3 +192,31 @@ fn compile_errors_point_at_the_model_or_the_data() {
         .expect("size mismatch");
     assert_eq!(err.variable.as_deref(), Some("y"));
 }
+
+#[test]
+fn independent_assignment_loops_become_vector_ops_with_the_same_values() {
+    // The same loop twice: once in the vectorisable form, once with an extra statement that
+    // keeps it unrolled.
+    let body = "mu[i] = a[g[i]] * x[i] + b - 2 * i / 3.0 + exp(-x[i]);";
+    let fast = format!(
+        "data {{ int N; array[N] int g; vector[N] x; }} parameters {{ vector[3] a; real b; }} \
+         model {{ vector[N] mu; for (i in 1:N) {{ {body} }} target += normal_lpdf(x | mu, 2); }}"
+    );
+    let slow = format!(
+        "data {{ int N; array[N] int g; vector[N] x; }} parameters {{ vector[3] a; real b; }} \
+         model {{ vector[N] mu; for (i in 1:N) {{ {body} if (0) {{ }} }} target += normal_lpdf(x | mu, 2); }}"
+    );
+    let data = r#"{"N": 7, "g": [1, 2, 3, 1, 2, 3, 3], "x": [0.5, -1, 2, 0.25, 1.5, -0.75, 3]}"#;
+    let mf = build(&fast, data);
+    let ms = build(&slow, data);
+    let ops_fast = mf.graph().expect("static").ops.len();
+    let ops_slow = ms.graph().expect("static").ops.len();
+    assert!(ops_fast * 3 < ops_slow, "{ops_fast} vs {ops_slow} ops");
+    let q = [0.3, -0.7, 1.1, 0.4];
+    let (lf, gf) = eval(&mf, &q).expect("evaluates");
+    let (ls, gs) = eval(&ms, &q).expect("evaluates");
+    assert!((lf - ls).abs() <= 1e-12 * ls.abs(), "{lf} vs {ls}");
+    for (a, b) in gf.iter().zip(&gs) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+    }
+}

@@ -438,6 +438,11 @@ impl<'p> Tracer<'p> {
             } => {
                 let lo = self.int_expr(lower)?;
                 let hi_v = self.expr(upper)?;
+                if let Val::Int(hi) = hi_v {
+                    if self.try_vectorize_for(&var.name, lo, hi, body)? {
+                        return Ok(Flow::Normal);
+                    }
+                }
                 let mut i = lo;
                 loop {
                     // The upper bound is re-evaluated only when it is an expression of

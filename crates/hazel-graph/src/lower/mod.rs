@@ -5,3 +5,4 @@ pub mod exec;
 pub mod params;
 pub mod trace;
 pub mod value;
+pub mod vectorize;

@@ -159,6 +159,15 @@ impl<'p> Tracer<'p> {
         }
     }
 
+    /// Undoes every op and constant emitted since `m` (used when an attempt at vectorising a
+    /// loop is abandoned, so no dead ops are left behind).
+    pub fn rollback(&mut self, m: &crate::builder::BuilderMark) {
+        self.b.rollback(m);
+        let n_consts = self.b.graph.consts.len() as u32;
+        self.const_cache
+            .retain(|_, (_, a)| a.off + a.len <= n_consts);
+    }
+
     pub fn env(&self) -> &[(Arc<str>, Val)] {
         &self.env
     }
