@@ -231,7 +231,11 @@ pub fn run_one(
     let summary = String::from_utf8_lossy(&sampled.stdout);
     let sampler_notes: Vec<String> = summary
         .lines()
-        .filter(|l| l.contains("divergent") || l.contains("maximum tree depth"))
+        .filter(|l| {
+            l.contains("transitions ended with a divergence")
+                || l.contains("transitions hit the maximum treedepth")
+                || l.contains("E-BFMI =")
+        })
         .map(|l| l.trim().to_string())
         .collect();
     let files: Vec<PathBuf> = (1..=settings.chains)

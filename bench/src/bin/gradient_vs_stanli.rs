@@ -1,7 +1,7 @@
 //! Gradient cost of hazel against stanli, measured in the same run, for every tier 1–2
 //! posterior of the corpus (or those matching the first argument).
 //!
-//! Usage: `cargo run --release -p hazel-bench --bin gradient_vs_stanli [filter | --all]`
+//! Usage: `cargo run --release -p hazel-bench --bin gradient_vs_stanli [--all] [filter]`
 //! (`--all`: every tier, not only 1–2), or
 //! `... gradient_vs_stanli --engine` for the engine's own figures (per-op overhead of scalar
 //! ops, throughput of vector kernels), measured on hand-built graphs.
@@ -135,7 +135,7 @@ fn main() {
     }
     // `--all` includes tiers 3 and 4; any other argument filters posteriors by name.
     let all_tiers = std::env::args().nth(1).as_deref() == Some("--all");
-    let filter = std::env::args().nth(1).filter(|a| a != "--all");
+    let filter = std::env::args().nth(if all_tiers { 2 } else { 1 });
     let root = repo_root();
     let corpus = root.join("corpus/posteriordb");
     let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&corpus) {

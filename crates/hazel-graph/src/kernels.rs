@@ -1035,8 +1035,6 @@ fn binary_backward(
     let av = read(a, lo, consts);
     let bv = read(b, lo, consts);
     let (ia, ib) = (av.len() == n, bv.len() == n);
-    let aat = |i: usize| if ia { av[i] } else { av[0] };
-    let bat = |i: usize| if ib { bv[i] } else { bv[0] };
     // Fast paths for the arithmetic that dominates models.
     match f {
         BinaryFn::Add | BinaryFn::Sub => {
@@ -1069,18 +1067,46 @@ fn binary_backward(
         }
         _ => {}
     }
+    // Specialised partial rules (the same formulas as `BinaryFn::partials`, so results are
+    // identical to the parallel path, which calls `partials`).
+    match f {
+        BinaryFn::Mul => binary_backward_with(a, b, av, bv, y, g, adj_lo, |x, z, _| (z, x)),
+        BinaryFn::Div => {
+            binary_backward_with(a, b, av, bv, y, g, adj_lo, |_, z, v| (1.0 / z, -v / z))
+        }
+        _ => binary_backward_with(a, b, av, bv, y, g, adj_lo, |x, z, v| f.partials(x, z, v)),
+    }
+}
+
+/// The general elementwise gradient rule given the partials `p(a, b, y)`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn binary_backward_with(
+    a: Arg,
+    b: Arg,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+    p: impl Fn(f64, f64, f64) -> (f64, f64),
+) {
+    let n = y.len();
+    let (ia, ib) = (av.len() == n, bv.len() == n);
+    let aat = |i: usize| if ia { av[i] } else { av[0] };
+    let bat = |i: usize| if ib { bv[i] } else { bv[0] };
     if a.is_var() {
         if ia {
             let d = &mut adj_lo[a.range()];
             for i in 0..n {
-                d[i] += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).0);
+                d[i] += strong_mul(g[i], p(aat(i), bat(i), y[i]).0);
             }
         } else {
             let mut total = 0.0;
             for c0 in (0..n).step_by(CHUNK) {
                 let mut s = 0.0;
                 for i in c0..(c0 + CHUNK).min(n) {
-                    s += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).0);
+                    s += strong_mul(g[i], p(aat(i), bat(i), y[i]).0);
                 }
                 total += s;
             }
@@ -1091,14 +1117,14 @@ fn binary_backward(
         if ib {
             let d = &mut adj_lo[b.range()];
             for i in 0..n {
-                d[i] += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).1);
+                d[i] += strong_mul(g[i], p(aat(i), bat(i), y[i]).1);
             }
         } else {
             let mut total = 0.0;
             for c0 in (0..n).step_by(CHUNK) {
                 let mut s = 0.0;
                 for i in c0..(c0 + CHUNK).min(n) {
-                    s += strong_mul(g[i], f.partials(aat(i), bat(i), y[i]).1);
+                    s += strong_mul(g[i], p(aat(i), bat(i), y[i]).1);
                 }
                 total += s;
             }

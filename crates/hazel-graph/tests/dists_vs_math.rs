@@ -1,107 +1,260 @@
-//! The inlined density kernels against hazel_math's reference implementations (which mirror
-//! Stan Math, quirks included): value and partials for every combination of `propto` and
-//! varying arguments.
+//! The vectorised density loop (`dists::forward`: broadcasting of scalar arguments, hoisting
+//! of their derived quantities, chunking, partials to scratch) against one scalar call per
+//! element of the same `hazel_math` kernel. The formulas themselves are shared, so what this
+//! can catch is the loop: a scalar argument prepared with the wrong value, a partial written to
+//! the wrong slot or summed into the wrong argument, a chunk boundary, the term mask.
 
-use hazel_graph::dists::{DistKind, Inc};
+use hazel_graph::dists::{self, DistKind, Inc, NO_SCRATCH};
+use hazel_graph::kernels::CHUNK;
+use hazel_graph::Arg;
+
+/// Element `i` of an argument drawn from a family's support.
+#[derive(Clone, Copy)]
+enum Domain {
+    Real,
+    Positive,
+    /// Strictly inside (0, 1).
+    Unit,
+    /// Integers 0..=4.
+    Count,
+    /// Integers 5..=7 (a population size at least any `Count`).
+    Population,
+    /// 0 or 1.
+    Binary,
+    /// Inside (-1, 1), for uniform's variate.
+    Inner,
+    /// Inside [-3, -1], for uniform's lower bound.
+    Low,
+    /// Inside [1, 3], for uniform's upper bound.
+    High,
+}
+
+impl Domain {
+    fn at(self, i: usize, k: usize) -> f64 {
+        // A deterministic scatter with a period coprime to CHUNK, different per argument.
+        let u = ((i * 7919 + k * 104_729) % 1009) as f64 / 1009.0; // in [0, 1)
+        match self {
+            Domain::Real => 4.0 * u - 2.0,
+            Domain::Positive => 0.2 + 3.0 * u,
+            Domain::Unit => 0.02 + 0.96 * u,
+            Domain::Count => ((i + k) % 5) as f64,
+            Domain::Population => 5.0 + ((i + 2 * k) % 3) as f64,
+            Domain::Binary => ((i / 3 + k) % 2) as f64,
+            Domain::Inner => 1.8 * u - 0.9,
+            Domain::Low => -3.0 + 2.0 * u,
+            Domain::High => 1.0 + 2.0 * u,
+        }
+    }
+
+    fn integer(self) -> bool {
+        matches!(self, Domain::Count | Domain::Population | Domain::Binary)
+    }
+}
+
+fn families() -> Vec<(DistKind, Vec<Domain>)> {
+    use Domain::*;
+    vec![
+        (DistKind::Normal, vec![Real, Real, Positive]),
+        (DistKind::StdNormal, vec![Real]),
+        (DistKind::Cauchy, vec![Real, Real, Positive]),
+        (DistKind::StudentT, vec![Real, Positive, Real, Positive]),
+        (DistKind::Lognormal, vec![Positive, Real, Positive]),
+        (DistKind::Exponential, vec![Positive, Positive]),
+        (DistKind::Gamma, vec![Positive, Positive, Positive]),
+        (DistKind::InvGamma, vec![Positive, Positive, Positive]),
+        (DistKind::Beta, vec![Unit, Positive, Positive]),
+        (DistKind::Uniform, vec![Inner, Low, High]),
+        (DistKind::DoubleExponential, vec![Real, Real, Positive]),
+        (DistKind::Logistic, vec![Real, Real, Positive]),
+        (DistKind::Weibull, vec![Positive, Positive, Positive]),
+        (DistKind::ChiSquare, vec![Positive, Positive]),
+        (DistKind::Poisson, vec![Count, Positive]),
+        (DistKind::PoissonLog, vec![Count, Real]),
+        (DistKind::Bernoulli, vec![Binary, Unit]),
+        (DistKind::BernoulliLogit, vec![Binary, Real]),
+        (DistKind::Binomial, vec![Count, Population, Unit]),
+        (DistKind::BinomialLogit, vec![Count, Population, Real]),
+        (DistKind::NegBinomial2, vec![Count, Positive, Positive]),
+        (DistKind::NegBinomial2Log, vec![Count, Real, Positive]),
+        // A table distribution goes through the same broadcasting by function pointers.
+        (DistKind::lookup("gumbel").unwrap(), vec![Real, Real, Positive]),
+    ]
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs()).max(1.0)
+}
+
+/// How argument `k` is passed: a broadcast scalar or a vector, a parameter or data.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    vector: bool,
+    var: bool,
+}
+
+/// Runs `forward` on one layout of the arguments and compares value and partials against the
+/// per-element scalar calls; returns the mismatches.
+fn check_layout(kind: DistKind, domains: &[Domain], shapes: &[Shape], propto: bool) -> Vec<String> {
+    let len = CHUNK + 3; // two chunks, the second short
+    let mut vals = Vec::new(); // the "lo" buffer: parameters
+    let mut consts = Vec::new();
+    let mut args = Vec::new();
+    let mut sc = Vec::new();
+    let mut scratch_len = 0usize;
+    let mut columns: Vec<Vec<f64>> = Vec::new();
+    for (k, (dom, sh)) in domains.iter().zip(shapes).enumerate() {
+        let n = if sh.vector { len } else { 1 };
+        // A broadcast scalar takes the element-0 value.
+        let column: Vec<f64> = (0..n).map(|i| dom.at(i, k)).collect();
+        if sh.var {
+            args.push(Arg::var(vals.len(), n));
+            vals.extend_from_slice(&column);
+            sc.push(scratch_len as u32);
+            scratch_len += n;
+        } else {
+            args.push(Arg::konst(consts.len(), n));
+            consts.extend_from_slice(&column);
+            sc.push(NO_SCRATCH);
+        }
+        columns.push(column);
+    }
+    let mut scratch = vec![f64::NAN; scratch_len];
+    let total = dists::forward(kind, &args, propto, len, &sc, &vals, &consts, &mut scratch)
+        .unwrap_or_else(|e| panic!("{} {shapes:?}: {e:?}", kind.name()));
+
+    let mut varying = 0u8;
+    for (k, sh) in shapes.iter().enumerate() {
+        if sh.var {
+            varying |= 1 << k;
+        }
+    }
+    let inc = Inc {
+        all: !propto,
+        varying,
+    };
+    let mut want_total = 0.0;
+    let mut want_scalar = [0.0; 4];
+    let mut failures = Vec::new();
+    for i in 0..len {
+        let mut x = [0.0; 4];
+        for (k, column) in columns.iter().enumerate() {
+            x[k] = if column.len() == 1 { column[0] } else { column[i] };
+        }
+        let (lp, g) = kind
+            .elem_full(&x, &inc)
+            .unwrap_or_else(|e| panic!("{} {x:?}: {}", kind.name(), e.message));
+        want_total += lp;
+        for (k, sh) in shapes.iter().enumerate() {
+            if !sh.var {
+                continue;
+            }
+            if sh.vector {
+                let got = scratch[sc[k] as usize + i];
+                if got != g[k] {
+                    failures.push(format!(
+                        "{} {shapes:?} propto={propto}: element {i} partial {k}: {got} vs {}",
+                        kind.name(),
+                        g[k]
+                    ));
+                }
+            } else {
+                want_scalar[k] += g[k];
+            }
+        }
+    }
+    // Sums are in a different order (per chunk, then across chunks) from the reference loop.
+    if !close(total, want_total, 1e-12) {
+        failures.push(format!(
+            "{} {shapes:?} propto={propto}: value {total} vs {want_total}",
+            kind.name()
+        ));
+    }
+    for (k, sh) in shapes.iter().enumerate() {
+        if sh.var && !sh.vector && !close(scratch[sc[k] as usize], want_scalar[k], 1e-12) {
+            failures.push(format!(
+                "{} {shapes:?} propto={propto}: summed partial {k}: {} vs {}",
+                kind.name(),
+                scratch[sc[k] as usize],
+                want_scalar[k]
+            ));
+        }
+    }
+    failures
+}
 
 #[test]
-fn inlined_kernels_match_hazel_math() {
-    let cases: Vec<(DistKind, Vec<[f64; 4]>)> = vec![
-        (
-            DistKind::Normal,
-            vec![[0.3, -0.2, 1.4, 0.0], [-2.0, 1.0, 0.5, 0.0]],
-        ),
-        (DistKind::StdNormal, vec![[0.3, 0.0, 0.0, 0.0]]),
-        (DistKind::Cauchy, vec![[0.3, -0.2, 1.4, 0.0]]),
-        (DistKind::StudentT, vec![[0.3, 3.5, -0.2, 1.4]]),
-        (DistKind::Lognormal, vec![[1.3, -0.2, 0.7, 0.0]]),
-        (DistKind::Exponential, vec![[1.3, 0.6, 0.0, 0.0]]),
-        (DistKind::Gamma, vec![[1.3, 2.2, 0.6, 0.0]]),
-        (DistKind::InvGamma, vec![[1.3, 2.2, 0.6, 0.0]]),
-        (DistKind::Beta, vec![[0.3, 2.2, 1.6, 0.0]]),
-        (DistKind::Uniform, vec![[0.3, -1.0, 2.0, 0.0]]),
-        (DistKind::DoubleExponential, vec![[0.3, -0.2, 1.4, 0.0]]),
-        (DistKind::Logistic, vec![[0.3, -0.2, 1.4, 0.0]]),
-        (DistKind::Weibull, vec![[1.3, 2.2, 0.6, 0.0]]),
-        (DistKind::ChiSquare, vec![[1.3, 2.2, 0.0, 0.0]]),
-        (
-            DistKind::Poisson,
-            vec![[3.0, 2.5, 0.0, 0.0], [0.0, 2.5, 0.0, 0.0]],
-        ),
-        (DistKind::PoissonLog, vec![[3.0, 0.5, 0.0, 0.0]]),
-        (
-            DistKind::Bernoulli,
-            vec![[1.0, 0.3, 0.0, 0.0], [0.0, 0.3, 0.0, 0.0]],
-        ),
-        (
-            DistKind::BernoulliLogit,
-            vec![[1.0, 0.3, 0.0, 0.0], [0.0, -1.3, 0.0, 0.0]],
-        ),
-        (DistKind::Binomial, vec![[3.0, 7.0, 0.3, 0.0]]),
-        (DistKind::BinomialLogit, vec![[3.0, 7.0, 0.3, 0.0]]),
-        (
-            DistKind::NegBinomial2,
-            vec![[3.0, 2.5, 1.7, 0.0], [0.0, 2.5, 1.7, 0.0]],
-        ),
-        (DistKind::NegBinomial2Log, vec![[3.0, 0.5, 1.7, 0.0]]),
-    ];
+fn vectorised_loop_matches_per_element_calls_for_every_layout() {
     let mut failures = Vec::new();
-    for (kind, points) in &cases {
-        let d = hazel_math::dist::distribution(kind.name())
-            .expect("hazel_math has every inlined family");
-        let n = kind.nargs();
-        let int_args = d.integer_args;
-        for x in points {
+    for (kind, domains) in families() {
+        let n = domains.len();
+        assert_eq!(n, kind.nargs(), "{}", kind.name());
+        // Each argument: scalar or vector, data or parameter (integers are always data).
+        for code in 0..(1usize << (2 * n)) {
+            let shapes: Vec<Shape> = (0..n)
+                .map(|k| Shape {
+                    vector: code >> (2 * k) & 1 == 1,
+                    var: code >> (2 * k + 1) & 1 == 1,
+                })
+                .collect();
+            if shapes.iter().zip(&domains).any(|(s, d)| s.var && d.integer()) {
+                continue;
+            }
+            if shapes.iter().all(|s| !s.vector) {
+                continue; // one element: no loop to test
+            }
             for propto in [false, true] {
-                for varying in 0u8..(1 << n) {
-                    // integer arguments never vary
-                    if (varying as u32) & int_args != 0 {
-                        continue;
-                    }
-                    let inc = Inc {
-                        all: !propto,
-                        varying,
-                    };
-                    let ours = kind.elem(x, &inc);
-                    let mut g = [0.0; 4];
-                    let theirs = (d.lpdf)(
-                        &x[..n],
-                        hazel_math::dist::Terms {
-                            propto,
-                            varying: varying as u32,
-                        },
-                        &mut g[..n],
-                    );
-                    match (ours, theirs) {
-                        (Ok((v, dv)), Ok(w)) => {
-                            let close = |a: f64, b: f64| {
-                                (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0)
-                            };
-                            if !close(v, w) {
-                                failures.push(format!("{} {x:?} propto={propto} varying={varying:b}: value {v} vs {w}", kind.name()));
-                            }
-                            for k in 0..n {
-                                if varying & (1 << k) != 0 && !close(dv[k], g[k]) {
-                                    failures.push(format!(
-                                        "{} {x:?} varying={varying:b}: partial {k} {} vs {}",
-                                        kind.name(),
-                                        dv[k],
-                                        g[k]
-                                    ));
-                                }
-                            }
-                        }
-                        (Err(_), Err(_)) => {}
-                        (a, b) => failures.push(format!(
-                            "{} {x:?}: {:?} vs {:?}",
-                            kind.name(),
-                            a.map(|v| v.0),
-                            b
-                        )),
-                    }
-                }
+                failures.extend(check_layout(kind, &domains, &shapes, propto));
             }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn invalid_element_reports_stans_message_and_element_number() {
+    let len = CHUNK + 3;
+    let mut sigma = vec![1.5; len];
+    sigma[CHUNK + 1] = -1.0;
+    let y = vec![0.25; len];
+    let mu = [0.0];
+    let consts: Vec<f64> = y.iter().chain(&mu).chain(&sigma).copied().collect();
+    let args = [
+        Arg::konst(0, len),
+        Arg::konst(len, 1),
+        Arg::konst(len + 1, len),
+    ];
+    let sc = [NO_SCRATCH; 3];
+    let err = dists::forward(DistKind::Normal, &args, false, len, &sc, &[], &consts, &mut [])
+        .unwrap_err();
+    let message = format!("{err:?}");
+    assert!(
+        message.contains(&format!(
+            "normal_lpdf: Scale parameter is -1, but must be positive! (element {})",
+            CHUNK + 2
+        )),
+        "{message}"
+    );
+    // A bad broadcast scalar is reported without an element number.
+    let consts: Vec<f64> = y.iter().chain(&mu).chain(&[0.0]).copied().collect();
+    let args = [Arg::konst(0, len), Arg::konst(len, 1), Arg::konst(len + 1, 1)];
+    let err = dists::forward(DistKind::Normal, &args, false, len, &sc, &[], &consts, &mut [])
+        .unwrap_err();
+    let message = format!("{err:?}");
+    assert!(
+        message.contains("normal_lpdf: Scale parameter is 0, but must be positive!")
+            && !message.contains("element"),
+        "{message}"
+    );
+}
+
+#[test]
+fn single_element_errors_drop_the_function_prefix_for_the_caller_to_add() {
+    let inc = Inc {
+        all: true,
+        varying: 0,
+    };
+    let err = DistKind::Normal
+        .elem(&[0.0, 0.0, -1.0, 0.0], &inc)
+        .unwrap_err();
+    assert_eq!(err, "Scale parameter is -1, but must be positive!");
 }

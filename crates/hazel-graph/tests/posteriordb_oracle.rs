@@ -1,5 +1,6 @@
 //! Every posteriordb program of the corpus against its stanli oracle: log density and gradient
-//! at the fixture's unconstrained points within 1e-8 relative, the constrained parameters and
+//! at the fixture's unconstrained points within 1e-8 relative (ODE programs: 1e-6, see
+//! `ODE_TOLERANCES`), the constrained parameters and
 //! transformed parameters at the first point, and the gradient against central finite
 //! differences.
 //!
@@ -15,15 +16,43 @@ use std::path::{Path, PathBuf};
 
 /// Programs expected to fail for now, with the reason.
 const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[
-    ("hudson_lynx_hare-lotka_volterra", "ODE solvers (ode_rk45) are not lowered yet"),
-    ("one_comp_mm_elim_abs-one_comp_mm_elim_abs", "ODE solvers (ode_bdf) are not lowered yet"),
-    ("sir-sir", "ODE solvers are not lowered yet"),
-    ("soil_carbon-soil_incubation", "ODE solvers are not lowered yet"),
     (
         "examples/truncated_normal",
         "stanli's normal_lcdf gradient is Stan Math's approximation (1.3e-5 relative off the central \
          difference of stanli's own log density); ours, from hazel_math, agrees with finite differences",
     ),
+];
+
+/// Programs that solve ODEs: (name, tolerance against the oracle, relative tolerance of the
+/// finite-difference check, why). Adaptive solvers agree only to their step control: `ode_rk45`
+/// reproduces Stan's step sequence (agreement is at rounding level unless a rounding
+/// difference flips one accept/reject decision), `ode_bdf` is CVODES in Stan and
+/// Dormand–Prince at tightened tolerances here. Forward sensitivities are the derivative of
+/// the ODE solution, not of the discrete solver's output (whose step sizes move with the
+/// parameters), so at loose solver tolerances a central difference of the log density differs
+/// from both Stan's gradient and ours by about the solver's error over `h`.
+const ODE_TOLERANCES: &[(&str, f64, f64, &str)] = &[
+    (
+        "hudson_lynx_hare-lotka_volterra",
+        1e-6,
+        2e-2,
+        "ode_rk45_tol at rtol 1e-5, atol 1e-3: the finite difference sees the step control (0.9% off)",
+    ),
+    (
+        "one_comp_mm_elim_abs-one_comp_mm_elim_abs",
+        5e-5,
+        1e-5,
+        "ode_bdf_tol at 1e-6: the oracle's CVODES gradients are up to 1.44e-5 relative off the \
+         converged solution (stanli itself at rtol = atol = 1e-12, BDF or RK45, agrees with ours \
+         to about 1e-9)",
+    ),
+    (
+        "sir-sir",
+        1e-6,
+        1e-4,
+        "ode_rk45 at rtol = atol = 1e-6: the finite difference sees the step control (1.5e-5 off)",
+    ),
+    ("soil_carbon-soil_incubation", 1e-6, 1e-5, "ode_rk45"),
 ];
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -49,6 +78,10 @@ fn check_posterior(
         .ok_or_else(|| format!("parse error: {}", parsed.render_diagnostics()))?;
     let data_text = std::fs::read_to_string(data_path).map_err(|e| format!("data: {e}"))?;
     let data = hazel_data::DataFile::parse(&data_text).map_err(|e| format!("data: {e}"))?;
+    let (tol, fd_tol) = ODE_TOLERANCES
+        .iter()
+        .find(|(n, ..)| Some(*n) == oracle["name"].as_str())
+        .map_or((1e-8, 1e-5), |&(_, tol, fd_tol, _)| (tol, fd_tol));
     let model = compile(program, &data, &CompileOptions::default())
         .map_err(|e| format!("compile: {}", e.render(&parsed.sources)))?;
     let n = oracle["n_unconstrained"].as_u64().unwrap_or(0) as usize;
@@ -78,7 +111,7 @@ fn check_posterior(
             .map_err(|e| format!("point {k}: evaluation failed: {e}"))?;
         let r = rel(lp, lp_ref);
         worst = worst.max(r);
-        if r > 1e-8 {
+        if r > tol {
             return Err(format!(
                 "point {k}: log density {lp} vs oracle {lp_ref} (rel {r:.2e})"
             ));
@@ -86,7 +119,7 @@ fn check_posterior(
         for i in 0..n {
             let r = rel(grad[i], g_ref[i]);
             worst = worst.max(r);
-            if r > 1e-8 {
+            if r > tol {
                 return Err(format!(
                     "point {k}: gradient[{i}] {} vs oracle {} (rel {r:.2e})",
                     grad[i], g_ref[i]
@@ -121,7 +154,7 @@ fn check_posterior(
         let fd = (fp - fm) / (2.0 * h);
         let scale = fp.abs().max(1.0);
         // The central difference's error is about h² f''' + ε |f| / h.
-        if (fd - g0[i]).abs() > 1e-5 * scale.max(g0[i].abs()) {
+        if (fd - g0[i]).abs() > fd_tol * scale.max(g0[i].abs()) {
             return Err(format!(
                 "finite differences: gradient[{i}] {} vs {fd}",
                 g0[i]
@@ -167,7 +200,7 @@ fn check_posterior(
                     let Some(j) = names.iter().position(|x| *x == name) else {
                         return Err(format!("output column {name} missing"));
                     };
-                    if rel(out[j], reference) > 1e-8 {
+                    if rel(out[j], reference) > tol {
                         return Err(format!("output {name}: {} vs oracle {reference}", out[j]));
                     }
                 }

@@ -42,6 +42,7 @@
 mod cdf;
 mod continuous;
 mod discrete;
+pub mod kernel;
 mod rng;
 
 use hazel_rng::StreamRng;
@@ -369,7 +370,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::normal,
+        kernel::lpdf_via::<kernel::Normal>,
         lcdf = Some(cdf::normal_lcdf),
         lccdf = Some(cdf::normal_lccdf),
         rng = Some(rng::normal)
@@ -379,7 +380,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         1,
         ints = 0,
-        c::std_normal,
+        kernel::lpdf_via::<kernel::StdNormal>,
         lcdf = Some(cdf::std_normal_lcdf),
         lccdf = Some(cdf::std_normal_lccdf),
         rng = Some(rng::std_normal)
@@ -389,7 +390,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::cauchy,
+        kernel::lpdf_via::<kernel::Cauchy>,
         lcdf = Some(cdf::cauchy_lcdf),
         lccdf = Some(cdf::cauchy_lccdf),
         rng = Some(rng::cauchy)
@@ -399,7 +400,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         4,
         ints = 0,
-        c::student_t,
+        kernel::lpdf_via::<kernel::StudentT>,
         lcdf = Some(cdf::student_t_lcdf),
         lccdf = Some(cdf::student_t_lccdf),
         rng = Some(rng::student_t)
@@ -409,7 +410,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::lognormal,
+        kernel::lpdf_via::<kernel::Lognormal>,
         lcdf = Some(cdf::lognormal_lcdf),
         lccdf = Some(cdf::lognormal_lccdf),
         rng = Some(rng::lognormal)
@@ -419,7 +420,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         2,
         ints = 0,
-        c::exponential,
+        kernel::lpdf_via::<kernel::Exponential>,
         lcdf = Some(cdf::exponential_lcdf),
         lccdf = Some(cdf::exponential_lccdf),
         rng = Some(rng::exponential)
@@ -429,7 +430,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::gamma,
+        kernel::lpdf_via::<kernel::Gamma>,
         lcdf = Some(cdf::gamma_lcdf),
         lccdf = Some(cdf::gamma_lccdf),
         rng = Some(rng::gamma)
@@ -439,7 +440,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::inv_gamma,
+        kernel::lpdf_via::<kernel::InvGamma>,
         lcdf = Some(cdf::inv_gamma_lcdf),
         lccdf = Some(cdf::inv_gamma_lccdf),
         rng = Some(rng::inv_gamma)
@@ -449,7 +450,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::beta,
+        kernel::lpdf_via::<kernel::Beta>,
         lcdf = Some(cdf::beta_lcdf),
         lccdf = Some(cdf::beta_lccdf),
         rng = Some(rng::beta)
@@ -469,7 +470,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::uniform,
+        kernel::lpdf_via::<kernel::Uniform>,
         lcdf = Some(cdf::uniform_lcdf),
         lccdf = Some(cdf::uniform_lccdf),
         rng = Some(rng::uniform)
@@ -479,7 +480,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::double_exponential,
+        kernel::lpdf_via::<kernel::DoubleExponential>,
         lcdf = Some(cdf::double_exponential_lcdf),
         lccdf = Some(cdf::double_exponential_lccdf),
         rng = Some(rng::double_exponential)
@@ -489,7 +490,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::logistic,
+        kernel::lpdf_via::<kernel::Logistic>,
         lcdf = Some(cdf::logistic_lcdf),
         lccdf = Some(cdf::logistic_lccdf),
         rng = Some(rng::logistic)
@@ -499,7 +500,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         3,
         ints = 0,
-        c::weibull,
+        kernel::lpdf_via::<kernel::Weibull>,
         lcdf = Some(cdf::weibull_lcdf),
         lccdf = Some(cdf::weibull_lccdf),
         rng = Some(rng::weibull)
@@ -559,7 +560,7 @@ static TABLE: &[Distribution] = &[
         Continuous,
         2,
         ints = 0,
-        c::chi_square,
+        kernel::lpdf_via::<kernel::ChiSquare>,
         lcdf = Some(cdf::chi_square_lcdf),
         lccdf = Some(cdf::chi_square_lccdf),
         rng = Some(rng::chi_square)
@@ -619,7 +620,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         2,
         ints = bit(0),
-        d::poisson,
+        kernel::lpdf_via::<kernel::Poisson>,
         lcdf = Some(cdf::poisson_lcdf),
         lccdf = Some(cdf::poisson_lccdf),
         rng = Some(rng::poisson)
@@ -629,7 +630,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         2,
         ints = bit(0),
-        d::poisson_log,
+        kernel::lpdf_via::<kernel::PoissonLog>,
         lcdf = None,
         lccdf = None,
         rng = Some(rng::poisson_log)
@@ -639,7 +640,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         3,
         ints = bit(0) | bit(1),
-        d::binomial,
+        kernel::lpdf_via::<kernel::Binomial>,
         lcdf = Some(cdf::binomial_lcdf),
         lccdf = Some(cdf::binomial_lccdf),
         rng = Some(rng::binomial)
@@ -649,7 +650,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         3,
         ints = bit(0) | bit(1),
-        d::binomial_logit,
+        kernel::lpdf_via::<kernel::BinomialLogit>,
         lcdf = None,
         lccdf = None,
         rng = Some(rng::binomial_logit)
@@ -659,7 +660,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         2,
         ints = bit(0),
-        d::bernoulli,
+        kernel::lpdf_via::<kernel::Bernoulli>,
         lcdf = Some(cdf::bernoulli_lcdf),
         lccdf = Some(cdf::bernoulli_lccdf),
         rng = Some(rng::bernoulli)
@@ -669,7 +670,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         2,
         ints = bit(0),
-        d::bernoulli_logit,
+        kernel::lpdf_via::<kernel::BernoulliLogit>,
         lcdf = None,
         lccdf = None,
         rng = Some(rng::bernoulli_logit)
@@ -689,7 +690,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         3,
         ints = bit(0),
-        d::neg_binomial_2,
+        kernel::lpdf_via::<kernel::NegBinomial2>,
         lcdf = Some(cdf::neg_binomial_2_lcdf),
         lccdf = Some(cdf::neg_binomial_2_lccdf),
         rng = Some(rng::neg_binomial_2)
@@ -699,7 +700,7 @@ static TABLE: &[Distribution] = &[
         Discrete,
         3,
         ints = bit(0),
-        d::neg_binomial_2_log,
+        kernel::lpdf_via::<kernel::NegBinomial2Log>,
         lcdf = None,
         lccdf = None,
         rng = Some(rng::neg_binomial_2_log)

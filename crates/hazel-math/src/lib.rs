@@ -7,9 +7,12 @@
 //!   distributions by name.
 //! - [`linalg`]: dense matrix functions with reverse-mode (adjoint) rules: Cholesky, triangular
 //!   solves, covariance kernels, multivariate densities.
+//! - [`ode`]: initial value problems: adaptive Dormand–Prince 5(4) with Boost.Odeint's (and so
+//!   Stan's `ode_rk45`'s) step control, and forward sensitivities.
 //! - [`transforms`]: Stan's constraining transforms with log-Jacobians and their adjoints.
 
 pub mod dist;
 pub mod linalg;
+pub mod ode;
 pub mod special;
 pub mod transforms;

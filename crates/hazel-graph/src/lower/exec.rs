@@ -66,6 +66,9 @@ impl<'p> Tracer<'p> {
                     self.expr(else_expr)
                 }
             }
+            ExprKind::Call { name, args } if super::ode::is_ode_solver(&name.name) => {
+                self.ode_call(&name.name, args, span)
+            }
             ExprKind::Call { name, args } => {
                 let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
                 self.call(&name.name, vals, span)
