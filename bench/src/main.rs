@@ -1,1 +1,3 @@
-fn main() { println!("see the other binaries in bench/src/bin"); }
+fn main() {
+    println!("see the other binaries in bench/src/bin");
+}

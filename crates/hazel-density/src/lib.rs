@@ -45,7 +45,10 @@ pub struct EvalError {
 
 impl EvalError {
     pub fn new(kind: EvalErrorKind, message: impl Into<String>) -> Self {
-        EvalError { kind, message: message.into() }
+        EvalError {
+            kind,
+            message: message.into(),
+        }
     }
     pub fn non_finite(message: impl Into<String>) -> Self {
         Self::new(EvalErrorKind::NonFinite, message)
@@ -101,7 +104,12 @@ pub trait LogDensity: Sync {
         out: &mut [Result<f64, EvalError>],
     ) {
         let d = self.dim();
-        for (i, ((w, o), g)) in ws.iter_mut().zip(out.iter_mut()).zip(grads.chunks_mut(d.max(1))).enumerate() {
+        for (i, ((w, o), g)) in ws
+            .iter_mut()
+            .zip(out.iter_mut())
+            .zip(grads.chunks_mut(d.max(1)))
+            .enumerate()
+        {
             *o = self.log_density_gradient(w, &qs[i * d..(i + 1) * d], g);
         }
     }
@@ -136,7 +144,9 @@ pub struct Unconstrained<D> {
 impl<D: LogDensity> Unconstrained<D> {
     /// Columns `prefix.1`, …, `prefix.dim`.
     pub fn new(density: D, prefix: &str) -> Self {
-        let names = (1..=density.dim()).map(|i| format!("{prefix}.{i}")).collect();
+        let names = (1..=density.dim())
+            .map(|i| format!("{prefix}.{i}"))
+            .collect();
         Unconstrained { density, names }
     }
     /// Explicit column names (one per dimension).

@@ -95,80 +95,10 @@ pub fn average_ranks(values: &[f64]) -> Vec<f64> {
     ranks
 }
 
-/// The standard normal quantile function Φ⁻¹(p) (scipy's `norm.ppf`).
-///
-/// Acklam's rational approximation (relative error below 1.2e-9) refined by one Halley step on
-/// Φ(x) − p, with Φ computed from `libm::erfc`; the result is accurate to a few ulps over
-/// (0, 1), which the rank-normalised diagnostics need to agree with ArviZ to 1e-6 or better.
-pub fn normal_quantile(p: f64) -> f64 {
-    if p.is_nan() || !(0.0..=1.0).contains(&p) {
-        return f64::NAN;
-    }
-    if p == 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if p == 1.0 {
-        return f64::INFINITY;
-    }
-    const A: [f64; 6] = [
-        -3.969683028665376e+01,
-        2.209460984245205e+02,
-        -2.759285104469687e+02,
-        1.38357751867269e+02,
-        -3.066479806614716e+01,
-        2.506628277459239e+00,
-    ];
-    const B: [f64; 5] = [
-        -5.447609879822406e+01,
-        1.615858368580409e+02,
-        -1.556989798598866e+02,
-        6.680131188771972e+01,
-        -1.328068155288572e+01,
-    ];
-    const C: [f64; 6] = [
-        -7.784894002430293e-03,
-        -3.223964580411365e-01,
-        -2.400758277161838e+00,
-        -2.549732539343734e+00,
-        4.374664141464968e+00,
-        2.938163982698783e+00,
-    ];
-    const D: [f64; 4] = [
-        7.784695709041462e-03,
-        3.224671290700398e-01,
-        2.445134137142996e+00,
-        3.754408661907416e+00,
-    ];
-    const P_LOW: f64 = 0.02425;
-
-    let tail = |q: f64| -> f64 {
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    };
-    let x = if p < P_LOW {
-        tail((-2.0 * p.ln()).sqrt())
-    } else if p <= 1.0 - P_LOW {
-        let q = p - 0.5;
-        let r = q * q;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
-    } else {
-        -tail((-2.0 * (1.0 - p).ln()).sqrt())
-    };
-    // Halley refinement. Work with the smaller tail probability so that the residual keeps its
-    // relative precision in the upper tail too.
-    let sqrt_2pi = (2.0 * std::f64::consts::PI).sqrt();
-    let refine = |x: f64, p: f64| -> f64 {
-        let residual = 0.5 * libm::erfc(-x / std::f64::consts::SQRT_2) - p;
-        let u = residual * sqrt_2pi * (x * x / 2.0).exp();
-        x - u / (1.0 + x * u / 2.0)
-    };
-    if p > 0.5 {
-        -refine(-x, 1.0 - p)
-    } else {
-        refine(x, p)
-    }
-}
+/// The standard normal quantile function, used for rank normalisation. It is
+/// `hazel_math::special::inv_Phi` (tested there against mpmath to a few ulps), re-exported so
+/// the diagnostics keep one name for it.
+pub use hazel_math::special::inv_Phi as normal_quantile;
 
 #[cfg(test)]
 mod tests {

@@ -425,7 +425,9 @@ impl<'a> DistArgs<'a> {
     ///
     /// # Safety
     /// As for [`DistArgs::chunk`].
-    #[inline(always)]
+    // One out-of-line copy per kernel: the loop gets its own inlining budget instead of
+    // competing with 21 other families inside `chunk`.
+    #[inline(never)]
     unsafe fn chunk_kernel<K: UnivariateKernel>(
         &self,
         c0: usize,
@@ -460,13 +462,12 @@ impl<'a> DistArgs<'a> {
             let (lp, g) = kernel.element(&x, &d).map_err(|e| at_element(e, i))?;
             s += lp;
             for k in 0..K::ARITY {
-                if sc[k] != NO_SCRATCH {
-                    if is_vector[k] {
-                        // SAFETY: see the caller's contract.
-                        unsafe { *scratch.add(sc[k] as usize + i) = g[k] };
-                    } else {
-                        scalar_part[k] += g[k];
-                    }
+                if !is_vector[k] {
+                    // Summed for every scalar argument; `combine` keeps only the varying ones.
+                    scalar_part[k] += g[k];
+                } else if sc[k] != NO_SCRATCH {
+                    // SAFETY: see the caller's contract.
+                    unsafe { *scratch.add(sc[k] as usize + i) = g[k] };
                 }
             }
         }

@@ -200,7 +200,11 @@ pub(crate) struct Check {
     pub function: &'static str,
 }
 
+// The checks run per element inside the op graph's loops (through the kernels): the passing
+// branch is inlined there, the message formatting is kept out of line.
 impl Check {
+    #[cold]
+    #[inline(never)]
     fn fail(self, what: &str, x: f64, requirement: &str) -> MathError {
         MathError {
             message: format!(
@@ -213,6 +217,7 @@ impl Check {
         }
     }
 
+    #[inline]
     pub fn not_nan(self, what: &str, x: f64) -> Result<(), MathError> {
         if x.is_nan() {
             Err(self.fail(what, x, "not be nan!"))
@@ -221,6 +226,7 @@ impl Check {
         }
     }
 
+    #[inline]
     pub fn finite(self, what: &str, x: f64) -> Result<(), MathError> {
         if x.is_finite() {
             Ok(())
@@ -229,6 +235,7 @@ impl Check {
         }
     }
 
+    #[inline]
     pub fn positive(self, what: &str, x: f64) -> Result<(), MathError> {
         if x > 0.0 {
             Ok(())
@@ -237,6 +244,7 @@ impl Check {
         }
     }
 
+    #[inline]
     pub fn positive_finite(self, what: &str, x: f64) -> Result<(), MathError> {
         if x > 0.0 && x.is_finite() {
             Ok(())
@@ -245,6 +253,7 @@ impl Check {
         }
     }
 
+    #[inline]
     pub fn nonnegative(self, what: &str, x: f64) -> Result<(), MathError> {
         if x >= 0.0 {
             Ok(())
@@ -253,26 +262,40 @@ impl Check {
         }
     }
 
+    #[inline]
     pub fn bounded(self, what: &str, x: f64, lo: f64, hi: f64) -> Result<(), MathError> {
         if x >= lo && x <= hi {
             Ok(())
         } else {
-            let requirement = format!(
-                "be in the interval [{}, {}]",
-                format_stan_number(lo),
-                format_stan_number(hi)
-            );
-            Err(self.fail(what, x, &requirement))
+            Err(self.fail_interval(what, x, lo, hi))
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn fail_interval(self, what: &str, x: f64, lo: f64, hi: f64) -> MathError {
+        let requirement = format!(
+            "be in the interval [{}, {}]",
+            format_stan_number(lo),
+            format_stan_number(hi)
+        );
+        self.fail(what, x, &requirement)
+    }
+
+    #[inline]
     pub fn greater(self, what: &str, x: f64, low: f64) -> Result<(), MathError> {
         if x > low {
             Ok(())
         } else {
-            let requirement = format!("be greater than {}", format_stan_number(low));
-            Err(self.fail(what, x, &requirement))
+            Err(self.fail_greater(what, x, low))
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fail_greater(self, what: &str, x: f64, low: f64) -> MathError {
+        let requirement = format!("be greater than {}", format_stan_number(low));
+        self.fail(what, x, &requirement)
     }
 
     pub fn greater_or_equal(self, what: &str, x: f64, low: f64) -> Result<(), MathError> {
@@ -295,6 +318,7 @@ impl Check {
 
     /// Integer-valued arguments arrive as f64; a fractional or out-of-range value (Stan's `int`
     /// is 32 bits) is a caller bug but must not panic.
+    #[inline]
     pub fn integer(self, what: &str, x: f64) -> Result<(), MathError> {
         if x.abs() <= i32::MAX as f64 && x == x.trunc() {
             Ok(())

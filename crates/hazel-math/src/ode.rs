@@ -149,7 +149,8 @@ impl Dopri5 {
     }
 
     /// One Dormand–Prince step of size `dt` from (`t`, `x`, `dxdt`) into `x_new`, `dxdt_new`,
-    /// `err` (the embedded error estimate).
+    /// `err` (the embedded error estimate). Indexed loops: each reads up to seven arrays.
+    #[allow(clippy::needless_range_loop)]
     fn attempt<F>(&mut self, f: &mut F, dt: f64) -> Result<(), OdeError>
     where
         F: FnMut(f64, &[f64], &mut [f64]) -> Result<(), String>,
@@ -165,8 +166,7 @@ impl Dopri5 {
         }
         f(t + dt * A3, &self.tmp, &mut self.k3).map_err(OdeError::Rhs)?;
         for i in 0..n {
-            self.tmp[i] =
-                x[i] + dt * B41 * k1[i] + dt * B42 * self.k2[i] + dt * B43 * self.k3[i];
+            self.tmp[i] = x[i] + dt * B41 * k1[i] + dt * B42 * self.k2[i] + dt * B43 * self.k3[i];
         }
         f(t + dt * A4, &self.tmp, &mut self.k4).map_err(OdeError::Rhs)?;
         for i in 0..n {
@@ -221,8 +221,7 @@ impl Dopri5 {
             self.attempt(f, dt)?;
             let mut max_rel_err = 0.0f64;
             for i in 0..self.n {
-                let scale =
-                    tol.atol + tol.rtol * (self.x[i].abs() + dt.abs() * self.dxdt[i].abs());
+                let scale = tol.atol + tol.rtol * (self.x[i].abs() + dt.abs() * self.dxdt[i].abs());
                 let r = self.err[i].abs() / scale;
                 // NaN must fail the step (Boost's max norm would carry it through).
                 if r.is_nan() {
@@ -262,6 +261,7 @@ impl Dopri5 {
     }
 
     /// The dense-output interpolant of the last step at `t` (Boost's dopri5 `calc_state`).
+    #[allow(clippy::needless_range_loop)]
     fn interpolate(&self, t: f64, out: &mut [f64]) {
         let dt = self.t - self.t_old;
         let theta = (t - self.t_old) / dt;

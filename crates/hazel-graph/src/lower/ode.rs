@@ -23,7 +23,7 @@ use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::builder::GraphBuilder;
 use crate::kernels::BinaryFn;
-use crate::tape::Arg;
+use crate::tape::{Arg, Buffers, Graph};
 use hazel_math::ode::{solve_sensitivities, OdeRhs, OdeTolerances};
 use hazel_syntax::ast::{Expr, ExprKind, FunDef};
 use hazel_syntax::Span;
@@ -47,7 +47,11 @@ pub fn is_ode_solver(name: &str) -> bool {
 
 /// Rebuilds `v` with its scalars (in `Val::flatten` order) taken from `it`.
 fn rebuild(v: &Val, it: &mut impl Iterator<Item = Sc>) -> Val {
-    let mut take = |n: usize| -> Vec<Sc> { (0..n).map(|_| it.next().unwrap_or(Sc::C(f64::NAN))).collect() };
+    let mut take = |n: usize| -> Vec<Sc> {
+        (0..n)
+            .map(|_| it.next().unwrap_or(Sc::C(f64::NAN)))
+            .collect()
+    };
     match v {
         Val::Int(i) => {
             take(1);
@@ -62,8 +66,11 @@ fn rebuild(v: &Val, it: &mut impl Iterator<Item = Sc>) -> Val {
     }
 }
 
-/// The user function as an [`OdeRhs`]: state `y` and the parameter-dependent scalars `p` of
-/// the variadic arguments are the parameter slot of a fresh trace of the function body.
+/// The user function as an [`OdeRhs`]. Its body is traced with `[t, y, p]` as the parameter
+/// slot (`p`: the parameter-dependent scalars of the variadic arguments). When the body's
+/// control flow does not read `t`, `y` or `p`, one static trace is replayed for every
+/// evaluation; otherwise each evaluation re-traces the body with `t` a constant and values
+/// computed eagerly (as the dynamic model path does).
 struct TracedRhs<'a, 'p> {
     funcs: &'p HashMap<String, Vec<&'p FunDef>>,
     name: &'a str,
@@ -76,49 +83,135 @@ struct TracedRhs<'a, 'p> {
     consts: Vec<f64>,
     p: Vec<f64>,
     q: Vec<f64>,
+    /// The static trace, once made.
+    replay: Option<(Graph, Buffers, Vec<Sc>)>,
+    /// The body's control flow reads the state, time or parameters: re-trace every call.
+    retrace: bool,
 }
 
 impl TracedRhs<'_, '_> {
-    /// Traces `f(t, y, args...)` with `[y, p]` as the parameters; returns the tracer and the
-    /// output scalars.
-    fn trace(&mut self, t: f64, y: &[f64]) -> Result<(Tracer<'_>, Vec<Sc>), String> {
+    fn fill_q(&mut self, t: f64, y: &[f64]) {
         self.q.clear();
+        self.q.push(t);
         self.q.extend_from_slice(y);
         self.q.extend_from_slice(&self.p);
+    }
+
+    /// Traces `f(t, y, args...)` over the parameter slot `q = [t, y, p]`; `static_trace`: `t`
+    /// is slot 0 and control flow may not read values, else `t` is a constant.
+    fn trace(&self, t: f64, static_trace: bool) -> Result<(GraphBuilder, Vec<Sc>), TraceErr> {
         let mut sub = Tracer::new(GraphBuilder::new(&self.q), self.funcs, Vec::new());
-        // Values are computed eagerly: the body may branch on the state.
-        sub.dynamic = true;
+        sub.dynamic = !static_trace;
         let n = self.n;
-        let mut call_args = vec![
-            Val::real(t),
-            Val::Vector(Elems::V(Arg::var(0, n))),
-        ];
-        let mut scalars = self.param_of.iter().zip(&self.consts).map(|(k, c)| match k {
-            Some(k) => Sc::V((n + k) as u32),
-            None => Sc::C(*c),
-        });
+        let t_val = if static_trace {
+            Val::Real(Sc::V(0))
+        } else {
+            Val::real(t)
+        };
+        let mut call_args = vec![t_val, Val::Vector(Elems::V(Arg::var(1, n)))];
+        let mut scalars = self
+            .param_of
+            .iter()
+            .zip(&self.consts)
+            .map(|(k, c)| match k {
+                Some(k) => Sc::V((1 + n + k) as u32),
+                None => Sc::C(*c),
+            });
         for a in self.args {
             call_args.push(rebuild(a, &mut scalars));
         }
-        let out = sub
-            .call_user(self.name, call_args, self.span)
-            .map_err(String::from)?
-            .ok_or_else(|| format!("{} does not return a value", self.name))?;
-        if let Some(e) = &sub.b.eager_error {
-            return Err(e.message.clone());
-        }
+        let out = sub.call_user(self.name, call_args, self.span)?;
+        sub.flush_tilde();
         let out = match out {
-            Val::Vector(e) if e.len() == n => e.to_scalars(),
+            Some(Val::Vector(e)) if e.len() == n => e.to_scalars(),
             other => {
-                return Err(format!(
-                    "the right-hand side {} returned a {} of {} elements; expected a vector of {n}",
-                    self.name,
-                    other.type_name(),
-                    other.dims().first().copied().unwrap_or(1)
-                ))
+                let what = other.map_or("nothing".to_string(), |v| {
+                    format!("a {} of shape {:?}", v.type_name(), v.dims())
+                });
+                return eerr(
+                    format!(
+                        "the ODE right-hand side {} returned {what}; expected a vector of {n}",
+                        self.name
+                    ),
+                    self.span,
+                );
             }
         };
-        Ok((sub, out))
+        Ok((sub.b, out))
+    }
+
+    /// `f(t, y)` into `dydt`, and the Jacobian rows when `jac` is given.
+    fn run(
+        &mut self,
+        t: f64,
+        y: &[f64],
+        dydt: &mut [f64],
+        jac: Option<(&mut [f64], &mut [f64])>,
+    ) -> Result<(), String> {
+        self.fill_q(t, y);
+        if self.replay.is_none() && !self.retrace {
+            match self.trace(t, true) {
+                Ok((b, out)) => {
+                    if let Some(e) = b.eager_error {
+                        return Err(e.message);
+                    }
+                    self.replay = Some((b.graph, b.buf, out));
+                }
+                Err(TraceErr::Dynamic(_)) => self.retrace = true,
+                Err(e) => return Err(String::from(e)),
+            }
+        } else if let Some((graph, buf, _)) = &mut self.replay {
+            graph.forward(&self.q, buf).map_err(|e| e.message)?;
+        }
+        let (n, m) = (self.n, self.p.len());
+        if let Some((graph, buf, out)) = &mut self.replay {
+            read_outputs(graph, buf, out, n, m, dydt, jac);
+            return Ok(());
+        }
+        let (mut b, out) = self.trace(t, false).map_err(String::from)?;
+        if let Some(e) = b.eager_error.take() {
+            return Err(e.message);
+        }
+        read_outputs(&b.graph, &mut b.buf, &out, n, m, dydt, jac);
+        Ok(())
+    }
+}
+
+/// Reads `f` off a traced right-hand side and, when `jac` is given, its Jacobian rows (one
+/// reverse sweep per state; the parameter slot is `[t, y, p]`).
+fn read_outputs(
+    graph: &Graph,
+    buf: &mut Buffers,
+    out: &[Sc],
+    n: usize,
+    m: usize,
+    dydt: &mut [f64],
+    jac: Option<(&mut [f64], &mut [f64])>,
+) {
+    for (d, s) in dydt.iter_mut().zip(out) {
+        *d = match s {
+            Sc::C(c) => *c,
+            Sc::V(o) => buf.vals[*o as usize],
+        };
+    }
+    let Some((jy, jp)) = jac else {
+        return;
+    };
+    if buf.adj.len() < graph.n_vals {
+        buf.adj.resize(graph.n_vals, 0.0);
+    }
+    for (i, s) in out.iter().enumerate() {
+        match s {
+            Sc::C(_) => {
+                jy[i * n..(i + 1) * n].iter_mut().for_each(|x| *x = 0.0);
+                jp[i * m..(i + 1) * m].iter_mut().for_each(|x| *x = 0.0);
+            }
+            Sc::V(o) => {
+                graph.backward(Arg::var(*o as usize, 1), buf);
+                jy[i * n..(i + 1) * n].copy_from_slice(&buf.adj[1..1 + n]);
+                jp[i * m..(i + 1) * m].copy_from_slice(&buf.adj[1 + n..1 + n + m]);
+            }
+        }
     }
 }
 
@@ -130,14 +223,7 @@ impl OdeRhs for TracedRhs<'_, '_> {
         self.p.len()
     }
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) -> Result<(), String> {
-        let (sub, out) = self.trace(t, y)?;
-        for (d, s) in dydt.iter_mut().zip(out) {
-            *d = match s {
-                Sc::C(c) => c,
-                Sc::V(o) => sub.b.buf.vals[o as usize],
-            };
-        }
-        Ok(())
+        self.run(t, y, dydt, None)
     }
     fn eval_jac(
         &mut self,
@@ -147,28 +233,7 @@ impl OdeRhs for TracedRhs<'_, '_> {
         jy: &mut [f64],
         jp: &mut [f64],
     ) -> Result<(), String> {
-        let n = self.n;
-        let m = self.p.len();
-        let (mut sub, out) = self.trace(t, y)?;
-        let n_vals = sub.b.graph.n_vals;
-        sub.b.buf.adj.resize(n_vals, 0.0);
-        for (i, s) in out.into_iter().enumerate() {
-            match s {
-                Sc::C(c) => {
-                    dydt[i] = c;
-                    jy[i * n..(i + 1) * n].iter_mut().for_each(|x| *x = 0.0);
-                    jp[i * m..(i + 1) * m].iter_mut().for_each(|x| *x = 0.0);
-                }
-                Sc::V(o) => {
-                    dydt[i] = sub.b.buf.vals[o as usize];
-                    let b = &mut sub.b;
-                    b.graph.backward(Arg::var(o as usize, 1), &mut b.buf);
-                    jy[i * n..(i + 1) * n].copy_from_slice(&b.buf.adj[..n]);
-                    jp[i * m..(i + 1) * m].copy_from_slice(&b.buf.adj[n..n + m]);
-                }
-            }
-        }
-        Ok(())
+        self.run(t, y, dydt, Some((jy, jp)))
     }
 }
 
@@ -180,7 +245,10 @@ impl<'p> Tracer<'p> {
         let fixed = if with_tol { 7 } else { 4 };
         if args.len() < fixed {
             return cerr(
-                format!("{name} expects at least {fixed} arguments, found {}", args.len()),
+                format!(
+                    "{name} expects at least {fixed} arguments, found {}",
+                    args.len()
+                ),
                 span,
             );
         }
@@ -201,7 +269,10 @@ impl<'p> Tracer<'p> {
             Val::Vector(e) => e.clone(),
             other => {
                 return cerr(
-                    format!("{name}: the initial state must be a vector, found {}", other.type_name()),
+                    format!(
+                        "{name}: the initial state must be a vector, found {}",
+                        other.type_name()
+                    ),
                     args[1].span,
                 )
             }
@@ -217,7 +288,10 @@ impl<'p> Tracer<'p> {
         let mut ts_sc = Vec::new();
         vals[2].flatten(&mut ts_sc);
         if !matches!(&vals[2], Val::Array(_)) {
-            return cerr(format!("{name}: the output times must be an array of reals"), args[3].span);
+            return cerr(
+                format!("{name}: the output times must be an array of reals"),
+                args[3].span,
+            );
         }
         let ts: Vec<f64> = ts_sc
             .iter()
@@ -237,7 +311,10 @@ impl<'p> Tracer<'p> {
             tol.atol = self.real_value(&vals[4], args[5].span)?;
             let steps = self.as_int(&vals[5], args[6].span)?;
             if steps <= 0 {
-                return eerr(format!("{name}: max_num_steps is {steps}; it must be positive"), span);
+                return eerr(
+                    format!("{name}: max_num_steps is {steps}; it must be positive"),
+                    span,
+                );
             }
             tol.max_num_steps = steps as u64;
         }
@@ -299,6 +376,8 @@ impl<'p> Tracer<'p> {
             consts,
             p: p_vals.clone(),
             q: Vec::new(),
+            replay: None,
+            retrace: false,
         };
         let sol = match solve_sensitivities(&mut rhs, &y0_vals, y0_var, t0, &ts, &tol) {
             Ok(s) => s,
