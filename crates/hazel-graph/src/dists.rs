@@ -420,14 +420,12 @@ impl<'a> DistArgs<'a> {
         )
     }
 
-    /// [`DistArgs::chunk`] for a kernel family: scalar arguments are checked and prepared once,
-    /// vector arguments per element.
+    /// [`DistArgs::chunk`] for a kernel family: dispatches on which arguments are vectors, so
+    /// that each layout's element loop is compiled without per-argument branches.
     ///
     /// # Safety
     /// As for [`DistArgs::chunk`].
-    // One out-of-line copy per kernel: the loop gets its own inlining budget instead of
-    // competing with 21 other families inside `chunk`.
-    #[inline(never)]
+    #[inline(always)]
     unsafe fn chunk_kernel<K: UnivariateKernel>(
         &self,
         c0: usize,
@@ -435,39 +433,90 @@ impl<'a> DistArgs<'a> {
         sc: &[u32],
         scratch: *mut f64,
     ) -> Result<(f64, [f64; 4]), EvalError> {
+        let mut vectors = 0u8;
+        for k in 0..K::ARITY {
+            if self.slices[k].len() != 1 {
+                vectors |= 1 << k;
+            }
+        }
+        macro_rules! layouts {
+            ($($m:literal)*) => {
+                match vectors {
+                    $($m => unsafe { self.chunk_layout::<K, $m>(c0, c1, sc, scratch) },)*
+                    _ => unreachable!("a layout of at most K::ARITY arguments"),
+                }
+            };
+        }
+        // Only the layouts an arity can have are instantiated (`K::ARITY` is a constant, and
+        // the branches for other arities are not compiled for `K`).
+        if K::ARITY <= 1 {
+            layouts!(0 1)
+        } else if K::ARITY == 2 {
+            layouts!(0 1 2 3)
+        } else if K::ARITY == 3 {
+            layouts!(0 1 2 3 4 5 6 7)
+        } else {
+            layouts!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        }
+    }
+
+    /// The element loop of one kernel family for one layout: bit `k` of `VECTORS` set =
+    /// argument `k` is a vector (read and prepared per element), clear = a broadcast scalar
+    /// (checked and prepared once; its partials summed).
+    ///
+    /// # Safety
+    /// As for [`DistArgs::chunk`].
+    // One out-of-line copy per kernel and layout: the loop gets its own inlining budget instead
+    // of competing with every other family inside `chunk`.
+    #[inline(never)]
+    unsafe fn chunk_layout<K: UnivariateKernel, const VECTORS: u8>(
+        &self,
+        c0: usize,
+        c1: usize,
+        sc: &[u32],
+        scratch: *mut f64,
+    ) -> Result<(f64, [f64; 4]), EvalError> {
+        let is_vector = |k: usize| VECTORS & (1 << k) != 0;
         let kernel = K::new(self.inc.terms());
         let mut x = [0.0; 4];
         let mut d = [[0.0; 3]; 4];
-        let mut is_vector = [false; 4];
+        // Vector arguments restricted to this chunk, and where their partials go (if varying).
+        let mut columns: [&[f64]; 4] = [&[]; 4];
+        let mut partials: [*mut f64; 4] = [std::ptr::null_mut(); 4];
         for k in 0..K::ARITY {
             let sl = self.slices[k];
-            if sl.len() == 1 {
+            if is_vector(k) {
+                columns[k] = &sl[c0..c1];
+                if sc[k] != NO_SCRATCH {
+                    // SAFETY: see the caller's contract.
+                    partials[k] = unsafe { scratch.add(sc[k] as usize + c0) };
+                }
+            } else {
                 x[k] = sl[0];
                 d[k] = kernel
                     .prepare(k, x[k])
                     .map_err(|e| EvalError::domain(e.message))?;
-            } else {
-                is_vector[k] = true;
             }
         }
         let mut s = 0.0;
         let mut scalar_part = [0.0f64; 4];
-        for i in c0..c1 {
+        for j in 0..c1 - c0 {
             for k in 0..K::ARITY {
-                if is_vector[k] {
-                    x[k] = self.slices[k][i];
-                    d[k] = kernel.prepare(k, x[k]).map_err(|e| at_element(e, i))?;
+                if is_vector(k) {
+                    // SAFETY: `columns[k]` has `c1 - c0` elements.
+                    x[k] = unsafe { *columns[k].get_unchecked(j) };
+                    d[k] = kernel.prepare(k, x[k]).map_err(|e| at_element(e, c0 + j))?;
                 }
             }
-            let (lp, g) = kernel.element(&x, &d).map_err(|e| at_element(e, i))?;
+            let (lp, g) = kernel.element(&x, &d).map_err(|e| at_element(e, c0 + j))?;
             s += lp;
             for k in 0..K::ARITY {
-                if !is_vector[k] {
+                if !is_vector(k) {
                     // Summed for every scalar argument; `combine` keeps only the varying ones.
                     scalar_part[k] += g[k];
-                } else if sc[k] != NO_SCRATCH {
+                } else if !partials[k].is_null() {
                     // SAFETY: see the caller's contract.
-                    unsafe { *scratch.add(sc[k] as usize + i) = g[k] };
+                    unsafe { *partials[k].add(j) = g[k] };
                 }
             }
         }
@@ -616,3 +665,4 @@ pub fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, 
     }
     Ok(total)
 }
+// x

@@ -77,7 +77,10 @@ fn families() -> Vec<(DistKind, Vec<Domain>)> {
         (DistKind::NegBinomial2, vec![Count, Positive, Positive]),
         (DistKind::NegBinomial2Log, vec![Count, Real, Positive]),
         // A table distribution goes through the same broadcasting by function pointers.
-        (DistKind::lookup("gumbel").unwrap(), vec![Real, Real, Positive]),
+        (
+            DistKind::lookup("gumbel").unwrap(),
+            vec![Real, Real, Positive],
+        ),
     ]
 }
 
@@ -138,7 +141,11 @@ fn check_layout(kind: DistKind, domains: &[Domain], shapes: &[Shape], propto: bo
     for i in 0..len {
         let mut x = [0.0; 4];
         for (k, column) in columns.iter().enumerate() {
-            x[k] = if column.len() == 1 { column[0] } else { column[i] };
+            x[k] = if column.len() == 1 {
+                column[0]
+            } else {
+                column[i]
+            };
         }
         let (lp, g) = kind
             .elem_full(&x, &inc)
@@ -196,7 +203,11 @@ fn vectorised_loop_matches_per_element_calls_for_every_layout() {
                     var: code >> (2 * k + 1) & 1 == 1,
                 })
                 .collect();
-            if shapes.iter().zip(&domains).any(|(s, d)| s.var && d.integer()) {
+            if shapes
+                .iter()
+                .zip(&domains)
+                .any(|(s, d)| s.var && d.integer())
+            {
                 continue;
             }
             if shapes.iter().all(|s| !s.vector) {
@@ -224,8 +235,17 @@ fn invalid_element_reports_stans_message_and_element_number() {
         Arg::konst(len + 1, len),
     ];
     let sc = [NO_SCRATCH; 3];
-    let err = dists::forward(DistKind::Normal, &args, false, len, &sc, &[], &consts, &mut [])
-        .unwrap_err();
+    let err = dists::forward(
+        DistKind::Normal,
+        &args,
+        false,
+        len,
+        &sc,
+        &[],
+        &consts,
+        &mut [],
+    )
+    .unwrap_err();
     let message = format!("{err:?}");
     assert!(
         message.contains(&format!(
@@ -236,9 +256,22 @@ fn invalid_element_reports_stans_message_and_element_number() {
     );
     // A bad broadcast scalar is reported without an element number.
     let consts: Vec<f64> = y.iter().chain(&mu).chain(&[0.0]).copied().collect();
-    let args = [Arg::konst(0, len), Arg::konst(len, 1), Arg::konst(len + 1, 1)];
-    let err = dists::forward(DistKind::Normal, &args, false, len, &sc, &[], &consts, &mut [])
-        .unwrap_err();
+    let args = [
+        Arg::konst(0, len),
+        Arg::konst(len, 1),
+        Arg::konst(len + 1, 1),
+    ];
+    let err = dists::forward(
+        DistKind::Normal,
+        &args,
+        false,
+        len,
+        &sc,
+        &[],
+        &consts,
+        &mut [],
+    )
+    .unwrap_err();
     let message = format!("{err:?}");
     assert!(
         message.contains("normal_lpdf: Scale parameter is 0, but must be positive!")

@@ -22,6 +22,11 @@
 //! No function allocates (errors aside), panics, or keeps state. Slices shorter than `arity`
 //! give an error.
 //!
+//! The families the op graph evaluates in its vectorised loops (normal, gamma, poisson, …)
+//! have their per-element rule in [`kernel`] (a `prepare` step per argument, so that a loop can
+//! hoist the work on broadcast scalars, and an `element` step); their table entries are
+//! [`kernel::lpdf_via`] over the same kernel, so each formula exists once.
+//!
 //! Vectorised Stan calls (`y ~ normal(mu, sigma)` with vector `y`) are loops over elements that
 //! sum the values and accumulate the partials: Stan's `include_summand` depends only on which
 //! arguments are parameters, never on sizes, so the per-element terms add up to Stan's result.

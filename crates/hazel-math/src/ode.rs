@@ -456,12 +456,14 @@ pub fn solve_sensitivities<R: OdeRhs>(
         for k in 0..n_sens {
             let col = &s[k * n..(k + 1) * n];
             for i in 0..n {
-                let mut acc = 0.0;
+                // Stan's summation order: the parameter term first, then the state terms.
+                let mut acc = if k >= n_y0 {
+                    jp[i * m + (k - n_y0)]
+                } else {
+                    0.0
+                };
                 for (l, c) in col.iter().enumerate() {
-                    acc += jy[i * n + l] * c;
-                }
-                if k >= n_y0 {
-                    acc += jp[i * m + (k - n_y0)];
+                    acc += c * jy[i * n + l];
                 }
                 ds[k * n + i] = acc;
             }

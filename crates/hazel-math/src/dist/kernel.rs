@@ -20,7 +20,32 @@
 //! integer arguments). Since a summand that depends on a varying argument is always kept, the
 //! partials of varying arguments are those of the full density.
 //!
-//! The kernels are generic-free plain structs; every method is `#[inline]` so a caller's loop
+//! ```
+//! use hazel_math::dist::kernel::{Normal, UnivariateKernel};
+//! use hazel_math::dist::Terms;
+//! // `y ~ normal(mu, sigma)`: data y, parameter vector mu, data scalar sigma (bit 1 varies).
+//! let (y, mu, sigma) = ([0.1, -0.4, 2.0], [0.0, 0.5, 1.0], 1.5);
+//! let kernel = Normal::new(Terms::propto(0b010));
+//! let sigma_derived = kernel.prepare(2, sigma).unwrap(); // once: check and 1/σ
+//! let (mut lp, mut d_mu) = (0.0, [0.0; 3]);
+//! for i in 0..3 {
+//!     let x = [y[i], mu[i], sigma, 0.0];
+//!     let d = [
+//!         kernel.prepare(0, y[i]).unwrap(),
+//!         kernel.prepare(1, mu[i]).unwrap(),
+//!         sigma_derived,
+//!         [0.0; 3],
+//!     ];
+//!     let (v, g) = kernel.element(&x, &d).unwrap();
+//!     lp += v;
+//!     d_mu[i] = g[1];
+//! }
+//! let z: f64 = (0.1 - 0.0) / 1.5;
+//! assert!((d_mu[0] - z / 1.5).abs() < 1e-15);
+//! assert!(lp < 0.0);
+//! ```
+//!
+//! The kernels are plain structs; every method is `#[inline]` so a caller's loop
 //! monomorphised over the kernel type compiles to straight-line code. Argument arrays are
 //! fixed at 4 (the largest arity); entries past [`UnivariateKernel::ARITY`] are ignored.
 
@@ -116,11 +141,13 @@ fn times_log(n: f64, log_x: f64) -> f64 {
 // Continuous families.
 // ---------------------------------------------------------------------------------------------
 
-/// normal(y | mu, sigma). σ derives `[1/σ, log σ (if kept), _]`.
+/// normal(y | mu, sigma). σ derives `[1/σ, log σ, 1/σ]`, the last two 0 when log σ is
+/// dropped (so the element rule subtracts them without a branch).
 #[derive(Clone, Copy)]
 pub struct Normal {
     any: bool,
-    constant: bool,
+    /// log √(2π) when kept, else 0.
+    constant: f64,
     log_sigma: bool,
 }
 
@@ -131,7 +158,11 @@ impl UnivariateKernel for Normal {
     fn new(terms: Terms) -> Self {
         Normal {
             any: terms.include(all(3)),
-            constant: terms.include(0),
+            constant: if terms.include(0) {
+                LOG_SQRT_TWO_PI
+            } else {
+                0.0
+            },
             log_sigma: terms.include(bit(2)),
         }
     }
@@ -143,7 +174,12 @@ impl UnivariateKernel for Normal {
             1 => check.finite("Location parameter", x).map(|_| NONE),
             _ => {
                 check.positive("Scale parameter", x)?;
-                Ok([1.0 / x, if self.log_sigma { x.ln() } else { 0.0 }, 0.0])
+                let inv_sigma = 1.0 / x;
+                Ok(if self.log_sigma {
+                    [inv_sigma, x.ln(), inv_sigma]
+                } else {
+                    [inv_sigma, 0.0, 0.0]
+                })
             }
         }
     }
@@ -152,17 +188,10 @@ impl UnivariateKernel for Normal {
         if !self.any {
             return Ok(ZERO);
         }
-        let [inv_sigma, log_sigma, _] = d[2];
+        let [inv_sigma, log_sigma_kept, inv_sigma_kept] = d[2];
         let z = (x[0] - x[1]) * inv_sigma;
-        let mut lp = -0.5 * z * z;
-        let mut d_sigma = z * z * inv_sigma;
-        if self.constant {
-            lp -= LOG_SQRT_TWO_PI;
-        }
-        if self.log_sigma {
-            lp -= log_sigma;
-            d_sigma -= inv_sigma;
-        }
+        let lp = -0.5 * z * z - self.constant - log_sigma_kept;
+        let d_sigma = z * z * inv_sigma - inv_sigma_kept;
         let d_y = -z * inv_sigma;
         Ok((lp, [d_y, -d_y, d_sigma, 0.0]))
     }
