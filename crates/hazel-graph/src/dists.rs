@@ -665,4 +665,3 @@ pub fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, 
     }
     Ok(total)
 }
-// x

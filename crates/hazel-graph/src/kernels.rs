@@ -413,6 +413,11 @@ pub fn forward(
             let v = f.value(scalar_at(*x, vals, consts));
             vals[out.off as usize] = v;
         }
+        Op::MulAdd { a, b, c, out } => {
+            // Two roundings, as the unfused multiply and add.
+            let product = scalar_at(*a, vals, consts) * scalar_at(*b, vals, consts);
+            vals[out.off as usize] = product + scalar_at(*c, vals, consts);
+        }
         Op::Dist {
             kind,
             args,
@@ -628,6 +633,23 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 let g = adj[out.off as usize];
                 let p = f.deriv(vals[x.off as usize], vals[out.off as usize]);
                 adj[x.off as usize] += strong_mul(g, p);
+            }
+            return;
+        }
+        Op::MulAdd { a, b, c, out } => {
+            // The unfused add's and multiply's updates, in the order the two ops made them;
+            // `0.0 + g` is the product's adjoint as the add would have accumulated it.
+            let g = adj[out.off as usize];
+            if c.is_var() {
+                adj[c.off as usize] += g;
+            }
+            let g_product = 0.0 + g;
+            let (x, y) = (scalar_at(*a, vals, consts), scalar_at(*b, vals, consts));
+            if a.is_var() {
+                adj[a.off as usize] += strong_mul(g_product, y);
+            }
+            if b.is_var() {
+                adj[b.off as usize] += strong_mul(g_product, x);
             }
             return;
         }
@@ -921,6 +943,8 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 }
             }
         }
+        // Handled by the scalar fast path above.
+        Op::MulAdd { .. } => {}
         Op::Check { .. } | Op::Reject { .. } => {}
     }
 }

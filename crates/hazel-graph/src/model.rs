@@ -110,6 +110,8 @@ pub struct Workspace {
     /// The dynamic path's builder (capacity reused across evaluations).
     dyn_builder: GraphBuilder,
     pool: Option<rayon::ThreadPool>,
+    /// Buffers of the within-chain parallel sweeps.
+    par: crate::par::ParScratch,
 }
 
 impl fmt::Debug for Workspace {
@@ -486,7 +488,12 @@ fn compile_inner(
         true,
         true,
     ) {
-        Ok((b, out)) => model.graph = Some((b.finish(), out)),
+        Ok((b, out)) => {
+            let mut graph = b.finish();
+            graph.eliminate_common_subexpressions(out);
+            graph.fuse_mul_add(out);
+            model.graph = Some((graph, out));
+        }
         Err(boxed) => match boxed.1 {
             TraceErr::Dynamic(span) => model.dynamic_reason = Some(span),
             TraceErr::Compile(m, s) => return Err(CompileError::at(m, s)),
@@ -788,6 +795,7 @@ impl LogDensity for CompiledModel {
             buf,
             dyn_builder: GraphBuilder::default(),
             pool,
+            par: crate::par::ParScratch::default(),
         }
     }
 
@@ -812,8 +820,8 @@ impl LogDensity for CompiledModel {
         }
         match &ws.pool {
             Some(pool) => {
-                let buf = &mut ws.buf;
-                pool.install(|| crate::par::forward_backward(g, *out, q, buf))?;
+                let (buf, par) = (&mut ws.buf, &mut ws.par);
+                pool.install(|| crate::par::forward_backward(g, *out, q, buf, par))?;
             }
             None => {
                 g.forward(q, &mut ws.buf)?;

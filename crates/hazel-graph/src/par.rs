@@ -15,6 +15,15 @@ use rayon::prelude::*;
 /// Ops with at least this many elements run in parallel.
 pub const PAR_MIN: usize = 2 * CHUNK;
 
+/// Per-chain buffers of the parallel sweeps, kept in the workspace so that steady-state
+/// evaluation allocates nothing.
+#[derive(Debug, Default)]
+pub struct ParScratch {
+    /// One density op's per-chunk results (sum and scalar-argument partials), in chunk order;
+    /// its capacity is reused across ops and evaluations.
+    dist_parts: Vec<Result<(f64, [f64; 4]), EvalError>>,
+}
+
 /// A pointer that may cross threads; every use writes disjoint entries.
 #[derive(Clone, Copy)]
 struct SendPtr(*mut f64);
@@ -33,6 +42,7 @@ fn forward_op(
     consts: &[f64],
     vals: &mut [f64],
     scratch: &mut [f64],
+    ws: &mut ParScratch,
 ) -> Result<(), EvalError> {
     match op {
         Op::Unary { f, x, out } if out.len as usize >= PAR_MIN => {
@@ -80,16 +90,19 @@ fn forward_op(
             let a = DistArgs::new(*kind, args, *propto, *len as usize, lo, consts);
             let ptr = SendPtr(scratch.as_mut_ptr());
             let n = *len as usize;
-            let parts: Vec<Result<(f64, [f64; 4]), EvalError>> = (0..a.n_chunks())
+            // `collect_into_vec` clears the vector and writes into its existing capacity, so
+            // after the first evaluation this allocates nothing.
+            (0..a.n_chunks())
                 .into_par_iter()
                 // SAFETY: chunk c writes scratch entries sc[k] + i for i in its own range only.
                 .map(|c| unsafe { a.chunk(c * CHUNK, ((c + 1) * CHUNK).min(n), sc, ptr.get()) })
-                .collect();
-            let mut ok = Vec::with_capacity(parts.len());
-            for p in parts {
-                ok.push(p?);
+                .collect_into_vec(&mut ws.dist_parts);
+            // The first failing chunk in chunk order decides the error, as in the serial sweep.
+            if let Some(Err(e)) = ws.dist_parts.iter().find(|p| p.is_err()) {
+                return Err(e.clone());
             }
-            hi[0] = dists::combine(ok.into_iter(), a.nargs, &a.slices, sc, scratch);
+            let parts = ws.dist_parts.iter().filter_map(|p| p.as_ref().ok().copied());
+            hi[0] = dists::combine(parts, a.nargs, &a.slices, sc, scratch);
             Ok(())
         }
         Op::MatVec {
@@ -243,10 +256,11 @@ pub fn forward_backward(
     out: Arg,
     q: &[f64],
     buf: &mut Buffers,
+    par: &mut ParScratch,
 ) -> Result<(), EvalError> {
     buf.vals[..g.dim].copy_from_slice(q);
     for op in &g.ops {
-        forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch)?;
+        forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch, par)?;
     }
     let n = g.n_vals;
     buf.adj[..n].iter_mut().for_each(|a| *a = 0.0);

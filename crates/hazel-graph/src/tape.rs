@@ -111,6 +111,10 @@ pub enum Op {
         b: Arg,
         out: Slot,
     },
+    /// Scalar `a * b + c`: a scalar multiply whose product only feeds the scalar add right
+    /// after it, fused by [`Graph::fuse_mul_add`] (loop bodies like `mu += beta[k] * y[t - k]`).
+    /// Rounded as the two ops were (no hardware FMA), so values and gradients are unchanged.
+    MulAdd { a: Arg, b: Arg, c: Arg, out: Slot },
     /// Sum of all elements (chunked, so the order is fixed).
     Sum { x: Arg, out: Slot },
     /// Sum of scalar terms (the `target` accumulator).
@@ -199,6 +203,7 @@ impl Op {
         match self {
             Op::Unary { out, .. }
             | Op::Binary { out, .. }
+            | Op::MulAdd { out, .. }
             | Op::Sum { out, .. }
             | Op::SumScalars { out, .. }
             | Op::Dot { out, .. }
@@ -217,6 +222,43 @@ impl Op {
         }
     }
 
+    /// Calls `f` on every argument the op reads, allowing it to be redirected.
+    pub fn for_each_input_mut(&mut self, mut f: impl FnMut(&mut Arg)) {
+        match self {
+            Op::Unary { x, .. }
+            | Op::Constrain { x, .. }
+            | Op::CumSum { x, .. }
+            | Op::Sum { x, .. }
+            | Op::LogSumExp { x, .. }
+            | Op::Gather { x, .. } => f(x),
+            Op::Binary { a, b, .. } | Op::Dot { a, b, .. } | Op::MatMul { a, b, .. } => {
+                f(a);
+                f(b)
+            }
+            Op::MulAdd { a, b, c, .. } => {
+                f(a);
+                f(b);
+                f(c)
+            }
+            Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.iter_mut().for_each(f),
+            Op::MatVec { m, v, .. } => {
+                f(m);
+                f(v)
+            }
+            Op::Dist { args, .. } => args.iter_mut().for_each(f),
+            Op::Cholesky { a, .. } => f(a),
+            Op::TriSolve { l, b, .. } => {
+                f(l);
+                f(b)
+            }
+            Op::Check { x, bound, .. } => {
+                f(x);
+                f(bound)
+            }
+            Op::Reject { .. } => {}
+        }
+    }
+
     /// The arguments an op reads (used by the builder to check the layout invariant).
     pub fn inputs(&self) -> Vec<Arg> {
         match self {
@@ -227,6 +269,7 @@ impl Op {
             | Op::LogSumExp { x, .. }
             | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
+            Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } => vec![*a, *b],
@@ -278,6 +321,18 @@ impl Buffers {
     }
 }
 
+/// Appends what identifies a scalar argument to a common-subexpression key: its slot if it
+/// varies, its value if it is a constant (the pool is immutable, so equal constants at
+/// different offsets are interchangeable; the tracer does not intern them). `false` for runs.
+fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
+    use std::fmt::Write;
+    a.len == 1
+        && match a.space {
+            Space::Var => write!(key, "v{}", a.off).is_ok(),
+            Space::Const => write!(key, "c{:x}", consts[a.off as usize].to_bits()).is_ok(),
+        }
+}
+
 /// Reads an argument from the buffer it lives in; `vals` is the part of the value buffer below
 /// the current op's output.
 #[inline(always)]
@@ -314,6 +369,162 @@ impl Graph {
         for op in self.ops.iter().rev() {
             kernels::backward(op, &self.consts, &buf.vals, &mut buf.adj, &mut buf.scratch);
         }
+    }
+
+    /// Removes scalar ops that repeat an earlier op on the same arguments (after earlier
+    /// removals), redirecting their readers to the earlier op's output; returns how many
+    /// were removed. Loops over data make these common: `bernoulli_lpmf(1 | omega)` for every
+    /// row, `beta[1] * n_avoid[j, t]` for the few distinct values of a count.
+    ///
+    /// Only pure scalar ops (unary, binary, multiply-add, one-term densities) are candidates,
+    /// and an op is kept when its output is read through a run longer than one value (a
+    /// vector view over adjacent scalars) or is `keep`. Values are unchanged; the earlier
+    /// op's adjoint collects all its readers' contributions, so the gradient may differ from
+    /// the unshared graph's in the last bits (a different summation order).
+    pub fn eliminate_common_subexpressions(&mut self, keep: Arg) -> usize {
+        use std::collections::HashMap;
+        use std::fmt::Write;
+        const NONE: u32 = u32::MAX;
+        // Slots read through a run of more than one value cannot be redirected.
+        let mut pinned = vec![false; self.n_vals];
+        let mut pin = |a: Arg| {
+            if a.is_var() && (a.len > 1 || a == keep) {
+                pinned[a.range()].iter_mut().for_each(|p| *p = true);
+            }
+        };
+        for op in &self.ops {
+            op.inputs().into_iter().for_each(&mut pin);
+        }
+        pin(keep);
+        let mut redirect = vec![NONE; self.n_vals];
+        let mut seen: HashMap<String, u32> = HashMap::new();
+        let mut key = String::new();
+        let mut removed = 0;
+        let old = std::mem::take(&mut self.ops);
+        let mut ops = Vec::with_capacity(old.len());
+        for mut op in old {
+            op.for_each_input_mut(|a| {
+                if a.is_var() && a.len == 1 && redirect[a.off as usize] != NONE {
+                    a.off = redirect[a.off as usize];
+                }
+            });
+            let out = op.out();
+            key.clear();
+            // `{:?}` of the functions' f64 parameters round-trips, and constants are keyed
+            // by their bits, so equal keys mean equal computations.
+            let candidate = out.len == 1
+                && !pinned[out.off as usize]
+                && match &op {
+                    Op::Unary { f, x, .. } => {
+                        write!(key, "U{f:?}").is_ok() && arg_key(&mut key, *x, &self.consts)
+                    }
+                    Op::Binary { f, a, b, .. } => {
+                        write!(key, "B{f:?}").is_ok()
+                            && arg_key(&mut key, *a, &self.consts)
+                            && arg_key(&mut key, *b, &self.consts)
+                    }
+                    Op::MulAdd { a, b, c, .. } => {
+                        key.push('M');
+                        arg_key(&mut key, *a, &self.consts)
+                            && arg_key(&mut key, *b, &self.consts)
+                            && arg_key(&mut key, *c, &self.consts)
+                    }
+                    Op::Dist {
+                        kind,
+                        args,
+                        propto,
+                        len: 1,
+                        ..
+                    } => {
+                        write!(key, "D{kind:?}{propto}").is_ok()
+                            && args.iter().all(|a| arg_key(&mut key, *a, &self.consts))
+                    }
+                    _ => false,
+                };
+            if candidate {
+                if let Some(&first) = seen.get(&key) {
+                    redirect[out.off as usize] = first;
+                    removed += 1;
+                    continue;
+                }
+                seen.insert(key.clone(), out.off);
+            }
+            ops.push(op);
+        }
+        self.ops = ops;
+        removed
+    }
+
+    /// Fuses each scalar `Mul` that is immediately followed by a scalar `Add` reading its
+    /// product, when nothing else reads the product (no other op, no argument run covering
+    /// it, not `keep`), into one [`Op::MulAdd`]; returns how many pairs were fused.
+    ///
+    /// Why only adjacent pairs: the fused op does the multiply's adjoint updates at the add's
+    /// position in the backward sweep, and with nothing in between, every adjoint receives
+    /// the same additions in the same order as before, so the gradient keeps its bits. The
+    /// product's slot stays allocated but is no longer written.
+    pub fn fuse_mul_add(&mut self, keep: Arg) -> usize {
+        let scalar_mul = |op: &Op| match op {
+            Op::Binary {
+                f: BinaryFn::Mul,
+                a,
+                b,
+                out,
+            } if out.len == 1 => Some((*a, *b, *out)),
+            _ => None,
+        };
+        // Reads of every value slot, counted only where a fusable product could sit.
+        let mut is_product = vec![false; self.n_vals];
+        for pair in self.ops.windows(2) {
+            if let Some((_, _, m)) = scalar_mul(&pair[0]) {
+                is_product[m.off as usize] = true;
+            }
+        }
+        let mut reads = vec![0u32; self.n_vals];
+        let mut count = |a: Arg| {
+            if a.is_var() {
+                for s in a.range() {
+                    if is_product[s] {
+                        reads[s] = reads[s].saturating_add(1);
+                    }
+                }
+            }
+        };
+        for op in &self.ops {
+            op.inputs().into_iter().for_each(&mut count);
+        }
+        count(keep);
+        let mut fused = 0;
+        let old = std::mem::take(&mut self.ops);
+        let mut ops = Vec::with_capacity(old.len());
+        let mut it = old.into_iter().peekable();
+        while let Some(op) = it.next() {
+            if let (Some((a, b, m)), Some(Op::Binary { f, a: x, b: y, out })) =
+                (scalar_mul(&op), it.peek())
+            {
+                let product = m.arg();
+                let addend = if *x == product { *y } else { *x };
+                if matches!(f, BinaryFn::Add)
+                    && out.len == 1
+                    && (*x == product) != (*y == product)
+                    && reads[m.off as usize] == 1
+                {
+                    let out = *out;
+                    it.next();
+                    ops.push(Op::MulAdd {
+                        a,
+                        b,
+                        c: addend,
+                        out,
+                    });
+                    fused += 1;
+                    continue;
+                }
+            }
+            ops.push(op);
+        }
+        self.ops = ops;
+        fused
     }
 
     /// Value of a scalar argument after a forward sweep.

@@ -325,7 +325,10 @@ impl Check {
     /// is 32 bits) is a caller bug but must not panic.
     #[inline]
     pub fn integer(self, what: &str, x: f64) -> Result<(), MathError> {
-        if x.abs() <= i32::MAX as f64 && x == x.trunc() {
+        // `(x as i32) as f64 == x` rather than `x.trunc() == x`: on baseline x86-64 `trunc` is
+        // a libm call, and this runs per element in the graph's loops. Within the range test
+        // the cast is exact.
+        if x.abs() <= i32::MAX as f64 && (x as i32) as f64 == x {
             Ok(())
         } else {
             Err(self.fail(what, x, "be an integer!"))

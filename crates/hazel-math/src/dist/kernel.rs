@@ -1020,7 +1020,13 @@ impl UnivariateKernel for ChiSquare {
 // Discrete families (the variate's partial is always 0).
 // ---------------------------------------------------------------------------------------------
 
+/// A count: a nonnegative integer. One combined test on the (per-element) passing path; the
+/// separate checks, in Stan's order, only to phrase the failure.
+#[inline]
 fn check_count(check: Check, what: &str, n: f64) -> Result<Derived, MathError> {
+    if n >= 0.0 && n <= i32::MAX as f64 && (n as i32) as f64 == n {
+        return Ok(NONE);
+    }
     check.integer(what, n)?;
     check.nonnegative(what, n)?;
     Ok(NONE)
@@ -1118,21 +1124,21 @@ impl UnivariateKernel for PoissonLog {
             return Ok(ZERO);
         }
         let (n, alpha) = (x[0], x[1]);
-        if alpha == f64::INFINITY || (alpha == f64::NEG_INFINITY && n != 0.0) {
-            return Ok(NEG_INF);
-        }
         let mut lp = 0.0;
-        let mut g = [0.0; 4];
         if self.constant {
             lp -= lgamma(n + 1.0);
         }
+        if !alpha.is_finite() {
+            // α = +∞: no mass anywhere; α = −∞: all mass at 0 (with n α = 0 · (−∞) = 0).
+            if alpha == f64::INFINITY || n != 0.0 {
+                return Ok(NEG_INF);
+            }
+            return Ok((lp, [0.0; 4]));
+        }
+        let mut g = [0.0; 4];
         if self.rate {
             let rate = d[1][0];
-            // n α with 0 · (-∞) = 0
-            if n != 0.0 {
-                lp += n * alpha;
-            }
-            lp -= rate;
+            lp += n * alpha - rate;
             g[1] = n - rate;
         }
         Ok((lp, g))

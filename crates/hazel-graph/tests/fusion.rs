@@ -1,0 +1,167 @@
+//! Graph rewrites keep every bit: a graph and its rewritten copy give identical log densities
+//! and gradients, and a rewrite that would change what another op reads is not made.
+
+use hazel_graph::dists::DistKind;
+use hazel_graph::kernels::{BinaryFn, UnaryFn};
+use hazel_graph::{Arg, Buffers, Graph, GraphBuilder, Op};
+
+fn value_and_gradient(g: &Graph, out: Arg, q: &[f64]) -> (f64, Vec<f64>) {
+    let mut b = Buffers::for_graph(g);
+    g.forward(q, &mut b).expect("forward");
+    g.backward(out, &mut b);
+    (g.scalar(out, &b), b.adj[..q.len()].to_vec())
+}
+
+fn count_mul_add(g: &Graph) -> usize {
+    g.ops
+        .iter()
+        .filter(|op| matches!(op, Op::MulAdd { .. }))
+        .count()
+}
+
+/// An AR(2)-style loop body unrolled by hand: `mu = alpha; mu += beta[k] * y[t - k]`, with
+/// products on either side of the add, a product of a parameter with itself, and the
+/// recurrence feeding a density.
+fn ar_graph(q: &[f64]) -> (Graph, Arg) {
+    let y: Vec<f64> = (0..12).map(|i| ((i * 7) % 5) as f64 * 0.3 - 0.4).collect();
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let (alpha, sigma) = (p.at(0), p.at(3));
+    let ys = b.konst(&y);
+    let mut mus = Vec::new();
+    for t in 2..y.len() {
+        let mut mu = alpha;
+        for k in 1..=2 {
+            let prod = b.binary(BinaryFn::Mul, p.at(k), ys.at(t - k));
+            mu = if k == 1 {
+                b.binary(BinaryFn::Add, mu, prod)
+            } else {
+                b.binary(BinaryFn::Add, prod, mu)
+            };
+        }
+        // A parameter times itself, added to the recurrence.
+        let sq = b.binary(BinaryFn::Mul, p.at(1), p.at(1));
+        mu = b.binary(BinaryFn::Add, mu, sq);
+        mus.push(mu);
+    }
+    let mu = b.pack(mus);
+    let scale = b.unary(UnaryFn::Exp, sigma);
+    let obs = b.konst(&y[2..]);
+    let lp = b.dist(DistKind::Normal, vec![obs, mu, scale], true);
+    (b.finish(), lp)
+}
+
+#[test]
+fn fusing_multiply_add_keeps_every_bit() {
+    let q = [0.3, 0.6, -0.2, -0.7];
+    let (unfused, out) = ar_graph(&q);
+    let mut fused = unfused.clone();
+    let n = fused.fuse_mul_add(out);
+    assert_eq!(n, 30, "three fusable pairs per step, ten steps");
+    assert_eq!(count_mul_add(&fused), 30);
+    assert_eq!(fused.ops.len(), unfused.ops.len() - 30);
+    for q in [q, [1.5, -0.9, 0.0, 2.0], [-3.0, 0.0, 1e-3, -5.0]] {
+        let (lp0, g0) = value_and_gradient(&unfused, out, &q);
+        let (lp1, g1) = value_and_gradient(&fused, out, &q);
+        assert_eq!(lp0.to_bits(), lp1.to_bits());
+        for (a, b) in g0.iter().zip(&g1) {
+            assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+        }
+    }
+}
+
+#[test]
+fn a_product_read_elsewhere_is_not_fused() {
+    let q = [0.3, 0.6];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    // Read by the add and by a later op.
+    let shared = b.binary(BinaryFn::Mul, p.at(0), p.at(1));
+    let s1 = b.binary(BinaryFn::Add, shared, p.at(0));
+    let twice = b.binary(BinaryFn::Mul, shared, s1);
+    // Read by the add and through a vector run that covers it.
+    let covered = b.binary(BinaryFn::Mul, p.at(1), p.at(1));
+    let s2 = b.binary(BinaryFn::Add, covered, p.at(1));
+    let run = Arg::var(covered.off as usize, 2);
+    let total = b.sum(run);
+    let both = b.binary(BinaryFn::Add, twice, total);
+    // Not followed by an add (the product is the graph's result).
+    let last = b.binary(BinaryFn::Mul, both, s2);
+    let mut g = b.finish();
+    let before = value_and_gradient(&g, last, &q);
+    assert_eq!(g.fuse_mul_add(last), 0);
+    assert_eq!(value_and_gradient(&g, last, &q), before);
+}
+
+/// A mixture-over-rows loop as `M0` writes it: the same one-term densities of a parameter at
+/// a few distinct data values, recomputed for every row.
+fn repeated_terms_graph(q: &[f64]) -> (Graph, Arg) {
+    let counts = [0.0, 3.0, 3.0, 1.0, 0.0, 3.0, 1.0, 0.0];
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let omega = b.unary(UnaryFn::InvLogit, p.at(0));
+    let prob = b.unary(UnaryFn::InvLogit, p.at(1));
+    let one = b.scalar_const(1.0);
+    let trials = b.scalar_const(3.0);
+    let mut terms = Vec::new();
+    for &c in &counts {
+        let present = b.dist(DistKind::Bernoulli, vec![one, omega], false);
+        let count = b.scalar_const(c);
+        let detect = b.dist(DistKind::Binomial, vec![count, trials, prob], false);
+        let both = b.binary(BinaryFn::Add, present, detect);
+        let scaled = b.binary(BinaryFn::Mul, both, p.at(2));
+        terms.push(scaled);
+    }
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn shared_subexpressions_are_computed_once_with_the_same_result() {
+    let q = [0.4, -0.3, 1.1];
+    let (original, out) = repeated_terms_graph(&q);
+    let mut shared = original.clone();
+    let removed = shared.eliminate_common_subexpressions(out);
+    // The Bernoulli term repeats 7 times; the binomial term, the sum and the product each
+    // repeat 5 times (3 distinct counts in 8 rows, each count a separate pool constant).
+    assert_eq!(removed, 7 + 3 * 5);
+    assert_eq!(shared.ops.len(), original.ops.len() - 22);
+    for q in [q, [-2.0, 0.5, -0.7], [3.0, 1.5, 0.0]] {
+        let (lp0, g0) = value_and_gradient(&original, out, &q);
+        let (lp1, g1) = value_and_gradient(&shared, out, &q);
+        assert_eq!(lp0.to_bits(), lp1.to_bits());
+        for (a, b) in g0.iter().zip(&g1) {
+            assert!((a - b).abs() <= 1e-14 * a.abs().max(1.0), "{g0:?} vs {g1:?}");
+        }
+    }
+}
+
+#[test]
+fn repeats_on_the_same_constant_slots_collapse_transitively() {
+    let q = [0.4, -0.3];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    let k = b.konst(&[2.0, 5.0]);
+    let mut terms = Vec::new();
+    for _ in 0..4 {
+        let m = b.binary(BinaryFn::Mul, p.at(0), k.at(0));
+        let e = b.unary(UnaryFn::Exp, m);
+        let a = b.binary(BinaryFn::Add, e, p.at(1));
+        terms.push(a);
+    }
+    // A vector view over two adjacent repeated outputs keeps both.
+    let m1 = b.binary(BinaryFn::Mul, p.at(1), k.at(1));
+    let m2 = b.binary(BinaryFn::Mul, p.at(1), k.at(1));
+    assert_eq!(m2.off, m1.off + 1);
+    let pair = b.sum(Arg::var(m1.off as usize, 2));
+    terms.push(pair);
+    let lp = b.sum_scalars(terms);
+    let mut g = b.finish();
+    let before = value_and_gradient(&g, lp, &q);
+    assert_eq!(g.eliminate_common_subexpressions(lp), 9);
+    let after = value_and_gradient(&g, lp, &q);
+    assert_eq!(before.0.to_bits(), after.0.to_bits());
+    for (a, b) in before.1.iter().zip(&after.1) {
+        assert!((a - b).abs() <= 1e-14 * a.abs().max(1.0));
+    }
+}
