@@ -10,9 +10,10 @@ use crate::progress::progress_for_run;
 use crate::summary::{summarize, table_with_warnings, write_stdout};
 use crate::CliResult;
 use clap::{Args, ValueEnum};
-use hazel_graph::CompileOptions;
+use hazel_graph::{CompileOptions, CompiledModel};
 use hazel_nuts::{DrawSink, Init, MetricKind, RunConfig};
 use hazel_output::{read_stan_csv, CsvHeaderInfo, StanCsvWriter};
+use hazel_rng::{Purpose, StreamRng};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -58,7 +59,8 @@ pub struct SampleArgs {
     #[arg(long, value_enum, default_value_t = MetricArg::Diag)]
     pub metric: MetricArg,
     /// Initial values: a radius R (uniform in (-R, R) on the unconstrained scale; 0 starts at
-    /// the origin).
+    /// the origin), or a CmdStan JSON file of constrained parameter values used by every chain
+    /// (parameters it leaves out start uniformly in (-2, 2) on the unconstrained scale).
     #[arg(long, default_value = "2")]
     pub init: String,
     /// Directory for the CSV files `<model>-<chain>.csv` (created if needed).
@@ -90,23 +92,51 @@ fn clock_seed() -> u64 {
     (nanos as u64 ^ (nanos >> 64) as u64) % (1 << 31)
 }
 
-/// The `--init` value as the sampler's [`Init`].
-fn parse_init(text: &str) -> Result<Init, String> {
+/// What `--init` asked for.
+#[derive(Debug, Clone, PartialEq)]
+enum InitArg {
+    /// Uniform in (-R, R) on the unconstrained scale.
+    Radius(f64),
+    /// A CmdStan JSON file of constrained parameter values, shared by all chains. Parameters it
+    /// leaves out start uniformly in (-2, 2) on the unconstrained scale, as in CmdStan.
+    File(PathBuf),
+}
+
+/// Parses the `--init` value: a radius, or the path of an existing JSON file.
+fn parse_init(text: &str) -> Result<InitArg, String> {
     if let Ok(radius) = text.trim().parse::<f64>() {
         if radius.is_finite() && radius >= 0.0 {
-            return Ok(Init::Radius(radius));
+            return Ok(InitArg::Radius(radius));
         }
         return Err(format!(
             "--init {text}: the radius must be a finite number ≥ 0"
         ));
     }
-    if Path::new(text).exists() {
-        return Err(format!(
-            "--init {text}: initial values from a file are not supported yet (hazel-graph does not \
-             map constrained values to the unconstrained scale); give a radius instead"
-        ));
+    if Path::new(text).is_file() {
+        return Ok(InitArg::File(PathBuf::from(text)));
     }
-    Err(format!("--init {text}: expected a radius (a number ≥ 0)"))
+    Err(format!(
+        "--init {text}: expected a radius (a number ≥ 0) or an existing JSON file of initial values"
+    ))
+}
+
+/// One unconstrained starting point per chain from a file of constrained values. Coordinates
+/// the file does not give are drawn from each chain's own `Init` stream, so the points depend
+/// only on (seed, chain id), like everything else a chain does.
+fn initial_points(
+    model: &CompiledModel,
+    path: &Path,
+    config: &RunConfig,
+) -> Result<Vec<Vec<f64>>, Box<dyn std::error::Error>> {
+    let inits = read_data(Some(path))?;
+    (0..config.chains as u64)
+        .map(|k| {
+            let mut rng = StreamRng::new(config.seed, config.first_chain_id + k, Purpose::Init);
+            model
+                .unconstrain_inits(&inits, || rng.uniform_range(-2.0, 2.0))
+                .map_err(|e| format!("--init {}: {}", path.display(), e.message).into())
+        })
+        .collect()
 }
 
 /// The run's settings from the options.
@@ -128,7 +158,9 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         MetricArg::Dense => MetricKind::Dense,
     };
     sampler.adapt.delta = args.adapt_delta;
-    sampler.init = parse_init(&args.init)?;
+    if let InitArg::Radius(radius) = parse_init(&args.init)? {
+        sampler.init = Init::Radius(radius);
+    }
     if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
         return Err(format!(
             "--adapt-delta {}: must be strictly between 0 and 1",
@@ -144,7 +176,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
 pub fn run(args: &SampleArgs) -> CliResult {
     let seed = args.seed.unwrap_or_else(clock_seed);
     // Settings first: a typo in an option should not wait for the model to compile.
-    let config = run_config(args, seed)?;
+    let mut config = run_config(args, seed)?;
     let source = check_program(&args.model, &args.include_paths)?;
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
@@ -152,6 +184,9 @@ pub fn run(args: &SampleArgs) -> CliResult {
         threads_per_chain: args.threads_per_chain as usize,
     };
     let model = compile_model(&source, &data, args.data.as_deref(), &options)?;
+    if let InitArg::File(path) = parse_init(&args.init)? {
+        config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+    }
 
     let name = model_name(&args.model);
     std::fs::create_dir_all(&args.output_dir).map_err(|e| {

@@ -5,8 +5,8 @@
 //! Oracle: posteriordb's reference posteriors (10 000 near-independent draws from Stan).
 //!
 //! Every tier-1 and tier-2 posterior with a program in `corpus/posteriordb/` runs: 31
-//! posteriors, 6.5 minutes in the dev profile on 2 busy cores (measured 2026-11-21; the slowest
-//! are the earnings regressions at 20–110 s each). `HAZEL_ACCEPTANCE_SUBSET=1` runs only the
+//! posteriors, 3.5–6.5 minutes in the dev profile on 2 shared cores (measured 2026-11-21; the
+//! slowest are the earnings regressions at 5–110 s each). `HAZEL_ACCEPTANCE_SUBSET=1` runs only the
 //! representative `SUBSET` (about a minute) for quick local checks. The release-mode runner with a table is
 //! `bench/src/bin/e2e_posteriordb.rs`, whose harness this test shares. Without the suite
 //! (`../shared/posteriordb` beside the checkout, or `$HAZEL_POSTERIORDB`) the test says so and

@@ -6,21 +6,44 @@
 //! **Design: a tracing lowering.** [`lower`] walks the syntax tree with the concrete data.
 //! Data-only expressions are evaluated to constants on the spot (transformed data, sizes,
 //! bounds, loop bounds, indexes); parameter-dependent expressions emit ops through a
-//! [`GraphBuilder`]. Loops with data bounds are unrolled by the trace, so the graph is
+//! [`GraphBuilder`]. Loops with data bounds are unrolled by the trace (or, for independent
+//! elementwise assignments, turned into vector ops by `lower::vectorize`), so the graph is
 //! straight-line code over a flat value buffer. Scalar `~` statements in loops are batched
 //! into one vector density op per (family, which arguments vary). If control flow reads the
 //! value of a parameter-dependent expression, the model is marked dynamic and every evaluation
 //! re-traces the program into the workspace's builder (whose buffers keep their capacity).
 //!
-//! - [`tape`]: the graph (ops over slots of a flat buffer), forward and backward sweeps.
+//! **Static graphs are rewritten once after tracing** (in `model`, never on the dynamic path):
+//! [`Graph::eliminate_common_subexpressions`] computes each repeated pure scalar op once
+//! (loops over data repeat the same term: `bernoulli_lpmf(1 | omega)` per row), then
+//! [`Graph::fuse_mul_add`] merges a scalar multiply into the add that alone reads it
+//! ([`Op::MulAdd`]; `mu += beta[k] * y[t - k]`) and [`Graph::fuse_mul_add_chains`] merges runs
+//! of those feeding one another into one [`Op::MulAddChain`] (a whole AR(K) mean per op).
+//! Values are unchanged by all three; the fusions keep every gradient bit, sharing may change
+//! the gradient's last bits (summation order). `tests/fusion.rs` checks each rewrite.
+//!
+//! **Evaluation allocates nothing** once a workspace has run once: values, adjoints and
+//! per-element partials live in the workspace's [`Buffers`], and the within-chain parallel
+//! sweeps keep their per-chunk partials in a workspace buffer too (test
+//! `tests/no_alloc_per_eval.rs`; the only allocation left with threads is rayon's injector
+//! block, one per 63 evaluations). The dynamic path re-traces and does allocate.
+//!
+//! - [`tape`]: the graph (ops over slots of a flat buffer), forward and backward sweeps, the
+//!   rewrites above.
 //! - [`kernels`]: value and gradient rules of every op, side by side.
 //! - [`dists`]: vectorised univariate densities with Stan's constant-dropping rule (inlined
 //!   kernels for the common families, `hazel_math::dist` for the rest and for cdfs).
-//! - [`builder`]: building a graph op by op (also used by hand in tests).
-//! - [`lower`]: the tracing interpreter (values, expressions, statements, built-in functions,
-//!   parameter transforms).
-//! - `par`: within-chain parallel sweeps, bit-identical to the serial ones.
+//! - [`builder`]: building a graph op by op, with eager values (also used by hand in tests).
+//! - [`lower`]: the tracing interpreter — `trace` (the tracer, scopes, dynamic detection),
+//!   `exec` (expressions and statements), `value` (constants vs. graph nodes), `builtins`
+//!   (built-in functions by name), `params` (reading and constraining the parameters),
+//!   `vectorize` (independent loops as vector ops) and `ode` (Stan's variadic ODE solvers:
+//!   data-only calls solved at build time, parameter-dependent ones make the model dynamic and
+//!   lower to the solution plus its sensitivities from `hazel_math::ode`).
+//! - `par`: within-chain parallel sweeps, bit-identical to the serial ones, on the
+//!   workspace's thread pool (`CompileOptions::threads_per_chain`).
 //! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits).
+//! - `special`: the special functions the kernels call, re-exported from `hazel_math`.
 
 pub mod builder;
 pub mod dists;

@@ -492,6 +492,7 @@ fn compile_inner(
             let mut graph = b.finish();
             graph.eliminate_common_subexpressions(out);
             graph.fuse_mul_add(out);
+            graph.fuse_mul_add_chains(out);
             model.graph = Some((graph, out));
         }
         Err(boxed) => match boxed.1 {

@@ -101,7 +101,10 @@ fn forward_op(
             if let Some(Err(e)) = ws.dist_parts.iter().find(|p| p.is_err()) {
                 return Err(e.clone());
             }
-            let parts = ws.dist_parts.iter().filter_map(|p| p.as_ref().ok().copied());
+            let parts = ws
+                .dist_parts
+                .iter()
+                .filter_map(|p| p.as_ref().ok().copied());
             hi[0] = dists::combine(parts, a.nargs, &a.slices, sc, scratch);
             Ok(())
         }

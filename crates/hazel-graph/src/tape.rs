@@ -115,6 +115,13 @@ pub enum Op {
     /// after it, fused by [`Graph::fuse_mul_add`] (loop bodies like `mu += beta[k] * y[t - k]`).
     /// Rounded as the two ops were (no hardware FMA), so values and gradients are unchanged.
     MulAdd { a: Arg, b: Arg, c: Arg, out: Slot },
+    /// Scalar `((c + a₀ b₀) + a₁ b₁) + …`: a chain of [`Op::MulAdd`], each feeding only the
+    /// next, merged by [`Graph::fuse_mul_add_chains`] (same roundings, same gradient bits).
+    MulAddChain {
+        c: Arg,
+        terms: Box<[[Arg; 2]]>,
+        out: Slot,
+    },
     /// Sum of all elements (chunked, so the order is fixed).
     Sum { x: Arg, out: Slot },
     /// Sum of scalar terms (the `target` accumulator).
@@ -204,6 +211,7 @@ impl Op {
             Op::Unary { out, .. }
             | Op::Binary { out, .. }
             | Op::MulAdd { out, .. }
+            | Op::MulAddChain { out, .. }
             | Op::Sum { out, .. }
             | Op::SumScalars { out, .. }
             | Op::Dot { out, .. }
@@ -240,6 +248,10 @@ impl Op {
                 f(b);
                 f(c)
             }
+            Op::MulAddChain { c, terms, .. } => {
+                f(c);
+                terms.iter_mut().flatten().for_each(f)
+            }
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.iter_mut().for_each(f),
             Op::MatVec { m, v, .. } => {
                 f(m);
@@ -270,6 +282,9 @@ impl Op {
             | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
             Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],
+            Op::MulAddChain { c, terms, .. } => std::iter::once(*c)
+                .chain(terms.iter().flatten().copied())
+                .collect(),
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } => vec![*a, *b],
@@ -480,20 +495,7 @@ impl Graph {
                 is_product[m.off as usize] = true;
             }
         }
-        let mut reads = vec![0u32; self.n_vals];
-        let mut count = |a: Arg| {
-            if a.is_var() {
-                for s in a.range() {
-                    if is_product[s] {
-                        reads[s] = reads[s].saturating_add(1);
-                    }
-                }
-            }
-        };
-        for op in &self.ops {
-            op.inputs().into_iter().for_each(&mut count);
-        }
-        count(keep);
+        let reads = self.reads_of(keep, &is_product);
         let mut fused = 0;
         let old = std::mem::take(&mut self.ops);
         let mut ops = Vec::with_capacity(old.len());
@@ -525,6 +527,82 @@ impl Graph {
         }
         self.ops = ops;
         fused
+    }
+
+    /// How many times each candidate slot is read: by every op's arguments (a run covering
+    /// it counts) and by `keep`. Zero for slots that are not candidates.
+    fn reads_of(&self, keep: Arg, candidate: &[bool]) -> Vec<u32> {
+        let mut reads = vec![0u32; self.n_vals];
+        let mut count = |a: Arg| {
+            if a.is_var() {
+                for s in a.range() {
+                    if candidate[s] {
+                        reads[s] = reads[s].saturating_add(1);
+                    }
+                }
+            }
+        };
+        for op in &self.ops {
+            op.inputs().into_iter().for_each(&mut count);
+        }
+        count(keep);
+        reads
+    }
+
+    /// Merges runs of [`Op::MulAdd`] where each one's addend is the previous one's output,
+    /// read nowhere else (`alpha + beta[1] * y[t - 1] + … + beta[K] * y[t - K]`), into one
+    /// [`Op::MulAddChain`]; returns how many ops were removed. Run after
+    /// [`Graph::fuse_mul_add`]. As there, the merged ops are adjacent and the chain op
+    /// repeats their roundings and adjoint updates in order, so every bit is kept.
+    pub fn fuse_mul_add_chains(&mut self, keep: Arg) -> usize {
+        let mut is_link = vec![false; self.n_vals];
+        for op in &self.ops {
+            if let Op::MulAdd { out, .. } = op {
+                is_link[out.off as usize] = true;
+            }
+        }
+        let reads = self.reads_of(keep, &is_link);
+        let mut removed = 0;
+        let old = std::mem::take(&mut self.ops);
+        let mut ops = Vec::with_capacity(old.len());
+        let mut it = old.into_iter().peekable();
+        while let Some(op) = it.next() {
+            let Op::MulAdd { a, b, c, mut out } = op else {
+                ops.push(op);
+                continue;
+            };
+            let mut terms = vec![[a, b]];
+            while let Some(&Op::MulAdd {
+                a: next_a,
+                b: next_b,
+                c: next_c,
+                out: next_out,
+            }) = it.peek()
+            {
+                let linked = next_c == out.arg()
+                    && next_a != out.arg()
+                    && next_b != out.arg()
+                    && reads[out.off as usize] == 1;
+                if !linked {
+                    break;
+                }
+                terms.push([next_a, next_b]);
+                out = next_out;
+                it.next();
+            }
+            if terms.len() == 1 {
+                ops.push(Op::MulAdd { a, b, c, out });
+            } else {
+                removed += terms.len() - 1;
+                ops.push(Op::MulAddChain {
+                    c,
+                    terms: terms.into_boxed_slice(),
+                    out,
+                });
+            }
+        }
+        self.ops = ops;
+        removed
     }
 
     /// Value of a scalar argument after a forward sweep.

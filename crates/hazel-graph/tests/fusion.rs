@@ -60,12 +60,24 @@ fn fusing_multiply_add_keeps_every_bit() {
     assert_eq!(n, 30, "three fusable pairs per step, ten steps");
     assert_eq!(count_mul_add(&fused), 30);
     assert_eq!(fused.ops.len(), unfused.ops.len() - 30);
+    // Each step's three multiply-adds feed one another: one chain op per step.
+    let mut chained = fused.clone();
+    assert_eq!(chained.fuse_mul_add_chains(out), 20);
+    let chains = chained
+        .ops
+        .iter()
+        .filter(|op| matches!(op, Op::MulAddChain { terms, .. } if terms.len() == 3))
+        .count();
+    assert_eq!(chains, 10);
+    assert_eq!(count_mul_add(&chained), 0);
     for q in [q, [1.5, -0.9, 0.0, 2.0], [-3.0, 0.0, 1e-3, -5.0]] {
         let (lp0, g0) = value_and_gradient(&unfused, out, &q);
-        let (lp1, g1) = value_and_gradient(&fused, out, &q);
-        assert_eq!(lp0.to_bits(), lp1.to_bits());
-        for (a, b) in g0.iter().zip(&g1) {
-            assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+        for rewritten in [&fused, &chained] {
+            let (lp1, g1) = value_and_gradient(rewritten, out, &q);
+            assert_eq!(lp0.to_bits(), lp1.to_bits());
+            for (a, b) in g0.iter().zip(&g1) {
+                assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+            }
         }
     }
 }
@@ -90,6 +102,7 @@ fn a_product_read_elsewhere_is_not_fused() {
     let mut g = b.finish();
     let before = value_and_gradient(&g, last, &q);
     assert_eq!(g.fuse_mul_add(last), 0);
+    assert_eq!(g.fuse_mul_add_chains(last), 0);
     assert_eq!(value_and_gradient(&g, last, &q), before);
 }
 
@@ -131,7 +144,10 @@ fn shared_subexpressions_are_computed_once_with_the_same_result() {
         let (lp1, g1) = value_and_gradient(&shared, out, &q);
         assert_eq!(lp0.to_bits(), lp1.to_bits());
         for (a, b) in g0.iter().zip(&g1) {
-            assert!((a - b).abs() <= 1e-14 * a.abs().max(1.0), "{g0:?} vs {g1:?}");
+            assert!(
+                (a - b).abs() <= 1e-14 * a.abs().max(1.0),
+                "{g0:?} vs {g1:?}"
+            );
         }
     }
 }
@@ -164,4 +180,70 @@ fn repeats_on_the_same_constant_slots_collapse_transitively() {
     for (a, b) in before.1.iter().zip(&after.1) {
         assert!((a - b).abs() <= 1e-14 * a.abs().max(1.0));
     }
+}
+
+/// The blocked matrix–vector kernels (four columns per pass) against a plain row-by-row
+/// evaluation in the same summation order: equal bits, for column counts around the block.
+#[test]
+fn blocked_matrix_vector_product_keeps_the_column_order() {
+    for cols in [1, 3, 4, 5, 9] {
+        let rows = 2100; // more than one reduction chunk
+        let m: Vec<f64> = (0..rows * cols)
+            .map(|i| ((i * 7919) % 1013) as f64 / 1013.0 - 0.45)
+            .collect();
+        let q: Vec<f64> = (0..cols).map(|c| 0.3 * c as f64 - 0.7).collect();
+        let mut b = GraphBuilder::new(&q);
+        let mc = b.konst(&m);
+        let mv = b.matvec(mc, b.params(), rows, cols);
+        let w: Vec<f64> = (0..rows).map(|r| ((r * 31) % 17) as f64 / 17.0).collect();
+        let wc = b.konst(&w);
+        let lp = b.dot(mv, wc);
+        let g = b.finish();
+        let mut buf = Buffers::for_graph(&g);
+        g.forward(&q, &mut buf).expect("forward");
+        g.backward(lp, &mut buf);
+        for r in 0..rows {
+            let mut expect = 0.0;
+            for c in 0..cols {
+                expect += m[c * rows + r] * q[c];
+            }
+            assert_eq!(buf.vals[mv.off as usize + r].to_bits(), expect.to_bits());
+        }
+        // The vector's adjoint: column c dotted with the output's adjoint (here `w`).
+        for c in 0..cols {
+            let col = &m[c * rows..(c + 1) * rows];
+            let expect = hazel_graph::kernels::dot(col, &w);
+            assert_eq!(buf.adj[c].to_bits(), expect.to_bits(), "cols {cols}, c {c}");
+        }
+    }
+}
+
+/// A chain link whose output is also read elsewhere ends the chain there.
+#[test]
+fn a_chain_stops_at_a_link_read_elsewhere() {
+    let q = [0.3, 0.6, -1.2];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    let mut acc = p.at(0);
+    let mut links = Vec::new();
+    for k in 0..4 {
+        let prod = b.binary(BinaryFn::Mul, p.at(1), p.at(2 - k % 2));
+        acc = b.binary(BinaryFn::Add, acc, prod);
+        links.push(acc);
+    }
+    // The second link is also read by the exp.
+    let side = b.unary(UnaryFn::Exp, links[1]);
+    let lp = b.binary(BinaryFn::Add, acc, side);
+    let mut g = b.finish();
+    let before = value_and_gradient(&g, lp, &q);
+    assert_eq!(g.fuse_mul_add(lp), 4);
+    // Links 0–1 form one chain, links 2–3 another.
+    assert_eq!(g.fuse_mul_add_chains(lp), 2);
+    let after = value_and_gradient(&g, lp, &q);
+    assert_eq!(before.0.to_bits(), after.0.to_bits());
+    assert!(before
+        .1
+        .iter()
+        .zip(&after.1)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
 }

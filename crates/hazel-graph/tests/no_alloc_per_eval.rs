@@ -76,11 +76,22 @@ model {
 "#;
 
 fn data_json(n: usize) -> String {
-    let x: Vec<String> = (0..n).map(|i| format!("{:.4}", (i % 97) as f64 / 97.0)).collect();
-    let y: Vec<String> = (0..n)
-        .map(|i| format!("{:.4}", 1.0 + 2.0 * (i % 97) as f64 / 97.0 + ((i * 31) % 17) as f64 / 17.0 - 0.5))
+    let x: Vec<String> = (0..n)
+        .map(|i| format!("{:.4}", (i % 97) as f64 / 97.0))
         .collect();
-    format!(r#"{{"N": {n}, "x": [{}], "y": [{}]}}"#, x.join(","), y.join(","))
+    let y: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                "{:.4}",
+                1.0 + 2.0 * (i % 97) as f64 / 97.0 + ((i * 31) % 17) as f64 / 17.0 - 0.5
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"N": {n}, "x": [{}], "y": [{}]}}"#,
+        x.join(","),
+        y.join(",")
+    )
 }
 
 /// Allocations during `evals` gradient evaluations after one warm-up evaluation.
@@ -122,7 +133,10 @@ fn allocations_per_run(threads_per_chain: usize, evals: usize) -> usize {
 #[test]
 fn steady_state_gradient_evaluation_does_not_allocate() {
     let serial = allocations_per_run(1, 50);
-    assert_eq!(serial, 0, "serial evaluation allocated {serial} times in 50 evaluations");
+    assert_eq!(
+        serial, 0,
+        "serial evaluation allocated {serial} times in 50 evaluations"
+    );
     let evals = 200;
     let threaded = allocations_per_run(2, evals);
     eprintln!("allocations with 2 threads in {evals} evaluations: {threaded}");
