@@ -132,15 +132,22 @@ pub fn compile_model(
 }
 
 fn print_compile_error(error: &CompileError, sources: &SourceMap, data_path: Option<&Path>) {
+    // Data errors usually name the variable themselves (`` `y[17]` = -3 is below … ``); say it
+    // once.
+    let about = |variable: &str| {
+        if error.message.contains(&format!("`{variable}")) {
+            error.message.clone()
+        } else {
+            format!("variable `{variable}`: {}", error.message)
+        }
+    };
     let message = match (&error.variable, data_path) {
-        (Some(variable), Some(path)) => format!(
-            "data file {}: variable `{variable}`: {}",
-            path.display(),
-            error.message
-        ),
+        (Some(variable), Some(path)) => {
+            format!("data file {}: {}", path.display(), about(variable))
+        }
         (Some(variable), None) => format!(
-            "variable `{variable}`: {} (no data file was given: pass one with --data)",
-            error.message
+            "{} (no data file was given: pass one with --data)",
+            about(variable)
         ),
         (None, _) => error.message.clone(),
     };

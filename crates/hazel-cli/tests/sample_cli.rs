@@ -202,7 +202,7 @@ fn errors_are_reported_without_a_panic() {
     ]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("variable `y`"), "{stderr}");
+    assert!(stderr.contains("`y` should be an array of 8"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
     // A program with a type error: rendered diagnostics.

@@ -345,13 +345,13 @@ impl fmt::Display for DataError {
             } => {
                 write!(
                     f,
-                    "data.json is not valid JSON at line {line}, column {column}: {message}"
+                    "not valid JSON at line {line}, column {column}: {message}"
                 )
             }
             DataError::Duplicate { name } => {
-                write!(f, "variable `{name}` appears more than once in data.json")
+                write!(f, "variable `{name}` appears more than once in the data")
             }
-            DataError::Missing { name } => write!(f, "variable `{name}` is missing from data.json"),
+            DataError::Missing { name } => write!(f, "variable `{name}` is missing from the data"),
             DataError::BoundSize {
                 name,
                 which,

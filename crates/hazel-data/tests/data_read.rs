@@ -186,7 +186,7 @@ fn tuples_and_arrays_of_tuples() {
             r#"{"t": [{"1": 0.5, "2": [3, 4]}, {"1": 1}]}"#,
             DataDecl::new("t", arr.clone())
         ),
-        "variable `t[2].2` is missing from data.json"
+        "variable `t[2].2` is missing from the data"
     );
     assert_eq!(
         err(
@@ -253,7 +253,7 @@ fn undeclared_fields_are_ignored_but_must_be_json() {
 fn error_messages_name_variable_index_and_bound() {
     assert_eq!(
         err(r#"{"M": 1}"#, DataDecl::new("N", DataType::int(vec![]))),
-        "variable `N` is missing from data.json"
+        "variable `N` is missing from the data"
     );
     let y: String = format!(
         "{{\"y\": [{}]}}",
@@ -374,7 +374,7 @@ fn syntax_errors_have_positions() {
         DataFile::parse("{\"a\": 1, \"a\": 2}")
             .unwrap_err()
             .to_string(),
-        "variable `a` appears more than once in data.json"
+        "variable `a` appears more than once in the data"
     );
     let deep = format!("{{\"a\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
     assert!(matches!(

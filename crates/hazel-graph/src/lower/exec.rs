@@ -408,18 +408,16 @@ impl<'p> Tracer<'p> {
                     vals.push(self.expr(a)?);
                 }
                 let propto = self.propto;
-                if truncation.is_none()
-                    && !self.funcs.contains_key(&format!("{}_lpdf", dist.name))
-                    && !self.funcs.contains_key(&format!("{}_lpmf", dist.name))
-                {
-                    if let Some(kind) = DistKind::lookup(&dist.name) {
-                        if self.queue_tilde(kind, &vals, propto) {
-                            return Ok(Flow::Normal);
-                        }
-                    }
+                let builtin = !self.funcs.contains_key(&format!("{}_lpdf", dist.name))
+                    && !self.funcs.contains_key(&format!("{}_lpmf", dist.name));
+                // The density term of a truncated `~` is the untruncated one, batched alike.
+                let queued = builtin
+                    && DistKind::lookup(&dist.name)
+                        .is_some_and(|kind| self.queue_tilde(kind, &vals, propto));
+                if !queued {
+                    let lp = self.density(&dist.name, vals.clone(), propto, span)?;
+                    self.add_target_sc(lp);
                 }
-                let lp = self.density(&dist.name, vals.clone(), propto, span)?;
-                self.add_target_sc(lp);
                 if let Some(t) = truncation {
                     self.truncate(&dist.name, &vals, t, span)?;
                 }
@@ -772,6 +770,38 @@ impl<'p> Tracer<'p> {
                 if yv > self.real_value(u, span)? {
                     self.add_target_sc(Sc::C(f64::NEG_INFINITY));
                     return Ok(());
+                }
+            }
+        }
+        // A scalar statement with scalar parameters and bounds: its normaliser is queued and
+        // shared with every other statement of the same cdf, bounds and parameters.
+        if n == 1 {
+            let scalar = |v: &Val| match v {
+                Val::Int(i) => Some(Sc::C(*i as f64)),
+                Val::Real(s) => Some(*s),
+                _ => None,
+            };
+            let params: Option<Vec<Sc>> = vals[1..].iter().map(scalar).collect();
+            let lo = lower.as_ref().map(scalar);
+            let hi = upper.as_ref().map(scalar);
+            let cdf = if hi.is_none() {
+                DistKind::cdf(name, true)
+            } else {
+                DistKind::cdf(name, false)
+            };
+            // `Some(None)`: a bound that is not a scalar.
+            if let (Some(params), Some(cdf)) = (params, cdf) {
+                if !matches!(lo, Some(None)) && !matches!(hi, Some(None)) {
+                    let lo = lo.flatten().map(|l| {
+                        if discrete {
+                            self.sc_binary(BinaryFn::Add, l, Sc::C(-1.0))
+                        } else {
+                            l
+                        }
+                    });
+                    if self.queue_truncation(cdf, lo, hi.flatten(), &params) {
+                        return Ok(());
+                    }
                 }
             }
         }

@@ -113,6 +113,25 @@ pub struct Tracer<'p> {
     /// becomes a pack and one density op instead of N ops. The log density is the same sum
     /// (up to the order of additions); partials are the same.
     pending: Vec<PendingDist>,
+    /// Normalisers `log P(L ≤ y ≤ U)` of scalar truncated `~` statements, one per distinct
+    /// (cdf, bounds, parameters). In the loop idiom `y[n] ~ normal(mu, sigma) T[1, 2]` every
+    /// statement has the same normaliser, so it is emitted once and scaled by the number of
+    /// statements: the same value up to the rounding of the sum, and the same partials.
+    pending_norm: Vec<PendingNorm>,
+    /// `pending_norm` entries by the bits of their bounds and parameters.
+    norm_index: HashMap<Vec<u64>, Vec<usize>>,
+}
+
+/// The truncation normaliser shared by `count` scalar `~ … T[L, U]` statements.
+struct PendingNorm {
+    /// The `lcdf`, or the `lccdf` when there is only a lower bound.
+    cdf: DistKind,
+    /// The lower bound (already `L − 1` for integer variates) and the upper bound.
+    lower: Option<Sc>,
+    upper: Option<Sc>,
+    /// The distribution's parameters after the variate.
+    params: Vec<Sc>,
+    count: u64,
 }
 
 /// Scalar density terms batched into one op.
@@ -156,6 +175,8 @@ impl<'p> Tracer<'p> {
             const_cache: HashMap::new(),
             in_lupdf: true,
             pending: Vec::new(),
+            pending_norm: Vec::new(),
+            norm_index: HashMap::new(),
         }
     }
 
@@ -502,8 +523,89 @@ impl<'p> Tracer<'p> {
         true
     }
 
-    /// Emits the queued `~` terms (before `target()` is read and at the end of the model).
+    /// Queues the truncation normaliser of one scalar `~ … T[L, U]` statement; returns false
+    /// (nothing queued) when the normaliser is a constant, which the caller folds and checks
+    /// at once, or the cdf takes a different number of arguments.
+    pub fn queue_truncation(
+        &mut self,
+        cdf: DistKind,
+        lower: Option<Sc>,
+        upper: Option<Sc>,
+        params: &[Sc],
+    ) -> bool {
+        if params.len() + 1 != cdf.nargs()
+            || (lower.is_none() && upper.is_none())
+            || lower
+                .into_iter()
+                .chain(upper)
+                .chain(params.iter().copied())
+                .all(Sc::is_const)
+        {
+            return false;
+        }
+        let bits = |s: Option<Sc>| match s {
+            None => [0, 0],
+            Some(Sc::C(c)) => [1, c.to_bits()],
+            Some(Sc::V(o)) => [2, o as u64],
+        };
+        let mut key: Vec<u64> = Vec::with_capacity(4 + 2 * params.len());
+        key.extend(bits(lower));
+        key.extend(bits(upper));
+        for s in params {
+            key.extend(bits(Some(*s)));
+        }
+        let entries = self.norm_index.entry(key).or_default();
+        let pending = &mut self.pending_norm;
+        if let Some(&i) = entries.iter().find(|&&i| pending[i].cdf == cdf) {
+            pending[i].count += 1;
+        } else {
+            entries.push(pending.len());
+            pending.push(PendingNorm {
+                cdf,
+                lower,
+                upper,
+                params: params.to_vec(),
+                count: 1,
+            });
+        }
+        true
+    }
+
+    /// Emits the queued truncation normalisers: `−count · log P(L ≤ y ≤ U)` each.
+    fn flush_truncation(&mut self) {
+        self.norm_index.clear();
+        for p in std::mem::take(&mut self.pending_norm) {
+            let cdf_at = |me: &mut Self, bound: Sc| {
+                let mut argv = Vec::with_capacity(1 + p.params.len());
+                argv.push(me.sc_arg(bound));
+                for s in &p.params {
+                    argv.push(me.sc_arg(*s));
+                }
+                Sc::V(me.b.dist(p.cdf, argv, false).off)
+            };
+            let log_p = match (p.lower, p.upper) {
+                (Some(l), Some(u)) => {
+                    let cu = cdf_at(self, u);
+                    let cl = cdf_at(self, l);
+                    self.sc_binary(BinaryFn::LogDiffExp, cu, cl)
+                }
+                (Some(b), None) | (None, Some(b)) => cdf_at(self, b),
+                (None, None) => continue,
+            };
+            let total = if p.count > 1 {
+                self.sc_binary(BinaryFn::Mul, log_p, Sc::C(p.count as f64))
+            } else {
+                log_p
+            };
+            let neg = self.sc_unary(UnaryFn::Neg, total);
+            self.add_target_sc(neg);
+        }
+    }
+
+    /// Emits the queued `~` terms and truncation normalisers (before `target()` is read and
+    /// at the end of the model).
     pub fn flush_tilde(&mut self) {
+        self.flush_truncation();
         for p in std::mem::take(&mut self.pending) {
             let mut args = Vec::with_capacity(p.cols.len());
             for (k, col) in p.cols.iter().enumerate() {
