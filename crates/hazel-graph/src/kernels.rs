@@ -271,7 +271,10 @@ impl BinaryFn {
                     m + ((a - m).exp() + (b - m).exp()).ln()
                 }
             }
-            LogDiffExp => a + (-(b - a).exp()).ln_1p(),
+            // `log1p(-exp(b − a))` rounds to −∞ once `b − a` is within an ulp of 0 (a truncation
+            // normaliser whose bounds are both far in one tail); `log1m_exp` switches to
+            // `log(-expm1(b − a))` there, as Stan's `log_diff_exp` does.
+            LogDiffExp => hazel_math::special::log_diff_exp(a, b),
             Fdim => (a - b).max(0.0),
             Lbeta => crate::special::lbeta(a, b),
             Lchoose => crate::special::lchoose(a, b),

@@ -9,7 +9,9 @@
 //! [`GraphBuilder`]. Loops with data bounds are unrolled by the trace (or, for independent
 //! elementwise assignments, turned into vector ops by `lower::vectorize`), so the graph is
 //! straight-line code over a flat value buffer. Scalar `~` statements in loops are batched
-//! into one vector density op per (family, which arguments vary). If control flow reads the
+//! into one vector density op per (family, which arguments vary); truncated ones (`T[L, U]`)
+//! too, and their normalisers are emitted once per distinct (cdf, bounds, parameters), scaled
+//! by the number of statements sharing them. If control flow reads the
 //! value of a parameter-dependent expression, the model is marked dynamic and every evaluation
 //! re-traces the program into the workspace's builder (whose buffers keep their capacity).
 //!

@@ -143,6 +143,39 @@ model { mu ~ normal(1.5, 1); sigma ~ normal(0, 1); b ~ normal(0, 1);\n";
     }
 }
 
+/// Both bounds far in the upper tail of the distribution: `normal_lcdf` at each bound is within
+/// 1e-23 of 0, and the normaliser `log_diff_exp(lcdf(U), lcdf(L))` must still be the log of
+/// the (tiny) interval probability, not −∞. With `Φ(−20) ≪ Φ(−10)` it equals `lccdf(L)` to
+/// rounding.
+#[test]
+fn a_normaliser_in_the_far_tail_is_finite_and_accurate() {
+    let data = r#"{"N": 3, "y": [1.05, 1.2, 1.01]}"#;
+    let header = "data { int N; array[N] real y; } parameters { real mu; real<lower=0> sigma; }\n";
+    let m = build(
+        &format!("{header}model {{ for (n in 1:N) y[n] ~ normal(mu, sigma) T[1, 2]; }}"),
+        data,
+    );
+    let tail = build(
+        &format!(
+            "{header}model {{ for (n in 1:N) target += normal_lupdf(y[n] | mu, sigma) - normal_lccdf(1 | mu, sigma); }}"
+        ),
+        data,
+    );
+    for q in [[0.0, (0.1f64).ln()], [-0.5, (0.12f64).ln()]] {
+        let (lp, g) = eval(&m, &q);
+        let (lp_t, g_t) = eval(&tail, &q);
+        assert!(rel(lp, lp_t) < 1e-12, "q={q:?}: {lp} vs {lp_t}");
+        for k in 0..2 {
+            assert!(
+                rel(g[k], g_t[k]) < 1e-9,
+                "q={q:?} grad[{k}]: {} vs {}",
+                g[k],
+                g_t[k]
+            );
+        }
+    }
+}
+
 /// A variate outside its bounds makes the density zero (log density −∞: an evaluation error).
 #[test]
 fn a_variate_outside_the_truncation_bounds_has_zero_density() {
