@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use hazel_syntax::ast::*;
+use hazel_syntax::visit::for_each_subexpr;
 use hazel_syntax::{Diagnostic, Span};
 
 use crate::checked::*;
@@ -1039,7 +1040,7 @@ impl Checker {
     /// data` (the rule for sizes of top-level declarations).
     fn reads_only_data_vars(&self, e: &Expr) -> bool {
         let mut ok = true;
-        walk_expr(e, &mut |sub| {
+        for_each_subexpr(e, |sub| {
             if let ExprKind::Var(_) = &sub.kind {
                 if let Some(v) = self.var_refs.get(sub.id.0 as usize).copied().flatten() {
                     let origin = self.vars[v.0 as usize].origin;
@@ -2240,57 +2241,6 @@ fn user_function_key(name: &str) -> String {
         format!("{stem}_lpmf")
     } else {
         name.to_string()
-    }
-}
-
-/// Visits `e` and all its subexpressions.
-pub(crate) fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
-    f(e);
-    match &e.kind {
-        ExprKind::IntLit(_)
-        | ExprKind::RealLit { .. }
-        | ExprKind::ImagLit { .. }
-        | ExprKind::Var(_)
-        | ExprKind::Target => {}
-        ExprKind::Paren(x) | ExprKind::Unary { operand: x, .. } | ExprKind::Transpose(x) => {
-            walk_expr(x, f)
-        }
-        ExprKind::TupleProj { base, .. } => walk_expr(base, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk_expr(lhs, f);
-            walk_expr(rhs, f);
-        }
-        ExprKind::Ternary {
-            cond,
-            then_expr,
-            else_expr,
-        } => {
-            walk_expr(cond, f);
-            walk_expr(then_expr, f);
-            walk_expr(else_expr, f);
-        }
-        ExprKind::Call { args, .. }
-        | ExprKind::CondDistCall { args, .. }
-        | ExprKind::Array(args)
-        | ExprKind::RowVector(args)
-        | ExprKind::Tuple(args) => {
-            for a in args {
-                walk_expr(a, f);
-            }
-        }
-        ExprKind::Index { base, indices } => {
-            walk_expr(base, f);
-            for i in indices {
-                match i {
-                    Index::All => {}
-                    Index::Single(x) | Index::Lower(x) | Index::Upper(x) => walk_expr(x, f),
-                    Index::Range(a, b) => {
-                        walk_expr(a, f);
-                        walk_expr(b, f);
-                    }
-                }
-            }
-        }
     }
 }
 

@@ -3,9 +3,9 @@
 use hazel_syntax::ast::*;
 
 use crate::checked::{CallTarget, Origin};
-use crate::checker::walk_expr;
 use crate::types::{parse_type, Type};
 use crate::{check_source, CheckResult};
+use hazel_syntax::visit::{walk_program, Visitor};
 
 fn ok(text: &str) -> CheckResult {
     let r = check_source("test.stan", text);
@@ -24,96 +24,34 @@ fn err(text: &str) -> String {
     r.render_diagnostics()
 }
 
-fn walk_stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
-    let ex = |e: &'a Expr, f: &mut dyn FnMut(&'a Expr)| walk_expr(e, f);
-    match &s.kind {
-        StmtKind::VarDecl(d) => {
-            for a in &d.ty.array_dims {
-                ex(a, f);
-            }
-            for decl in &d.declarators {
-                if let Some(i) = &decl.init {
-                    ex(i, f);
-                }
-            }
-        }
-        StmtKind::Assign { rhs, .. } => ex(rhs, f),
-        StmtKind::Tilde { lhs, args, .. } => {
-            ex(lhs, f);
-            for a in args {
-                ex(a, f);
-            }
-        }
-        StmtKind::TargetPlusAssign(e) | StmtKind::JacobianPlusAssign(e) => ex(e, f),
-        StmtKind::Return(Some(e)) => ex(e, f),
-        StmtKind::For {
-            lower, upper, body, ..
-        } => {
-            ex(lower, f);
-            ex(upper, f);
-            walk_stmt(body, f);
-        }
-        StmtKind::Foreach { iterable, body, .. } => {
-            ex(iterable, f);
-            walk_stmt(body, f);
-        }
-        StmtKind::While { cond, body } => {
-            ex(cond, f);
-            walk_stmt(body, f);
-        }
-        StmtKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            ex(cond, f);
-            walk_stmt(then_branch, f);
-            if let Some(e) = else_branch {
-                walk_stmt(e, f);
-            }
-        }
-        StmtKind::Block(ss) | StmtKind::Profile { body: ss, .. } => {
-            for s in ss {
-                walk_stmt(s, f);
-            }
-        }
-        StmtKind::Call { args, .. } => {
-            for a in args {
-                ex(a, f);
-            }
-        }
-        _ => {}
+/// The id of the (first, in source order) expression whose source text is exactly `snippet`.
+fn find(r: &CheckResult, snippet: &str) -> NodeId {
+    struct Find<'r> {
+        r: &'r CheckResult,
+        snippet: &'r str,
+        found: Option<NodeId>,
     }
-}
-
-/// The (first) expression whose source text is exactly `snippet`.
-fn find<'a>(r: &'a CheckResult, snippet: &str) -> &'a Expr {
+    impl Visitor for Find<'_> {
+        fn expr(&mut self, e: &Expr) {
+            if self.found.is_none() && self.r.sources.snippet(e.span) == self.snippet {
+                self.found = Some(e.id);
+            }
+        }
+    }
     let checked = r.checked.as_ref().expect("checked");
-    let mut found = None;
-    let mut visit = |e: &'a Expr| {
-        if found.is_none() && r.sources.snippet(e.span) == snippet {
-            found = Some(e);
-        }
+    let mut find = Find {
+        r,
+        snippet,
+        found: None,
     };
-    let p = &checked.program;
-    if let Some(fb) = &p.functions {
-        for f in &fb.functions {
-            if let Some(b) = &f.body {
-                walk_stmt(b, &mut visit);
-            }
-        }
-    }
-    for b in p.blocks() {
-        for s in &b.stmts {
-            walk_stmt(s, &mut visit);
-        }
-    }
-    found.unwrap_or_else(|| panic!("no expression `{snippet}`"))
+    walk_program(&checked.program, &mut find);
+    find.found
+        .unwrap_or_else(|| panic!("no expression `{snippet}`"))
 }
 
 fn ty_of(r: &CheckResult, snippet: &str) -> Type {
-    let e = find(r, snippet);
-    r.checked.as_ref().unwrap().expr_type(e.id).clone()
+    let id = find(r, snippet);
+    r.checked.as_ref().unwrap().expr_type(id).clone()
 }
 
 fn t(s: &str) -> Type {
@@ -193,7 +131,7 @@ fn calls_resolve_to_builtins_and_user_functions() {
       }");
     let checked = r.checked.as_ref().unwrap();
     let call = find(&r, "twice(1.5)");
-    match checked.call_target(call.id) {
+    match checked.call_target(call) {
         Some(CallTarget::User { function }) => {
             assert_eq!(checked.functions[*function].name, "twice")
         }
@@ -211,7 +149,7 @@ fn calls_resolve_to_builtins_and_user_functions() {
         other => panic!("{other:?}"),
     }
     let plus = find(&r, "2 * x");
-    match checked.call_target(plus.id) {
+    match checked.call_target(plus) {
         Some(CallTarget::Builtin { name, .. }) => assert_eq!(name, "operator*"),
         other => panic!("{other:?}"),
     }
@@ -224,7 +162,7 @@ fn variables_and_blocks() {
       model { real local = mu; for (i in 1:N) { } }");
     let checked = r.checked.as_ref().unwrap();
     let mu_ref = find(&r, "mu");
-    let v = checked.variable_of(mu_ref.id).expect("resolved");
+    let v = checked.variable_of(mu_ref).expect("resolved");
     assert_eq!(
         checked.variable(v).origin,
         Origin::Block(BlockKind::Parameters)
@@ -263,7 +201,7 @@ fn data_only_and_parameter_free() {
         target += a + b + k + c + d;
       }");
     let c = r.checked.as_ref().unwrap();
-    let id = |s: &str| find(&r, s).id;
+    let id = |s: &str| find(&r, s);
     assert!(c.is_data_only(id("sum(x)")));
     assert!(c.is_parameter_free(id("sum(x)")));
     assert!(!c.is_data_only(id("mu * 3")));
@@ -505,7 +443,7 @@ fn user_overload_resolution_prefers_least_promotion_and_reports_ambiguity() {
       transformed data { real a = f(1, 1); }");
     let c = r.checked.as_ref().unwrap();
     let call = find(&r, "f(1, 1)");
-    match c.call_target(call.id) {
+    match c.call_target(call) {
         Some(CallTarget::User { function }) => {
             assert_eq!(c.functions[*function].args[0].1, Type::Int)
         }

@@ -287,6 +287,24 @@ pub trait Visitor {
     fn fundef(&mut self, _fundef: &FunDef) {}
 }
 
+/// Calls `f` on `expr` and every subexpression (indexes included), parents before children.
+pub fn for_each_subexpr(expr: &Expr, f: impl FnMut(&Expr)) {
+    struct Exprs<F>(F);
+    impl<F: FnMut(&Expr)> Visitor for Exprs<F> {
+        fn expr(&mut self, expr: &Expr) {
+            (self.0)(expr)
+        }
+    }
+    walk_expr(expr, &mut Exprs(f));
+}
+
+/// Whether `expr` or any of its subexpressions satisfies `pred`.
+pub fn any_subexpr(expr: &Expr, mut pred: impl FnMut(&Expr) -> bool) -> bool {
+    let mut found = false;
+    for_each_subexpr(expr, |e| found = found || pred(e));
+    found
+}
+
 /// Visits the whole program in source order (functions first, then the blocks).
 pub fn walk_program(program: &Program, v: &mut dyn Visitor) {
     if let Some(functions) = &program.functions {

@@ -19,6 +19,7 @@ use super::trace::{eerr, Ix, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::{BinaryFn, UnaryFn};
 use hazel_syntax::ast::*;
+use hazel_syntax::visit::any_subexpr;
 use std::sync::Arc;
 
 /// A per-iteration value.
@@ -31,45 +32,11 @@ enum B {
     Int(Vec<i64>),
 }
 
-/// Whether any node of `e` satisfies `pred`.
-fn any_node(e: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
-    if pred(e) {
-        return true;
-    }
-    let m = |x: &Expr| any_node(x, pred);
-    match &e.kind {
-        ExprKind::Var(_)
-        | ExprKind::IntLit(_)
-        | ExprKind::RealLit { .. }
-        | ExprKind::ImagLit { .. }
-        | ExprKind::Target => false,
-        ExprKind::Paren(x) | ExprKind::Transpose(x) => m(x),
-        ExprKind::Unary { operand, .. } => m(operand),
-        ExprKind::Binary { lhs, rhs, .. } => m(lhs) || m(rhs),
-        ExprKind::Ternary {
-            cond,
-            then_expr,
-            else_expr,
-        } => m(cond) || m(then_expr) || m(else_expr),
-        ExprKind::Call { args, .. } | ExprKind::CondDistCall { args, .. } => args.iter().any(m),
-        ExprKind::Index { base, indices } => {
-            m(base)
-                || indices.iter().any(|ix| match ix {
-                    Index::All => false,
-                    Index::Single(x) | Index::Lower(x) | Index::Upper(x) => m(x),
-                    Index::Range(a, b) => m(a) || m(b),
-                })
-        }
-        ExprKind::TupleProj { base, .. } => m(base),
-        ExprKind::Array(xs) | ExprKind::RowVector(xs) | ExprKind::Tuple(xs) => xs.iter().any(m),
-    }
-}
-
 /// Whether `e` mentions the variable `name`.
 fn mentions(e: &Expr, name: &str) -> bool {
-    any_node(
+    any_subexpr(
         e,
-        &|x| matches!(&x.kind, ExprKind::Var(id) if id.name == name),
+        |x: &Expr| matches!(&x.kind, ExprKind::Var(id) if id.name == name),
     )
 }
 
@@ -151,7 +118,7 @@ impl<'p> Tracer<'p> {
                 return Ok(false);
             }
             let user_call = |x: &Expr| matches!(&x.kind, ExprKind::Call { name, .. } | ExprKind::CondDistCall { name, .. } if self.funcs.contains_key(&name.name));
-            if any_node(e, &user_call) {
+            if any_subexpr(e, user_call) {
                 return Ok(false);
             }
         }
