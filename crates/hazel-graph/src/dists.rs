@@ -322,33 +322,10 @@ impl DistKind {
         )
     }
 
-    /// Log density of one element: value (with dropped summands per `inc`) and partials.
-    ///
-    /// Errors of the kernel families come without Stan's `"<name>_lpdf: "` prefix (the single
-    /// element caller adds it); those of table distributions carry it.
+    /// Log density of one element: value (with dropped summands per `inc`) and partials, or
+    /// Stan's full message (`normal_lpdf: Scale parameter is -1, but must be positive!`).
     #[inline]
-    pub fn elem(
-        self,
-        x: &[f64; 4],
-        inc: &Inc,
-    ) -> Result<(f64, [f64; 4]), std::borrow::Cow<'static, str>> {
-        use std::borrow::Cow;
-        with_kernel!(
-            self,
-            K => kernel::evaluate::<K>(inc.terms(), x).map_err(|e| {
-                let m = e.message;
-                match m.strip_prefix(K::FUNCTION).and_then(|r| r.strip_prefix(": ")) {
-                    Some(rest) => Cow::Owned(rest.to_string()),
-                    None => Cow::Owned(m),
-                }
-            }),
-            t => table_elem(t, x, inc).map_err(|e| Cow::Owned(e.message))
-        )
-    }
-
-    /// One element with the full Stan message on error (`normal_lpdf: Scale parameter is -1,
-    /// but must be positive!`).
-    pub fn elem_full(self, x: &[f64; 4], inc: &Inc) -> Result<(f64, [f64; 4]), MathError> {
+    pub fn elem(self, x: &[f64; 4], inc: &Inc) -> Result<(f64, [f64; 4]), MathError> {
         with_kernel!(
             self,
             K => kernel::evaluate::<K>(inc.terms(), x),
@@ -659,7 +636,7 @@ pub fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, 
             for (k, a) in args.iter().enumerate() {
                 x[k] = if a.len() == 1 { a[0] } else { a[i] };
             }
-            s += kind.elem_full(&x, &inc).map_err(|e| e.message)?.0;
+            s += kind.elem(&x, &inc).map_err(|e| e.message)?.0;
         }
         total += s;
     }

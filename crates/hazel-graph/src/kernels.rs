@@ -453,10 +453,7 @@ pub fn forward(
                         varying,
                     },
                 )
-                .map_err(|m| match kind {
-                    DistKind::Table(_) => EvalError::domain(m.into_owned()),
-                    _ => EvalError::domain(format!("{}_lpdf: {m}", kind.name())),
-                })?;
+                .map_err(|e| EvalError::domain(e.message))?;
             for (k, &o) in sc.iter().enumerate() {
                 if o != crate::dists::NO_SCRATCH {
                     scratch[o as usize] = d[k];

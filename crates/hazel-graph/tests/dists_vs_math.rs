@@ -148,7 +148,7 @@ fn check_layout(kind: DistKind, domains: &[Domain], shapes: &[Shape], propto: bo
             };
         }
         let (lp, g) = kind
-            .elem_full(&x, &inc)
+            .elem(&x, &inc)
             .unwrap_or_else(|e| panic!("{} {x:?}: {}", kind.name(), e.message));
         want_total += lp;
         for (k, sh) in shapes.iter().enumerate() {
@@ -281,7 +281,7 @@ fn invalid_element_reports_stans_message_and_element_number() {
 }
 
 #[test]
-fn single_element_errors_drop_the_function_prefix_for_the_caller_to_add() {
+fn single_element_errors_carry_stans_full_message() {
     let inc = Inc {
         all: true,
         varying: 0,
@@ -289,5 +289,13 @@ fn single_element_errors_drop_the_function_prefix_for_the_caller_to_add() {
     let err = DistKind::Normal
         .elem(&[0.0, 0.0, -1.0, 0.0], &inc)
         .unwrap_err();
-    assert_eq!(err, "Scale parameter is -1, but must be positive!");
+    assert_eq!(
+        err.message,
+        "normal_lpdf: Scale parameter is -1, but must be positive!"
+    );
+    // A mass function is named as one (the old prefix-adding path said `poisson_lpdf`).
+    let err = DistKind::Poisson
+        .elem(&[1.0, -1.0, 0.0, 0.0], &inc)
+        .unwrap_err();
+    assert!(err.message.starts_with("poisson_lpmf: "), "{}", err.message);
 }
