@@ -2,40 +2,10 @@
 //! Oracle for `log-density`: stanli's log density and gradient in each example's `oracle.json`
 //! (CmdStan's `lp__` convention: Jacobian included, constants of `~` dropped).
 
+mod common;
+use common::*;
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hazel(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hazel"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run hazel")
-}
-
-fn scratch_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hazel-front-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn example(name: &str, file: &str) -> String {
-    repo()
-        .join("examples")
-        .join(name)
-        .join(file)
-        .to_string_lossy()
-        .into_owned()
-}
 
 #[test]
 fn check_accepts_every_example_silently() {

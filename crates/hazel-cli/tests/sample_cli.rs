@@ -2,47 +2,12 @@
 //! count, the accuracy of the draws on a posterior known exactly (Beta(3, 9) for the
 //! `bernoulli` example), and the errors it reports.
 
+mod common;
+use common::*;
+
 use hazel_diagnostics::{mcse_mean, mcse_sd, ChainDraws};
 use hazel_output::{read_stan_csv, read_stan_csvs};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn example(name: &str, file: &str) -> String {
-    repo()
-        .join("examples")
-        .join(name)
-        .join(file)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn hazel(args: &[&str]) -> Output {
-    hazel_in(Path::new("."), args)
-}
-
-fn hazel_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hazel"))
-        .current_dir(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run hazel")
-}
-
-fn scratch_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hazel-sample-{}-{test}", std::process::id()));
-    std::fs::remove_dir_all(&dir).ok();
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// The file without CmdStan's timing lines (the only wall-clock-dependent content).
 fn without_timing(path: &Path) -> String {
