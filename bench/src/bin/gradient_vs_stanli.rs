@@ -187,8 +187,8 @@ fn main() {
         };
         let built = (|| -> Result<_, String> {
             let src = std::fs::read_to_string(&program).map_err(|e| e.to_string())?;
-            let parsed = hazel_syntax::parse_str("model.stan", &src);
-            let prog = parsed.program.ok_or("parse error")?;
+            let parsed = hazel_check::check_source("model.stan", &src);
+            let prog = parsed.checked.ok_or("parse error")?;
             let text = std::fs::read_to_string(&data).map_err(|e| e.to_string())?;
             let d = hazel_data::DataFile::parse(&text).map_err(|e| e.to_string())?;
             compile(&prog, &d, &CompileOptions::default()).map_err(|e| e.to_string())

@@ -2,8 +2,9 @@
 //! program, reading its data, and lowering both into a [`CompiledModel`], with every failure
 //! turned into a message for the user (rustc-style diagnostics for the program).
 
+use hazel_check::CheckedProgram;
 use hazel_data::DataFile;
-use hazel_graph::{compile, CompileError, CompileOptions, CompiledModel};
+use hazel_graph::{compile, unsupported_calls, CompileError, CompileOptions, CompiledModel};
 use hazel_syntax::ast::Program;
 use hazel_syntax::diagnostic::render_all_for_stderr;
 use hazel_syntax::{Diagnostic, SourceMap};
@@ -47,11 +48,16 @@ impl fmt::Display for ExitWith {
 
 impl std::error::Error for ExitWith {}
 
-/// A program that parsed and checked without errors.
+/// A program that parsed and checked without errors, and whose every built-in call lowers.
 pub struct CheckedSource {
-    pub program: Program,
+    pub checked: CheckedProgram,
     /// The sources spans point into (for rendering later errors).
     pub sources: SourceMap,
+}
+
+/// A program that parsed without errors (for `format`).
+pub struct ParsedSource {
+    pub program: Program,
 }
 
 /// Prints diagnostics to stderr (coloured on a terminal).
@@ -70,19 +76,28 @@ fn aborting(path: &Path, what: &str, errors: usize) -> Reported {
     ))
 }
 
-/// Reads, parses and checks `path`. Warnings are printed to stderr; errors are printed and
-/// returned as [`Reported`].
+/// Reads, parses and checks `path`, then asks the lowering whether it can run every built-in
+/// call (a call it cannot run is an error here, at its line, never first when sampling).
+/// Warnings are printed to stderr; errors are printed and returned as [`Reported`].
 pub fn check_program(
     path: &Path,
     include_paths: &[PathBuf],
 ) -> Result<CheckedSource, Box<dyn std::error::Error>> {
-    let result = hazel_check::check_file(path, include_paths)
+    let mut result = hazel_check::check_file(path, include_paths)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if let Some(checked) = &result.checked {
+        for (span, message) in unsupported_calls(checked) {
+            result.diagnostics.push(
+                Diagnostic::error(span, format!("hazel cannot run this yet: {message}"))
+                    .with_hint("Stan accepts this program; hazel's library does not cover it yet"),
+            );
+        }
+    }
     print_diagnostics(&result.diagnostics, &result.sources);
     let errors = result.diagnostics.iter().filter(|d| d.is_error()).count();
     match result.checked {
         Some(checked) if errors == 0 => Ok(CheckedSource {
-            program: checked.program,
+            checked,
             sources: result.sources,
         }),
         _ => Err(aborting(path, "check", errors.max(1)).into()),
@@ -93,16 +108,13 @@ pub fn check_program(
 pub fn parse_program(
     path: &Path,
     include_paths: &[PathBuf],
-) -> Result<CheckedSource, Box<dyn std::error::Error>> {
+) -> Result<ParsedSource, Box<dyn std::error::Error>> {
     let parsed = hazel_syntax::parse_file(path, include_paths)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     print_diagnostics(&parsed.diagnostics, &parsed.sources);
     let errors = parsed.diagnostics.iter().filter(|d| d.is_error()).count();
     match parsed.program {
-        Some(program) if errors == 0 => Ok(CheckedSource {
-            program,
-            sources: parsed.sources,
-        }),
+        Some(program) if errors == 0 => Ok(ParsedSource { program }),
         _ => Err(aborting(path, "parse", errors.max(1)).into()),
     }
 }
@@ -125,7 +137,7 @@ pub fn compile_model(
     data_path: Option<&Path>,
     options: &CompileOptions,
 ) -> Result<CompiledModel, Box<dyn std::error::Error>> {
-    compile(&source.program, data, options).map_err(|error| {
+    compile(&source.checked, data, options).map_err(|error| {
         print_compile_error(&error, &source.sources, data_path);
         Reported("could not build the model".to_string()).into()
     })

@@ -174,9 +174,9 @@ fn assert_within_mcse(what: &str, estimate: f64, reference: f64, mcse: f64, z: f
 fn compile_example(example: &str, data: &Path, threads_per_chain: usize) -> CompiledModel {
     let model_path = example_file(example, "model.stan");
     let source = std::fs::read_to_string(&model_path).expect("read model.stan");
-    let parsed = hazel_syntax::parse_str(&model_path.display().to_string(), &source);
+    let parsed = hazel_check::check_source(&model_path.display().to_string(), &source);
     let program = parsed
-        .program
+        .checked
         .unwrap_or_else(|| panic!("{example}/model.stan does not parse"));
     let data_text = std::fs::read_to_string(data).expect("read data");
     let data = hazel_data::DataFile::parse(&data_text).expect("data parse");

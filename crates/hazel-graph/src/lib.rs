@@ -57,5 +57,6 @@ mod special;
 pub mod tape;
 
 pub use builder::GraphBuilder;
+pub use lower::support::{unsupported_calls, unsupported_signatures};
 pub use model::{compile, CompileError, CompileOptions, CompiledModel, Workspace};
 pub use tape::{Arg, Buffers, Graph, Op};

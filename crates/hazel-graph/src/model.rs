@@ -4,9 +4,10 @@
 
 use crate::builder::GraphBuilder;
 use crate::lower::params::declarations;
-use crate::lower::trace::{func_table, TraceErr, Tracer};
+use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
 use crate::tape::{Arg, Buffers, CheckKind, Graph};
+use hazel_check::CheckedProgram;
 use hazel_data::{BaseType, Bound, Constraint, DataDecl, DataFile, DataType, Values};
 use hazel_density::{EvalError, LogDensity, Model, StreamRng};
 use hazel_rng::Purpose;
@@ -89,7 +90,7 @@ type Env = Vec<(Arc<str>, Val)>;
 
 /// A program lowered with its data.
 pub struct CompiledModel {
-    program: Program,
+    checked: CheckedProgram,
     env: Env,
     dim: usize,
     names: Vec<String>,
@@ -330,15 +331,15 @@ fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> 
 /// builder and the target scalar. On error the builder is handed back too, so the dynamic
 /// path keeps its buffers' capacity.
 fn trace_density(
-    program: &Program,
+    checked: &CheckedProgram,
     env: &Env,
     b: GraphBuilder,
     dynamic: bool,
     jacobian: bool,
     propto: bool,
 ) -> Result<(GraphBuilder, Arg), Box<(GraphBuilder, TraceErr)>> {
-    let funcs = func_table(program);
-    let mut tr = Tracer::new(b, &funcs, env.clone());
+    let program = &checked.program;
+    let mut tr = Tracer::new(b, checked, env.clone());
     tr.dynamic = dynamic;
     tr.jacobian = jacobian;
     tr.propto = propto;
@@ -385,10 +386,11 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// Lowers `program` with `data`. Never panics: an internal error while lowering is returned
-/// as a [`CompileError`].
+/// Lowers a checked program with `data`. Calls run what the checker resolved them to (see
+/// `lower::builtins::Tracer::call_target`). Never panics: an internal error while lowering is
+/// returned as a [`CompileError`].
 pub fn compile(
-    program: &Program,
+    program: &CheckedProgram,
     data: &DataFile,
     options: &CompileOptions,
 ) -> Result<CompiledModel, CompileError> {
@@ -408,12 +410,12 @@ pub fn compile(
 }
 
 fn compile_inner(
-    program: &Program,
+    checked: &CheckedProgram,
     data: &DataFile,
     options: &CompileOptions,
 ) -> Result<CompiledModel, CompileError> {
-    let funcs = func_table(program);
-    let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, Vec::new());
+    let program = &checked.program;
+    let mut tr = Tracer::new(GraphBuilder::new(&[]), checked, Vec::new());
     tr.rng = Some(StreamRng::new(options.seed, 0, Purpose::TransformedData));
     // data block
     for d in declarations(&program.data) {
@@ -447,7 +449,7 @@ fn compile_inner(
     let env = tr.take_env();
 
     // dimension and output columns
-    let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, env.clone());
+    let mut tr = Tracer::new(GraphBuilder::new(&[]), checked, env.clone());
     let dim = tr
         .read_params(&program.parameters, None)
         .map_err(|e| trace_to_compile(e, "parameters"))?;
@@ -469,7 +471,7 @@ fn compile_inner(
     }
 
     let mut model = CompiledModel {
-        program: program.clone(),
+        checked: checked.clone(),
         env,
         dim,
         names,
@@ -481,7 +483,7 @@ fn compile_inner(
     };
     let zeros = vec![0.0; dim];
     match trace_density(
-        &model.program,
+        &model.checked,
         &model.env,
         GraphBuilder::new(&zeros),
         false,
@@ -591,7 +593,7 @@ impl CompiledModel {
         let mut b = std::mem::take(&mut ws.dyn_builder);
         b.reset(q);
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            trace_density(&self.program, &self.env, b, true, jacobian, propto)
+            trace_density(&self.checked, &self.env, b, true, jacobian, propto)
         }))
         .unwrap_or_else(|p| {
             Err(Box::new((
@@ -637,13 +639,12 @@ impl CompiledModel {
         inits: &DataFile,
         mut fill: impl FnMut() -> f64,
     ) -> Result<Vec<f64>, CompileError> {
-        let funcs = func_table(&self.program);
-        let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, self.env.clone());
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
         tr.dynamic = true;
         tr.jacobian = false;
         let mut q = Vec::with_capacity(self.dim);
         let ctx = |e: TraceErr| trace_to_compile(e, "initial values");
-        for d in declarations(&self.program.parameters) {
+        for d in declarations(&self.checked.program.parameters) {
             let start = q.len();
             if inits.get(&d.name).is_some() {
                 let dt = data_type(&mut tr, &d.ty).map_err(ctx)?;
@@ -717,13 +718,12 @@ impl CompiledModel {
     }
 
     fn trace_output_inner(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
-        let funcs = func_table(&self.program);
-        let mut tr = Tracer::new(GraphBuilder::new(&[]), &funcs, self.env.clone());
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
         tr.dynamic = true;
         tr.jacobian = false;
         let placeholder = StreamRng::new(0, 0, Purpose::Init);
         tr.rng = Some(std::mem::replace(rng, placeholder));
-        let program = &self.program;
+        let program = &self.checked.program;
         let run = |tr: &mut Tracer| -> Result<(), TraceErr> {
             let qe = Elems::C(Arc::new(q.to_vec()));
             tr.read_params(&program.parameters, Some(&qe))?;

@@ -33,8 +33,8 @@ fn nested(dims: &[usize], flat: &[f64], offset: usize, stride: usize) -> String 
 
 #[test]
 fn written_values_unconstrain_to_the_same_point() {
-    let parsed = hazel_syntax::parse_str("m.stan", PROGRAM);
-    let program = parsed.program.expect("parses");
+    let parsed = hazel_check::check_source("m.stan", PROGRAM);
+    let program = parsed.checked.expect("parses");
     let data = hazel_data::DataFile::parse(r#"{"K": 4}"#).expect("data");
     let model = compile(&program, &data, &CompileOptions::default()).expect("compiles");
     let dim = model.dim();

@@ -96,8 +96,8 @@ fn data_json(n: usize) -> String {
 
 /// Allocations during `evals` gradient evaluations after one warm-up evaluation.
 fn allocations_per_run(threads_per_chain: usize, evals: usize) -> usize {
-    let parsed = hazel_syntax::parse_str("model.stan", PROGRAM);
-    let program = parsed.program.expect("program parses");
+    let parsed = hazel_check::check_source("model.stan", PROGRAM);
+    let program = parsed.checked.expect("program parses");
     let data = hazel_data::DataFile::parse(&data_json(20_000)).expect("data parses");
     let model = compile(
         &program,

@@ -15,9 +15,9 @@ functions {
 
 fn build(body: &str, data: &str) -> Result<CompiledModel, String> {
     let src = format!("{DECAY_FN}{body}");
-    let parsed = hazel_syntax::parse_str("model.stan", &src);
+    let parsed = hazel_check::check_source("model.stan", &src);
     let program = parsed
-        .program
+        .checked
         .as_ref()
         .ok_or_else(|| parsed.render_diagnostics())?;
     let data = hazel_data::DataFile::parse(data).map_err(|e| e.to_string())?;

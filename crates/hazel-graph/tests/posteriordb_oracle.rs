@@ -71,9 +71,9 @@ fn check_posterior(
 ) -> Result<String, String> {
     let src = std::fs::read_to_string(program_path)
         .map_err(|e| format!("{}: {e}", program_path.display()))?;
-    let parsed = hazel_syntax::parse_str("model.stan", &src);
+    let parsed = hazel_check::check_source("model.stan", &src);
     let program = parsed
-        .program
+        .checked
         .as_ref()
         .ok_or_else(|| format!("parse error: {}", parsed.render_diagnostics()))?;
     let data_text = std::fs::read_to_string(data_path).map_err(|e| format!("data: {e}"))?;

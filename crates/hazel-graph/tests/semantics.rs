@@ -6,9 +6,9 @@ use hazel_density::{EvalErrorKind, LogDensity, Model, StreamRng};
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 
 fn build(src: &str, data: &str) -> CompiledModel {
-    let parsed = hazel_syntax::parse_str("m.stan", src);
+    let parsed = hazel_check::check_source("m.stan", src);
     let program = parsed
-        .program
+        .checked
         .clone()
         .unwrap_or_else(|| panic!("parse: {}", parsed.render_diagnostics()));
     let data = hazel_data::DataFile::parse(data).expect("data");
@@ -172,15 +172,54 @@ fn generated_quantities_draw_from_the_given_stream_and_name_columns_like_cmdstan
 }
 
 #[test]
+fn user_function_calls_run_the_overload_the_checker_resolved() {
+    // `f(n, 1.0)` with an int `n` must run `f(int, real)`, not the first `f` with two
+    // arguments; Stan gives -19900.125 at x = 0.5 (stanli 0.24).
+    let m = build(
+        "functions { real f(real a, real b) { return a + b; }
+                     real f(int a, real b) { return 100 * a * b; } }
+         data { int n; } parameters { real x; }
+         model { x ~ normal(f(n, 1.0), 1); }",
+        r#"{"n": 2}"#,
+    );
+    let (lp, g) = eval(&m, &[0.5]).expect("finite");
+    assert_eq!(lp, -19900.125);
+    assert_eq!(g, vec![199.5]);
+    // The real overload for a real argument, and ints promoted to reals inside it: integer
+    // division must not happen in `g(3, 2)` when `g` takes reals.
+    let m = build(
+        "functions { real g(real a, real b) { return a / b; }
+                     real g(int a, int b, int c) { return a + b + c; } }
+         parameters { real x; }
+         model { x ~ normal(g(3, 2), 1); }",
+        "{}",
+    );
+    let (lp, _) = eval(&m, &[0.5]).expect("finite");
+    assert_eq!(lp, -0.5);
+}
+
+#[test]
+fn ternary_with_an_int_branch_is_real_when_the_other_is() {
+    // `(c ? 3 : 2.5)` has type real, so dividing it by 2 is real division: 1.5, not 1.
+    let m = build(
+        "data { int c; } parameters { real x; } model { x ~ normal((c ? 3 : 2.5) / 2, 1); }",
+        r#"{"c": 1}"#,
+    );
+    let (lp, _) = eval(&m, &[1.5]).expect("finite");
+    assert_eq!(lp, 0.0);
+}
+
+#[test]
 fn compile_errors_point_at_the_model_or_the_data() {
-    let src =
-        "data { int N; vector[N] y; }\nparameters { real mu; }\nmodel { y ~ frobnicate(mu); }";
-    let parsed = hazel_syntax::parse_str("m.stan", src);
-    let program = parsed.program.expect("parses");
+    // Complex numbers check (Stan has them) but are not lowered yet.
+    let src = "data { int N; vector[N] y; }\nparameters { real mu; }\n\
+               model { complex z = to_complex(mu, 1); y ~ normal(get_real(z), 1); }";
+    let parsed = hazel_check::check_source("m.stan", src);
+    let program = parsed.checked.expect("checks");
     let data = hazel_data::DataFile::parse(r#"{"N": 2, "y": [1, 2]}"#).expect("data");
     let err = compile(&program, &data, &CompileOptions::default())
         .err()
-        .expect("unknown distribution");
+        .expect("complex numbers are not lowered");
     assert!(
         err.render(&parsed.sources).starts_with("m.stan:3:"),
         "{}",

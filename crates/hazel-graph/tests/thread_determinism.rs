@@ -65,8 +65,8 @@ fn data_json(n: usize, k: usize) -> String {
 fn log_density_and_gradient_are_bit_identical_for_any_thread_count() {
     let n = 20_000;
     let k = 4;
-    let parsed = hazel_syntax::parse_str("model.stan", PROGRAM);
-    let program = parsed.program.expect("program parses");
+    let parsed = hazel_check::check_source("model.stan", PROGRAM);
+    let program = parsed.checked.expect("program parses");
     let data = hazel_data::DataFile::parse(&data_json(n, k)).expect("data parse");
     let mut results = Vec::new();
     for threads in [1, 2, 4] {

@@ -6,9 +6,9 @@ use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 
 fn build(src: &str, data: &str) -> CompiledModel {
-    let parsed = hazel_syntax::parse_str("m.stan", src);
+    let parsed = hazel_check::check_source("m.stan", src);
     let program = parsed
-        .program
+        .checked
         .clone()
         .unwrap_or_else(|| panic!("parse: {}", parsed.render_diagnostics()));
     let data = hazel_data::DataFile::parse(data).expect("data");

@@ -494,6 +494,29 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Every binary operator.
+    pub const ALL: [BinOp; 19] = [
+        BinOp::Or,
+        BinOp::And,
+        BinOp::Eq,
+        BinOp::Neq,
+        BinOp::Lt,
+        BinOp::Leq,
+        BinOp::Gt,
+        BinOp::Geq,
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Mod,
+        BinOp::IntDiv,
+        BinOp::EltMul,
+        BinOp::EltDiv,
+        BinOp::LeftDiv,
+        BinOp::Pow,
+        BinOp::EltPow,
+    ];
+
     /// The operator as written.
     pub fn symbol(self) -> &'static str {
         match self {

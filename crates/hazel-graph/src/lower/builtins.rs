@@ -5,10 +5,13 @@
 use super::trace::{cerr, eerr, Flow, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::{BinaryFn, UnaryFn};
+use hazel_check::{CallTarget, Type};
 use hazel_syntax::Span;
 use std::sync::Arc;
 
-fn unary_by_name(name: &str) -> Option<UnaryFn> {
+/// The elementwise op of a unary built-in (the graph's own kernels; other unary functions
+/// run through `hazel_math::special`'s table).
+pub(crate) fn unary_by_name(name: &str) -> Option<UnaryFn> {
     use UnaryFn::*;
     Some(match name {
         "exp" => Exp,
@@ -158,14 +161,9 @@ impl<'p> Tracer<'p> {
     }
 
     /// A function call used as an expression.
+    /// A built-in function by the name of the signature the checker resolved (user-defined
+    /// functions never come here: [`Tracer::call_target`] dispatches them by overload).
     pub fn call(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<Val> {
-        // user-defined functions first (they may shadow nothing built in, per Stan's rules)
-        if self.funcs.contains_key(name) {
-            return match self.call_user(name, args, span)? {
-                Some(v) => Ok(v),
-                None => cerr(format!("{name} does not return a value"), span),
-            };
-        }
         for (suffix, propto) in [
             ("_lpdf", false),
             ("_lpmf", false),
@@ -174,15 +172,6 @@ impl<'p> Tracer<'p> {
         ] {
             if let Some(base) = name.strip_suffix(suffix) {
                 let propto = propto && self.in_lupdf;
-                if self.funcs.contains_key(&format!("{base}_lpdf"))
-                    || self.funcs.contains_key(&format!("{base}_lpmf"))
-                {
-                    let saved = self.in_lupdf;
-                    self.in_lupdf = propto;
-                    let r = self.density(base, args, propto, span);
-                    self.in_lupdf = saved;
-                    return Ok(Val::Real(r?));
-                }
                 return Ok(Val::Real(self.density(base, args, propto, span)?));
             }
         }
@@ -926,57 +915,74 @@ impl<'p> Tracer<'p> {
         }
     }
 
-    /// A function call used as a statement.
-    pub fn call_void(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<()> {
-        if self.funcs.contains_key(name) {
-            self.call_user(name, args, span)?;
-            return Ok(());
+    /// Calls what the checker resolved call `id` (a call expression, call statement or `~`
+    /// statement) to: the exact user-function overload, or the built-in `name` otherwise
+    /// (`name` is the callee as written; for a built-in it is the resolved signature's name).
+    /// `Ok(None)`: a user function returning `void`.
+    pub fn call_target(
+        &mut self,
+        id: hazel_syntax::ast::NodeId,
+        name: &str,
+        args: Vec<Val>,
+        span: Span,
+    ) -> R<Option<Val>> {
+        match self.prog.call_target(id) {
+            Some(CallTarget::User { function }) => {
+                let function = *function;
+                // A user density called as `_lpdf` keeps its constants inside; as `_lupdf`
+                // (or through `~`) it drops them when the caller does.
+                let saved = self.in_lupdf;
+                if name.ends_with("_lpdf") || name.ends_with("_lpmf") {
+                    self.in_lupdf = false;
+                }
+                let r = self.call_user(function, args, span);
+                self.in_lupdf = saved;
+                r
+            }
+            Some(CallTarget::Builtin { name, .. }) => {
+                let name = name.clone();
+                self.call(&name, args, span).map(Some)
+            }
+            None => cerr(format!("'{name}' was not resolved by the checker"), span),
         }
-        cerr(format!("'{name}' cannot be called as a statement"), span)
     }
 
-    /// Calls a user-defined function by tracing its body with the arguments bound.
-    pub fn call_user(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<Option<Val>> {
-        let defs = match self.funcs.get(name) {
-            Some(d) => d.clone(),
-            None => return cerr(format!("unknown function '{name}'"), span),
-        };
-        let def = match defs.iter().find(|d| d.args.len() == args.len()) {
-            Some(d) => *d,
-            None => {
-                return cerr(
-                    format!("no overload of '{name}' takes {} arguments", args.len()),
-                    span,
-                )
-            }
+    /// Calls user function `function` (an index into the checked program's functions: the
+    /// overload the checker resolved) by tracing its body with the arguments bound, each
+    /// promoted to the declared argument type (int → real, also inside arrays).
+    pub fn call_user(&mut self, function: usize, args: Vec<Val>, span: Span) -> R<Option<Val>> {
+        let prog = self.prog;
+        let uf = &prog.functions[function];
+        let def = prog
+            .program
+            .functions
+            .as_ref()
+            .and_then(|fb| fb.functions.get(uf.def_index));
+        let Some(def) = def else {
+            return cerr(format!("function '{}' has no definition", uf.name), span);
         };
         let Some(body) = &def.body else {
-            return cerr(format!("function '{name}' has no body"), span);
+            return cerr(format!("function '{}' has no body", uf.name), span);
         };
+        if def.args.len() != args.len() {
+            return cerr(
+                format!(
+                    "'{}' takes {} arguments, found {}",
+                    uf.name,
+                    def.args.len(),
+                    args.len()
+                ),
+                span,
+            );
+        }
         let saved = self.enter_frame();
-        for (formal, v) in def.args.iter().zip(args) {
-            // An int passed for a real argument becomes a real.
-            let v = match (&formal.ty.elem, formal.ty.array_dims, v) {
-                (hazel_syntax::ast::UnsizedElem::Real, 0, Val::Int(i)) => Val::real(i as f64),
-                (_, _, v) => v,
-            };
-            self.bind(&formal.name.name, v);
+        for ((formal, (_, ty)), v) in def.args.iter().zip(&uf.args).zip(args) {
+            self.bind(&formal.name.name, promote(ty, v));
         }
         let flow = self.stmt(body);
         self.leave_frame(saved);
         match flow? {
-            Flow::Return(v) => {
-                let v = match (&def.return_type, v) {
-                    (hazel_syntax::ast::ReturnType::Type(t), Some(Val::Int(i)))
-                        if matches!(t.elem, hazel_syntax::ast::UnsizedElem::Real)
-                            && t.array_dims == 0 =>
-                    {
-                        Some(Val::real(i as f64))
-                    }
-                    (_, v) => v,
-                };
-                Ok(v)
-            }
+            Flow::Return(v) => Ok(v.map(|v| promote(&uf.ret, v))),
             _ => Ok(None),
         }
     }
@@ -1478,5 +1484,43 @@ impl From<TraceErr> for String {
             TraceErr::Eval(e, _) => e.message,
             TraceErr::Dynamic(_) => "control flow depends on parameters".into(),
         }
+    }
+}
+
+/// `v` as a value of Stan type `ty`: ints become reals where `ty` has a real base (Stan's
+/// promotion of arguments, returns and ternary branches); anything else is returned as is.
+pub fn promote(ty: &Type, v: Val) -> Val {
+    match (ty, v) {
+        (Type::Real, Val::Int(i)) => Val::real(i as f64),
+        (Type::Array(dims, elem), Val::Array(xs)) if needs_promotion(elem) && holds_int(&xs) => {
+            let inner = Type::array(dims - 1, (**elem).clone());
+            Val::array(xs.iter().map(|x| promote(&inner, x.clone())).collect())
+        }
+        (Type::Tuple(tys), Val::Tuple(xs)) if tys.len() == xs.len() => Val::Tuple(Arc::new(
+            tys.iter()
+                .zip(xs.iter())
+                .map(|(t, x)| promote(t, x.clone()))
+                .collect(),
+        )),
+        (_, v) => v,
+    }
+}
+
+/// Whether an array's leaves are ints (arrays are homogeneous: the first leaf decides).
+fn holds_int(xs: &[Val]) -> bool {
+    match xs.first() {
+        Some(Val::Int(_)) => true,
+        Some(Val::Array(inner)) => holds_int(inner),
+        Some(Val::Tuple(_)) => true,
+        _ => false,
+    }
+}
+
+fn needs_promotion(ty: &Type) -> bool {
+    match ty {
+        Type::Real => true,
+        Type::Array(_, e) => needs_promotion(e),
+        Type::Tuple(ts) => ts.iter().any(needs_promotion),
+        _ => false,
     }
 }

@@ -1,9 +1,11 @@
 //! Expressions and statements of the tracing interpreter.
 
+use super::builtins::promote;
 use super::trace::{cerr, coerce_like, eerr, Flow, Ix, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::dists::DistKind;
 use crate::kernels::{BinaryFn, UnaryFn};
+use hazel_check::CallTarget;
 use hazel_density::EvalError;
 use hazel_syntax::ast::*;
 use hazel_syntax::Span;
@@ -58,24 +60,23 @@ impl<'p> Tracer<'p> {
                 else_expr,
             } => {
                 let c = self.expr(cond)?;
-                if self.real_value(&c, cond.span)? != 0.0 {
-                    let v = self.expr(then_expr)?;
-                    // Stan promotes an int branch when the other is real.
-                    Ok(v)
+                let v = if self.real_value(&c, cond.span)? != 0.0 {
+                    self.expr(then_expr)?
                 } else {
-                    self.expr(else_expr)
-                }
+                    self.expr(else_expr)?
+                };
+                // Stan promotes an int branch when the other is real.
+                Ok(promote(self.prog.expr_type(e.id), v))
             }
             ExprKind::Call { name, args } if super::ode::is_ode_solver(&name.name) => {
                 self.ode_call(&name.name, args, span)
             }
-            ExprKind::Call { name, args } => {
+            ExprKind::Call { name, args } | ExprKind::CondDistCall { name, args } => {
                 let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
-                self.call(&name.name, vals, span)
-            }
-            ExprKind::CondDistCall { name, args } => {
-                let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
-                self.call(&name.name, vals, span)
+                match self.call_target(e.id, &name.name, vals, span)? {
+                    Some(v) => Ok(v),
+                    None => cerr(format!("{} does not return a value", name.name), span),
+                }
             }
             ExprKind::Target => {
                 self.flush_tilde();
@@ -408,15 +409,23 @@ impl<'p> Tracer<'p> {
                     vals.push(self.expr(a)?);
                 }
                 let propto = self.propto;
-                let builtin = !self.funcs.contains_key(&format!("{}_lpdf", dist.name))
-                    && !self.funcs.contains_key(&format!("{}_lpmf", dist.name));
-                // The density term of a truncated `~` is the untruncated one, batched alike.
-                let queued = builtin
-                    && DistKind::lookup(&dist.name)
-                        .is_some_and(|kind| self.queue_tilde(kind, &vals, propto));
-                if !queued {
-                    let lp = self.density(&dist.name, vals.clone(), propto, span)?;
+                if let Some(CallTarget::User { function }) = self.prog.call_target(s.id) {
+                    // `y ~ foo(...)` runs the user's `foo_lupdf`/`foo_lupmf`.
+                    let lp = match self.call_user(*function, vals.clone(), span)? {
+                        Some(Val::Real(s)) => s,
+                        Some(Val::Int(i)) => Sc::C(i as f64),
+                        _ => return cerr(format!("{} must return a real", dist.name), span),
+                    };
                     self.add_target_sc(lp);
+                } else {
+                    // The density term of a truncated `~` is the untruncated one, batched
+                    // alike.
+                    let queued = DistKind::lookup(&dist.name)
+                        .is_some_and(|kind| self.queue_tilde(kind, &vals, propto));
+                    if !queued {
+                        let lp = self.density(&dist.name, vals.clone(), propto, span)?;
+                        self.add_target_sc(lp);
+                    }
                 }
                 if let Some(t) = truncation {
                     self.truncate(&dist.name, &vals, t, span)?;
@@ -546,7 +555,7 @@ impl<'p> Tracer<'p> {
             StmtKind::Block(stmts) | StmtKind::Profile { body: stmts, .. } => self.stmts(stmts),
             StmtKind::Call { name, args } => {
                 let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
-                self.call_void(&name.name, vals, span)?;
+                self.call_target(s.id, &name.name, vals, span)?;
                 Ok(Flow::Normal)
             }
             StmtKind::Empty => Ok(Flow::Normal),
@@ -711,22 +720,10 @@ impl<'p> Tracer<'p> {
         })
     }
 
-    /// A univariate density by name (with or without suffix), summed over vectorised
-    /// arguments. User-defined `_lpdf`/`_lpmf` functions are called through here too.
+    /// A built-in density by its family name, summed over vectorised arguments.
     pub fn density(&mut self, name: &str, args: Vec<Val>, propto: bool, span: Span) -> R<Sc> {
         if let Some(kind) = DistKind::lookup(name) {
             return self.dist_sum(kind, &args, propto, span);
-        }
-        for suffix in ["_lpdf", "_lpmf"] {
-            let full = format!("{name}{suffix}");
-            if self.funcs.contains_key(&full) {
-                let v = self.call_user(&full, args, span)?;
-                return match v {
-                    Some(Val::Real(s)) => Ok(s),
-                    Some(Val::Int(i)) => Ok(Sc::C(i as f64)),
-                    _ => cerr(format!("{full} must return a real"), span),
-                };
-            }
         }
         if let Some(s) = self.multivariate_density(name, &args, propto, span)? {
             return Ok(s);

@@ -4,6 +4,7 @@ pub mod builtins;
 pub mod exec;
 pub mod ode;
 pub mod params;
+pub mod support;
 pub mod trace;
 pub mod value;
 pub mod vectorize;

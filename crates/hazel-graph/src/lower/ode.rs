@@ -28,9 +28,8 @@ use crate::builder::GraphBuilder;
 use crate::kernels::BinaryFn;
 use crate::tape::{Arg, Buffers, Graph};
 use hazel_math::ode::{solve_sensitivities, OdeRhs, OdeTolerances};
-use hazel_syntax::ast::{Expr, ExprKind, FunDef};
+use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Whether `name` is one of Stan's variadic ODE solvers.
@@ -75,8 +74,9 @@ fn rebuild(v: &Val, it: &mut impl Iterator<Item = Sc>) -> Val {
 /// evaluation; otherwise each evaluation re-traces the body with `t` a constant and values
 /// computed eagerly (as the dynamic model path does).
 struct TracedRhs<'a, 'p> {
-    funcs: &'p HashMap<String, Vec<&'p FunDef>>,
-    name: &'a str,
+    prog: &'p hazel_check::CheckedProgram,
+    /// The right-hand side: an index into the checked program's user functions.
+    function: usize,
     span: Span,
     n: usize,
     /// The variadic arguments as passed, and per flattened scalar: `Some(k)` for the `k`-th
@@ -103,7 +103,7 @@ impl TracedRhs<'_, '_> {
     /// Traces `f(t, y, args...)` over the parameter slot `q = [t, y, p]`; `static_trace`: `t`
     /// is slot 0 and control flow may not read values, else `t` is a constant.
     fn trace(&self, t: f64, static_trace: bool) -> Result<(GraphBuilder, Vec<Sc>), TraceErr> {
-        let mut sub = Tracer::new(GraphBuilder::new(&self.q), self.funcs, Vec::new());
+        let mut sub = Tracer::new(GraphBuilder::new(&self.q), self.prog, Vec::new());
         sub.dynamic = !static_trace;
         let n = self.n;
         let t_val = if static_trace {
@@ -123,7 +123,7 @@ impl TracedRhs<'_, '_> {
         for a in self.args {
             call_args.push(rebuild(a, &mut scalars));
         }
-        let out = sub.call_user(self.name, call_args, self.span)?;
+        let out = sub.call_user(self.function, call_args, self.span)?;
         sub.flush_tilde();
         let out = match out {
             Some(Val::Vector(e)) if e.len() == n => e.to_scalars(),
@@ -134,7 +134,7 @@ impl TracedRhs<'_, '_> {
                 return eerr(
                     format!(
                         "the ODE right-hand side {} returned {what}; expected a vector of {n}",
-                        self.name
+                        self.prog.functions[self.function].name
                     ),
                     self.span,
                 );
@@ -255,8 +255,8 @@ impl<'p> Tracer<'p> {
                 span,
             );
         }
-        let fname = match &args[0].kind {
-            ExprKind::Var(id) if self.funcs.contains_key(&id.name) => id.name.clone(),
+        let function = match self.prog.call_target(args[0].id) {
+            Some(hazel_check::CallTarget::User { function }) => *function,
             _ => {
                 return cerr(
                     format!("the first argument of {name} must name a user-defined function"),
@@ -369,8 +369,8 @@ impl<'p> Tracer<'p> {
             .map(|s| self.value_of(*s, span))
             .collect::<R<Vec<_>>>()?;
         let mut rhs = TracedRhs {
-            funcs: self.funcs,
-            name: &fname,
+            prog: self.prog,
+            function,
             span,
             n,
             args: extra,

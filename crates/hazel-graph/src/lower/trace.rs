@@ -10,8 +10,8 @@ use crate::builder::GraphBuilder;
 use crate::dists::DistKind;
 use crate::kernels::{BinaryFn, UnaryFn};
 use crate::tape::Arg;
+use hazel_check::CheckedProgram;
 use hazel_density::{EvalError, StreamRng};
-use hazel_syntax::ast::*;
 use hazel_syntax::Span;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -93,7 +93,9 @@ pub struct Tracer<'p> {
     env: Vec<(Arc<str>, Val)>,
     /// Variables below this index are invisible (inside a user function).
     frame_base: usize,
-    pub funcs: &'p HashMap<String, Vec<&'p FunDef>>,
+    /// The checked program: calls dispatch on the checker's resolved target (the built-in
+    /// signature or the exact user-function overload), never on a name looked up again.
+    pub prog: &'p CheckedProgram,
     /// Scalar terms of `target`.
     pub target: Vec<Arg>,
     /// Sum of constant target terms.
@@ -143,30 +145,14 @@ struct PendingDist {
     cols: Vec<Vec<Sc>>,
 }
 
-pub fn func_table(program: &Program) -> HashMap<String, Vec<&FunDef>> {
-    let mut m: HashMap<String, Vec<&FunDef>> = HashMap::new();
-    if let Some(fb) = &program.functions {
-        for f in &fb.functions {
-            if f.body.is_some() {
-                m.entry(f.name.name.clone()).or_default().push(f);
-            }
-        }
-    }
-    m
-}
-
 impl<'p> Tracer<'p> {
-    pub fn new(
-        b: GraphBuilder,
-        funcs: &'p HashMap<String, Vec<&'p FunDef>>,
-        env: Vec<(Arc<str>, Val)>,
-    ) -> Self {
+    pub fn new(b: GraphBuilder, prog: &'p CheckedProgram, env: Vec<(Arc<str>, Val)>) -> Self {
         Tracer {
             b,
             dynamic: false,
             env,
             frame_base: 0,
-            funcs,
+            prog,
             target: Vec::new(),
             target_const: 0.0,
             propto: true,

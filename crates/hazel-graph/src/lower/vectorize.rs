@@ -15,6 +15,7 @@
 //! blocks that draw random numbers are never vectorised (invariant subexpressions would be
 //! evaluated a different number of times).
 
+use super::builtins::unary_by_name;
 use super::trace::{eerr, Ix, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::{BinaryFn, UnaryFn};
@@ -68,30 +69,6 @@ fn single_assignment<'a>(s: &'a Stmt, var: &str) -> Option<(&'a str, &'a Expr)> 
     }
 }
 
-fn unary_fn(name: &str) -> Option<UnaryFn> {
-    use UnaryFn::*;
-    Some(match name {
-        "exp" => Exp,
-        "log" => Log,
-        "sqrt" => Sqrt,
-        "square" => Square,
-        "inv" => Inv,
-        "log1p" => Log1p,
-        "expm1" => Expm1,
-        "log1p_exp" => Log1pExp,
-        "inv_logit" => InvLogit,
-        "logit" => Logit,
-        "log_inv_logit" => LogInvLogit,
-        "log1m_inv_logit" => Log1mInvLogit,
-        "log1m" => Log1m,
-        "fabs" => Abs,
-        "tanh" => Tanh,
-        "lgamma" => Lgamma,
-        "Phi" => Phi,
-        _ => return None,
-    })
-}
-
 impl<'p> Tracer<'p> {
     /// Tries to run `for (var in lo:hi) body` as vector ops; `Ok(false)` when the loop does
     /// not have the accepted form (nothing was changed then, except possibly dead ops).
@@ -117,7 +94,12 @@ impl<'p> Tracer<'p> {
             if assigns.iter().any(|(v, _)| mentions(e, v)) {
                 return Ok(false);
             }
-            let user_call = |x: &Expr| matches!(&x.kind, ExprKind::Call { name, .. } | ExprKind::CondDistCall { name, .. } if self.funcs.contains_key(&name.name));
+            let user_call = |x: &Expr| {
+                matches!(
+                    self.prog.call_target(x.id),
+                    Some(hazel_check::CallTarget::User { .. })
+                )
+            };
             if any_subexpr(e, user_call) {
                 return Ok(false);
             }
@@ -254,10 +236,14 @@ impl<'p> Tracer<'p> {
                 Some(B::Real(self.elems_binary(f, &x, &y)))
             }
             ExprKind::Call { name, args } if args.len() == 1 => {
-                let Some(f) = unary_fn(&name.name) else {
+                // `abs` keeps ints ints; every other elementwise function returns reals.
+                let Some(f) = unary_by_name(&name.name).filter(|_| name.name != "abs") else {
                     return Ok(None);
                 };
-                if self.funcs.contains_key(&name.name) {
+                if !matches!(
+                    self.prog.call_target(e.id),
+                    Some(hazel_check::CallTarget::Builtin { .. })
+                ) {
                     return Ok(None);
                 }
                 match self.bexpr(&args[0], var, idx)? {
