@@ -232,3 +232,60 @@ fn log_density_flags_change_exactly_the_documented_terms() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn check_and_sample_agree_on_calls_hazel_cannot_run_yet() {
+    // Stan accepts complex numbers; hazel's library does not lower them yet. `hazel check`
+    // says so at the call, with its line, and `hazel sample` stops there too, before any
+    // draw.
+    let dir = scratch_dir("check-unsupported");
+    let model = dir.join("m.stan");
+    std::fs::write(
+        &model,
+        "data { complex z; }\nparameters { real mu; }\nmodel {\n  mu ~ normal(get_real(z), 1);\n}\n",
+    )
+    .unwrap();
+    for command in ["check", "sample"] {
+        let output = hazel(&[command, model.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(1), "{command}");
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains("hazel cannot run this yet"), "{stderr}");
+        assert!(
+            stderr.contains("m.stan:4:15"),
+            "location of the call: {stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn print_writes_to_stdout_like_cmdstan() {
+    let dir = scratch_dir("print");
+    let model = dir.join("m.stan");
+    std::fs::write(
+        &model,
+        "transformed data { print(\"td: \", 0.5, \" \", [1, 2]', \" \", {3, 4}); }\n\
+         parameters { real mu; }\nmodel { mu ~ normal(0, 1); }\n\
+         generated quantities { print(\"gq\"); }\n",
+    )
+    .unwrap();
+    let output = hazel(&[
+        "sample",
+        model.to_str().unwrap(),
+        "--chains",
+        "1",
+        "--warmup",
+        "20",
+        "--draws",
+        "7",
+        "--quiet",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("td: 0.5 [1,2] [3,4]\n"), "{stdout}");
+    // Generated quantities run once per kept draw.
+    assert_eq!(stdout.matches("gq\n").count(), 7, "{stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}

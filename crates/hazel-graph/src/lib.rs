@@ -1,7 +1,7 @@
 //! Stan program + data → a static op graph that is its own reverse-mode tape; constraining
 //! transforms; implements `hazel_density::Model`.
 //!
-//! Entry point: [`compile`] (program, data, [`CompileOptions`]) → [`CompiledModel`].
+//! Entry point: [`compile`] (checked program, data, [`CompileOptions`]) → [`CompiledModel`].
 //!
 //! **Design: a tracing lowering.** [`lower`] walks the syntax tree with the concrete data.
 //! Data-only expressions are evaluated to constants on the spot (transformed data, sizes,
@@ -38,7 +38,9 @@
 //! - [`builder`]: building a graph op by op, with eager values (also used by hand in tests).
 //! - [`lower`]: the tracing interpreter — `trace` (the tracer, scopes, dynamic detection),
 //!   `exec` (expressions and statements), `value` (constants vs. graph nodes), `builtins`
-//!   (built-in functions by name), `params` (reading and constraining the parameters),
+//!   (calls: the checker's resolved target — a user overload, or a built-in by its resolved
+//!   signature's name), `support` (which built-in calls lower, for `hazel check`), `params`
+//!   (reading and constraining the parameters),
 //!   `vectorize` (independent loops as vector ops) and `ode` (Stan's variadic ODE solvers:
 //!   data-only calls solved at build time, parameter-dependent ones make the model dynamic and
 //!   lower to the solution plus its sensitivities from `hazel_math::ode`).

@@ -259,3 +259,33 @@ fn independent_assignment_loops_become_vector_ops_with_the_same_values() {
         assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
     }
 }
+
+#[test]
+fn print_formats_reals_like_cmdstan() {
+    use hazel_graph::lower::exec::format_stream_real as f;
+    assert_eq!(f(0.5), "0.5");
+    assert_eq!(f(1.0), "1");
+    assert_eq!(f(-2.25), "-2.25");
+    assert_eq!(f(1e-7), "1e-07");
+    assert_eq!(f(123456789.0), "1.23457e+08");
+    assert_eq!(f(999999.5), "1e+06");
+    assert_eq!(f(0.0001234567), "0.000123457");
+    assert_eq!(f(1.0 / 3.0), "0.333333");
+    assert_eq!(f(f64::INFINITY), "inf");
+    assert_eq!(f(f64::NAN), "nan");
+}
+
+#[test]
+fn print_in_the_model_block_re_traces_and_keeps_the_density() {
+    let with_print = build(
+        "parameters { real x; } model { print(\"x = \", x); x ~ normal(1, 2); }",
+        "{}",
+    );
+    let without = build("parameters { real x; } model { x ~ normal(1, 2); }", "{}");
+    assert!(with_print.is_dynamic());
+    assert!(!without.is_dynamic());
+    assert_eq!(
+        eval(&with_print, &[0.3]).expect("finite"),
+        eval(&without, &[0.3]).expect("finite")
+    );
+}

@@ -195,6 +195,12 @@ impl<'p> Tracer<'p> {
                 }));
             }
         }
+        // `log10()` and `log2()` are constants (ln 10, ln 2), not the unary functions.
+        match (name, args.len()) {
+            ("log10", 0) => return Ok(Val::real(std::f64::consts::LN_10)),
+            ("log2", 0) => return Ok(Val::real(std::f64::consts::LN_2)),
+            _ => {}
+        }
         let unary = unary_by_name(name).or_else(|| {
             hazel_math::special::unary(name).map(|t| UnaryFn::Table(crate::kernels::MathUnary(t)))
         });

@@ -542,7 +542,21 @@ impl<'p> Tracer<'p> {
                 };
                 Ok(Flow::Return(v))
             }
-            StmtKind::Print(_) => Ok(Flow::Normal),
+            StmtKind::Print(items) => {
+                // CmdStan prints at every evaluation, with the values of that evaluation: a
+                // static graph cannot, so a `print` reached while tracing the density makes
+                // the model re-traced (transformed data, generated quantities and the
+                // dynamic path trace with values and print here).
+                if !self.dynamic && self.rng.is_none() {
+                    return Err(TraceErr::Dynamic(span));
+                }
+                let mut line = self.message(items)?;
+                line.push('\n');
+                use std::io::Write;
+                // A closed stdout must not stop sampling; the draws matter more than the log.
+                let _ = std::io::stdout().lock().write_all(line.as_bytes());
+                Ok(Flow::Normal)
+            }
             StmtKind::Reject(items) | StmtKind::FatalError(items) => {
                 let msg = self.message(items)?;
                 let err = if matches!(s.kind, StmtKind::FatalError(_)) {
@@ -583,28 +597,30 @@ impl<'p> Tracer<'p> {
         Ok(msg)
     }
 
+    /// A value as CmdStan's `print` and `reject` write it: reals like C++ streams (six
+    /// significant digits), containers in brackets, matrices row by row.
     fn render(&self, v: &Val) -> String {
         let sc = |s: Sc| match s {
-            Sc::C(c) => format!("{c}"),
-            Sc::V(o) => format!(
-                "{}",
-                self.b.buf.vals.get(o as usize).copied().unwrap_or(f64::NAN)
-            ),
+            Sc::C(c) => format_stream_real(c),
+            Sc::V(o) => {
+                format_stream_real(self.b.buf.vals.get(o as usize).copied().unwrap_or(f64::NAN))
+            }
         };
+        let list = |items: Vec<String>| format!("[{}]", items.join(","));
         match v {
             Val::Int(i) => i.to_string(),
             Val::Real(s) => sc(*s),
-            Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => {
-                format!(
-                    "[{}]",
-                    (0..e.len())
-                        .map(|i| sc(e.get(i)))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                )
+            Val::Vector(e) | Val::RowVector(e) => {
+                list((0..e.len()).map(|i| sc(e.get(i))).collect())
             }
-            Val::Array(xs) | Val::Tuple(xs) => format!(
-                "[{}]",
+            Val::Matrix(rows, cols, e) => list(
+                (0..*rows)
+                    .map(|r| list((0..*cols).map(|c| sc(e.get(r + c * rows))).collect()))
+                    .collect(),
+            ),
+            Val::Array(xs) => list(xs.iter().map(|x| self.render(x)).collect()),
+            Val::Tuple(xs) => format!(
+                "({})",
                 xs.iter()
                     .map(|x| self.render(x))
                     .collect::<Vec<_>>()
@@ -876,5 +892,36 @@ pub fn nest(dims: &[usize], elem: &Val) -> Val {
 impl From<EvalError> for TraceErr {
     fn from(e: EvalError) -> Self {
         TraceErr::Eval(e, Span::DUMMY)
+    }
+}
+
+/// `x` as a default C++ output stream writes it (`%g` with six significant digits): `0.5`,
+/// `1e-07`, `1.23457e+08`, `inf`, `nan`.
+pub fn format_stream_real(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    // Round to six significant digits first: the exponent is that of the rounded value.
+    let sci = format!("{x:.5e}");
+    let (mantissa, exp) = sci.split_once('e').expect("exponent");
+    let exp: i32 = exp.parse().expect("exponent digits");
+    let trim = |s: &str| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-5..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    } else {
+        trim(&format!("{x:.*}", (5 - exp) as usize))
     }
 }
