@@ -767,20 +767,32 @@ impl<'p> Tracer<'p> {
             Some(e) => Some(self.expr(e)?),
             None => None,
         };
+        // Bounds are scalars or one per variate.
+        let lower_elems = lower.as_ref().map(|l| self.to_elems(l));
+        let upper_elems = upper.as_ref().map(|u| self.to_elems(u));
+        for b in lower_elems.iter().chain(upper_elems.iter()) {
+            if b.len() != 1 && b.len() != n {
+                return eerr(
+                    format!("truncation bound has {} elements, the variate {n}", b.len()),
+                    span,
+                );
+            }
+        }
+        let element = |e: &Elems, i: usize| if e.len() == 1 { e.get(0) } else { e.get(i) };
         // Out-of-bounds variates make the density zero.
         for i in 0..n {
             let yv = match y.get(i) {
                 Sc::C(c) => c,
                 Sc::V(_) => continue,
             };
-            if let Some(l) = &lower {
-                if yv < self.real_value(l, span)? {
+            if let Some(l) = &lower_elems {
+                if yv < self.value_of(element(l, i), span)? {
                     self.add_target_sc(Sc::C(f64::NEG_INFINITY));
                     return Ok(());
                 }
             }
-            if let Some(u) = &upper {
-                if yv > self.real_value(u, span)? {
+            if let Some(u) = &upper_elems {
+                if yv > self.value_of(element(u, i), span)? {
                     self.add_target_sc(Sc::C(f64::NEG_INFINITY));
                     return Ok(());
                 }
@@ -861,19 +873,62 @@ impl<'p> Tracer<'p> {
                 let Some(k) = lcdf else {
                     return cerr(format!("{name} has no lcdf for truncation"), span);
                 };
+                if n > 1 {
+                    // Stan's vectorised truncation is per variate: the sum over i of
+                    // log_diff_exp(lcdf(U_i | θ_i), lcdf(L_i | θ_i)).
+                    return self.truncate_both_vectorised(k, vals, l, u, discrete, span);
+                }
                 let au = at(self, u, 0.0)?;
                 let al = at(self, l, if discrete { -1.0 } else { 0.0 })?;
-                if n > 1 {
-                    return cerr(
-                        "vectorised truncation with both bounds is not supported",
-                        span,
-                    );
-                }
                 let cu = self.dist_sum(k, &au, false, span)?;
                 let cl = self.dist_sum(k, &al, false, span)?;
                 self.sc_binary(BinaryFn::LogDiffExp, cu, cl)
             }
         };
+        let neg = self.sc_unary(UnaryFn::Neg, norm);
+        self.add_target_sc(neg);
+        Ok(())
+    }
+
+    /// `y ~ D(θ) T[L, U]` with `n > 1` variates: subtracts Σᵢ log_diff_exp(lcdf(Uᵢ | θᵢ),
+    /// lcdf(Lᵢ | θᵢ)), each argument broadcast when it is a scalar. When every parameter and
+    /// bound is a scalar the n terms are equal: one is computed and scaled by n.
+    fn truncate_both_vectorised(
+        &mut self,
+        lcdf: DistKind,
+        vals: &[Val],
+        lower: &Val,
+        upper: &Val,
+        discrete: bool,
+        span: Span,
+    ) -> R<()> {
+        let n = self.to_elems(&vals[0]).len();
+        let shift = if discrete { -1.0 } else { 0.0 };
+        let lo = self.to_elems(lower);
+        let lo = self.elems_binary(BinaryFn::Add, &lo, &Elems::C(Arc::new(vec![shift])));
+        let hi = self.to_elems(upper);
+        let params: Vec<Elems> = vals[1..].iter().map(|v| self.to_elems(v)).collect();
+        let all_scalar = lo.len() == 1 && hi.len() == 1 && params.iter().all(|p| p.len() == 1);
+        let terms = if all_scalar { 1 } else { n };
+        let element = |e: &Elems, i: usize| if e.len() == 1 { e.get(0) } else { e.get(i) };
+        let mut sum = Vec::with_capacity(terms);
+        for i in 0..terms {
+            let args = |bound: Sc| -> Vec<Val> {
+                std::iter::once(Val::Real(bound))
+                    .chain(params.iter().map(|p| Val::Real(element(p, i))))
+                    .collect()
+            };
+            let cu = self.dist_sum(lcdf, &args(element(&hi, i)), false, span)?;
+            let cl = self.dist_sum(lcdf, &args(element(&lo, i)), false, span)?;
+            sum.push(self.sc_binary(BinaryFn::LogDiffExp, cu, cl));
+        }
+        let mut norm = Sc::C(0.0);
+        for t in sum {
+            norm = self.sc_binary(BinaryFn::Add, norm, t);
+        }
+        if terms == 1 {
+            norm = self.sc_binary(BinaryFn::Mul, norm, Sc::C(n as f64));
+        }
         let neg = self.sc_unary(UnaryFn::Neg, norm);
         self.add_target_sc(neg);
         Ok(())
