@@ -136,11 +136,16 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
                 ty.span,
             ))
         }
-        ElemType::Tuple(_) => {
-            return Err(TraceErr::Compile(
-                "tuple data are not supported".into(),
-                ty.span,
-            ))
+        ElemType::Tuple(items) => {
+            let components = items
+                .iter()
+                .map(|item| data_type(tr, item))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut shape = Vec::with_capacity(ty.array_dims.len());
+            for e in &ty.array_dims {
+                shape.push(tr.int_expr(e)?.max(0) as usize);
+            }
+            return Ok(DataType::new(BaseType::Tuple(components), shape));
         }
         _ => BaseType::Real,
     };
@@ -199,34 +204,64 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
     Ok(dt)
 }
 
-/// Whether a declared type is a matrix (stored column-major, unlike arrays).
-fn is_matrix_type(elem: &ElemType) -> bool {
-    matches!(
-        elem,
-        ElemType::Matrix { .. }
-            | ElemType::CholeskyFactorCorr { .. }
-            | ElemType::CholeskyFactorCov { .. }
-            | ElemType::CorrMatrix { .. }
-            | ElemType::CovMatrix { .. }
-            | ElemType::SumToZeroMatrix { .. }
-            | ElemType::ColumnStochasticMatrix { .. }
-            | ElemType::RowStochasticMatrix { .. }
-    )
+/// Where [`fill_val`] is in a value's flat elements: one position, or one per tuple component
+/// (tuple data are stored structure-of-arrays, each component with its own elements).
+enum Cursor {
+    Flat(usize),
+    Tuple(Vec<Cursor>),
 }
 
-/// Fills the structure of `blank` from flat values (arrays row-major, matrices column-major).
-fn fill_val(blank: &Val, values: &Values, pos: &mut usize) -> Val {
+impl Cursor {
+    fn for_values(values: &Values) -> Cursor {
+        match values {
+            Values::Tuple(components) => Cursor::Tuple(
+                components
+                    .iter()
+                    .map(|c| Cursor::for_values(&c.values))
+                    .collect(),
+            ),
+            _ => Cursor::Flat(0),
+        }
+    }
+}
+
+/// The structure of `blank` filled from a data value's elements, which are row-major (JSON
+/// nesting order) throughout: matrices are read by rows and stored column-major, as the
+/// graph keeps them.
+fn fill_data(blank: &Val, values: &Values) -> Val {
+    fill_val(blank, values, &mut Cursor::for_values(values))
+}
+
+fn fill_val(blank: &Val, values: &Values, cursor: &mut Cursor) -> Val {
+    if let (Val::Tuple(slots), Values::Tuple(components), Cursor::Tuple(cursors)) =
+        (blank, values, &mut *cursor)
+    {
+        return Val::Tuple(Arc::new(
+            slots
+                .iter()
+                .zip(components)
+                .zip(cursors.iter_mut())
+                .map(|((slot, component), c)| fill_val(slot, &component.values, c))
+                .collect(),
+        ));
+    }
+    if let Val::Array(xs) = blank {
+        return Val::array(xs.iter().map(|x| fill_val(x, values, cursor)).collect());
+    }
+    let Cursor::Flat(pos) = cursor else {
+        return blank.clone();
+    };
     let get = |i: usize| -> f64 {
         match values {
-            Values::Ints(v) => v[i] as f64,
-            Values::Reals(v) => v[i],
+            Values::Ints(v) => v.get(i).map_or(f64::NAN, |&x| x as f64),
+            Values::Reals(v) => v.get(i).copied().unwrap_or(f64::NAN),
             _ => f64::NAN,
         }
     };
     match blank {
         Val::Int(_) => {
             let v = match values {
-                Values::Ints(v) => v[*pos],
+                Values::Ints(v) => v.get(*pos).copied().unwrap_or(0),
                 _ => 0,
             };
             *pos += 1;
@@ -237,20 +272,26 @@ fn fill_val(blank: &Val, values: &Values, pos: &mut usize) -> Val {
             *pos += 1;
             v
         }
-        Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => {
+        Val::Vector(e) | Val::RowVector(e) => {
             let n = e.len();
-            let v: Vec<f64> = (*pos..*pos + n).map(get).collect();
+            let el = Elems::C(Arc::new((*pos..*pos + n).map(get).collect()));
             *pos += n;
-            let el = Elems::C(Arc::new(v));
             match blank {
                 Val::Vector(_) => Val::Vector(el),
-                Val::RowVector(_) => Val::RowVector(el),
-                Val::Matrix(r, c, _) => Val::Matrix(*r, *c, el),
-                _ => unreachable!(),
+                _ => Val::RowVector(el),
             }
         }
-        Val::Array(xs) => Val::array(xs.iter().map(|x| fill_val(x, values, pos)).collect()),
-        Val::Tuple(_) => Val::Int(0),
+        Val::Matrix(r, c, _) => {
+            let (r, c) = (*r, *c);
+            let start = *pos;
+            let column_major = (0..c)
+                .flat_map(|j| (0..r).map(move |i| start + i * c + j))
+                .map(get)
+                .collect();
+            *pos += r * c;
+            Val::Matrix(r, c, Elems::C(Arc::new(column_major)))
+        }
+        Val::Array(_) | Val::Tuple(_) => blank.clone(),
     }
 }
 
@@ -426,17 +467,10 @@ fn compile_inner(
             span: Some(d.ty.span),
             variable: Some(d.name.clone()),
         })?;
-        // Only matrices are stored column-major; a 2-D array stays row-major.
-        let dv = if is_matrix_type(&d.ty.elem) {
-            dv.to_column_major()
-        } else {
-            dv
-        };
         let blank = tr
             .blank(&d.ty)
             .map_err(|e| trace_to_compile(e, "data declaration"))?;
-        let mut pos = 0;
-        let v = fill_val(&blank, &dv.values, &mut pos);
+        let v = fill_data(&blank, &dv.values);
         tr.bind(&d.name, v);
     }
     // transformed data
@@ -506,11 +540,39 @@ fn compile_inner(
     Ok(model)
 }
 
-/// Stan's CSV column names of one variable: every index column-major (first fastest).
+/// Stan's CSV column names of one variable: every index column-major (first fastest); tuple
+/// slots after a colon (`b:1`, `b:2.3`), each tuple of an array whole before the next
+/// (`a.1:1, a.1:2, a.2:1`). The order is [`Val::flatten_output`]'s.
 fn output_names(name: &str, blank: &Val, out: &mut Vec<String>) {
+    if let Val::Tuple(slots) = blank {
+        for (j, slot) in slots.iter().enumerate() {
+            output_names(&format!("{name}:{}", j + 1), slot, out);
+        }
+        return;
+    }
     let dims = blank.dims();
     if dims.is_empty() {
         out.push(name.to_string());
+        return;
+    }
+    if blank.holds_tuples() {
+        let total: usize = dims.iter().product();
+        let mut idx = vec![0usize; dims.len()];
+        for _ in 0..total {
+            let parts: Vec<String> = idx.iter().map(|i| (i + 1).to_string()).collect();
+            output_names(
+                &format!("{name}.{}", parts.join(".")),
+                blank.at_path(&idx),
+                out,
+            );
+            for (k, d) in dims.iter().enumerate() {
+                idx[k] += 1;
+                if idx[k] < *d {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
         return;
     }
     let total: usize = dims.iter().product();
@@ -655,14 +717,8 @@ impl CompiledModel {
                         variable: Some(d.name.clone()),
                     },
                 )?;
-                let dv = if is_matrix_type(&d.ty.elem) {
-                    dv.to_column_major()
-                } else {
-                    dv
-                };
                 let blank = tr.blank(&d.ty).map_err(ctx)?;
-                let mut pos = 0;
-                let v = fill_val(&blank, &dv.values, &mut pos);
+                let v = fill_data(&blank, &dv.values);
                 q.extend(tr.unconstrain_param(&d, &v).map_err(ctx)?);
             }
             // Count this parameter's coordinates (and bind its constrained value, which later

@@ -632,6 +632,27 @@ impl<'p> Tracer<'p> {
     /// Assignment to an lvalue, with compound operators.
     fn assign(&mut self, lhs: &LValue, op: AssignOp, rhs: Val) -> R<()> {
         let span = lhs.span;
+        // `(a, b) = t;` unpacks a tuple (the right-hand side is evaluated whole first, so
+        // `(a, b) = (b, a)` swaps).
+        if let LValueKind::Tuple(items) = &lhs.kind {
+            let Val::Tuple(values) = rhs else {
+                return cerr("only a tuple can be unpacked", span);
+            };
+            if values.len() != items.len() {
+                return cerr(
+                    format!(
+                        "a tuple of {} values unpacked into {} variables",
+                        values.len(),
+                        items.len()
+                    ),
+                    span,
+                );
+            }
+            for (item, value) in items.iter().zip(values.iter()) {
+                self.assign(item, op, value.clone())?;
+            }
+            return Ok(());
+        }
         // Flatten `x[i][j, k]` into root name + index list.
         let mut groups: Vec<&[Index]> = Vec::new();
         let mut cur = lhs;

@@ -61,6 +61,25 @@ fn transform_of(elem: &ElemType) -> Option<&Transform> {
     }
 }
 
+/// The tuples of an array of tuples in row-major order (or the tuple itself).
+fn collect_tuples<'v>(x: &'v Val, out: &mut Vec<&'v Val>) {
+    match x {
+        Val::Array(xs) => xs.iter().for_each(|x| collect_tuples(x, out)),
+        other => out.push(other),
+    }
+}
+
+/// Array elements in row-major order nested into an array of shape `dims`.
+fn nest_items(items: Vec<Val>, dims: &[usize]) -> Val {
+    fn build(items: &mut std::vec::IntoIter<Val>, dims: &[usize]) -> Val {
+        if dims.is_empty() {
+            return items.next().expect("one item per array element");
+        }
+        Val::array((0..dims[0]).map(|_| build(items, &dims[1..])).collect())
+    }
+    build(&mut items.into_iter(), dims)
+}
+
 /// One declared parameter (or any block variable) and its blank value, for output names.
 pub struct Declared {
     pub name: String,
@@ -92,22 +111,54 @@ impl<'p> Tracer<'p> {
     pub fn read_params(&mut self, block: &Option<Block>, q: Option<&Elems>) -> R<usize> {
         let mut pos = 0usize;
         for d in declarations(block) {
-            let mut dims = Vec::new();
-            for e in &d.ty.array_dims {
-                let n = self.int_expr(e)?;
-                dims.push(n.max(0) as usize);
-            }
-            let n_items: usize = dims.iter().product();
-            let (free, elem_blank) = free_size(self, &d.ty.elem)?;
-            let total = n_items * free;
-            if let Some(q) = q {
-                let u = q.slice(pos, pos + total);
-                let v = self.constrain(&d.ty, &dims, &u, free, &elem_blank)?;
+            if let Some(v) = self.read_param(&d.ty, q, &mut pos)? {
                 self.bind(&d.name, v);
             }
-            pos += total;
         }
         Ok(pos)
+    }
+
+    /// Reads one parameter of type `ty` from `q` at `*pos` (advancing it by its unconstrained
+    /// size); `None` when only counting. A tuple is read slot by slot, and an array of tuples
+    /// one whole tuple after another (array elements in row-major order), as Stan lays them
+    /// out.
+    fn read_param(&mut self, ty: &DeclType, q: Option<&Elems>, pos: &mut usize) -> R<Option<Val>> {
+        let mut dims = Vec::new();
+        for e in &ty.array_dims {
+            let n = self.int_expr(e)?;
+            dims.push(n.max(0) as usize);
+        }
+        let n_items: usize = dims.iter().product();
+        if let ElemType::Tuple(slots) = &ty.elem {
+            let mut items = Vec::with_capacity(n_items);
+            for _ in 0..n_items {
+                let mut values = Vec::with_capacity(slots.len());
+                for slot in slots {
+                    values.push(self.read_param(slot, q, pos)?);
+                }
+                items.push(
+                    values
+                        .into_iter()
+                        .collect::<Option<Vec<_>>>()
+                        .map(|v| Val::Tuple(Arc::new(v))),
+                );
+            }
+            let Some(items) = items.into_iter().collect::<Option<Vec<_>>>() else {
+                return Ok(None);
+            };
+            return Ok(Some(nest_items(items, &dims)));
+        }
+        let (free, elem_blank) = free_size(self, &ty.elem)?;
+        let total = n_items * free;
+        let value = match q {
+            Some(q) => {
+                let u = q.slice(*pos, *pos + total);
+                Some(self.constrain(ty, &dims, &u, free, &elem_blank)?)
+            }
+            None => None,
+        };
+        *pos += total;
+        Ok(value)
     }
 
     fn constrain(
@@ -131,15 +182,7 @@ impl<'p> Tracer<'p> {
             let x = self.structured_transform(&ty.elem, &uk, elem_blank, ty.span)?;
             items.push(Self::with_shape(elem_blank, x));
         }
-        // Rebuild the array nesting (row-major over array dims).
-        fn build(items: &mut std::vec::IntoIter<Val>, dims: &[usize]) -> Val {
-            if dims.is_empty() {
-                return items.next().expect("one item per array element");
-            }
-            Val::array((0..dims[0]).map(|_| build(items, &dims[1..])).collect())
-        }
-        let mut it = items.into_iter();
-        Ok(build(&mut it, dims))
+        Ok(nest_items(items, dims))
     }
 
     fn bound_elems(&mut self, e: &Expr, n: usize) -> R<Elems> {
@@ -371,6 +414,25 @@ impl<'p> Tracer<'p> {
     /// memory order), for user-supplied initial values: Stan's inverse transforms.
     pub fn unconstrain_param(&mut self, d: &Declared, x: &Val) -> R<Vec<f64>> {
         let span = d.ty.span;
+        if let ElemType::Tuple(slots) = &d.ty.elem {
+            // Slot by slot, one whole tuple after another (the layout `read_param` reads).
+            let mut tuples = Vec::new();
+            collect_tuples(x, &mut tuples);
+            let mut unc = Vec::new();
+            for t in tuples {
+                let Val::Tuple(values) = t else {
+                    return cerr(format!("{}: expected a tuple", d.name), span);
+                };
+                for (slot, value) in slots.iter().zip(values.iter()) {
+                    let slot_decl = Declared {
+                        name: d.name.clone(),
+                        ty: slot.clone(),
+                    };
+                    unc.extend(self.unconstrain_param(&slot_decl, value)?);
+                }
+            }
+            return Ok(unc);
+        }
         let mut flat = Vec::new();
         x.flatten(&mut flat);
         let xs: Vec<f64> = flat

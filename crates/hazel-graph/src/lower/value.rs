@@ -190,8 +190,26 @@ impl Val {
             Val::Array(v) | Val::Tuple(v) => v.iter().for_each(|x| x.flatten(out)),
         }
     }
+    /// Whether this is an array (of arrays) of tuples.
+    pub fn holds_tuples(&self) -> bool {
+        match self {
+            Val::Array(xs) => xs.first().is_some_and(|x| x.holds_tuples()),
+            Val::Tuple(_) => true,
+            _ => false,
+        }
+    }
+
+    /// The element of an array (of arrays) at 0-based array indexes.
+    pub fn at_path(&self, idx: &[usize]) -> &Val {
+        match (self, idx.split_first()) {
+            (Val::Array(xs), Some((i, rest))) => xs[*i].at_path(rest),
+            _ => self,
+        }
+    }
+
     /// Scalars in Stan's CSV output order: every index column-major (the first index varies
-    /// fastest), across array and matrix dimensions alike.
+    /// fastest), across array and matrix dimensions alike; a tuple slot by slot, and an array
+    /// of tuples one whole tuple after another.
     pub fn flatten_output(&self, out: &mut Vec<Sc>) {
         let dims = self.dims();
         if dims.is_empty() {
@@ -202,10 +220,15 @@ impl Val {
             }
             return;
         }
+        let tuples = self.holds_tuples();
         let total: usize = dims.iter().product();
         let mut idx = vec![0usize; dims.len()];
         for _ in 0..total {
-            out.push(self.at_multi(&idx));
+            if tuples {
+                self.at_path(&idx).flatten_output(out);
+            } else {
+                out.push(self.at_multi(&idx));
+            }
             for (k, d) in dims.iter().enumerate() {
                 idx[k] += 1;
                 if idx[k] < *d {
