@@ -319,6 +319,40 @@ impl Checker {
         self.diags.push(d);
     }
 
+    /// Deprecated built-ins that still run (only Stan's *Removed Functions* may be rejected):
+    /// a warning naming the replacement.
+    fn warn_deprecated(&mut self, name: &str, span: Span) {
+        let family = ["_lpdf", "_lupdf", "_rng"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(name);
+        if family == "lkj_cov" {
+            self.error(
+                Diagnostic::warning(span, "`lkj_cov` is deprecated")
+                    .with_hint("use `lkj_corr_cholesky` on a Cholesky factor of a correlation matrix with separate priors on the scales"),
+            );
+        }
+    }
+
+    /// stanc's notice for `/` between two ints (valid Stan that rounds towards zero, often by
+    /// mistake), with its suggested rewrites.
+    fn warn_int_division(&mut self, e: &Expr, lhs: &Expr, rhs: &Expr) {
+        let text = hazel_syntax::pretty::print_expr(e);
+        let lhs_text = hazel_syntax::pretty::print_expr(lhs);
+        let rhs_text = hazel_syntax::pretty::print_expr(rhs);
+        let real = match &rhs.kind {
+            ExprKind::IntLit(i) => format!("{lhs_text} / {i}.0"),
+            _ => format!("{lhs_text} * 1.0 / {rhs_text}"),
+        };
+        self.error(
+            Diagnostic::warning(e.span, format!("found int division: {text}")).with_hint(format!(
+                "values will be rounded towards zero; if rounding is not desired write \
+                     the division as `{real}`; if rounding is intended use the integer \
+                     division operator `%/%`"
+            )),
+        );
+    }
+
     fn slot<T: Clone>(table: &mut Vec<T>, id: NodeId, fill: T) -> &mut T {
         let i = id.0 as usize;
         if i >= table.len() {
@@ -1299,6 +1333,7 @@ impl Checker {
             if self.table.contains(&full) {
                 found_name = true;
                 if let Ok(r) = self.table.resolve(&full, &types) {
+                    self.warn_deprecated(&dist.name, dist.span);
                     target = Some(CallTarget::Builtin {
                         signature: r.signature,
                         name: full,
@@ -1502,6 +1537,9 @@ impl Checker {
             ExprKind::Binary { op, lhs, rhs } => {
                 let (lt, ld) = self.check_expr(lhs);
                 let (rt, rd) = self.check_expr(rhs);
+                if *op == BinOp::Div && lt == Type::Int && rt == Type::Int {
+                    self.warn_int_division(e, lhs, rhs);
+                }
                 let t = self.operator(
                     e,
                     &format!("operator{}", op.symbol()),
@@ -2001,6 +2039,7 @@ impl Checker {
         }
         match self.table.resolve(fname, &types) {
             Ok(r) => {
+                self.warn_deprecated(fname, name.span);
                 self.set_call(
                     id,
                     CallTarget::Builtin {

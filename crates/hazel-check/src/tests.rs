@@ -627,3 +627,22 @@ fn rng_draws_from_data_are_data_only() {
       model { mu ~ normal(0, 1); }
       generated quantities { int j = to_int(uniform_rng(0, 10)); }");
 }
+
+#[test]
+fn valid_but_deprecated_stan_checks_with_warnings() {
+    let r = ok("data { int n; int m; }
+         parameters { cov_matrix[2] S; }
+         model { real a = n / 2; real b = n / m; real c = n %/% 2; real d = n / 2.0;
+                 S ~ lkj_cov(rep_vector(0, 2), rep_vector(1, 2), 2.0); }");
+    let warnings: Vec<String> = r
+        .diagnostics
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(|d| format!("{} | {}", d.message, d.hint.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(warnings.len(), 3, "{warnings:#?}");
+    assert!(warnings[0].starts_with("found int division: n / 2 |"));
+    assert!(warnings[0].contains("`n / 2.0`"));
+    assert!(warnings[1].contains("`n * 1.0 / m`"));
+    assert!(warnings[2].starts_with("`lkj_cov` is deprecated"));
+}
