@@ -130,12 +130,7 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
         ElemType::Complex
         | ElemType::ComplexVector { .. }
         | ElemType::ComplexRowVector { .. }
-        | ElemType::ComplexMatrix { .. } => {
-            return Err(TraceErr::Compile(
-                "complex data are not supported".into(),
-                ty.span,
-            ))
-        }
+        | ElemType::ComplexMatrix { .. } => BaseType::Complex,
         ElemType::Tuple(items) => {
             let components = items
                 .iter()
@@ -251,15 +246,8 @@ fn fill_val(blank: &Val, values: &Values, cursor: &mut Cursor) -> Val {
     let Cursor::Flat(pos) = cursor else {
         return blank.clone();
     };
-    let get = |i: usize| -> f64 {
-        match values {
-            Values::Ints(v) => v.get(i).map_or(f64::NAN, |&x| x as f64),
-            Values::Reals(v) => v.get(i).copied().unwrap_or(f64::NAN),
-            _ => f64::NAN,
-        }
-    };
-    match blank {
-        Val::Int(_) => {
+    match (blank, values) {
+        (Val::Int(_), _) => {
             let v = match values {
                 Values::Ints(v) => v.get(*pos).copied().unwrap_or(0),
                 _ => 0,
@@ -267,11 +255,25 @@ fn fill_val(blank: &Val, values: &Values, cursor: &mut Cursor) -> Val {
             *pos += 1;
             Val::Int(v)
         }
-        Val::Real(_) => {
-            let v = Val::real(get(*pos));
-            *pos += 1;
-            v
+        // Complex elements are interleaved `re, im` pairs.
+        (Val::Complex(parts), Values::Complex(v)) => {
+            let start = *pos;
+            let re = fill_real(&parts.0, |i| v.get(2 * i).copied(), pos);
+            *pos = start;
+            let im = fill_real(&parts.1, |i| v.get(2 * i + 1).copied(), pos);
+            Val::complex(re, im)
         }
+        (_, Values::Ints(v)) => fill_real(blank, |i| v.get(i).map(|&x| x as f64), pos),
+        (_, Values::Reals(v)) => fill_real(blank, |i| v.get(i).copied(), pos),
+        _ => blank.clone(),
+    }
+}
+
+/// A real scalar, vector, row vector or matrix of `blank`'s shape from row-major elements
+/// `get(pos..)` (a matrix is read by rows and stored column-major).
+fn fill_real(blank: &Val, get: impl Fn(usize) -> Option<f64>, pos: &mut usize) -> Val {
+    let get = |i: usize| get(i).unwrap_or(f64::NAN);
+    match blank {
         Val::Vector(e) | Val::RowVector(e) => {
             let n = e.len();
             let el = Elems::C(Arc::new((*pos..*pos + n).map(get).collect()));
@@ -291,7 +293,11 @@ fn fill_val(blank: &Val, values: &Values, cursor: &mut Cursor) -> Val {
             *pos += r * c;
             Val::Matrix(r, c, Elems::C(Arc::new(column_major)))
         }
-        Val::Array(_) | Val::Tuple(_) => blank.clone(),
+        _ => {
+            let v = Val::real(get(*pos));
+            *pos += 1;
+            v
+        }
     }
 }
 
@@ -551,8 +557,17 @@ fn output_names(name: &str, blank: &Val, out: &mut Vec<String>) {
         return;
     }
     let dims = blank.dims();
+    let complex = blank.holds_complex();
+    let parts = |base: &str, out: &mut Vec<String>| {
+        if complex {
+            out.push(format!("{base}.real"));
+            out.push(format!("{base}.imag"));
+        } else {
+            out.push(base.to_string());
+        }
+    };
     if dims.is_empty() {
-        out.push(name.to_string());
+        parts(name, out);
         return;
     }
     if blank.holds_tuples() {
@@ -578,8 +593,8 @@ fn output_names(name: &str, blank: &Val, out: &mut Vec<String>) {
     let total: usize = dims.iter().product();
     let mut idx = vec![0usize; dims.len()];
     for _ in 0..total {
-        let parts: Vec<String> = idx.iter().map(|i| (i + 1).to_string()).collect();
-        out.push(format!("{name}.{}", parts.join(".")));
+        let index: Vec<String> = idx.iter().map(|i| (i + 1).to_string()).collect();
+        parts(&format!("{name}.{}", index.join(".")), out);
         for (k, d) in dims.iter().enumerate() {
             idx[k] += 1;
             if idx[k] < *d {

@@ -211,15 +211,15 @@ fn ternary_with_an_int_branch_is_real_when_the_other_is() {
 
 #[test]
 fn compile_errors_point_at_the_model_or_the_data() {
-    // Complex numbers check (Stan has them) but are not lowered yet.
+    // hypergeometric_pFq checks (Stan has it) but is not lowered yet.
     let src = "data { int N; vector[N] y; }\nparameters { real mu; }\n\
-               model { complex z = to_complex(mu, 1); y ~ normal(get_real(z), 1); }";
+               model { y ~ normal(hypergeometric_pFq(y, y, mu), 1); }";
     let parsed = hazel_check::check_source("m.stan", src);
     let program = parsed.checked.expect("checks");
     let data = hazel_data::DataFile::parse(r#"{"N": 2, "y": [1, 2]}"#).expect("data");
     let err = compile(&program, &data, &CompileOptions::default())
         .err()
-        .expect("complex numbers are not lowered");
+        .expect("hypergeometric_pFq is not lowered");
     assert!(
         err.render(&parsed.sources).starts_with("m.stan:3:"),
         "{}",

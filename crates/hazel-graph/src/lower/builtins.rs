@@ -164,6 +164,9 @@ impl<'p> Tracer<'p> {
     /// A built-in function by the name of the signature the checker resolved (user-defined
     /// functions never come here: [`Tracer::call_target`] dispatches them by overload).
     pub fn call(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<Val> {
+        if Self::is_complex_call(name, &args) {
+            return self.complex_call(name, args, span);
+        }
         for (suffix, propto) in [
             ("_lpdf", false),
             ("_lpmf", false),
@@ -1498,7 +1501,14 @@ impl From<TraceErr> for String {
 pub fn promote(ty: &Type, v: Val) -> Val {
     match (ty, v) {
         (Type::Real, Val::Int(i)) => Val::real(i as f64),
-        (Type::Array(dims, elem), Val::Array(xs)) if needs_promotion(elem) && holds_int(&xs) => {
+        (Type::Complex | Type::ComplexVector | Type::ComplexRowVector | Type::ComplexMatrix, v)
+            if !matches!(v, Val::Complex(_)) =>
+        {
+            super::trace::to_complex(v)
+        }
+        (Type::Array(dims, elem), Val::Array(xs))
+            if needs_promotion(elem) && holds_promotable(elem, &xs) =>
+        {
             let inner = Type::array(dims - 1, (**elem).clone());
             Val::array(xs.iter().map(|x| promote(&inner, x.clone())).collect())
         }
@@ -1512,19 +1522,28 @@ pub fn promote(ty: &Type, v: Val) -> Val {
     }
 }
 
-/// Whether an array's leaves are ints (arrays are homogeneous: the first leaf decides).
-fn holds_int(xs: &[Val]) -> bool {
-    match xs.first() {
-        Some(Val::Int(_)) => true,
-        Some(Val::Array(inner)) => holds_int(inner),
-        Some(Val::Tuple(_)) => true,
+/// Whether the leaves of an array of element type `elem` need promoting: ints where `elem`
+/// is real, reals where it is complex (arrays are homogeneous: the first leaf decides).
+fn holds_promotable(elem: &Type, xs: &[Val]) -> bool {
+    match (elem, xs.first()) {
+        (_, Some(Val::Array(inner))) => holds_promotable(elem, inner),
+        (Type::Real, Some(Val::Int(_))) => true,
+        (Type::Tuple(_), Some(Val::Tuple(_))) => true,
+        (
+            Type::Complex | Type::ComplexVector | Type::ComplexRowVector | Type::ComplexMatrix,
+            Some(v),
+        ) => !matches!(v, Val::Complex(_)),
         _ => false,
     }
 }
 
 fn needs_promotion(ty: &Type) -> bool {
     match ty {
-        Type::Real => true,
+        Type::Real
+        | Type::Complex
+        | Type::ComplexVector
+        | Type::ComplexRowVector
+        | Type::ComplexMatrix => true,
         Type::Array(_, e) => needs_promotion(e),
         Type::Tuple(ts) => ts.iter().any(needs_promotion),
         _ => false,

@@ -17,7 +17,7 @@ impl<'p> Tracer<'p> {
         match &e.kind {
             ExprKind::IntLit(i) => Ok(Val::Int(*i)),
             ExprKind::RealLit { value, .. } => Ok(Val::real(*value)),
-            ExprKind::ImagLit { .. } => cerr("complex numbers are not supported", span),
+            ExprKind::ImagLit { value, .. } => Ok(Val::complex(Val::real(0.0), Val::real(*value))),
             ExprKind::Var(id) => match self.lookup(&id.name) {
                 Some(v) => Ok(v.clone()),
                 None => cerr(format!("unknown variable '{}'", id.name), span),
@@ -45,6 +45,7 @@ impl<'p> Tracer<'p> {
                     UnaryOp::Plus => Ok(v),
                     UnaryOp::Neg => match v {
                         Val::Int(i) => Ok(Val::Int(-i)),
+                        Val::Complex(_) => self.complex_neg(&v, span),
                         _ => self.map_unary(UnaryFn::Neg, &v, span),
                     },
                     UnaryOp::Not => Ok(Val::Int((self.real_value(&v, span)? == 0.0) as i64)),
@@ -107,7 +108,12 @@ impl<'p> Tracer<'p> {
             },
             ExprKind::Array(items) => {
                 let vals = items.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
-                // {int, real} promotes to reals.
+                // {int, real} promotes to reals, {real, complex} to complex.
+                if vals.iter().any(Val::holds_complex) {
+                    return Ok(Val::array(
+                        vals.into_iter().map(super::trace::to_complex).collect(),
+                    ));
+                }
                 let any_real = vals.iter().any(|v| matches!(v, Val::Real(_)));
                 let vals = if any_real {
                     vals.into_iter()
@@ -126,40 +132,52 @@ impl<'p> Tracer<'p> {
             }
             ExprKind::RowVector(items) => {
                 let vals = items.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
-                if vals.iter().all(|v| matches!(v, Val::RowVector(_))) && !vals.is_empty() {
-                    // [row, row, ...] is a matrix.
-                    let rows = vals.len();
-                    let cols = self.to_elems(&vals[0]).len();
-                    let mut sc = vec![Sc::C(0.0); rows * cols];
-                    for (i, v) in vals.iter().enumerate() {
-                        let e = self.to_elems(v);
-                        if e.len() != cols {
-                            return eerr("rows of a matrix expression differ in size", span);
-                        }
-                        for j in 0..cols {
-                            sc[i + j * rows] = e.get(j);
-                        }
-                    }
-                    return Ok(Val::Matrix(rows, cols, Elems::from_scalars(sc)));
+                if vals.iter().any(Val::holds_complex) {
+                    // Complex elements: the real parts and the imaginary parts each make a
+                    // real row vector (or matrix).
+                    let (re, im): (Vec<Val>, Vec<Val>) = vals.iter().map(|v| self.split(v)).unzip();
+                    let re = self.row_vector_expr(re, span)?;
+                    return Ok(Val::complex(re, self.row_vector_expr(im, span)?));
                 }
-                let mut sc = Vec::new();
-                for v in &vals {
-                    match v {
-                        Val::Int(i) => sc.push(Sc::C(*i as f64)),
-                        Val::Real(s) => sc.push(*s),
-                        _ => return cerr("row vector expression elements must be scalars", span),
-                    }
-                }
-                if sc.is_empty() {
-                    return Ok(Val::RowVector(Elems::C(Arc::new(vec![]))));
-                }
-                Ok(Val::RowVector(Elems::from_scalars(sc)))
+                self.row_vector_expr(vals, span)
             }
             ExprKind::Tuple(items) => {
                 let vals = items.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
                 Ok(Val::Tuple(Arc::new(vals)))
             }
         }
+    }
+
+    /// `[a, b, c]`: a row vector of scalars, or a matrix of row vectors.
+    fn row_vector_expr(&mut self, vals: Vec<Val>, span: Span) -> R<Val> {
+        if vals.iter().all(|v| matches!(v, Val::RowVector(_))) && !vals.is_empty() {
+            // [row, row, ...] is a matrix.
+            let rows = vals.len();
+            let cols = self.to_elems(&vals[0]).len();
+            let mut sc = vec![Sc::C(0.0); rows * cols];
+            for (i, v) in vals.iter().enumerate() {
+                let e = self.to_elems(v);
+                if e.len() != cols {
+                    return eerr("rows of a matrix expression differ in size", span);
+                }
+                for j in 0..cols {
+                    sc[i + j * rows] = e.get(j);
+                }
+            }
+            return Ok(Val::Matrix(rows, cols, Elems::from_scalars(sc)));
+        }
+        let mut sc = Vec::new();
+        for v in &vals {
+            match v {
+                Val::Int(i) => sc.push(Sc::C(*i as f64)),
+                Val::Real(s) => sc.push(*s),
+                _ => return cerr("row vector expression elements must be scalars", span),
+            }
+        }
+        if sc.is_empty() {
+            return Ok(Val::RowVector(Elems::C(Arc::new(vec![]))));
+        }
+        Ok(Val::RowVector(Elems::from_scalars(sc)))
     }
 
     pub fn indices(&mut self, indices: &[Index]) -> R<Vec<Ix>> {
@@ -192,6 +210,7 @@ impl<'p> Tracer<'p> {
 
     pub fn transpose(&mut self, v: &Val, span: Span) -> R<Val> {
         Ok(match v {
+            Val::Complex(_) => return self.complex_transpose(v, span),
             Val::Vector(e) => Val::RowVector(e.clone()),
             Val::RowVector(e) => Val::Vector(e.clone()),
             Val::Matrix(r, c, e) => {
@@ -210,6 +229,9 @@ impl<'p> Tracer<'p> {
 
     pub fn binop(&mut self, op: BinOp, a: &Val, b: &Val, span: Span) -> R<Val> {
         use BinOp::*;
+        if a.holds_complex() || b.holds_complex() {
+            return self.complex_binop(op, a, b, span);
+        }
         // integer arithmetic
         if let (Val::Int(x), Val::Int(y)) = (a, b) {
             let (x, y) = (*x, *y);
@@ -626,6 +648,21 @@ impl<'p> Tracer<'p> {
                     .collect::<Vec<_>>()
                     .join(",")
             ),
+            // C++ streams write a complex number as `(re,im)`.
+            Val::Complex(parts) => match (&parts.0, &parts.1) {
+                (Val::Real(re), Val::Real(im)) => format!("({},{})", sc(*re), sc(*im)),
+                (re, im) => {
+                    let (mut r, mut i) = (Vec::new(), Vec::new());
+                    re.flatten(&mut r);
+                    im.flatten(&mut i);
+                    list(
+                        r.iter()
+                            .zip(&i)
+                            .map(|(a, b)| format!("({},{})", sc(*a), sc(*b)))
+                            .collect(),
+                    )
+                }
+            },
         }
     }
 
@@ -703,7 +740,7 @@ impl<'p> Tracer<'p> {
             }
             dims.push(n as usize);
         }
-        let elem = self.blank_elem(&ty.elem, ty.span)?;
+        let elem = self.blank_elem(&ty.elem)?;
         Ok(nest(&dims, &elem))
     }
 
@@ -715,7 +752,7 @@ impl<'p> Tracer<'p> {
         Ok(n as usize)
     }
 
-    fn blank_elem(&mut self, elem: &ElemType, span: Span) -> R<Val> {
+    fn blank_elem(&mut self, elem: &ElemType) -> R<Val> {
         let nan = |n: usize| Elems::C(Arc::new(vec![f64::NAN; n]));
         Ok(match elem {
             ElemType::Int { .. } => Val::Int(i32::MIN as i64),
@@ -753,7 +790,20 @@ impl<'p> Tracer<'p> {
                 let vals = items.iter().map(|t| self.blank(t)).collect::<R<Vec<_>>>()?;
                 Val::Tuple(Arc::new(vals))
             }
-            _ => return cerr("complex types are not supported", span),
+            ElemType::Complex => Val::complex(Val::real(f64::NAN), Val::real(f64::NAN)),
+            ElemType::ComplexVector { size } => {
+                let n = self.size(size)?;
+                Val::complex(Val::Vector(nan(n)), Val::Vector(nan(n)))
+            }
+            ElemType::ComplexRowVector { size } => {
+                let n = self.size(size)?;
+                Val::complex(Val::RowVector(nan(n)), Val::RowVector(nan(n)))
+            }
+            ElemType::ComplexMatrix { rows, cols } => {
+                let r = self.size(rows)?;
+                let c = self.size(cols)?;
+                Val::complex(Val::Matrix(r, c, nan(r * c)), Val::Matrix(r, c, nan(r * c)))
+            }
         })
     }
 

@@ -1,6 +1,7 @@
 //! Lowering: the tracing interpreter that turns a program and its data into a graph.
 
 pub mod builtins;
+pub mod complex;
 pub mod exec;
 pub mod ode;
 pub mod params;

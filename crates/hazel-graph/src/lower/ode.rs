@@ -65,6 +65,10 @@ fn rebuild(v: &Val, it: &mut impl Iterator<Item = Sc>) -> Val {
         Val::Matrix(r, c, e) => Val::Matrix(*r, *c, Elems::from_scalars_or_empty(take(e.len()))),
         Val::Array(xs) => Val::array(xs.iter().map(|x| rebuild(x, it)).collect()),
         Val::Tuple(xs) => Val::Tuple(Arc::new(xs.iter().map(|x| rebuild(x, it)).collect())),
+        Val::Complex(parts) => {
+            let re = rebuild(&parts.0, it);
+            Val::complex(re, rebuild(&parts.1, it))
+        }
     }
 }
 

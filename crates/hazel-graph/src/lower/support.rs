@@ -274,6 +274,16 @@ fn sample(ty: &Type, param: bool, q: &mut Vec<f64>) -> Option<Val> {
             let b = sample(&inner, param, q)?;
             Val::array(vec![a, b])
         }
+        Type::Complex | Type::ComplexVector | Type::ComplexRowVector | Type::ComplexMatrix => {
+            let part = match ty {
+                Type::Complex => Type::Real,
+                Type::ComplexVector => Type::Vector,
+                Type::ComplexRowVector => Type::RowVector,
+                _ => Type::Matrix,
+            };
+            let re = sample(&part, param, q)?;
+            Val::complex(re, sample(&part, param, q)?)
+        }
         Type::Tuple(items) => Val::Tuple(Arc::new(
             items
                 .iter()

@@ -377,6 +377,7 @@ impl<'p> Tracer<'p> {
                 }
             }
             Val::Tuple(_) => return cerr("function not defined for tuples", span),
+            Val::Complex(_) => return cerr("a real function applied to a complex value", span),
         })
     }
 
@@ -386,7 +387,7 @@ impl<'p> Tracer<'p> {
             Val::Int(i) => Elems::C(Arc::new(vec![*i as f64])),
             Val::Real(s) => Elems::from_scalars(vec![*s]),
             Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => e.clone(),
-            Val::Array(_) | Val::Tuple(_) => {
+            Val::Array(_) | Val::Tuple(_) | Val::Complex(_) => {
                 let mut sc = Vec::new();
                 v.flatten(&mut sc);
                 if sc.is_empty() {
@@ -404,7 +405,7 @@ impl<'p> Tracer<'p> {
             Val::Vector(_) => Val::Vector(e),
             Val::RowVector(_) => Val::RowVector(e),
             Val::Matrix(r, c, _) => Val::Matrix(*r, *c, e),
-            Val::Array(_) | Val::Tuple(_) => {
+            Val::Array(_) | Val::Tuple(_) | Val::Complex(_) => {
                 let mut pos = 0;
                 rebuild(like, &e, &mut pos)
             }
@@ -698,6 +699,10 @@ fn rebuild(like: &Val, e: &Elems, pos: &mut usize) -> Val {
         }
         Val::Array(xs) => Val::array(xs.iter().map(|x| rebuild(x, e, pos)).collect()),
         Val::Tuple(xs) => Val::Tuple(Arc::new(xs.iter().map(|x| rebuild(x, e, pos)).collect())),
+        Val::Complex(parts) => {
+            let re = rebuild(&parts.0, e, pos);
+            Val::complex(re, rebuild(&parts.1, e, pos))
+        }
     }
 }
 
@@ -710,6 +715,10 @@ impl<'p> Tracer<'p> {
             return Ok(v.clone());
         }
         match v {
+            Val::Complex(parts) => {
+                let re = self.index(&parts.0, ixs, span)?;
+                Ok(Val::complex(re, self.index(&parts.1, ixs, span)?))
+            }
             Val::Array(xs) => {
                 let pos = ixs[0].positions(xs.len(), span)?;
                 if ixs[0].is_single() {
@@ -794,6 +803,13 @@ impl<'p> Tracer<'p> {
             *target = coerce_like(target, rhs);
             return Ok(());
         }
+        // Into a complex container: the real and imaginary parts separately.
+        if let Val::Complex(parts) = target {
+            let (re, im) = complex_parts(rhs);
+            let parts = Arc::make_mut(parts);
+            self.assign_index(&mut parts.0, ixs, re, span)?;
+            return self.assign_index(&mut parts.1, ixs, im, span);
+        }
         match target {
             Val::Array(xs) => {
                 let pos = ixs[0].positions(xs.len(), span)?;
@@ -854,6 +870,8 @@ impl<'p> Tracer<'p> {
 /// An int assigned to a real variable becomes a real.
 pub fn coerce_like(old: &Val, new: Val) -> Val {
     match (old, &new) {
+        (Val::Complex(_), Val::Complex(_)) => new,
+        (Val::Complex(_), _) => to_complex(new),
         (Val::Real(_), Val::Int(i)) => Val::real(*i as f64),
         (Val::Array(o), Val::Array(n)) if o.len() == n.len() && !o.is_empty() => {
             if o.iter().zip(n.iter()).any(|(a, b)| {
@@ -873,5 +891,41 @@ pub fn coerce_like(old: &Val, new: Val) -> Val {
             }
         }
         _ => new,
+    }
+}
+
+/// A real (or int) value as a complex one with a zero imaginary part; a complex value as is.
+pub fn to_complex(v: Val) -> Val {
+    match v {
+        Val::Complex(_) => v,
+        Val::Array(xs) => Val::array(xs.iter().map(|x| to_complex(x.clone())).collect()),
+        other => {
+            let re = match other {
+                Val::Int(i) => Val::real(i as f64),
+                re => re,
+            };
+            let im = zeros_like(&re);
+            Val::complex(re, im)
+        }
+    }
+}
+
+/// The real and imaginary parts of a value (a real value has a zero imaginary part).
+pub fn complex_parts(v: Val) -> (Val, Val) {
+    match to_complex(v) {
+        Val::Complex(parts) => Arc::unwrap_or_clone(parts),
+        other => (other.clone(), zeros_like(&other)),
+    }
+}
+
+/// Zeros of the shape of a real scalar, vector, row vector or matrix.
+pub fn zeros_like(v: &Val) -> Val {
+    let zeros = |n: usize| Elems::C(Arc::new(vec![0.0; n]));
+    match v {
+        Val::Vector(e) => Val::Vector(zeros(e.len())),
+        Val::RowVector(e) => Val::RowVector(zeros(e.len())),
+        Val::Matrix(r, c, _) => Val::Matrix(*r, *c, zeros(r * c)),
+        Val::Array(xs) => Val::array(xs.iter().map(zeros_like).collect()),
+        _ => Val::real(0.0),
     }
 }

@@ -136,6 +136,10 @@ pub enum Val {
     Matrix(usize, usize, Elems),
     Array(Arc<Vec<Val>>),
     Tuple(Arc<Vec<Val>>),
+    /// A complex scalar, vector, row vector or matrix: its real and imaginary parts, two real
+    /// values of the same shape (`Real`, `Vector`, `RowVector` or `Matrix`). Arrays of complex
+    /// values are arrays of these.
+    Complex(Arc<(Val, Val)>),
 }
 
 impl Val {
@@ -154,12 +158,19 @@ impl Val {
             Val::Matrix(..) => "matrix",
             Val::Array(_) => "array",
             Val::Tuple(_) => "tuple",
+            Val::Complex(parts) => match parts.0 {
+                Val::Vector(_) => "complex_vector",
+                Val::RowVector(_) => "complex_row_vector",
+                Val::Matrix(..) => "complex_matrix",
+                _ => "complex",
+            },
         }
     }
     /// Shape: array dimensions then vector length / matrix rows and columns.
     pub fn dims(&self) -> Vec<usize> {
         match self {
             Val::Int(_) | Val::Real(_) | Val::Tuple(_) => vec![],
+            Val::Complex(parts) => parts.0.dims(),
             Val::Vector(e) | Val::RowVector(e) => vec![e.len()],
             Val::Matrix(r, c, _) => vec![*r, *c],
             Val::Array(v) => {
@@ -178,7 +189,13 @@ impl Val {
             Val::Real(s) => s.is_const(),
             Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => e.is_const(),
             Val::Array(v) | Val::Tuple(v) => v.iter().all(|x| x.is_const()),
+            Val::Complex(parts) => parts.0.is_const() && parts.1.is_const(),
         }
+    }
+
+    /// A complex value from its parts.
+    pub fn complex(re: Val, im: Val) -> Val {
+        Val::Complex(Arc::new((re, im)))
     }
     /// Every real (or int) scalar in memory order: arrays element by element (row-major),
     /// matrices column-major. This is Stan's order for vectorised arguments.
@@ -188,6 +205,11 @@ impl Val {
             Val::Real(s) => out.push(*s),
             Val::Vector(e) | Val::RowVector(e) | Val::Matrix(_, _, e) => out.extend(e.to_scalars()),
             Val::Array(v) | Val::Tuple(v) => v.iter().for_each(|x| x.flatten(out)),
+            // The real part, then the imaginary part (the order `rebuild` reads back).
+            Val::Complex(parts) => {
+                parts.0.flatten(out);
+                parts.1.flatten(out);
+            }
         }
     }
     /// Whether this is an array (of arrays) of tuples.
@@ -213,10 +235,13 @@ impl Val {
     pub fn flatten_output(&self, out: &mut Vec<Sc>) {
         let dims = self.dims();
         if dims.is_empty() {
-            if let Val::Tuple(v) = self {
-                v.iter().for_each(|x| x.flatten_output(out));
-            } else {
-                self.flatten(out);
+            match self {
+                Val::Tuple(v) => v.iter().for_each(|x| x.flatten_output(out)),
+                Val::Complex(parts) => {
+                    parts.0.flatten(out);
+                    parts.1.flatten(out);
+                }
+                _ => self.flatten(out),
             }
             return;
         }
@@ -227,7 +252,10 @@ impl Val {
             if tuples {
                 self.at_path(&idx).flatten_output(out);
             } else {
-                out.push(self.at_multi(&idx));
+                // A complex element is written as its real then its imaginary part.
+                let (x, imaginary) = self.at_multi_complex(&idx);
+                out.push(x);
+                out.extend(imaginary);
             }
             for (k, d) in dims.iter().enumerate() {
                 idx[k] += 1;
@@ -247,6 +275,25 @@ impl Val {
             Val::Matrix(r, _, e) => e.get(idx[0] + idx[1] * r),
             Val::Array(v) => v[idx[0]].at_multi(&idx[1..]),
             Val::Tuple(_) => Sc::C(f64::NAN),
+            Val::Complex(parts) => parts.0.at_multi(idx),
+        }
+    }
+
+    /// The scalar at a full 0-based index, and its imaginary part if the element is complex.
+    pub fn at_multi_complex(&self, idx: &[usize]) -> (Sc, Option<Sc>) {
+        match self {
+            Val::Array(v) => v[idx[0]].at_multi_complex(&idx[1..]),
+            Val::Complex(parts) => (parts.0.at_multi(idx), Some(parts.1.at_multi(idx))),
+            other => (other.at_multi(idx), None),
+        }
+    }
+
+    /// Whether the elements are complex (a complex value or an array of them).
+    pub fn holds_complex(&self) -> bool {
+        match self {
+            Val::Array(xs) => xs.first().is_some_and(|x| x.holds_complex()),
+            Val::Complex(_) => true,
+            _ => false,
         }
     }
 }
