@@ -137,7 +137,12 @@ pub fn compile_model(
     data_path: Option<&Path>,
     options: &CompileOptions,
 ) -> Result<CompiledModel, Box<dyn std::error::Error>> {
-    compile(&source.checked, data, options).map_err(|error| {
+    // Evaluation errors name the model line.
+    let options = CompileOptions {
+        sources: Some(std::sync::Arc::new(source.sources.clone())),
+        ..options.clone()
+    };
+    compile(&source.checked, data, &options).map_err(|error| {
         print_compile_error(&error, &source.sources, data_path);
         Reported("could not build the model".to_string()).into()
     })

@@ -182,6 +182,7 @@ pub fn run(args: &SampleArgs) -> CliResult {
     let options = CompileOptions {
         seed,
         threads_per_chain: args.threads_per_chain as usize,
+        ..CompileOptions::default()
     };
     let model = compile_model(&source, &data, args.data.as_deref(), &options)?;
     if let InitArg::File(path) = parse_init(&args.init)? {

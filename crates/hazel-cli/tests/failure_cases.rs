@@ -186,6 +186,7 @@ fn compile_example(example: &str, data: &Path, threads_per_chain: usize) -> Comp
         &CompileOptions {
             seed: 1,
             threads_per_chain,
+            ..Default::default()
         },
     )
     .unwrap_or_else(|e| panic!("{example} does not compile: {e}"))

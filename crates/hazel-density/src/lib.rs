@@ -41,6 +41,9 @@ pub enum EvalErrorKind {
 pub struct EvalError {
     pub kind: EvalErrorKind,
     pub message: String,
+    /// Where in the model it happened, as the user reads it (`'m.stan', line 4, column 3 to
+    /// column 40`), when the model knows.
+    pub location: Option<String>,
 }
 
 impl EvalError {
@@ -48,7 +51,16 @@ impl EvalError {
         EvalError {
             kind,
             message: message.into(),
+            location: None,
         }
+    }
+    /// The same error located at `location` (a location already set is kept: the innermost
+    /// one is the most precise).
+    pub fn at(mut self, location: Option<&str>) -> Self {
+        if self.location.is_none() {
+            self.location = location.map(str::to_string);
+        }
+        self
     }
     pub fn non_finite(message: impl Into<String>) -> Self {
         Self::new(EvalErrorKind::NonFinite, message)
@@ -67,7 +79,11 @@ impl EvalError {
 
 impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message)?;
+        match &self.location {
+            Some(location) => write!(f, " (in {location})"),
+            None => Ok(()),
+        }
     }
 }
 

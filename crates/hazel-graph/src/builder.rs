@@ -24,6 +24,9 @@ pub struct GraphBuilder {
     pub buf: Buffers,
     /// The first error the eager forward run hit (the op is still recorded).
     pub eager_error: Option<EvalError>,
+    /// Where in the model the ops pushed now come from (set by the tracer per statement);
+    /// recorded in [`Graph::locations`] so that a failing op names its line.
+    pub location: Option<std::sync::Arc<str>>,
 }
 
 impl GraphBuilder {
@@ -103,7 +106,17 @@ impl GraphBuilder {
                 &mut self.buf.vals,
                 &mut self.buf.scratch,
             ) {
-                self.eager_error = Some(e);
+                self.eager_error = Some(e.at(self.location.as_deref()));
+            }
+        }
+        if let Some(location) = &self.location {
+            let same = self
+                .graph
+                .locations
+                .last()
+                .is_some_and(|(_, l)| std::sync::Arc::ptr_eq(l, location));
+            if !same {
+                self.graph.locations.push((out.off, location.clone()));
             }
         }
         self.graph.ops.push(op);
@@ -290,6 +303,8 @@ impl GraphBuilder {
 
     /// Removes everything pushed since `m` (the graph is append-only, so this is exact).
     pub fn rollback(&mut self, m: &BuilderMark) {
+        let vals = m.vals as u32;
+        self.graph.locations.retain(|(slot, _)| *slot < vals);
         self.graph.ops.truncate(m.ops);
         self.graph.consts.truncate(m.consts);
         self.graph.n_vals = m.vals;

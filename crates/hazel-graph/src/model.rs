@@ -25,6 +25,9 @@ pub struct CompileOptions {
     /// Threads each chain's evaluation may use for large vector ops (1 = serial). Results are
     /// bit-identical for any value.
     pub threads_per_chain: usize,
+    /// The program's sources, for naming the model line in evaluation errors (`None`: errors
+    /// carry no location).
+    pub sources: Option<Arc<hazel_syntax::SourceMap>>,
 }
 
 impl Default for CompileOptions {
@@ -32,6 +35,7 @@ impl Default for CompileOptions {
         CompileOptions {
             seed: 1,
             threads_per_chain: 1,
+            sources: None,
         }
     }
 }
@@ -91,6 +95,8 @@ type Env = Vec<(Arc<str>, Val)>;
 /// A program lowered with its data.
 pub struct CompiledModel {
     checked: CheckedProgram,
+    /// For naming the model line in evaluation errors.
+    sources: Option<Arc<hazel_syntax::SourceMap>>,
     env: Env,
     dim: usize,
     names: Vec<String>,
@@ -378,15 +384,15 @@ fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> 
 /// builder and the target scalar. On error the builder is handed back too, so the dynamic
 /// path keeps its buffers' capacity.
 fn trace_density(
-    checked: &CheckedProgram,
-    env: &Env,
+    model: &CompiledModel,
     b: GraphBuilder,
     dynamic: bool,
     jacobian: bool,
     propto: bool,
 ) -> Result<(GraphBuilder, Arg), Box<(GraphBuilder, TraceErr)>> {
-    let program = &checked.program;
-    let mut tr = Tracer::new(b, checked, env.clone());
+    let program = &model.checked.program;
+    let mut tr = Tracer::new(b, &model.checked, model.env.clone());
+    tr.sources = model.sources.clone();
     tr.dynamic = dynamic;
     tr.jacobian = jacobian;
     tr.propto = propto;
@@ -463,6 +469,7 @@ fn compile_inner(
 ) -> Result<CompiledModel, CompileError> {
     let program = &checked.program;
     let mut tr = Tracer::new(GraphBuilder::new(&[]), checked, Vec::new());
+    tr.sources = options.sources.clone();
     tr.rng = Some(StreamRng::new(options.seed, 0, Purpose::TransformedData));
     // data block
     for d in declarations(&program.data) {
@@ -490,6 +497,7 @@ fn compile_inner(
 
     // dimension and output columns
     let mut tr = Tracer::new(GraphBuilder::new(&[]), checked, env.clone());
+    tr.sources = options.sources.clone();
     let dim = tr
         .read_params(&program.parameters, None)
         .map_err(|e| trace_to_compile(e, "parameters"))?;
@@ -512,6 +520,7 @@ fn compile_inner(
 
     let mut model = CompiledModel {
         checked: checked.clone(),
+        sources: options.sources.clone(),
         env,
         dim,
         names,
@@ -522,14 +531,7 @@ fn compile_inner(
         threads: options.threads_per_chain.max(1),
     };
     let zeros = vec![0.0; dim];
-    match trace_density(
-        &model.checked,
-        &model.env,
-        GraphBuilder::new(&zeros),
-        false,
-        true,
-        true,
-    ) {
+    match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
         Ok((b, out)) => {
             let mut graph = b.finish();
             graph.eliminate_common_subexpressions(out);
@@ -670,7 +672,7 @@ impl CompiledModel {
         let mut b = std::mem::take(&mut ws.dyn_builder);
         b.reset(q);
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            trace_density(&self.checked, &self.env, b, true, jacobian, propto)
+            trace_density(self, b, true, jacobian, propto)
         }))
         .unwrap_or_else(|p| {
             Err(Box::new((
@@ -717,6 +719,7 @@ impl CompiledModel {
         mut fill: impl FnMut() -> f64,
     ) -> Result<Vec<f64>, CompileError> {
         let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
+        tr.sources = self.sources.clone();
         tr.dynamic = true;
         tr.jacobian = false;
         let mut q = Vec::with_capacity(self.dim);
@@ -790,6 +793,7 @@ impl CompiledModel {
 
     fn trace_output_inner(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
         let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
+        tr.sources = self.sources.clone();
         tr.dynamic = true;
         tr.jacobian = false;
         let placeholder = StreamRng::new(0, 0, Purpose::Init);

@@ -263,7 +263,8 @@ pub fn forward_backward(
 ) -> Result<(), EvalError> {
     buf.vals[..g.dim].copy_from_slice(q);
     for op in &g.ops {
-        forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch, par)?;
+        forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch, par)
+            .map_err(|e| g.locate(op, e))?;
     }
     let n = g.n_vals;
     buf.adj[..n].iter_mut().for_each(|a| *a = 0.0);

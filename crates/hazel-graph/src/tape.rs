@@ -308,6 +308,10 @@ pub struct Graph {
     pub n_scratch: usize,
     /// Length of the parameter slot at offset 0.
     pub dim: usize,
+    /// Debug information: (first output slot, model location) whenever the location
+    /// changes, in slot order. The op writing slot `s` comes from the last entry at or below
+    /// `s`; an evaluation error names that location.
+    pub locations: Vec<(u32, std::sync::Arc<str>)>,
 }
 
 /// Per-chain buffers of one graph.
@@ -362,9 +366,18 @@ impl Graph {
     /// Runs ops `from..` forward. `vals[0..dim]` must hold the parameters.
     pub fn forward_from(&self, from: usize, buf: &mut Buffers) -> Result<(), EvalError> {
         for op in &self.ops[from..] {
-            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch)?;
+            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch)
+                .map_err(|e| self.locate(op, e))?;
         }
         Ok(())
+    }
+
+    /// `e`, raised by `op`, with the model location `op` was traced from.
+    pub fn locate(&self, op: &Op, e: EvalError) -> EvalError {
+        let slot = op.out().off;
+        let at = self.locations.partition_point(|(s, _)| *s <= slot);
+        let location = at.checked_sub(1).map(|i| &*self.locations[i].1);
+        e.at(location)
     }
 
     /// Full forward sweep at `q`.

@@ -105,6 +105,7 @@ fn allocations_per_run(threads_per_chain: usize, evals: usize) -> usize {
         &CompileOptions {
             seed: 1,
             threads_per_chain,
+            ..Default::default()
         },
     )
     .expect("compiles");

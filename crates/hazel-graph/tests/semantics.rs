@@ -289,3 +289,34 @@ fn print_in_the_model_block_re_traces_and_keeps_the_density() {
         eval(&without, &[0.3]).expect("finite")
     );
 }
+
+#[test]
+fn evaluation_errors_name_the_model_line() {
+    // Static graph (a failing op) and dynamic path (a reject statement) alike.
+    for (src, q, expected) in [
+        (
+            "parameters { real<lower=0> s; }\nmodel {\n  s ~ normal(0, 1);\n  target += normal_lpdf(1 | 0, s - 0.5);\n}",
+            [-2.0],
+            "(in 'm.stan', line 4, column 3 to column 41)",
+        ),
+        (
+            "parameters { real x; }\nmodel {\n  if (x > 2) reject(\"x too large: \", x);\n  x ~ normal(0, 1);\n}",
+            [3.0],
+            "x too large: 3 (in 'm.stan', line 3, column 14 to column 41)",
+        ),
+    ] {
+        let parsed = hazel_check::check_source("m.stan", src);
+        let program = parsed.checked.clone().expect("checks");
+        let options = CompileOptions {
+            sources: Some(std::sync::Arc::new(parsed.sources.clone())),
+            ..CompileOptions::default()
+        };
+        let data = hazel_data::DataFile::parse("{}").expect("data");
+        let m = compile(&program, &data, &options).expect("compiles");
+        let err = eval(&m, &q).expect_err("rejects");
+        assert!(err.to_string().ends_with(expected), "{err}");
+        // Without sources, no location.
+        let m = compile(&program, &data, &CompileOptions::default()).expect("compiles");
+        assert_eq!(eval(&m, &q).expect_err("rejects").location, None);
+    }
+}

@@ -76,6 +76,7 @@ fn log_density_and_gradient_are_bit_identical_for_any_thread_count() {
             &CompileOptions {
                 seed: 1,
                 threads_per_chain: threads,
+                ..Default::default()
             },
         )
         .expect("compiles");

@@ -268,7 +268,7 @@ fn sample_into<M: Model + ?Sized>(
         }
         let step = chain.next_iteration();
         if let Some(rejection) = chain.take_rejection() {
-            progress.message(index, &format!("rejected proposal: {}", rejection.message));
+            progress.message(index, &rejection.to_string());
         }
         let Iteration {
             iteration,

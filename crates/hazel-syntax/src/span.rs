@@ -226,6 +226,29 @@ impl SourceMap {
             .unwrap_or("")
     }
 
+    /// `'name', line L, column C to column D` (or `to line M, column D` across lines): where a
+    /// runtime error happened, in the words CmdStan uses.
+    pub fn describe_range(&self, span: Span) -> String {
+        match self.get(span.file) {
+            Some(f) => {
+                let a = f.line_col(span.start);
+                let b = f.line_col(span.end);
+                if a.line == b.line {
+                    format!(
+                        "'{}', line {}, column {} to column {}",
+                        f.name, a.line, a.column, b.column
+                    )
+                } else {
+                    format!(
+                        "'{}', line {}, column {} to line {}, column {}",
+                        f.name, a.line, a.column, b.line, b.column
+                    )
+                }
+            }
+            None => format!("<unknown file {}>", span.file.0),
+        }
+    }
+
     /// `name:line:col` of the start of `span`.
     pub fn describe(&self, span: Span) -> String {
         match self.get(span.file) {

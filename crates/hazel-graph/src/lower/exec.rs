@@ -398,7 +398,22 @@ impl<'p> Tracer<'p> {
         Ok(())
     }
 
+    /// Runs one statement; the ops it emits (and its errors) carry its location.
     pub fn stmt(&mut self, s: &Stmt) -> R<Flow> {
+        let location = self.location(s.span);
+        let saved = std::mem::replace(&mut self.b.location, location);
+        let flow = self.stmt_here(s).map_err(|e| match e {
+            TraceErr::Eval(err, span) => {
+                let at = self.b.location.clone();
+                TraceErr::Eval(err.at(at.as_deref()), span)
+            }
+            other => other,
+        });
+        self.b.location = saved;
+        flow
+    }
+
+    fn stmt_here(&mut self, s: &Stmt) -> R<Flow> {
         let span = s.span;
         match &s.kind {
             StmtKind::VarDecl(d) => {

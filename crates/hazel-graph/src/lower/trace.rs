@@ -122,6 +122,11 @@ pub struct Tracer<'p> {
     pending_norm: Vec<PendingNorm>,
     /// `pending_norm` entries by the bits of their bounds and parameters.
     norm_index: HashMap<Vec<u64>, Vec<usize>>,
+    /// The program's sources: statements name their location on the ops they emit, so that an
+    /// evaluation error names the model line.
+    pub sources: Option<Arc<hazel_syntax::SourceMap>>,
+    /// Rendered locations by span (a statement in a loop is rendered once).
+    locations: HashMap<Span, Arc<str>>,
 }
 
 /// The truncation normaliser shared by `count` scalar `~ … T[L, U]` statements.
@@ -163,7 +168,20 @@ impl<'p> Tracer<'p> {
             pending: Vec::new(),
             pending_norm: Vec::new(),
             norm_index: HashMap::new(),
+            sources: None,
+            locations: HashMap::new(),
         }
+    }
+
+    /// The user-facing location of `span` (`None` without sources).
+    pub fn location(&mut self, span: Span) -> Option<Arc<str>> {
+        let sources = self.sources.as_ref()?;
+        Some(
+            self.locations
+                .entry(span)
+                .or_insert_with(|| Arc::from(sources.describe_range(span)))
+                .clone(),
+        )
     }
 
     /// Undoes every op and constant emitted since `m` (used when an attempt at vectorising a
