@@ -2,13 +2,15 @@
 """stanli fixtures for the deprecated `integrate_ode_rk45/_bdf/_adams` interface.
 
 Writes crates/hazel-graph/tests/integrate_ode/oracle.json: for every `sho_integrate_*.stan`
-program there (damped oscillator, data sho.json) and for `sir_original.stan` (posteriordb's sir
-program as originally written, data ../shared/posteriordb/sir-sir/data.json), stanli's log density
-(CmdStan's lp__) and gradient at a few unconstrained points.
+program there (damped oscillator, data sho.json) and for the two posteriordb programs of Stan's
+benchmark suite that use the old interface, as originally written (`sir_original.stan`,
+integrate_ode_rk45; `one_comp_mm_elim_abs_original.stan`, integrate_ode_bdf; data from
+../shared/posteriordb/<name>/data.json), stanli's log density (CmdStan's lp__) and gradient at a
+few unconstrained points.
 
 Points: sho, numpy default_rng(SEED).uniform(-1, 1) per coordinate (4 points, shared by all sho
-programs); sir, the points of corpus/posteriordb/sir-sir/oracle.json (where the ode_rk45 version was
-evaluated). Rerunning with stanli 0.24.0 reproduces the file bit for bit.
+programs); the posteriordb programs, the points of corpus/posteriordb/<name>/oracle.json (where
+the corpus's ode_* version was evaluated). Rerunning with stanli 0.24.0 reproduces the file bit for bit.
 
     python3 scripts/ode/make_integrate_ode_fixtures.py
 """
@@ -21,8 +23,12 @@ import stanli
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DIR = os.path.join(ROOT, "crates", "hazel-graph", "tests", "integrate_ode")
-SIR_DATA = os.path.join(ROOT, "..", "shared", "posteriordb", "sir-sir", "data.json")
-SIR_POINTS = os.path.join(ROOT, "corpus", "posteriordb", "sir-sir", "oracle.json")
+SHARED = os.path.join(ROOT, "..", "shared", "posteriordb")
+CORPUS = os.path.join(ROOT, "corpus", "posteriordb")
+POSTERIORDB = [
+    ("sir_original.stan", "sir-sir"),
+    ("one_comp_mm_elim_abs_original.stan", "one_comp_mm_elim_abs-one_comp_mm_elim_abs"),
+]
 SEED = 20261124
 N_POINTS = 4
 
@@ -49,13 +55,14 @@ def main():
             fixture = evaluate(program, sho_data, sho_points)
             fixture["data"] = "sho.json"
             fixtures.append(fixture)
-    with open(SIR_DATA) as f:
-        sir_data = f.read()
-    with open(SIR_POINTS) as f:
-        sir_points = [p["q"] for p in json.load(f)["points"]]
-    fixture = evaluate("sir_original.stan", sir_data, sir_points)
-    fixture["data"] = "../shared/posteriordb/sir-sir/data.json"
-    fixtures.append(fixture)
+    for program, name in POSTERIORDB:
+        with open(os.path.join(SHARED, name, "data.json")) as f:
+            data = f.read()
+        with open(os.path.join(CORPUS, name, "oracle.json")) as f:
+            points = [p["q"] for p in json.load(f)["points"]]
+        fixture = evaluate(program, data, points)
+        fixture["data"] = "../shared/posteriordb/%s/data.json" % name
+        fixtures.append(fixture)
     result = {
         "oracle": "stanli %s log_prob_grad (CmdStan lp__: Jacobian included, ~ constants dropped)"
         % stanli.__version__,
