@@ -147,7 +147,7 @@ impl TracedRhs<'_, '_> {
             Some(Val::Array(xs))
                 if self.array_state
                     && xs.len() == n
-                    && xs.iter().all(|x| matches!(x, Val::Real(_))) =>
+                    && xs.iter().all(|x| matches!(x, Val::Real(_) | Val::Int(_))) =>
             {
                 let mut flat = Vec::with_capacity(n);
                 xs.iter().for_each(|x| x.flatten(&mut flat));
