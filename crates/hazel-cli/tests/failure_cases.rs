@@ -1,10 +1,10 @@
 //! End to end on the "failure cases of the field" examples (`examples/<name>/`): models on which
-//! inference engines are known to go wrong — a prior in strong conflict with the data, a
-//! truncated likelihood, missing outcomes as parameters, a large logistic regression and a
-//! multimodal neural network. Each test compares hazel's draws with a reference computed
-//! independently inside the test (exact conjugate posterior, 2-D grid integration, the data's
-//! generating values, stanli's log-density fixture, held-out labels), with bounds from the
-//! draws' own Monte Carlo standard errors where the reference is exact.
+//! inference engines are known to go wrong — a prior whose parameterisation is easy to misread
+//! (shape/scale vs shape/rate), a truncated likelihood, missing outcomes as parameters, a large
+//! logistic regression and a multimodal neural network. Each test compares hazel's draws with a
+//! reference computed independently inside the test (exact conjugate posterior, 2-D grid
+//! integration, the data's generating values, stanli's log-density fixture, held-out labels),
+//! with bounds from the draws' own Monte Carlo standard errors where the reference is exact.
 //!
 //! Sampling runs go through the `hazel` binary (what a user runs), except the concurrency test,
 //! which needs several runs inside one process and therefore calls the library.
@@ -196,12 +196,14 @@ fn compile_example(example: &str, data: &Path, threads_per_chain: usize) -> Comp
 // 1. poisson_gamma: exact conjugate posterior; thread count never changes a byte
 // ---------------------------------------------------------------------------------------------
 
-/// `rho[i] ~ gamma(6.5, 2.25)` (shape, rate: see the example's README) and
-/// `y[i, j] ~ poisson(rho[i])` give `rho[i] | y ~ gamma(6.5 + Σ_j y[i, j], 2.25 + J)`.
+/// `rho[i] ~ gamma(6.5, 1 / 2.25)` (shape, rate: the field report's Turing `Gamma(6.5, 2.25)` is
+/// shape and scale, see the example's README) and `y[i, j] ~ poisson(rho[i])` give
+/// `rho[i] | y ~ gamma(6.5 + Σ_j y[i, j], 1 / 2.25 + J)`.
 #[test]
 fn poisson_gamma_matches_the_conjugate_posterior_for_any_threads_per_chain() {
     const PRIOR_SHAPE: f64 = 6.5;
-    const PRIOR_RATE: f64 = 2.25;
+    const PRIOR_SCALE: f64 = 2.25;
+    const PRIOR_RATE: f64 = 1.0 / PRIOR_SCALE;
     let data_path = example_file("poisson_gamma", "data.json");
     let data = read_json(&data_path);
     let units = data["N"].as_u64().expect("N") as usize;

@@ -59,6 +59,67 @@ fn check_reports_errors_rustc_style_and_fails() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `integrate_ode_*` is deprecated, not removed: `hazel check` prints stanc's warning at the
+/// call, exits 0 and writes nothing on stdout, and the program runs (`hazel log-density`).
+#[test]
+fn check_warns_about_deprecated_integrate_ode_and_succeeds() {
+    let dir = scratch_dir("check-integrate-ode");
+    let model = dir.join("decay.stan");
+    std::fs::write(
+        &model,
+        "functions {\n\
+         \x20 array[] real f(real t, array[] real y, array[] real theta, array[] real x_r,\n\
+         \x20                array[] int x_i) {\n\
+         \x20   return {-theta[1] * y[1]};\n\
+         \x20 }\n\
+         }\n\
+         parameters { real<lower=0> k; }\n\
+         model {\n\
+         \x20 array[1, 1] real y = integrate_ode_rk45(f, {2.0}, 0.0, {1.5}, {k}, rep_array(0.0, 0),\n\
+         \x20                                         rep_array(0, 0));\n\
+         \x20 target += y[1, 1];\n\
+         }\n",
+    )
+    .unwrap();
+    let output = hazel(&["check", model.to_str().unwrap()]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(output.stdout.is_empty(), "stdout {}", text(&output.stdout));
+    assert!(
+        stderr.contains(
+            "warning: integrate_ode_rk45 is deprecated and will be removed in Stan 3.0. Use \
+             ode_rk45 instead. The new interface is slightly different, see: \
+             https://mc-stan.org/users/documentation/case-studies/convert_odes.html"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("decay.stan:9:24"), "location: {stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+
+    // It runs: at log k = 0 (k = 1) the log density is y(1.5) + log k = 2 exp(-1.5) and its
+    // derivative in log k is -1.5 · 2 exp(-1.5) + 1.
+    let points = dir.join("points.json");
+    std::fs::write(&points, "[[0.0]]").unwrap();
+    let output = hazel(&[
+        "log-density",
+        model.to_str().unwrap(),
+        "--points",
+        points.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let expected = 2.0 * (-1.5f64).exp();
+    let lp = result[0]["lp"].as_f64().unwrap();
+    let grad = numbers(&result[0]["grad"]);
+    assert!(rel(lp, expected) < 1e-5, "lp {lp} vs {expected}");
+    assert!(
+        rel(grad[0], 1.0 - 1.5 * expected) < 1e-5,
+        "grad {grad:?} vs {}",
+        1.0 - 1.5 * expected
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn format_output_checks_and_is_a_fixed_point() {
     let dir = scratch_dir("format");

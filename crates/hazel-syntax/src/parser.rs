@@ -1842,19 +1842,25 @@ impl<'a> Parser<'a> {
                     "write `target += ...;`",
                 ))
             }
-            "integrate_ode"
-            | "integrate_ode_rk45"
-            | "integrate_ode_bdf"
-            | "integrate_ode_adams" => {
-                let hint = format!(
-                    "`{name}` was removed in Stan 2.35; use the variadic ODE solvers \
-                     `ode_rk45`, `ode_bdf` or `ode_adams` (the ODE function then takes its \
-                     arguments directly instead of packed arrays)"
-                );
+            "integrate_ode" => {
                 return Err(removed(
                     self,
-                    &format!("`{name}` was removed from Stan"),
-                    &hint,
+                    "`integrate_ode` was removed from Stan",
+                    "use the variadic ODE solver `ode_rk45` (the ODE function then takes its \
+                     arguments directly instead of packed arrays)",
+                ));
+            }
+            "integrate_ode_rk45" | "integrate_ode_bdf" | "integrate_ode_adams" => {
+                // Deprecated, not removed: semantic changes such as the ODE interface are removed
+                // only at Stan 3.0. stanc's warning, word for word.
+                let new_name = &name["integrate_".len()..];
+                self.diagnostics.push(Diagnostic::warning(
+                    name_span,
+                    format!(
+                        "{name} is deprecated and will be removed in Stan 3.0. Use {new_name} \
+                         instead. The new interface is slightly different, see: \
+                         https://mc-stan.org/users/documentation/case-studies/convert_odes.html"
+                    ),
                 ));
             }
             _ => {}

@@ -467,9 +467,8 @@ fn removed_syntax_gets_current_spelling() {
     assert!(e.contains("`//`"), "{e}");
     let e = first_error("transformed data { real x = if_else(1, 2, 3); }");
     assert!(e.contains("c ? a : b"), "{e}");
-    let e = first_error(
-        "transformed data { array[2, 2] real y = integrate_ode_rk45(f, y0, t0, ts, th, xr, xi); }",
-    );
+    let e =
+        first_error("transformed data { array[2, 2] real y = integrate_ode(f, y0, t0, ts, th); }");
     assert!(e.contains("removed") && e.contains("ode_rk45"), "{e}");
     let e = first_error("functions { real f(real[] x) { return 1; } }");
     assert!(e.contains("array[] real"), "{e}");
@@ -477,6 +476,45 @@ fn removed_syntax_gets_current_spelling() {
     assert!(e.contains("array[,] real"), "{e}");
     // A comparison with a negative number is still fine.
     parse_ok("model { if (x < -1) x = 1; if (x<-1) x = 2; }");
+}
+
+/// `integrate_ode_rk45/_bdf/_adams` are deprecated, not removed (the ODE interface changes only at
+/// Stan 3.0): each call parses and gets stanc's deprecation warning, and nothing else.
+#[test]
+fn deprecated_ode_integrators_parse_with_a_warning() {
+    for (old, new) in [
+        ("integrate_ode_rk45", "ode_rk45"),
+        ("integrate_ode_bdf", "ode_bdf"),
+        ("integrate_ode_adams", "ode_adams"),
+    ] {
+        let text = format!(
+            "transformed data {{ array[2, 2] real y = {old}(f, y0, t0, ts, th, xr, xi);\n\
+             array[2, 2] real z = {old}(f, y0, t0, ts, th, xr, xi, 1e-8, 1e-8, 1000); }}"
+        );
+        let result = parse_str("test.stan", &text);
+        assert!(!result.has_errors(), "{}", result.render_diagnostics());
+        assert!(result.program.is_some());
+        assert_eq!(
+            result.diagnostics.len(),
+            2,
+            "{}",
+            result.render_diagnostics()
+        );
+        let first = &result.diagnostics[0];
+        assert!(!first.is_error());
+        assert_eq!(
+            first.message,
+            format!(
+                "{old} is deprecated and will be removed in Stan 3.0. Use {new} instead. The new \
+                 interface is slightly different, see: \
+                 https://mc-stan.org/users/documentation/case-studies/convert_odes.html"
+            )
+        );
+        let rendered = result.render_diagnostics();
+        assert!(rendered.starts_with("warning"), "{rendered}");
+        assert_eq!(first.span.start as usize, text.find(old).unwrap());
+        assert_eq!(first.span.end as usize, text.find(old).unwrap() + old.len());
+    }
 }
 
 #[test]

@@ -1,5 +1,11 @@
 //! Stan's variadic ODE solvers (`ode_rk45`, `ode_rk45_tol`, `ode_bdf`, `ode_bdf_tol`,
-//! `ode_adams`, `ode_adams_tol`, `ode_ckrk45`, `ode_ckrk45_tol`).
+//! `ode_adams`, `ode_adams_tol`, `ode_ckrk45`, `ode_ckrk45_tol`) and the deprecated (not
+//! removed) array interface `integrate_ode_rk45/_bdf/_adams(f, y0, t0, ts, theta, x_r, x_i
+//! [, rtol, atol, max_num_steps])`, whose right-hand side `array[] real f(real t, array[] real
+//! y, array[] real theta, data array[] real x_r, data array[] int x_i)` takes and returns
+//! arrays and whose result is `array[T, N] real`. Each old name runs exactly what its new name
+//! runs (`integrate_ode_bdf(f, ...)` is `ode_bdf` with `theta, x_r, x_i` as the variadic
+//! arguments); only the packing of states differs.
 //!
 //! The right-hand side is a user function `f(t, y, ...)`. Each evaluation of it (and of its
 //! Jacobians `∂f/∂y`, `∂f/∂p` with respect to the state and the parameter-dependent scalars of
@@ -44,6 +50,9 @@ pub fn is_ode_solver(name: &str) -> bool {
             | "ode_adams_tol"
             | "ode_ckrk45"
             | "ode_ckrk45_tol"
+            | "integrate_ode_rk45"
+            | "integrate_ode_bdf"
+            | "integrate_ode_adams"
     )
 }
 
@@ -83,6 +92,9 @@ struct TracedRhs<'a, 'p> {
     function: usize,
     span: Span,
     n: usize,
+    /// The deprecated `integrate_ode_*` interface: the state goes in and comes out as
+    /// `array[] real` rather than `vector`.
+    array_state: bool,
     /// The variadic arguments as passed, and per flattened scalar: `Some(k)` for the `k`-th
     /// parameter, `None` for a constant (kept as is).
     args: &'a [Val],
@@ -115,7 +127,12 @@ impl TracedRhs<'_, '_> {
         } else {
             Val::real(t)
         };
-        let mut call_args = vec![t_val, Val::Vector(Elems::V(Arg::var(1, n)))];
+        let y_val = if self.array_state {
+            Val::array((0..n).map(|i| Val::Real(Sc::V((1 + i) as u32))).collect())
+        } else {
+            Val::Vector(Elems::V(Arg::var(1, n)))
+        };
+        let mut call_args = vec![t_val, y_val];
         let mut scalars = self
             .param_of
             .iter()
@@ -130,14 +147,28 @@ impl TracedRhs<'_, '_> {
         let out = sub.call_user(self.function, call_args, self.span)?;
         sub.flush_tilde();
         let out = match out {
-            Some(Val::Vector(e)) if e.len() == n => e.to_scalars(),
+            Some(Val::Vector(e)) if e.len() == n && !self.array_state => e.to_scalars(),
+            Some(Val::Array(xs))
+                if self.array_state
+                    && xs.len() == n
+                    && xs.iter().all(|x| matches!(x, Val::Real(_) | Val::Int(_))) =>
+            {
+                let mut flat = Vec::with_capacity(n);
+                xs.iter().for_each(|x| x.flatten(&mut flat));
+                flat
+            }
             other => {
                 let what = other.map_or("nothing".to_string(), |v| {
                     format!("a {} of shape {:?}", v.type_name(), v.dims())
                 });
+                let expected = if self.array_state {
+                    "an array of"
+                } else {
+                    "a vector of"
+                };
                 return eerr(
                     format!(
-                        "the ODE right-hand side {} returned {what}; expected a vector of {n}",
+                        "the ODE right-hand side {} returned {what}; expected {expected} {n}",
                         self.prog.functions[self.function].name
                     ),
                     self.span,
@@ -248,6 +279,9 @@ impl<'p> Tracer<'p> {
     /// `ode_*(f, y0, t0, ts, [rtol, atol, max_num_steps,] ...)`: an array of state vectors,
     /// one per requested time.
     pub fn ode_call(&mut self, name: &str, args: &[Expr], span: Span) -> R<Val> {
+        if name.starts_with("integrate_ode_") {
+            return self.integrate_ode_call(name, args, span);
+        }
         let with_tol = name.ends_with("_tol");
         let fixed = if with_tol { 7 } else { 4 };
         if args.len() < fixed {
@@ -259,15 +293,7 @@ impl<'p> Tracer<'p> {
                 span,
             );
         }
-        let function = match self.prog.call_target(args[0].id) {
-            Some(hazel_check::CallTarget::User { function }) => *function,
-            _ => {
-                return cerr(
-                    format!("the first argument of {name} must name a user-defined function"),
-                    args[0].span,
-                )
-            }
-        };
+        let function = self.ode_function(name, &args[0])?;
         let vals = args[1..]
             .iter()
             .map(|a| self.expr(a))
@@ -284,53 +310,157 @@ impl<'p> Tracer<'p> {
                 )
             }
         };
-        let n = y0.len();
-        if !vals[1].is_const() || !vals[2].is_const() {
+        let (t0, ts) = self.ode_times(name, &vals[1..3], &args[2..4], span)?;
+        let mut tol = OdeTolerances::default();
+        if with_tol {
+            self.ode_tolerances(name, &vals[3..6], &args[4..7], span, &mut tol)?;
+        }
+        let extra = &vals[fixed - 1..];
+        let solution = self.solve_ode(name, function, y0, t0, &ts, tol, extra, false, span)?;
+        Ok(Val::array(solution.into_iter().map(Val::Vector).collect()))
+    }
+
+    /// `integrate_ode_*(f, y0, t0, ts, theta, x_r, x_i [, rtol, atol, max_num_steps])`, the
+    /// deprecated array interface: `array[T, N] real`, one row per requested time.
+    fn integrate_ode_call(&mut self, name: &str, args: &[Expr], span: Span) -> R<Val> {
+        if args.len() != 7 && args.len() != 10 {
+            return cerr(
+                format!("{name} expects 7 or 10 arguments, found {}", args.len()),
+                span,
+            );
+        }
+        let function = self.ode_function(name, &args[0])?;
+        let vals = args[1..]
+            .iter()
+            .map(|a| self.expr(a))
+            .collect::<R<Vec<_>>>()?;
+        let y0 = match &vals[0] {
+            Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Real(_) | Val::Int(_))) => {
+                let mut flat = Vec::with_capacity(xs.len());
+                vals[0].flatten(&mut flat);
+                Elems::from_scalars_or_empty(flat)
+            }
+            other => {
+                return cerr(
+                    format!(
+                        "{name}: the initial state must be an array of reals, found {}",
+                        other.type_name()
+                    ),
+                    args[1].span,
+                )
+            }
+        };
+        let (t0, ts) = self.ode_times(name, &vals[1..3], &args[2..4], span)?;
+        // Stan Math's defaults for the old interface when no control arguments are given: for
+        // `integrate_ode_rk45` those of `ode_rk45`; for `_bdf`/`_adams` relative and absolute
+        // tolerance 1e-10 and 1e8 steps. We run what the new name runs: `ode_bdf`/`ode_adams`
+        // without control arguments integrate at 1e-4 × 1e-6 = 1e-10 (see `solve_ode`), which
+        // equals Stan's 1e-10 request; the step limit is Stan's.
+        let mut tol = OdeTolerances::default();
+        if name != "integrate_ode_rk45" {
+            tol.max_num_steps = 100_000_000;
+        }
+        if args.len() == 10 {
+            self.ode_tolerances(name, &vals[6..9], &args[7..10], span, &mut tol)?;
+        }
+        let solution = self.solve_ode(name, function, y0, t0, &ts, tol, &vals[3..6], true, span)?;
+        Ok(Val::array(
+            solution
+                .into_iter()
+                .map(|e| Val::array(e.to_scalars().into_iter().map(Val::Real).collect()))
+                .collect(),
+        ))
+    }
+
+    /// The user function an ODE solver's first argument resolved to (an index into the
+    /// checked program's functions).
+    fn ode_function(&self, name: &str, arg: &Expr) -> R<usize> {
+        match self.prog.call_target(arg.id) {
+            Some(hazel_check::CallTarget::User { function }) => Ok(*function),
+            _ => cerr(
+                format!("the first argument of {name} must name a user-defined function"),
+                arg.span,
+            ),
+        }
+    }
+
+    /// The data initial time and output times (`vals`: `[t0, ts]`, `args` their expressions).
+    fn ode_times(&self, name: &str, vals: &[Val], args: &[Expr], span: Span) -> R<(f64, Vec<f64>)> {
+        if !vals[0].is_const() || !vals[1].is_const() {
             return cerr(
                 format!("{name}: parameter-dependent initial or output times are not supported"),
                 span,
             );
         }
-        let t0 = self.real_value(&vals[1], args[2].span)?;
+        let t0 = self.real_value(&vals[0], args[0].span)?;
         let mut ts_sc = Vec::new();
-        vals[2].flatten(&mut ts_sc);
-        if !matches!(&vals[2], Val::Array(_)) {
+        vals[1].flatten(&mut ts_sc);
+        if !matches!(&vals[1], Val::Array(_)) {
             return cerr(
                 format!("{name}: the output times must be an array of reals"),
-                args[3].span,
+                args[1].span,
             );
         }
-        let ts: Vec<f64> = ts_sc
+        let ts = ts_sc
             .iter()
             .map(|s| match s {
                 Sc::C(c) => *c,
                 Sc::V(_) => f64::NAN,
             })
             .collect();
-        let mut tol = OdeTolerances::default();
-        if with_tol {
-            for v in &vals[3..6] {
-                if !v.is_const() {
-                    return cerr(format!("{name}: the tolerances must be data"), span);
-                }
+        Ok((t0, ts))
+    }
+
+    /// The control arguments `[rtol, atol, max_num_steps]` (data) into `tol`.
+    fn ode_tolerances(
+        &self,
+        name: &str,
+        vals: &[Val],
+        args: &[Expr],
+        span: Span,
+        tol: &mut OdeTolerances,
+    ) -> R<()> {
+        for v in vals {
+            if !v.is_const() {
+                return cerr(format!("{name}: the tolerances must be data"), span);
             }
-            tol.rtol = self.real_value(&vals[3], args[4].span)?;
-            tol.atol = self.real_value(&vals[4], args[5].span)?;
-            let steps = self.as_int(&vals[5], args[6].span)?;
-            if steps <= 0 {
-                return eerr(
-                    format!("{name}: max_num_steps is {steps}; it must be positive"),
-                    span,
-                );
-            }
-            tol.max_num_steps = steps as u64;
         }
-        if !(name.starts_with("ode_rk45")) {
+        tol.rtol = self.real_value(&vals[0], args[0].span)?;
+        tol.atol = self.real_value(&vals[1], args[1].span)?;
+        let steps = self.as_int(&vals[2], args[2].span)?;
+        if steps <= 0 {
+            return eerr(
+                format!("{name}: max_num_steps is {steps}; it must be positive"),
+                span,
+            );
+        }
+        tol.max_num_steps = steps as u64;
+        Ok(())
+    }
+
+    /// Solves `y' = f(t, y, extra...)` from `y0` at `t0` and returns the state at each of `ts`,
+    /// with the sensitivities to `y0` and `extra` folded into the graph when they depend on
+    /// parameters. `array_state`: `f` takes and returns `array[] real` (the old interface).
+    #[allow(clippy::too_many_arguments)]
+    fn solve_ode(
+        &mut self,
+        name: &str,
+        function: usize,
+        y0: Elems,
+        t0: f64,
+        ts: &[f64],
+        mut tol: OdeTolerances,
+        extra: &[Val],
+        array_state: bool,
+        span: Span,
+    ) -> R<Vec<Elems>> {
+        let n = y0.len();
+        let solver = name.strip_prefix("integrate_").unwrap_or(name);
+        if !solver.starts_with("ode_rk45") {
             // Not Stan's integrator: aim well inside the requested tolerance (see module docs).
             tol.rtol *= 1e-4;
             tol.atol *= 1e-4;
         }
-        let extra = &vals[fixed - 1..];
 
         // The parameter-dependent scalars: y0's first (when any), then the variadic ones.
         let y0_var = !y0.is_const();
@@ -377,6 +507,7 @@ impl<'p> Tracer<'p> {
             function,
             span,
             n,
+            array_state,
             args: extra,
             param_of,
             consts,
@@ -385,12 +516,12 @@ impl<'p> Tracer<'p> {
             replay: None,
             retrace: false,
         };
-        let sol = match solve_sensitivities(&mut rhs, &y0_vals, y0_var, t0, &ts, &tol) {
+        let sol = match solve_sensitivities(&mut rhs, &y0_vals, y0_var, t0, ts, &tol) {
             Ok(s) => s,
             Err(e) => return eerr(format!("{name}: {e}"), span),
         };
         let n_t = ts.len();
-        let out_elems: Vec<Elems> = if var_scalars.is_empty() {
+        Ok(if var_scalars.is_empty() {
             (0..n_t)
                 .map(|j| Elems::C(Arc::new(sol.values[j * n..(j + 1) * n].to_vec())))
                 .collect()
@@ -426,7 +557,6 @@ impl<'p> Tracer<'p> {
             let out = self.b.binary(BinaryFn::Add, lin, off_arg);
             let all = Elems::V(out);
             (0..n_t).map(|j| all.slice(j * n, (j + 1) * n)).collect()
-        };
-        Ok(Val::array(out_elems.into_iter().map(Val::Vector).collect()))
+        })
     }
 }
