@@ -1,0 +1,322 @@
+//! Solves and determinants (hazel_math::linalg::solve): values against residuals and closed
+//! forms, adjoints against central finite differences, errors against Stan's rules.
+
+use hazel_math::linalg::*;
+
+struct Rng(u64);
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn vec(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| 2.0 * self.uniform() - 1.0).collect()
+    }
+    /// A well-conditioned SPD matrix.
+    fn spd(&mut self, n: usize) -> Vec<f64> {
+        let a = self.vec(n * n);
+        let mut s = vec![0.0; n * n];
+        tcrossprod(&a, n, n, &mut s);
+        for i in 0..n {
+            s[i + i * n] += n as f64;
+        }
+        s
+    }
+}
+
+const H: f64 = 1e-6;
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / a.abs().max(b.abs()).max(1.0)
+}
+
+/// Checks `grad` against finite differences of `f` at `x`, in every coordinate in `coords`.
+fn check(
+    what: &str,
+    x: &[f64],
+    grad: &[f64],
+    coords: impl Iterator<Item = usize>,
+    f: &dyn Fn(&[f64]) -> f64,
+) {
+    for i in coords {
+        let (mut xp, mut xm) = (x.to_vec(), x.to_vec());
+        xp[i] += H;
+        xm[i] -= H;
+        let fd = (f(&xp) - f(&xm)) / (2.0 * H);
+        assert!(
+            rel(grad[i], fd) < 1e-6,
+            "{what}: d/dx[{i}] = {} vs finite difference {fd}",
+            grad[i]
+        );
+    }
+}
+
+/// Checks a symmetric-matrix gradient: perturbing (i, j) and (j, i) together must change f by
+/// `g_ij + g_ji`.
+fn check_symmetric_pairs(what: &str, a: &[f64], n: usize, grad: &[f64], f: &dyn Fn(&[f64]) -> f64) {
+    for j in 0..n {
+        for i in j..n {
+            let (mut ap, mut am) = (a.to_vec(), a.to_vec());
+            ap[i + j * n] += H;
+            am[i + j * n] -= H;
+            if i != j {
+                ap[j + i * n] += H;
+                am[j + i * n] -= H;
+            }
+            let fd = (f(&ap) - f(&am)) / (2.0 * H);
+            let g = if i == j {
+                grad[i + j * n]
+            } else {
+                grad[i + j * n] + grad[j + i * n]
+            };
+            assert!(
+                rel(g, fd) < 1e-6,
+                "{what}: pair ({i},{j}) = {g} vs finite difference {fd}"
+            );
+        }
+    }
+}
+
+fn weighted(c: &[f64], v: &[f64]) -> f64 {
+    c.iter().zip(v).map(|(a, b)| a * b).sum()
+}
+
+fn general(rng: &mut Rng, n: usize) -> Vec<f64> {
+    // Off-diagonal dominance is avoided on purpose so that partial pivoting swaps rows.
+    let mut a = rng.vec(n * n);
+    a[0] *= 0.05;
+    for i in 1..n {
+        a[i + i * n] += if i % 2 == 0 { 2.0 } else { -2.0 };
+    }
+    a
+}
+
+fn assert_close(x: &[f64], y: &[f64], tol: f64, what: &str) {
+    assert_eq!(x.len(), y.len());
+    for (i, (a, b)) in x.iter().zip(y).enumerate() {
+        assert!(rel(*a, *b) < tol, "{what}[{i}]: {a} vs {b}");
+    }
+}
+
+#[test]
+fn lu_pivots_and_solves_both_ways() {
+    let mut rng = Rng(11);
+    for n in [1, 2, 3, 5] {
+        let a = general(&mut rng, n);
+        let mut f = vec![0.0; factor_len(n)];
+        lu_factor(&a, n, &mut f).unwrap();
+        if n > 1 {
+            assert_ne!(f[n * n] as usize, 0, "the test matrix must pivot");
+        }
+        let m = 3;
+        let b = rng.vec(n * m);
+        let mut x = b.clone();
+        lu_solve(&f, n, &mut x, m);
+        let mut ax = vec![0.0; n * m];
+        multiply(&a, n, n, &x, m, &mut ax);
+        assert_close(&ax, &b, 1e-13, "A x");
+        let mut y = b.clone();
+        lu_solve_transpose(&f, n, &mut y, m);
+        let mut at = vec![0.0; n * n];
+        for j in 0..n {
+            for i in 0..n {
+                at[i + j * n] = a[j + i * n];
+            }
+        }
+        multiply(&at, n, n, &y, m, &mut ax);
+        assert_close(&ax, &b, 1e-13, "Aᵀ y");
+    }
+}
+
+#[test]
+fn solve_values() {
+    let mut rng = Rng(12);
+    let n = 4;
+    let m = 3;
+    let b = rng.vec(n * m);
+    for (kind, a) in [
+        (Factor::Lu, general(&mut rng, n)),
+        (Factor::Spd, rng.spd(n)),
+    ] {
+        let mut f = vec![0.0; factor_len(n)];
+        let mut x = vec![0.0; n * m];
+        mdivide_left(kind, &a, n, &b, m, &mut x, &mut f).unwrap();
+        let mut ax = vec![0.0; n * m];
+        multiply(&a, n, n, &x, m, &mut ax);
+        assert_close(&ax, &b, 1e-13, "mdivide_left");
+        // B is m × n on the right.
+        let br = rng.vec(m * n);
+        let mut xr = vec![0.0; m * n];
+        let mut tmp = vec![0.0; n];
+        mdivide_right(kind, &br, m, &a, n, &mut xr, &mut f, &mut tmp).unwrap();
+        let mut xa = vec![0.0; m * n];
+        multiply(&xr, m, n, &a, n, &mut xa);
+        assert_close(&xa, &br, 1e-13, "mdivide_right");
+    }
+}
+
+#[test]
+fn determinant_values() {
+    let mut f = vec![0.0; factor_len(3)];
+    // det of [[0, 2, 0], [1, 0, 0], [0, 0, 3]] (one row swap) is −6.
+    let a = [0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0];
+    assert!(rel(determinant(&a, 3, &mut f), -6.0) < 1e-15);
+    assert!(rel(log_abs_determinant(&a, 3, &mut f).unwrap(), 6f64.ln()) < 1e-15);
+    // Triangular: the product of the diagonal.
+    let t = [2.0, 5.0, -1.0, 0.0, -3.0, 4.0, 0.0, 0.0, 0.5];
+    assert!(rel(determinant(&t, 3, &mut f), -3.0) < 1e-15);
+    // Singular: 0 (as Eigen), while log_determinant rejects.
+    let s = [1.0, 2.0, 2.0, 4.0];
+    assert_eq!(determinant(&s, 2, &mut f), 0.0);
+    assert!(log_abs_determinant(&s, 2, &mut f).is_err());
+    assert!(determinant(&[f64::NAN, 0.0, 0.0, 1.0], 2, &mut f).is_nan());
+    // det(A) agrees with exp(log|det A|) on a pivoting matrix.
+    let mut rng = Rng(13);
+    let g = general(&mut rng, 5);
+    let mut f = vec![0.0; factor_len(5)];
+    let d = determinant(&g, 5, &mut f);
+    let ld = log_abs_determinant(&g, 5, &mut f).unwrap();
+    assert!(rel(d.abs().ln(), ld) < 1e-13);
+    // and with the existing log_determinant.
+    let mut ws = vec![0.0; 25];
+    let mut perm = [0usize; 5];
+    assert!(rel(log_determinant(&g, 5, &mut ws, &mut perm).unwrap(), ld) < 1e-15);
+}
+
+#[test]
+fn solve_adjoints() {
+    let mut rng = Rng(14);
+    let n = 4;
+    let m = 2;
+    for (kind, a) in [
+        (Factor::Lu, general(&mut rng, n)),
+        (Factor::Spd, rng.spd(n)),
+    ] {
+        let b = rng.vec(n * m);
+        let c = rng.vec(n * m);
+        let left = |a: &[f64], b: &[f64]| {
+            let mut f = vec![0.0; factor_len(n)];
+            let mut x = vec![0.0; n * m];
+            mdivide_left(kind, a, n, b, m, &mut x, &mut f).unwrap();
+            (x, f)
+        };
+        let (x, f) = left(&a, &b);
+        let mut ga = vec![0.0; n * n];
+        let mut gb = vec![0.0; n * m];
+        let mut tmp = vec![0.0; n * m];
+        mdivide_left_adjoint(
+            kind,
+            &f,
+            n,
+            &x,
+            m,
+            &c,
+            Some(&mut ga),
+            Some(&mut gb),
+            &mut tmp,
+        );
+        let fa = |a: &[f64]| weighted(&c, &left(a, &b).0);
+        match kind {
+            Factor::Lu => check("mdivide_left A", &a, &ga, 0..n * n, &fa),
+            Factor::Spd => check_symmetric_pairs("mdivide_left_spd A", &a, n, &ga, &fa),
+        }
+        check("mdivide_left b", &b, &gb, 0..n * m, &|b: &[f64]| {
+            weighted(&c, &left(&a, b).0)
+        });
+
+        let br = rng.vec(m * n);
+        let cr = rng.vec(m * n);
+        let right = |a: &[f64], b: &[f64]| {
+            let mut f = vec![0.0; factor_len(n)];
+            let mut x = vec![0.0; m * n];
+            let mut t = vec![0.0; n];
+            mdivide_right(kind, b, m, a, n, &mut x, &mut f, &mut t).unwrap();
+            (x, f)
+        };
+        let (x, f) = right(&a, &br);
+        let mut ga = vec![0.0; n * n];
+        let mut gb = vec![0.0; m * n];
+        let mut tmp = vec![0.0; m * n + n];
+        mdivide_right_adjoint(
+            kind,
+            &f,
+            m,
+            n,
+            &x,
+            &cr,
+            Some(&mut ga),
+            Some(&mut gb),
+            &mut tmp,
+        );
+        let fa = |a: &[f64]| weighted(&cr, &right(a, &br).0);
+        match kind {
+            Factor::Lu => check("mdivide_right A", &a, &ga, 0..n * n, &fa),
+            Factor::Spd => check_symmetric_pairs("mdivide_right_spd A", &a, n, &ga, &fa),
+        }
+        check("mdivide_right b", &br, &gb, 0..m * n, &|b: &[f64]| {
+            weighted(&cr, &right(&a, b).0)
+        });
+    }
+}
+
+#[test]
+fn determinant_adjoints() {
+    let mut rng = Rng(15);
+    let n = 4;
+    let a = general(&mut rng, n);
+    let mut f = vec![0.0; factor_len(n)];
+    let d = determinant(&a, n, &mut f);
+    let mut ga = vec![0.0; n * n];
+    let mut tmp = vec![0.0; n * n];
+    add_scaled_inverse_transpose(&f, n, 0.8 * d, &mut ga, &mut tmp);
+    check("determinant", &a, &ga, 0..n * n, &|a: &[f64]| {
+        let mut f = vec![0.0; factor_len(n)];
+        0.8 * determinant(a, n, &mut f)
+    });
+    let mut ga = vec![0.0; n * n];
+    log_abs_determinant(&a, n, &mut f).unwrap();
+    add_scaled_inverse_transpose(&f, n, -1.7, &mut ga, &mut tmp);
+    check("log_determinant", &a, &ga, 0..n * n, &|a: &[f64]| {
+        let mut f = vec![0.0; factor_len(n)];
+        -1.7 * log_abs_determinant(a, n, &mut f).unwrap()
+    });
+}
+
+#[test]
+fn errors_follow_stan() {
+    let mut f = vec![0.0; factor_len(2)];
+    let mut x = vec![0.0; 2];
+    let nonsym = [2.0, 1.0, 0.5, 2.0];
+    let e = mdivide_left(Factor::Spd, &nonsym, 2, &[1.0, 1.0], 1, &mut x, &mut f).unwrap_err();
+    assert!(
+        e.message
+            .starts_with("mdivide_left_spd: A is not symmetric"),
+        "{}",
+        e.message
+    );
+    let indefinite = [1.0, 2.0, 2.0, 1.0];
+    let e = mdivide_left(Factor::Spd, &indefinite, 2, &[1.0, 1.0], 1, &mut x, &mut f).unwrap_err();
+    assert_eq!(e.message, "mdivide_left_spd: A is not positive definite");
+    let mut t = vec![0.0; 2];
+    let e = mdivide_right(
+        Factor::Spd,
+        &[1.0, 1.0],
+        1,
+        &indefinite,
+        2,
+        &mut x,
+        &mut f,
+        &mut t,
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "mdivide_right_spd: A is not positive definite");
+    let singular = [1.0, 2.0, 2.0, 4.0];
+    let e = mdivide_left(Factor::Lu, &singular, 2, &[1.0, 1.0], 1, &mut x, &mut f).unwrap_err();
+    assert_eq!(e.message, "mdivide_left: A is singular");
+    assert!(check_lower_triangular("chol2inv", "L", &[1.0, 0.0, 0.0, 1.0], 2).is_ok());
+    let e = check_lower_triangular("chol2inv", "L", &[1.0, 0.0, 0.3, 1.0], 2).unwrap_err();
+    assert_eq!(e.message, "chol2inv: L is not lower triangular; L[1,2]=0.3");
+}
