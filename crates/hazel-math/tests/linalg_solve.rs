@@ -271,17 +271,26 @@ fn determinant_adjoints() {
     let d = determinant(&a, n, &mut f);
     let mut ga = vec![0.0; n * n];
     let mut tmp = vec![0.0; n * n];
-    add_scaled_inverse_transpose(&f, n, 0.8 * d, &mut ga, &mut tmp);
+    add_scaled_inverse_transpose(Factor::Lu, &f, n, 0.8 * d, &mut ga, &mut tmp);
     check("determinant", &a, &ga, 0..n * n, &|a: &[f64]| {
         let mut f = vec![0.0; factor_len(n)];
         0.8 * determinant(a, n, &mut f)
     });
     let mut ga = vec![0.0; n * n];
     log_abs_determinant(&a, n, &mut f).unwrap();
-    add_scaled_inverse_transpose(&f, n, -1.7, &mut ga, &mut tmp);
+    add_scaled_inverse_transpose(Factor::Lu, &f, n, -1.7, &mut ga, &mut tmp);
     check("log_determinant", &a, &ga, 0..n * n, &|a: &[f64]| {
         let mut f = vec![0.0; factor_len(n)];
         -1.7 * log_abs_determinant(a, n, &mut f).unwrap()
+    });
+    // log_determinant_spd leaves L in the first n² entries, which is Factor::Spd's layout.
+    let s = rng.spd(n);
+    let mut ga = vec![0.0; n * n];
+    log_determinant_spd(&s, n, &mut f).unwrap();
+    add_scaled_inverse_transpose(Factor::Spd, &f, n, 0.6, &mut ga, &mut tmp);
+    check_symmetric_pairs("log_determinant_spd", &s, n, &ga, &|a: &[f64]| {
+        let mut ws = vec![0.0; n * n];
+        0.6 * log_determinant_spd(a, n, &mut ws).unwrap()
     });
 }
 

@@ -854,6 +854,26 @@ impl<'p> Tracer<'p> {
                 self.tri_solve(&args[0], &args[1], span)
             }
             "gp_exp_quad_cov" | "cov_exp_quad" => self.gp_exp_quad_cov(&args, span),
+            "inverse"
+            | "inverse_spd"
+            | "chol2inv"
+            | "determinant"
+            | "log_determinant"
+            | "log_determinant_spd"
+            | "mdivide_left"
+            | "mdivide_right"
+            | "mdivide_left_spd"
+            | "mdivide_right_spd"
+            | "mdivide_right_tri_low"
+            | "trace"
+            | "diagonal"
+            | "quad_form"
+            | "quad_form_sym"
+            | "trace_quad_form"
+            | "trace_gen_quad_form"
+            | "norm1"
+            | "norm2"
+            | "matrix_power" => self.lower_linalg(name, &args, span),
             _ => cerr(format!("function '{name}' is not supported"), span),
         }
     }

@@ -289,9 +289,11 @@ pub fn determinant(a: &[f64], n: usize, f: &mut [f64]) -> f64 {
     }
 }
 
-/// `Ā += scale · A⁻ᵀ` from an LU factorisation `f` of a non-singular `A`; `tmp` needs `n²`.
-/// The adjoint of [`determinant`] (`scale = ḡ det A`) and of `log_determinant` (`scale = ḡ`).
+/// `Ā += scale · A⁻ᵀ` from a factorisation `f` of a non-singular `A`; `tmp` needs `n²`.
+/// The adjoint of [`determinant`] (`scale = ḡ det A`), of [`log_abs_determinant`]
+/// (`scale = ḡ`) and, with `Factor::Spd`, of `log_determinant_spd`.
 pub fn add_scaled_inverse_transpose(
+    kind: Factor,
     f: &[f64],
     n: usize,
     scale: f64,
@@ -304,7 +306,7 @@ pub fn add_scaled_inverse_transpose(
             it[i + j * n] = if i == j { 1.0 } else { 0.0 };
         }
     }
-    lu_solve_transpose(f, n, it, n);
+    kind.solve_transpose(f, n, it, n);
     for (d, v) in a_adj[..n * n].iter_mut().zip(it.iter()) {
         *d += scale * v;
     }
