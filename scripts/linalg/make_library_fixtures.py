@@ -181,6 +181,43 @@ model {
     },
 )
 
+# Symmetric eigendecomposition and the matrix exponential. Eigenvector signs are arbitrary
+# (Eigen's depend on its algorithm, hazel makes the largest entry positive), so the program
+# reads eigenvectors only through sign-invariant expressions.
+PROGRAMS["spectral"] = (
+    """
+data {
+  int N;
+  matrix[N, N] W;
+  matrix[N, N] Sd;
+}
+parameters {
+  matrix[N, N] X;
+  matrix[N, N] M;
+}
+transformed parameters {
+  matrix[N, N] S = X + X';
+}
+model {
+  to_vector(X) ~ normal(0, 1);
+  to_vector(M) ~ normal(0, 1);
+  target += dot_product(eigenvalues_sym(S), [1, 2, 3]');
+  target += sum(square(eigenvectors_sym(S)) .* W);
+  target += sum(eigenvectors_sym(S) * diag_matrix(exp(eigenvalues_sym(S))) * eigenvectors_sym(S)' .* W);
+  target += sum(eigenvalues_sym(Sd)) + sum(square(eigenvectors_sym(Sd)) .* W);
+  target += sum(matrix_exp(M) .* W) + 0.01 * sum(matrix_exp(0.3 * M + S));
+  target += sum(matrix_exp(Sd) .* W);
+  target += dot_product([[eigendecompose_sym(S).2 || eigenvalues_sym(S)]], [3, 1, 2]')
+            + sum(square([[eigendecompose_sym(S).1 || eigenvectors_sym(S)]]) .* W');
+}
+""",
+    lambda rng, n: {
+        "N": n,
+        "W": rng.normal(size=(n, n)).tolist(),
+        "Sd": (lambda m: (m + m.T).tolist())(rng.normal(size=(n, n))),
+    },
+)
+
 # Every function on data only (constant-folded by hazel at build time).
 PROGRAMS["data_only"] = (
     """
@@ -196,7 +233,7 @@ data {
 transformed data {
   matrix[N, N] S = tcrossprod(X) + diag_matrix(rep_vector(1, N));
   matrix[N, N] L = cholesky_decompose(S);
-  vector[24] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
+  vector[27] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
                   [[determinant(G) || exp(log_determinant(G))]],
                   log_determinant(G), [[log_determinant_spd(S) || log_determinant(S)]], sum(mdivide_left(G, y)),
                   sum(G \\ B), sum(mdivide_right(r, G)), sum(B' / G),
@@ -206,10 +243,11 @@ transformed data {
                   [[trace_quad_form(G, B) || sum(diagonal(quad_form(G, B)))]],
                   [[trace_gen_quad_form(E, G, B) || sum(diagonal(E * quad_form(G, B)))]],
                   [[norm1(y) || sum(abs(y))]], [[norm2(r) || sqrt(dot_self(r))]],
-                  sum([[matrix_power(G, 3) || G * G * G]]), sum(quad_form_diag(G, y))]';
+                  sum([[matrix_power(G, 3) || G * G * G]]), sum(quad_form_diag(G, y)),
+                  sum(eigenvalues_sym(S)), sum(square(eigenvectors_sym(S))), sum(matrix_exp(G))]';
 }
 parameters {
-  vector[24] theta;
+  vector[27] theta;
 }
 model {
   theta ~ normal(c, 1);

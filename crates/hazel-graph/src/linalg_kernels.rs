@@ -29,6 +29,12 @@ pub enum LinalgFn {
     LogDeterminant,
     /// `log det A` of a symmetric positive-definite A.
     LogDeterminantSpd,
+    /// Eigenvalues of a symmetric A (`a` = A, `b` empty); the decomposition stays in scratch.
+    EigenvaluesSym,
+    /// Eigenvectors of a symmetric A.
+    EigenvectorsSym,
+    /// `matrix_exp(A)`.
+    MatrixExp,
 }
 
 impl LinalgFn {
@@ -36,18 +42,25 @@ impl LinalgFn {
     pub fn out_len(self, n: usize, m: usize) -> usize {
         match self {
             LinalgFn::Determinant | LinalgFn::LogDeterminant | LinalgFn::LogDeterminantSpd => 1,
+            LinalgFn::EigenvaluesSym => n,
             _ => n * m,
         }
     }
 
     /// Scratch the op needs: factorisation, adjoint workspace, then the two input adjoints.
     pub fn scratch_len(self, n: usize, m: usize, a_len: usize, b_len: usize) -> usize {
-        la::factor_len(n) + work_len(n, m) + a_len + b_len
+        la::factor_len(n) + self.work_len(n, m) + a_len + b_len
     }
-}
 
-fn work_len(n: usize, m: usize) -> usize {
-    n * m + n * n + n
+    /// Workspace of the value and gradient rules beyond the factorisation.
+    fn work_len(self, n: usize, m: usize) -> usize {
+        match self {
+            LinalgFn::MatrixExp => {
+                la::matrix_exp_workspace_len(n).max(la::matrix_exp_adjoint_workspace_len(n))
+            }
+            _ => n * m + n * n + n,
+        }
+    }
 }
 
 /// Forward rule of [`Op::Linalg`].
@@ -75,7 +88,7 @@ pub(crate) fn forward(
     let (av, bv) = (read(*a, lo, consts), read(*b, lo, consts));
     let s = &mut scratch[*sc as usize..];
     let (f, rest) = s.split_at_mut(la::factor_len(n));
-    let tmp = &mut rest[..work_len(n, m)];
+    let tmp = &mut rest[..fun.work_len(n, m)];
     let domain = |e: hazel_math::dist::MathError| EvalError::domain(e.message);
     match fun {
         LinalgFn::Inverse(k) => {
@@ -108,6 +121,22 @@ pub(crate) fn forward(
         }
         LinalgFn::LogDeterminant => o[0] = la::log_abs_determinant(av, n, f).map_err(domain)?,
         LinalgFn::LogDeterminantSpd => o[0] = la::log_determinant_spd(av, n, f).map_err(domain)?,
+        LinalgFn::EigenvaluesSym | LinalgFn::EigenvectorsSym => {
+            // f holds V (n²) then λ (n).
+            let (v, l) = f.split_at_mut(n * n);
+            let name = if *fun == LinalgFn::EigenvaluesSym {
+                "eigenvalues_sym"
+            } else {
+                "eigenvectors_sym"
+            };
+            la::eigen_sym(name, av, n, l, v, tmp).map_err(domain)?;
+            o.copy_from_slice(if *fun == LinalgFn::EigenvaluesSym {
+                l
+            } else {
+                v
+            });
+        }
+        LinalgFn::MatrixExp => la::matrix_exp(av, n, o, tmp).map_err(domain)?,
     }
     Ok(())
 }
@@ -141,7 +170,7 @@ pub(crate) fn backward(
     let (n, m) = (*n as usize, *m as usize);
     let s = &mut scratch[*sc as usize..];
     let (f, rest) = s.split_at_mut(la::factor_len(n));
-    let (tmp, rest) = rest.split_at_mut(work_len(n, m));
+    let (tmp, rest) = rest.split_at_mut(fun.work_len(n, m));
     let (ga, rest) = rest.split_at_mut(a.len());
     let gb = &mut rest[..b.len()];
     ga.iter_mut().for_each(|v| *v = 0.0);
@@ -173,6 +202,26 @@ pub(crate) fn backward(
         LinalgFn::LogDeterminantSpd => {
             if let Some(d) = ga_opt {
                 la::add_scaled_inverse_transpose(Factor::Spd, f, n, g[0], d, tmp)
+            }
+        }
+        LinalgFn::EigenvaluesSym => {
+            if let Some(d) = ga_opt {
+                la::eigenvalues_sym_adjoint(&f[..n * n], n, g, d)
+            }
+        }
+        LinalgFn::EigenvectorsSym => {
+            if let Some(d) = ga_opt {
+                let (v, l) = f.split_at(n * n);
+                la::eigenvectors_sym_adjoint(l, v, n, g, d, tmp)
+            }
+        }
+        LinalgFn::MatrixExp => {
+            if let Some(d) = ga_opt {
+                // The forward value exists, so the block matrix's exponential does too; a
+                // failure here (a singular Padé denominator) poisons the gradient visibly.
+                if la::matrix_exp_adjoint(read(*a, lo, consts), n, g, d, tmp).is_err() {
+                    d.iter_mut().for_each(|v| *v = f64::NAN);
+                }
             }
         }
     }

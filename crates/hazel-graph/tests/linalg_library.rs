@@ -42,7 +42,7 @@ fn matches_stanli() {
     .unwrap();
     let fixture: Value = serde_json::from_str(&text).unwrap();
     let programs = fixture["programs"].as_array().unwrap();
-    assert_eq!(programs.len(), 4);
+    assert_eq!(programs.len(), 5);
     for p in programs {
         let name = p["name"].as_str().unwrap();
         let model = compile_program(p["code"].as_str().unwrap(), &p["data"].to_string())
@@ -124,6 +124,15 @@ fn bad_values_reject_the_point() {
         let model = compile_program(&spd(f), "{}").unwrap();
         let e = eval_error(&model, &[1.0, 2.0, 2.0, 4.0]);
         assert!(e.contains("singular"), "{f}: {e}");
+    }
+    for f in ["eigenvalues_sym(A)", "eigenvectors_sym(A)"] {
+        let model = compile_program(&spd(f), "{}").unwrap();
+        let e = eval_error(&model, &[1.0, 0.3, 0.2, 1.0]);
+        let name = f.split('(').next().unwrap();
+        assert!(
+            e.contains(&format!("{name}: m is not symmetric")),
+            "{f}: {e}"
+        );
     }
     // chol2inv of a parameter matrix whose upper triangle is not zero.
     let model = compile_program(&spd("chol2inv(A)"), "{}").unwrap();

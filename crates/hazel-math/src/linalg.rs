@@ -27,9 +27,11 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
 pub mod densities;
+pub mod eigen;
 pub mod solve;
 
 pub use densities::*;
+pub use eigen::*;
 pub use solve::*;
 
 use crate::dist::MathError;

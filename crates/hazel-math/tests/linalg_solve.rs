@@ -329,3 +329,179 @@ fn errors_follow_stan() {
     let e = check_lower_triangular("chol2inv", "L", &[1.0, 0.0, 0.3, 1.0], 2).unwrap_err();
     assert_eq!(e.message, "chol2inv: L is not lower triangular; L[1,2]=0.3");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Symmetric eigendecomposition and the matrix exponential (linalg::eigen).
+// ---------------------------------------------------------------------------------------------
+
+fn eig(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut l, mut v, mut ws) = (vec![0.0; n], vec![0.0; n * n], vec![0.0; n * n]);
+    eigen_sym("eigenvalues_sym", a, n, &mut l, &mut v, &mut ws).unwrap();
+    (l, v)
+}
+
+fn sym(rng: &mut Rng, n: usize) -> Vec<f64> {
+    let mut a = rng.vec(n * n);
+    for j in 0..n {
+        for i in 0..j {
+            a[i + j * n] = a[j + i * n];
+        }
+    }
+    a
+}
+
+#[test]
+fn eigen_sym_values() {
+    let mut rng = Rng(21);
+    for n in [1, 2, 3, 6] {
+        let a = sym(&mut rng, n);
+        let (l, v) = eig(&a, n);
+        // A V = V Λ, Vᵀ V = I, ascending, largest entry of each vector positive.
+        let mut av = vec![0.0; n * n];
+        multiply(&a, n, n, &v, n, &mut av);
+        for j in 0..n {
+            for i in 0..n {
+                assert!(
+                    (av[i + j * n] - v[i + j * n] * l[j]).abs() < 1e-14,
+                    "A v = λ v"
+                );
+            }
+            if j > 0 {
+                assert!(l[j - 1] <= l[j]);
+            }
+            let col = &v[j * n..(j + 1) * n];
+            let big = col
+                .iter()
+                .fold(0.0f64, |m, x| if x.abs() > m.abs() { *x } else { m });
+            assert!(big > 0.0);
+        }
+        let mut vtv = vec![0.0; n * n];
+        crossprod(&v, n, n, &mut vtv);
+        for j in 0..n {
+            for i in 0..n {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((vtv[i + j * n] - want).abs() < 1e-14, "VᵀV");
+            }
+        }
+    }
+    // Closed form: [[2, 1], [1, 2]] has eigenvalues 1, 3 and vectors (1, ∓1)/√2.
+    let (l, v) = eig(&[2.0, 1.0, 1.0, 2.0], 2);
+    assert!(rel(l[0], 1.0) < 1e-15 && rel(l[1], 3.0) < 1e-15);
+    let h = std::f64::consts::FRAC_1_SQRT_2;
+    assert!(rel(v[2], h) < 1e-15 && rel(v[3], h) < 1e-15);
+    assert!(rel(v[0].abs(), h) < 1e-15 && rel(v[1], -v[0]) < 1e-15);
+    let (mut l, mut v, mut ws) = (vec![0.0; 2], vec![0.0; 4], vec![0.0; 4]);
+    let e = eigen_sym(
+        "eigenvalues_sym",
+        &[1.0, 0.5, 0.0, 1.0],
+        2,
+        &mut l,
+        &mut v,
+        &mut ws,
+    )
+    .unwrap_err();
+    assert!(
+        e.message.starts_with("eigenvalues_sym: m is not symmetric"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn eigen_sym_adjoints() {
+    let mut rng = Rng(22);
+    let n = 4;
+    let a = sym(&mut rng, n);
+    let (l, v) = eig(&a, n);
+    let cl = rng.vec(n);
+    let cv = rng.vec(n * n);
+    let mut ga = vec![0.0; n * n];
+    eigenvalues_sym_adjoint(&v, n, &cl, &mut ga);
+    check_symmetric_pairs("eigenvalues_sym", &a, n, &ga, &|a: &[f64]| {
+        weighted(&cl, &eig(a, n).0)
+    });
+    let mut ga = vec![0.0; n * n];
+    let mut ws = vec![0.0; 2 * n * n];
+    eigenvectors_sym_adjoint(&l, &v, n, &cv, &mut ga, &mut ws);
+    check_symmetric_pairs("eigenvectors_sym", &a, n, &ga, &|a: &[f64]| {
+        weighted(&cv, &eig(a, n).1)
+    });
+}
+
+fn expm(a: &[f64], n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; n * n];
+    let mut ws = vec![0.0; matrix_exp_workspace_len(n)];
+    matrix_exp(a, n, &mut out, &mut ws).unwrap();
+    out
+}
+
+#[test]
+fn matrix_exp_values() {
+    // Rotation generator: exp([[0, −t], [t, 0]]) = [[cos t, −sin t], [sin t, cos t]].
+    let t = 0.7f64;
+    let r = expm(&[0.0, t, -t, 0.0], 2);
+    assert_close(
+        &r,
+        &[t.cos(), t.sin(), -t.sin(), t.cos()],
+        1e-15,
+        "rotation",
+    );
+    // Nilpotent: exp(N) = I + N.
+    let r = expm(&[0.0, 0.0, 0.0, 2.5, 0.0, 0.0, 0.0, 0.0, 0.0], 3);
+    assert_close(
+        &r,
+        &[1.0, 0.0, 0.0, 2.5, 1.0, 0.0, 0.0, 0.0, 1.0],
+        1e-15,
+        "nilpotent",
+    );
+    // P D P⁻¹ with a large norm (the scaling-and-squaring path): exp = P exp(D) P⁻¹.
+    let mut rng = Rng(23);
+    let n = 4;
+    let p = general(&mut rng, n);
+    let d = [-3.0, 0.5, 4.0, 9.0];
+    let (mut pd, mut ped) = (p.clone(), p.clone());
+    for j in 0..n {
+        for i in 0..n {
+            pd[i + j * n] *= d[j];
+            ped[i + j * n] *= d[j].exp();
+        }
+    }
+    let mut f = vec![0.0; factor_len(n)];
+    let mut tmp = vec![0.0; n];
+    let (mut a, mut want) = (vec![0.0; n * n], vec![0.0; n * n]);
+    mdivide_right(Factor::Lu, &pd, n, &p, n, &mut a, &mut f, &mut tmp).unwrap();
+    mdivide_right(Factor::Lu, &ped, n, &p, n, &mut want, &mut f, &mut tmp).unwrap();
+    let got = expm(&a, n);
+    let scale = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-12 * scale, "exp(P D P⁻¹): {g} vs {w}");
+    }
+    // exp(A) exp(−A) = I.
+    let b = rng.vec(9);
+    let nb: Vec<f64> = b.iter().map(|x| -x).collect();
+    let mut prod = vec![0.0; 9];
+    multiply(&expm(&b, 3), 3, 3, &expm(&nb, 3), 3, &mut prod);
+    assert_close(
+        &prod,
+        &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        1e-14,
+        "exp(A)exp(−A)",
+    );
+    let mut ws = vec![0.0; matrix_exp_workspace_len(1)];
+    assert!(matrix_exp(&[f64::NAN], 1, &mut [0.0], &mut ws).is_err());
+}
+
+#[test]
+fn matrix_exp_adjoint_matches_finite_differences() {
+    let mut rng = Rng(24);
+    for (n, scale) in [(3, 1.0), (3, 4.0)] {
+        let a: Vec<f64> = rng.vec(n * n).iter().map(|x| x * scale).collect();
+        let c = rng.vec(n * n);
+        let mut ga = vec![0.0; n * n];
+        let mut ws = vec![0.0; matrix_exp_adjoint_workspace_len(n)];
+        matrix_exp_adjoint(&a, n, &c, &mut ga, &mut ws).unwrap();
+        check("matrix_exp", &a, &ga, 0..n * n, &|a: &[f64]| {
+            weighted(&c, &expm(a, n))
+        });
+    }
+}

@@ -873,7 +873,11 @@ impl<'p> Tracer<'p> {
             | "trace_gen_quad_form"
             | "norm1"
             | "norm2"
-            | "matrix_power" => self.lower_linalg(name, &args, span),
+            | "matrix_power"
+            | "eigenvalues_sym"
+            | "eigenvectors_sym"
+            | "eigendecompose_sym"
+            | "matrix_exp" => self.lower_linalg(name, &args, span),
             _ => cerr(format!("function '{name}' is not supported"), span),
         }
     }

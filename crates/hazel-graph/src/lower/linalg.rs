@@ -116,6 +116,14 @@ impl<'p> Tracer<'p> {
                 self.map_unary(UnaryFn::Sqrt, &ss, span)
             }
             "matrix_power" => self.lower_matrix_power(&args[0], &args[1], span),
+            "eigenvalues_sym" | "eigenvectors_sym" | "matrix_exp" => {
+                self.lower_square_fn(name, &args[0], span)
+            }
+            "eigendecompose_sym" => {
+                let v = self.lower_square_fn("eigenvectors_sym", &args[0], span)?;
+                let l = self.lower_square_fn("eigenvalues_sym", &args[0], span)?;
+                Ok(Val::Tuple(Arc::new(vec![v, l])))
+            }
             _ => cerr(format!("function '{name}' is not supported"), span),
         }
     }
@@ -431,6 +439,41 @@ impl<'p> Tracer<'p> {
         let x = Val::Vector(self.to_elems(&dt));
         let y = Val::Vector(self.to_elems(&q));
         self.call("dot_product", vec![x, y], span)
+    }
+
+    /// `eigenvalues_sym`, `eigenvectors_sym` and `matrix_exp` of a square matrix.
+    fn lower_square_fn(&mut self, name: &str, m: &Val, span: Span) -> R<Val> {
+        let a = self.square(name, "m", m, span)?;
+        let n = a.r;
+        let out = if let Some(v) = a.e.consts() {
+            let mut out = vec![0.0; n * n];
+            if name == "matrix_exp" {
+                let mut ws = vec![0.0; la::matrix_exp_workspace_len(n)];
+                la::matrix_exp(&v, n, &mut out, &mut ws)
+            } else {
+                let mut l = vec![0.0; n];
+                let mut ws = vec![0.0; n * n];
+                let r = la::eigen_sym(name, &v, n, &mut l, &mut out, &mut ws);
+                if name == "eigenvalues_sym" {
+                    out = l;
+                }
+                r
+            }
+            .map_err(|e| math_err(e, span))?;
+            Elems::C(Arc::new(out))
+        } else {
+            let f = match name {
+                "eigenvalues_sym" => LinalgFn::EigenvaluesSym,
+                "eigenvectors_sym" => LinalgFn::EigenvectorsSym,
+                _ => LinalgFn::MatrixExp,
+            };
+            self.linalg_op(f, &a.e, &Elems::C(Arc::new(vec![])), n, n)
+        };
+        Ok(if name == "eigenvalues_sym" {
+            Val::Vector(out)
+        } else {
+            Val::Matrix(n, n, out)
+        })
     }
 
     /// `matrix_power(A, k)` by repeated squaring (`A⁰ = I`).
