@@ -218,6 +218,43 @@ model {
     },
 )
 
+# Singular value decomposition (stanli has none of it): singular values against square roots
+# of eigenvalues of AᵀA or AAᵀ, and singular vectors through sign-free expressions: V f(Σ) Vᵀ,
+# U f(Σ) Uᵀ (square U), the reconstruction U Σ Vᵀ and the polar factor U Vᵀ = Q (QᵀQ)^(-1/2).
+PROGRAMS["svd"] = (
+    """
+data {
+  int N;
+  matrix[N, N] W;
+}
+parameters {
+  matrix[3, 2] T;
+  matrix[2, 3] R;
+  matrix[3, 3] Q;
+}
+model {
+  to_vector(T) ~ normal(0, 1);
+  to_vector(R) ~ normal(0, 1);
+  to_vector(Q) ~ normal(0, 1);
+  target += dot_product([[singular_values(T) || sqrt(reverse(eigenvalues_sym(crossprod(T))))]], [1, 0.5]');
+  target += dot_product([[singular_values(R) || sqrt(reverse(eigenvalues_sym(tcrossprod(R))))]], [2, -1]');
+  target += sum([[singular_values(Q) || sqrt(eigenvalues_sym(crossprod(Q)))]]);
+  target += sum([[svd_V(T) * diag_matrix(exp(singular_values(T))) * svd_V(T)'
+                 || eigenvectors_sym(crossprod(T)) * diag_matrix(exp(sqrt(eigenvalues_sym(crossprod(T)))))
+                    * eigenvectors_sym(crossprod(T))']] .* W[1:2, 1:2]);
+  target += sum([[svd_U(R) * diag_matrix(exp(singular_values(R))) * svd_U(R)'
+                 || eigenvectors_sym(tcrossprod(R)) * diag_matrix(exp(sqrt(eigenvalues_sym(tcrossprod(R)))))
+                    * eigenvectors_sym(tcrossprod(R))']] .* W[1:2, 1:2]);
+  target += sum([[svd_U(Q) * diag_matrix(singular_values(Q)) * svd_V(Q)' || Q]] .* W);
+  target += sum([[svd_U(Q) * svd_V(Q)'
+                 || Q * eigenvectors_sym(crossprod(Q)) * diag_matrix(inv_sqrt(eigenvalues_sym(crossprod(Q))))
+                    * eigenvectors_sym(crossprod(Q))']] .* W');
+  target += sum([[svd(Q).2 || sqrt(eigenvalues_sym(crossprod(Q)))]]);
+}
+""",
+    lambda rng, n: {"N": n, "W": rng.normal(size=(n, n)).tolist()},
+)
+
 # Every function on data only (constant-folded by hazel at build time).
 PROGRAMS["data_only"] = (
     """
@@ -233,7 +270,7 @@ data {
 transformed data {
   matrix[N, N] S = tcrossprod(X) + diag_matrix(rep_vector(1, N));
   matrix[N, N] L = cholesky_decompose(S);
-  vector[27] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
+  vector[28] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
                   [[determinant(G) || exp(log_determinant(G))]],
                   log_determinant(G), [[log_determinant_spd(S) || log_determinant(S)]], sum(mdivide_left(G, y)),
                   sum(G \\ B), sum(mdivide_right(r, G)), sum(B' / G),
@@ -244,10 +281,11 @@ transformed data {
                   [[trace_gen_quad_form(E, G, B) || sum(diagonal(E * quad_form(G, B)))]],
                   [[norm1(y) || sum(abs(y))]], [[norm2(r) || sqrt(dot_self(r))]],
                   sum([[matrix_power(G, 3) || G * G * G]]), sum(quad_form_diag(G, y)),
-                  sum(eigenvalues_sym(S)), sum(square(eigenvectors_sym(S))), sum(matrix_exp(G))]';
+                  sum(eigenvalues_sym(S)), sum(square(eigenvectors_sym(S))), sum(matrix_exp(G)),
+                  sum([[singular_values(B) || sqrt(eigenvalues_sym(crossprod(B)))]])]';
 }
 parameters {
-  vector[27] theta;
+  vector[28] theta;
 }
 model {
   theta ~ normal(c, 1);

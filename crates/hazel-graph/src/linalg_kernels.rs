@@ -35,6 +35,13 @@ pub enum LinalgFn {
     EigenvectorsSym,
     /// `matrix_exp(A)`.
     MatrixExp,
+    /// Singular values of the `n × m` matrix `a` (here `n` is rows, `m` columns, `b` empty);
+    /// the thin SVD stays in scratch.
+    SingularValues,
+    /// `svd_U` (`n × min(n, m)`).
+    SvdU,
+    /// `svd_V` (`m × min(n, m)`).
+    SvdV,
 }
 
 impl LinalgFn {
@@ -43,13 +50,27 @@ impl LinalgFn {
         match self {
             LinalgFn::Determinant | LinalgFn::LogDeterminant | LinalgFn::LogDeterminantSpd => 1,
             LinalgFn::EigenvaluesSym => n,
+            LinalgFn::SingularValues => n.min(m),
+            LinalgFn::SvdU => n * n.min(m),
+            LinalgFn::SvdV => m * n.min(m),
             _ => n * m,
         }
     }
 
     /// Scratch the op needs: factorisation, adjoint workspace, then the two input adjoints.
     pub fn scratch_len(self, n: usize, m: usize, a_len: usize, b_len: usize) -> usize {
-        la::factor_len(n) + self.work_len(n, m) + a_len + b_len
+        self.factor_len(n, m) + self.work_len(n, m) + a_len + b_len
+    }
+
+    /// What the forward rule keeps for the backward rule: a factorisation, or σ, U, V.
+    fn factor_len(self, n: usize, m: usize) -> usize {
+        match self {
+            LinalgFn::SingularValues | LinalgFn::SvdU | LinalgFn::SvdV => {
+                let k = n.min(m);
+                k + n * k + m * k
+            }
+            _ => la::factor_len(n),
+        }
     }
 
     /// Workspace of the value and gradient rules beyond the factorisation.
@@ -57,6 +78,9 @@ impl LinalgFn {
         match self {
             LinalgFn::MatrixExp => {
                 la::matrix_exp_workspace_len(n).max(la::matrix_exp_adjoint_workspace_len(n))
+            }
+            LinalgFn::SingularValues | LinalgFn::SvdU | LinalgFn::SvdV => {
+                la::svd_workspace_len(n, m).max(la::svd_adjoint_workspace_len(n, m))
             }
             _ => n * m + n * n + n,
         }
@@ -87,7 +111,7 @@ pub(crate) fn forward(
     let o = &mut hi[..out.len as usize];
     let (av, bv) = (read(*a, lo, consts), read(*b, lo, consts));
     let s = &mut scratch[*sc as usize..];
-    let (f, rest) = s.split_at_mut(la::factor_len(n));
+    let (f, rest) = s.split_at_mut(fun.factor_len(n, m));
     let tmp = &mut rest[..fun.work_len(n, m)];
     let domain = |e: hazel_math::dist::MathError| EvalError::domain(e.message);
     match fun {
@@ -137,6 +161,22 @@ pub(crate) fn forward(
             });
         }
         LinalgFn::MatrixExp => la::matrix_exp(av, n, o, tmp).map_err(domain)?,
+        LinalgFn::SingularValues | LinalgFn::SvdU | LinalgFn::SvdV => {
+            let k = n.min(m);
+            let (sigma, rest) = f.split_at_mut(k);
+            let (u, v) = rest.split_at_mut(n * k);
+            let name = match fun {
+                LinalgFn::SingularValues => "singular_values",
+                LinalgFn::SvdU => "svd_U",
+                _ => "svd_V",
+            };
+            la::svd(name, av, n, m, sigma, u, v, tmp).map_err(domain)?;
+            o.copy_from_slice(match fun {
+                LinalgFn::SingularValues => sigma,
+                LinalgFn::SvdU => u,
+                _ => v,
+            });
+        }
     }
     Ok(())
 }
@@ -169,7 +209,7 @@ pub(crate) fn backward(
     }
     let (n, m) = (*n as usize, *m as usize);
     let s = &mut scratch[*sc as usize..];
-    let (f, rest) = s.split_at_mut(la::factor_len(n));
+    let (f, rest) = s.split_at_mut(fun.factor_len(n, m));
     let (tmp, rest) = rest.split_at_mut(fun.work_len(n, m));
     let (ga, rest) = rest.split_at_mut(a.len());
     let gb = &mut rest[..b.len()];
@@ -222,6 +262,26 @@ pub(crate) fn backward(
                 if la::matrix_exp_adjoint(read(*a, lo, consts), n, g, d, tmp).is_err() {
                     d.iter_mut().for_each(|v| *v = f64::NAN);
                 }
+            }
+        }
+        LinalgFn::SingularValues | LinalgFn::SvdU | LinalgFn::SvdV => {
+            if let Some(d) = ga_opt {
+                let k = n.min(m);
+                let (sigma, rest) = f.split_at(k);
+                let (u, v) = rest.split_at(n * k);
+                let pick = |which| (*fun == which).then_some(g);
+                la::svd_adjoint(
+                    sigma,
+                    u,
+                    v,
+                    n,
+                    m,
+                    pick(LinalgFn::SingularValues),
+                    pick(LinalgFn::SvdU),
+                    pick(LinalgFn::SvdV),
+                    d,
+                    tmp,
+                )
             }
         }
     }

@@ -42,7 +42,7 @@ fn matches_stanli() {
     .unwrap();
     let fixture: Value = serde_json::from_str(&text).unwrap();
     let programs = fixture["programs"].as_array().unwrap();
-    assert_eq!(programs.len(), 5);
+    assert_eq!(programs.len(), 6);
     for p in programs {
         let name = p["name"].as_str().unwrap();
         let model = compile_program(p["code"].as_str().unwrap(), &p["data"].to_string())

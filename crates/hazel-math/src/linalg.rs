@@ -29,10 +29,12 @@
 pub mod densities;
 pub mod eigen;
 pub mod solve;
+pub mod svd;
 
 pub use densities::*;
 pub use eigen::*;
 pub use solve::*;
+pub use svd::*;
 
 use crate::dist::MathError;
 

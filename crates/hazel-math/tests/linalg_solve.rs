@@ -505,3 +505,104 @@ fn matrix_exp_adjoint_matches_finite_differences() {
         });
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Singular value decomposition (linalg::svd).
+// ---------------------------------------------------------------------------------------------
+
+fn thin_svd(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let (mut s, mut u, mut v) = (vec![0.0; k], vec![0.0; m * k], vec![0.0; n * k]);
+    let mut ws = vec![0.0; svd_workspace_len(m, n)];
+    svd("svd", a, m, n, &mut s, &mut u, &mut v, &mut ws).unwrap();
+    (s, u, v)
+}
+
+#[test]
+fn svd_values() {
+    let mut rng = Rng(31);
+    for (m, n) in [(1, 1), (4, 2), (2, 4), (3, 3), (5, 3)] {
+        let a = rng.vec(m * n);
+        let k = m.min(n);
+        let (s, u, v) = thin_svd(&a, m, n);
+        // A = U Σ Vᵀ, UᵀU = VᵀV = I, σ descending and non-negative, sign rule on U.
+        for j in 0..n {
+            for i in 0..m {
+                let x: f64 = (0..k).map(|c| u[i + c * m] * s[c] * v[j + c * n]).sum();
+                assert!((x - a[i + j * m]).abs() < 1e-14, "U Σ Vᵀ ({m}×{n})");
+            }
+        }
+        for (q, r) in [(&u, m), (&v, n)] {
+            let mut g = vec![0.0; k * k];
+            crossprod(q, r, k, &mut g);
+            for j in 0..k {
+                for i in 0..k {
+                    let want = if i == j { 1.0 } else { 0.0 };
+                    assert!((g[i + j * k] - want).abs() < 1e-14, "orthonormal ({m}×{n})");
+                }
+            }
+        }
+        for c in 0..k {
+            assert!(s[c] >= 0.0 && (c == 0 || s[c - 1] >= s[c]));
+            let col = &u[c * m..(c + 1) * m];
+            let big = col
+                .iter()
+                .fold(0.0f64, |b, x| if x.abs() > b.abs() { *x } else { b });
+            assert!(big > 0.0);
+        }
+        // Singular values are the square roots of the eigenvalues of AᵀA (or AAᵀ).
+        let (p, q) = if m >= n { (m, n) } else { (n, m) };
+        let mut at = vec![0.0; m * n];
+        for j in 0..n {
+            for i in 0..m {
+                at[j + i * n] = a[i + j * m];
+            }
+        }
+        let tall = if m >= n { &a } else { &at };
+        let mut g = vec![0.0; q * q];
+        crossprod(tall, p, q, &mut g);
+        let (l, _) = eig(&g, q);
+        for c in 0..k {
+            assert!((s[c] * s[c] - l[q - 1 - c]).abs() < 1e-13, "σ² = λ(AᵀA)");
+        }
+    }
+    // Closed form: diag(3, −2) has σ = (3, 2).
+    let (s, _, _) = thin_svd(&[3.0, 0.0, 0.0, -2.0], 2, 2);
+    assert_eq!(s, vec![3.0, 2.0]);
+}
+
+#[test]
+fn svd_adjoints() {
+    let mut rng = Rng(32);
+    for (m, n) in [(4, 3), (2, 4), (3, 3)] {
+        let a = rng.vec(m * n);
+        let k = m.min(n);
+        let (s, u, v) = thin_svd(&a, m, n);
+        let (cs, cu, cv) = (rng.vec(k), rng.vec(m * k), rng.vec(n * k));
+        let mut ws = vec![0.0; svd_adjoint_workspace_len(m, n)];
+        type Pick = fn(&(Vec<f64>, Vec<f64>, Vec<f64>)) -> &Vec<f64>;
+        let parts: [(&str, Pick, &Vec<f64>); 3] = [
+            ("singular_values", |t| &t.0, &cs),
+            ("svd_U", |t| &t.1, &cu),
+            ("svd_V", |t| &t.2, &cv),
+        ];
+        for (k_part, (what, pick, c)) in parts.iter().enumerate() {
+            let mut ga = vec![0.0; m * n];
+            svd_adjoint(
+                &s,
+                &u,
+                &v,
+                m,
+                n,
+                (k_part == 0).then_some(&cs[..]),
+                (k_part == 1).then_some(&cu[..]),
+                (k_part == 2).then_some(&cv[..]),
+                &mut ga,
+                &mut ws,
+            );
+            check(what, &a, &ga, 0..m * n, &|a: &[f64]| {
+                weighted(c, pick(&thin_svd(a, m, n)))
+            });
+        }
+    }
+}

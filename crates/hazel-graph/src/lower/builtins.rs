@@ -877,7 +877,11 @@ impl<'p> Tracer<'p> {
             | "eigenvalues_sym"
             | "eigenvectors_sym"
             | "eigendecompose_sym"
-            | "matrix_exp" => self.lower_linalg(name, &args, span),
+            | "matrix_exp"
+            | "singular_values"
+            | "svd_U"
+            | "svd_V"
+            | "svd" => self.lower_linalg(name, &args, span),
             _ => cerr(format!("function '{name}' is not supported"), span),
         }
     }

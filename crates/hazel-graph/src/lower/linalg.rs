@@ -119,6 +119,13 @@ impl<'p> Tracer<'p> {
             "eigenvalues_sym" | "eigenvectors_sym" | "matrix_exp" => {
                 self.lower_square_fn(name, &args[0], span)
             }
+            "singular_values" | "svd_U" | "svd_V" => self.lower_svd(name, &args[0], span),
+            "svd" => {
+                let u = self.lower_svd("svd_U", &args[0], span)?;
+                let s = self.lower_svd("singular_values", &args[0], span)?;
+                let v = self.lower_svd("svd_V", &args[0], span)?;
+                Ok(Val::Tuple(Arc::new(vec![u, s, v])))
+            }
             "eigendecompose_sym" => {
                 let v = self.lower_square_fn("eigenvectors_sym", &args[0], span)?;
                 let l = self.lower_square_fn("eigenvalues_sym", &args[0], span)?;
@@ -473,6 +480,39 @@ impl<'p> Tracer<'p> {
             Val::Vector(out)
         } else {
             Val::Matrix(n, n, out)
+        })
+    }
+
+    /// `singular_values`, `svd_U`, `svd_V` of any matrix (thin: `k = min(rows, cols)`).
+    fn lower_svd(&mut self, name: &str, m: &Val, span: Span) -> R<Val> {
+        let a = self.mat(name, m, span)?;
+        if a.shape != Shape::Matrix {
+            return cerr(format!("{name}: m must be a matrix"), span);
+        }
+        let (r, c) = (a.r, a.c);
+        let k = r.min(c);
+        let out = if let Some(v) = a.e.consts() {
+            let (mut s, mut u, mut vv) = (vec![0.0; k], vec![0.0; r * k], vec![0.0; c * k]);
+            let mut ws = vec![0.0; la::svd_workspace_len(r, c)];
+            la::svd(name, &v, r, c, &mut s, &mut u, &mut vv, &mut ws)
+                .map_err(|e| math_err(e, span))?;
+            Elems::C(Arc::new(match name {
+                "singular_values" => s,
+                "svd_U" => u,
+                _ => vv,
+            }))
+        } else {
+            let f = match name {
+                "singular_values" => LinalgFn::SingularValues,
+                "svd_U" => LinalgFn::SvdU,
+                _ => LinalgFn::SvdV,
+            };
+            self.linalg_op(f, &a.e, &Elems::C(Arc::new(vec![])), r, c)
+        };
+        Ok(match name {
+            "singular_values" => Val::Vector(out),
+            "svd_U" => Val::Matrix(r, k, out),
+            _ => Val::Matrix(c, k, out),
         })
     }
 
