@@ -255,6 +255,44 @@ model {
     lambda rng, n: {"N": n, "W": rng.normal(size=(n, n)).tolist()},
 )
 
+# QR decomposition (stanli has none): for a full-rank tall A, R = Lᵀ with L the Cholesky
+# factor of AᵀA and Q = A R⁻¹ = (L⁻¹ Aᵀ)ᵀ; for a wide A = [A₁ A₂] the same with A₁, and
+# R = Qᵀ A. These are exact because Stan's R has a non-negative diagonal.
+PROGRAMS["qr"] = (
+    """
+data {
+  int N;
+  matrix[N, N] W;
+}
+parameters {
+  matrix[3, 2] T;
+  matrix[2, 3] R;
+  matrix[3, 3] S;
+}
+model {
+  to_vector(T) ~ normal(0, 1);
+  to_vector(R) ~ normal(0, 1);
+  to_vector(S) ~ normal(0, 1);
+  target += sum([[qr_thin_R(T) || cholesky_decompose(crossprod(T))']] .* W[1:2, 1:2]);
+  target += sum([[qr_thin_Q(T) || mdivide_left_tri_low(cholesky_decompose(crossprod(T)), T')']]
+                .* W[1:3, 1:2]);
+  target += sum([[qr_R(T) || append_row(cholesky_decompose(crossprod(T))', rep_row_vector(0, 2))]]
+                .* W[1:3, 1:2]);
+  target += sum([[qr_thin_Q(R) || mdivide_left_tri_low(cholesky_decompose(crossprod(R[:, 1:2])), R[:, 1:2]')']]
+                .* W[1:2, 1:2]);
+  target += sum([[qr_thin_R(R) || mdivide_left_tri_low(cholesky_decompose(crossprod(R[:, 1:2])), R[:, 1:2]') * R]]
+                .* W[1:2, 1:3]);
+  target += sum([[qr_Q(R) || mdivide_left_tri_low(cholesky_decompose(crossprod(R[:, 1:2])), R[:, 1:2]')']]
+                .* W[2:3, 2:3]);
+  target += sum([[qr_R(S) || cholesky_decompose(crossprod(S))']] .* W);
+  target += sum([[qr_Q(S) || mdivide_left_tri_low(cholesky_decompose(crossprod(S)), S')']] .* W');
+  target += sum([[qr_thin(S).1 || mdivide_left_tri_low(cholesky_decompose(crossprod(S)), S')']]);
+  target += sum([[qr(S).2 || cholesky_decompose(crossprod(S))']] .* W);
+}
+""",
+    lambda rng, n: {"N": n, "W": rng.normal(size=(n, n)).tolist()},
+)
+
 # Every function on data only (constant-folded by hazel at build time).
 PROGRAMS["data_only"] = (
     """
@@ -270,7 +308,7 @@ data {
 transformed data {
   matrix[N, N] S = tcrossprod(X) + diag_matrix(rep_vector(1, N));
   matrix[N, N] L = cholesky_decompose(S);
-  vector[28] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
+  vector[29] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
                   [[determinant(G) || exp(log_determinant(G))]],
                   log_determinant(G), [[log_determinant_spd(S) || log_determinant(S)]], sum(mdivide_left(G, y)),
                   sum(G \\ B), sum(mdivide_right(r, G)), sum(B' / G),
@@ -282,10 +320,11 @@ transformed data {
                   [[norm1(y) || sum(abs(y))]], [[norm2(r) || sqrt(dot_self(r))]],
                   sum([[matrix_power(G, 3) || G * G * G]]), sum(quad_form_diag(G, y)),
                   sum(eigenvalues_sym(S)), sum(square(eigenvectors_sym(S))), sum(matrix_exp(G)),
-                  sum([[singular_values(B) || sqrt(eigenvalues_sym(crossprod(B)))]])]';
+                  sum([[singular_values(B) || sqrt(eigenvalues_sym(crossprod(B)))]]),
+                  sum([[qr_thin_R(B) || cholesky_decompose(crossprod(B))']])]';
 }
 parameters {
-  vector[28] theta;
+  vector[29] theta;
 }
 model {
   theta ~ normal(c, 1);

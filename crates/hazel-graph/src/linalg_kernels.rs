@@ -42,6 +42,11 @@ pub enum LinalgFn {
     SvdU,
     /// `svd_V` (`m × min(n, m)`).
     SvdV,
+    /// `qr_thin_Q` of the `n × m` matrix `a` (`n` rows, `m` columns): `n × min(n, m)`; the
+    /// thin factors stay in scratch.
+    QrThinQ,
+    /// `qr_thin_R`: `min(n, m) × m`.
+    QrThinR,
 }
 
 impl LinalgFn {
@@ -53,6 +58,8 @@ impl LinalgFn {
             LinalgFn::SingularValues => n.min(m),
             LinalgFn::SvdU => n * n.min(m),
             LinalgFn::SvdV => m * n.min(m),
+            LinalgFn::QrThinQ => n * n.min(m),
+            LinalgFn::QrThinR => m * n.min(m),
             _ => n * m,
         }
     }
@@ -69,6 +76,10 @@ impl LinalgFn {
                 let k = n.min(m);
                 k + n * k + m * k
             }
+            LinalgFn::QrThinQ | LinalgFn::QrThinR => {
+                let k = n.min(m);
+                n * k + k * m
+            }
             _ => la::factor_len(n),
         }
     }
@@ -81,6 +92,9 @@ impl LinalgFn {
             }
             LinalgFn::SingularValues | LinalgFn::SvdU | LinalgFn::SvdV => {
                 la::svd_workspace_len(n, m).max(la::svd_adjoint_workspace_len(n, m))
+            }
+            LinalgFn::QrThinQ | LinalgFn::QrThinR => {
+                la::qr_workspace_len(n, m).max(la::qr_thin_adjoint_workspace_len(n, m))
             }
             _ => n * m + n * n + n,
         }
@@ -176,6 +190,17 @@ pub(crate) fn forward(
                 LinalgFn::SvdU => u,
                 _ => v,
             });
+        }
+        LinalgFn::QrThinQ | LinalgFn::QrThinR => {
+            let k = n.min(m);
+            let (q, r) = f.split_at_mut(n * k);
+            let name = if *fun == LinalgFn::QrThinQ {
+                "qr_thin_Q"
+            } else {
+                "qr_thin_R"
+            };
+            la::qr(name, av, n, m, q, k, r, k, tmp).map_err(domain)?;
+            o.copy_from_slice(if *fun == LinalgFn::QrThinQ { q } else { r });
         }
     }
     Ok(())
@@ -279,6 +304,25 @@ pub(crate) fn backward(
                     pick(LinalgFn::SingularValues),
                     pick(LinalgFn::SvdU),
                     pick(LinalgFn::SvdV),
+                    d,
+                    tmp,
+                )
+            }
+        }
+        LinalgFn::QrThinQ | LinalgFn::QrThinR => {
+            if let Some(d) = ga_opt {
+                let k = n.min(m);
+                let (q, r) = f.split_at(n * k);
+                let pick = |which| (*fun == which).then_some(g);
+                let av = read(*a, lo, consts);
+                la::qr_thin_adjoint(
+                    av,
+                    q,
+                    r,
+                    n,
+                    m,
+                    pick(LinalgFn::QrThinQ),
+                    pick(LinalgFn::QrThinR),
                     d,
                     tmp,
                 )

@@ -42,7 +42,7 @@ fn matches_stanli() {
     .unwrap();
     let fixture: Value = serde_json::from_str(&text).unwrap();
     let programs = fixture["programs"].as_array().unwrap();
-    assert_eq!(programs.len(), 6);
+    assert_eq!(programs.len(), 7);
     for p in programs {
         let name = p["name"].as_str().unwrap();
         let model = compile_program(p["code"].as_str().unwrap(), &p["data"].to_string())
@@ -201,6 +201,21 @@ fn bad_sizes_name_the_function() {
             .err()
             .unwrap_or_else(|| panic!("{expr}: compiled"));
         assert!(e.contains(want), "{expr} in transformed data: {e}");
+    }
+}
+
+#[test]
+fn full_q_of_a_tall_parameter_matrix_is_refused() {
+    let src = "parameters { matrix[3, 2] T; } model { target += sum(qr_Q(T)); }";
+    let e = compile_program(src, "{}").err().expect("compiled");
+    assert!(
+        e.contains("qr_Q of a parameter matrix with more rows than columns"),
+        "{e}"
+    );
+    // The thin factor, qr_R and square or wide qr_Q are fine.
+    for f in ["qr_thin_Q(T)", "qr_R(T)", "qr_Q(T')"] {
+        let src = format!("parameters {{ matrix[3, 2] T; }} model {{ target += sum({f}); }}");
+        assert!(compile_program(&src, "{}").is_ok(), "{f}");
     }
 }
 

@@ -28,11 +28,13 @@
 
 pub mod densities;
 pub mod eigen;
+pub mod qr;
 pub mod solve;
 pub mod svd;
 
 pub use densities::*;
 pub use eigen::*;
+pub use qr::*;
 pub use solve::*;
 pub use svd::*;
 

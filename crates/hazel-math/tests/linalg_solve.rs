@@ -606,3 +606,89 @@ fn svd_adjoints() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// QR decomposition (linalg::qr).
+// ---------------------------------------------------------------------------------------------
+
+fn qr_of(a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let (qc, rr) = if full { (m, m) } else { (k, k) };
+    let (mut q, mut r) = (vec![0.0; m * qc], vec![0.0; rr * n]);
+    let mut ws = vec![0.0; qr_workspace_len(m, n)];
+    qr("qr", a, m, n, &mut q, qc, &mut r, rr, &mut ws).unwrap();
+    (q, r)
+}
+
+#[test]
+fn qr_values() {
+    let mut rng = Rng(41);
+    for (m, n) in [(1, 1), (4, 2), (2, 4), (3, 3), (5, 3)] {
+        let a = rng.vec(m * n);
+        let k = m.min(n);
+        for full in [false, true] {
+            let (qc, rr) = if full { (m, m) } else { (k, k) };
+            let (q, r) = qr_of(&a, m, n, full);
+            let mut qr_prod = vec![0.0; m * n];
+            multiply(&q, m, qc, &r, n, &mut qr_prod);
+            assert_close(&qr_prod, &a, 1e-14, "Q R");
+            let mut g = vec![0.0; qc * qc];
+            crossprod(&q, m, qc, &mut g);
+            for j in 0..qc {
+                for i in 0..qc {
+                    let want = if i == j { 1.0 } else { 0.0 };
+                    assert!((g[i + j * qc] - want).abs() < 1e-14, "QᵀQ ({m}×{n})");
+                }
+            }
+            for c in 0..n {
+                for i in 0..rr {
+                    if i > c || i >= k {
+                        assert_eq!(r[i + c * rr], 0.0, "R is upper triangular");
+                    }
+                }
+            }
+            for i in 0..k {
+                assert!(r[i + i * rr] >= 0.0, "R has a non-negative diagonal");
+            }
+        }
+    }
+    // Closed form: [[3, 1], [4, 2]] = Q R with R = [[5, 2.2], [0, 0.4]].
+    let (q, r) = qr_of(&[3.0, 4.0, 1.0, 2.0], 2, 2, false);
+    assert_close(&r, &[5.0, 0.0, 2.2, 0.4], 1e-15, "R");
+    assert_close(&q, &[0.6, 0.8, -0.8, 0.6], 1e-15, "Q");
+}
+
+#[test]
+fn qr_adjoints() {
+    let mut rng = Rng(42);
+    for (m, n) in [(4, 3), (3, 3), (2, 4)] {
+        let a = rng.vec(m * n);
+        let k = m.min(n);
+        let (q, r) = qr_of(&a, m, n, false);
+        let (cq, cr) = (rng.vec(m * k), rng.vec(k * n));
+        let mut ws = vec![0.0; qr_thin_adjoint_workspace_len(m, n)];
+        for part in 0..2 {
+            let mut ga = vec![0.0; m * n];
+            qr_thin_adjoint(
+                &a,
+                &q,
+                &r,
+                m,
+                n,
+                (part == 0).then_some(&cq[..]),
+                (part == 1).then_some(&cr[..]),
+                &mut ga,
+                &mut ws,
+            );
+            let what = if part == 0 { "qr_thin_Q" } else { "qr_thin_R" };
+            check(what, &a, &ga, 0..m * n, &|a: &[f64]| {
+                let (q, r) = qr_of(a, m, n, false);
+                if part == 0 {
+                    weighted(&cq, &q)
+                } else {
+                    weighted(&cr, &r)
+                }
+            });
+        }
+    }
+}

@@ -881,7 +881,13 @@ impl<'p> Tracer<'p> {
             | "singular_values"
             | "svd_U"
             | "svd_V"
-            | "svd" => self.lower_linalg(name, &args, span),
+            | "svd"
+            | "qr_thin_Q"
+            | "qr_thin_R"
+            | "qr_Q"
+            | "qr_R"
+            | "qr_thin"
+            | "qr" => self.lower_linalg(name, &args, span),
             _ => cerr(format!("function '{name}' is not supported"), span),
         }
     }

@@ -126,6 +126,17 @@ impl<'p> Tracer<'p> {
                 let v = self.lower_svd("svd_V", &args[0], span)?;
                 Ok(Val::Tuple(Arc::new(vec![u, s, v])))
             }
+            "qr_thin_Q" | "qr_thin_R" | "qr_Q" | "qr_R" => self.lower_qr(name, &args[0], span),
+            "qr_thin" | "qr" => {
+                let (qn, rn) = if name == "qr" {
+                    ("qr_Q", "qr_R")
+                } else {
+                    ("qr_thin_Q", "qr_thin_R")
+                };
+                let q = self.lower_qr(qn, &args[0], span)?;
+                let r = self.lower_qr(rn, &args[0], span)?;
+                Ok(Val::Tuple(Arc::new(vec![q, r])))
+            }
             "eigendecompose_sym" => {
                 let v = self.lower_square_fn("eigenvectors_sym", &args[0], span)?;
                 let l = self.lower_square_fn("eigenvalues_sym", &args[0], span)?;
@@ -513,6 +524,59 @@ impl<'p> Tracer<'p> {
             "singular_values" => Val::Vector(out),
             "svd_U" => Val::Matrix(r, k, out),
             _ => Val::Matrix(c, k, out),
+        })
+    }
+
+    /// `qr_thin_Q`, `qr_thin_R`, `qr_Q`, `qr_R`. The full factors of a parameter matrix are the
+    /// thin ones (plus zero rows of `R`) except `qr_Q` with more rows than columns, whose extra
+    /// columns are not a differentiable function of the matrix.
+    fn lower_qr(&mut self, name: &str, m: &Val, span: Span) -> R<Val> {
+        let a = self.mat(name, m, span)?;
+        if a.shape != Shape::Matrix {
+            return cerr(format!("{name}: m must be a matrix"), span);
+        }
+        let (r, c) = (a.r, a.c);
+        let k = r.min(c);
+        let full = matches!(name, "qr_Q" | "qr_R");
+        let (qc, rr) = if full { (r, r) } else { (k, k) };
+        let is_q = matches!(name, "qr_Q" | "qr_thin_Q");
+        let out = if let Some(v) = a.e.consts() {
+            let (mut q, mut rm) = (vec![0.0; r * qc], vec![0.0; rr * c]);
+            let mut ws = vec![0.0; la::qr_workspace_len(r, c)];
+            la::qr(name, &v, r, c, &mut q, qc, &mut rm, rr, &mut ws)
+                .map_err(|e| math_err(e, span))?;
+            Elems::C(Arc::new(if is_q { q } else { rm }))
+        } else {
+            if full && is_q && r > c {
+                return cerr(
+                    "qr_Q of a parameter matrix with more rows than columns is not supported \
+                     (its extra columns are not a differentiable function of the matrix); use qr_thin_Q",
+                    span,
+                );
+            }
+            let f = if is_q {
+                LinalgFn::QrThinQ
+            } else {
+                LinalgFn::QrThinR
+            };
+            let thin = self.linalg_op(f, &a.e, &Elems::C(Arc::new(vec![])), r, c);
+            if full && !is_q && r > c {
+                // Thin R (k × c) with r − k zero rows below.
+                let mut sc = vec![Sc::C(0.0); r * c];
+                for j in 0..c {
+                    for i in 0..k {
+                        sc[i + j * r] = thin.get(i + j * k);
+                    }
+                }
+                Elems::from_scalars(sc)
+            } else {
+                thin
+            }
+        };
+        Ok(if is_q {
+            Val::Matrix(r, qc, out)
+        } else {
+            Val::Matrix(rr, c, out)
         })
     }
 
