@@ -207,6 +207,8 @@ model {
   target += sum(eigenvalues_sym(Sd)) + sum(square(eigenvectors_sym(Sd)) .* W);
   target += sum(matrix_exp(M) .* W) + 0.01 * sum(matrix_exp(0.3 * M + S));
   target += sum(matrix_exp(Sd) .* W);
+  target += sum([[matrix_exp_multiply(M, W) || matrix_exp(M) * W]])
+            + sum([[scale_matrix_exp_multiply(0.7, S, W') || matrix_exp(0.7 * S) * W']]);
   target += dot_product([[eigendecompose_sym(S).2 || eigenvalues_sym(S)]], [3, 1, 2]')
             + sum(square([[eigendecompose_sym(S).1 || eigenvectors_sym(S)]]) .* W');
 }
@@ -354,6 +356,8 @@ def main():
         if "G" in data:
             assert np.linalg.det(np.array(data["G"])) > 0
         hazel_code, oracle_code = variant(code, 1), variant(code, 2)
+        for c in (hazel_code, oracle_code):
+            assert "[[" not in c and "]]" not in c and "||" not in c, name
         model = stanli.Model(stan_code=oracle_code, data=json.dumps(data))
         dim = model.n_unconstrained
         points = []

@@ -878,6 +878,8 @@ impl<'p> Tracer<'p> {
             | "eigenvectors_sym"
             | "eigendecompose_sym"
             | "matrix_exp"
+            | "matrix_exp_multiply"
+            | "scale_matrix_exp_multiply"
             | "singular_values"
             | "svd_U"
             | "svd_V"

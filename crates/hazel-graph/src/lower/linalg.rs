@@ -61,7 +61,7 @@ impl<'p> Tracer<'p> {
     /// One arm of `Tracer::call` for every function of this module.
     pub(super) fn lower_linalg(&mut self, name: &str, args: &[Val], span: Span) -> R<Val> {
         let arity = match name {
-            "trace_gen_quad_form" => 3,
+            "trace_gen_quad_form" | "scale_matrix_exp_multiply" => 3,
             "mdivide_left"
             | "mdivide_right"
             | "mdivide_left_spd"
@@ -70,7 +70,8 @@ impl<'p> Tracer<'p> {
             | "quad_form"
             | "quad_form_sym"
             | "trace_quad_form"
-            | "matrix_power" => 2,
+            | "matrix_power"
+            | "matrix_exp_multiply" => 2,
             _ => 1,
         };
         if args.len() != arity {
@@ -127,6 +128,20 @@ impl<'p> Tracer<'p> {
                 Ok(Val::Tuple(Arc::new(vec![u, s, v])))
             }
             "qr_thin_Q" | "qr_thin_R" | "qr_Q" | "qr_R" => self.lower_qr(name, &args[0], span),
+            // matrix_exp(A) * B and matrix_exp(t * A) * B.
+            "matrix_exp_multiply" | "scale_matrix_exp_multiply" => {
+                let (a, b) = (&args[args.len() - 2], &args[args.len() - 1]);
+                let am = self.square(name, "A", a, span)?;
+                let bm = self.mat(name, b, span)?;
+                Self::multiplicable(name, ("A", am.c), ("B", bm.r), span)?;
+                let a = if name == "scale_matrix_exp_multiply" {
+                    self.map_binary(BinaryFn::Mul, &args[0], a, span)?
+                } else {
+                    a.clone()
+                };
+                let e = self.lower_square_fn("matrix_exp", &a, span)?;
+                self.matmul(&e, b, span)
+            }
             "qr_thin" | "qr" => {
                 let (qn, rn) = if name == "qr" {
                     ("qr_Q", "qr_R")
