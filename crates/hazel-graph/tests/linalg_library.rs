@@ -49,6 +49,10 @@ fn matches_stanli() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let n = p["n_unconstrained"].as_u64().unwrap() as usize;
         assert_eq!(model.dim(), n, "{name}");
+        assert!(
+            !model.is_dynamic(),
+            "{name}: the matrix functions keep the graph static"
+        );
         let mut ws = model.new_workspace();
         let mut grad = vec![0.0; n];
         for (k, pt) in p["points"].as_array().unwrap().iter().enumerate() {
