@@ -5,7 +5,7 @@
 //! definitions written out in the program stanli ran (`oracle_code` in the fixture).
 //! Also: Stan's errors for bad values (at every evaluation) and bad sizes (at compile time).
 
-use hazel_density::{LogDensity, Model};
+use hazel_density::LogDensity;
 use hazel_graph::{CompileOptions, CompiledModel};
 use serde_json::Value;
 

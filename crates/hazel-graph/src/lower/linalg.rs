@@ -312,7 +312,7 @@ impl<'p> Tracer<'p> {
         for j in 0..n {
             for i in 0..j {
                 match l.e.get(i + j * n) {
-                    Sc::C(v) if v == 0.0 => {}
+                    Sc::C(0.0) => {}
                     Sc::C(v) => {
                         return eerr(
                             format!(

@@ -264,7 +264,7 @@ pub fn matrix_exp(a: &[f64], n: usize, out: &mut [f64], ws: &mut [f64]) -> Resul
         x[k] = p - q;
         out[k] = p + q;
     }
-    lu_factor(x, n, f).map_err(|_| MathError::new("matrix_exp: Padé denominator is singular"))?;
+    lu_factor(x, n, f).ok_or_else(|| MathError::new("matrix_exp: Padé denominator is singular"))?;
     lu_solve(f, n, out, n);
     for _ in 0..s {
         x.copy_from_slice(&out[..nn]);

@@ -33,11 +33,11 @@ pub enum Factor {
 }
 
 /// LU factorisation with partial pivoting of `a` into `f` (see the module docs). Returns the
-/// sign of the row permutation; `Err` when a pivot is zero or not finite.
-pub fn lu_factor(a: &[f64], n: usize, f: &mut [f64]) -> Result<f64, ()> {
+/// sign of the row permutation; `None` when a pivot is zero or not finite.
+pub fn lu_factor(a: &[f64], n: usize, f: &mut [f64]) -> Option<f64> {
     let (lu, piv) = f[..factor_len(n)].split_at_mut(n * n);
     lu.copy_from_slice(&a[..n * n]);
-    lu_in_place_with(lu, n, |k, p| piv[k] = p as f64)
+    lu_in_place_with(lu, n, |k, p| piv[k] = p as f64).ok()
 }
 
 /// Solves `A X = B` in place (`B` is `n × m`) from [`lu_factor`]'s buffer.
@@ -108,7 +108,7 @@ impl Factor {
         match self {
             Factor::Lu => lu_factor(a, n, f)
                 .map(|_| ())
-                .map_err(|_| MathError::new(format!("{function}: {name} is singular"))),
+                .ok_or_else(|| MathError::new(format!("{function}: {name} is singular"))),
             Factor::Spd => {
                 check_symmetric(function, name, a, n)?;
                 cholesky_lower_unchecked(a, n, &mut f[..n * n]).map_err(|_| {
@@ -272,14 +272,14 @@ pub fn mdivide_right_adjoint(
 /// `f` receives the factorisation.
 pub fn determinant(a: &[f64], n: usize, f: &mut [f64]) -> f64 {
     match lu_factor(a, n, f) {
-        Ok(sign) => {
+        Some(sign) => {
             let mut d = sign;
             for i in 0..n {
                 d *= f[i + i * n];
             }
             d
         }
-        Err(()) => {
+        None => {
             if a[..n * n].iter().all(|v| v.is_finite()) {
                 0.0
             } else {
@@ -314,7 +314,7 @@ pub fn add_scaled_inverse_transpose(
 
 /// `log|det A|` from an LU factorisation into `f`; errors for a singular matrix.
 pub fn log_abs_determinant(a: &[f64], n: usize, f: &mut [f64]) -> Result<f64, MathError> {
-    lu_factor(a, n, f).map_err(|_| MathError::new("log_determinant: matrix is singular"))?;
+    lu_factor(a, n, f).ok_or_else(|| MathError::new("log_determinant: matrix is singular"))?;
     Ok((0..n).map(|i| f[i + i * n].abs().ln()).sum())
 }
 
