@@ -159,7 +159,7 @@ model {
   to_vector(E) ~ normal(0, 1);
   w ~ normal(0, 1);
   u ~ normal(0, 1);
-  target += [[trace(A) || sum(diagonal(A))]] + 2 * sum(diagonal(A)) + sum(diagonal(B)) + sum(diagonal(B'));
+  target += [[trace(A) || sum(diagonal(A))]] + [[trace(B) || sum(diagonal(B))]] + 2 * sum(diagonal(A)) + sum(diagonal(B)) + sum(diagonal(B'));
   target += [[trace(quad_form(A, B)) || sum(diagonal(quad_form(A, B)))]] + quad_form(A, v) + sum(quad_form(D, B));
   target += sum(quad_form_diag(A, v)) + sum(quad_form_diag(D, w));
   target += [[trace_quad_form(A, B) || sum(diagonal(quad_form(A, B)))]] + [[trace_quad_form(A, v) || quad_form(A, v)]]

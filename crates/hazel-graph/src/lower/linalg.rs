@@ -92,8 +92,9 @@ impl<'p> Tracer<'p> {
             "mdivide_right" => self.lower_mdivide_right(name, Some(Factor::Lu), args, span),
             "mdivide_right_spd" => self.lower_mdivide_right(name, Some(Factor::Spd), args, span),
             "mdivide_right_tri_low" => self.lower_mdivide_right(name, None, args, span),
+            // Stan's trace is Eigen's: the sum of the main diagonal, also of a non-square matrix.
             "trace" => {
-                let a = self.square(name, "m", &args[0], span)?;
+                let a = self.mat(name, &args[0], span)?;
                 self.lower_trace(&a, span)
             }
             "diagonal" => {
@@ -420,7 +421,7 @@ impl<'p> Tracer<'p> {
     }
 
     fn lower_trace(&mut self, a: &Mat, span: Span) -> R<Val> {
-        let idx: Vec<usize> = (0..a.r).map(|i| i + i * a.r).collect();
+        let idx: Vec<usize> = (0..a.r.min(a.c)).map(|i| i + i * a.r).collect();
         let d = a.e.select(&idx);
         if d.is_empty() {
             return Ok(Val::real(0.0));
