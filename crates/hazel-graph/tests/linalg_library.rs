@@ -86,6 +86,15 @@ fn matches_stanli() {
     }
 }
 
+/// `expr` as a real, so the program type-checks: summed unless it already is one.
+fn total(expr: &str) -> String {
+    if expr.contains("determinant") || expr.starts_with("quad_form") {
+        expr.to_string()
+    } else {
+        format!("sum({expr})")
+    }
+}
+
 /// Evaluates `model` at `q`, returning the error message.
 fn eval_error(model: &CompiledModel, q: &[f64]) -> String {
     let mut ws = model.new_workspace();
@@ -98,7 +107,10 @@ fn eval_error(model: &CompiledModel, q: &[f64]) -> String {
 
 #[test]
 fn bad_values_reject_the_point() {
-    let spd = |f: &str| format!("parameters {{ matrix[2, 2] A; }} model {{ target += sum({f}); }}");
+    let spd = |f: &str| {
+        let t = total(f);
+        format!("parameters {{ matrix[2, 2] A; }} model {{ target += {t}; }}")
+    };
     for f in [
         "inverse_spd(A)",
         "mdivide_left_spd(A, [1, 2]')",
@@ -196,8 +208,8 @@ fn bad_sizes_name_the_function() {
         ),
     ];
     for (expr, want) in cases {
-        let src =
-            format!("{decls}parameters {{ real x; }}\nmodel {{ x ~ normal(sum({expr}), 1); }}");
+        let t = total(expr);
+        let src = format!("{decls}parameters {{ real x; }}\nmodel {{ x ~ normal({t}, 1); }}");
         // A failure while tracing the model block rejects every evaluation (as Stan would);
         // one in transformed data fails compilation.
         let e = match compile_program(&src, data) {
@@ -206,7 +218,7 @@ fn bad_sizes_name_the_function() {
         };
         assert!(e.contains(want), "{expr}: {e}");
         let src = format!(
-            "{decls}transformed data {{ real y = sum({expr}); }}\n\
+            "{decls}transformed data {{ real y = {t}; }}\n\
              parameters {{ real x; }}\nmodel {{ x ~ normal(0, 1); }}"
         );
         let e = compile_program(&src, data)
