@@ -199,6 +199,22 @@ fn bad_sizes_name_the_function() {
             "quad_form: Columns of A (3) and Rows of B (2)",
         ),
         (
+            "quad_form_diag(A, b)",
+            "quad_form_diag: rows of mat (3) and size of vec (2) must match in size",
+        ),
+        (
+            "quad_form_diag(R, r)",
+            "quad_form_diag: Expecting a square matrix; rows of mat (2) and columns of mat (3)",
+        ),
+        (
+            "diag_pre_multiply(b, A)",
+            "diag_pre_multiply: m1.size() (2) and m2.rows() (3) must match in size",
+        ),
+        (
+            "diag_post_multiply(A, r)",
+            "diag_post_multiply: m2.size() (2) and m1.cols() (3) must match in size",
+        ),
+        (
             "matrix_power(A, -1)",
             "matrix_power: n is -1, but must be nonnegative!",
         ),

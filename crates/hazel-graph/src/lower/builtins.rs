@@ -676,6 +676,21 @@ impl<'p> Tracer<'p> {
                     Val::Matrix(r, c, e) => (*r, *c, e.clone()),
                     _ => return cerr(format!("{name}: expected a matrix"), span),
                 };
+                let want = if name == "diag_pre_multiply" { r } else { c };
+                if de.len() != want {
+                    let (what, mname) = if name == "diag_pre_multiply" {
+                        ("m1.size()", "m2.rows()")
+                    } else {
+                        ("m2.size()", "m1.cols()")
+                    };
+                    return eerr(
+                        format!(
+                            "{name}: {what} ({}) and {mname} ({want}) must match in size",
+                            de.len()
+                        ),
+                        span,
+                    );
+                }
                 // Broadcast the diagonal to every element: row scaling (pre) or column (post).
                 let pos: Vec<usize> = (0..r * c)
                     .map(|k| {
@@ -821,15 +836,6 @@ impl<'p> Tracer<'p> {
             "rows_dot_product" | "columns_dot_product" | "columns_dot_self" | "rows_dot_self" => {
                 cerr(format!("{name} is not supported yet"), span)
             }
-            "quad_form_diag" => {
-                self.n_args(name, &args, 2, span)?;
-                let pre = self.call(
-                    "diag_pre_multiply",
-                    vec![args[1].clone(), args[0].clone()],
-                    span,
-                )?;
-                self.call("diag_post_multiply", vec![pre, args[1].clone()], span)
-            }
             "tcrossprod" | "crossprod" | "multiply_lower_tri_self_transpose" => {
                 self.n_args(name, &args, 1, span)?;
                 let m = args[0].clone();
@@ -878,6 +884,7 @@ impl<'p> Tracer<'p> {
             | "eigenvectors_sym"
             | "eigendecompose_sym"
             | "matrix_exp"
+            | "quad_form_diag"
             | "matrix_exp_multiply"
             | "scale_matrix_exp_multiply"
             | "singular_values"

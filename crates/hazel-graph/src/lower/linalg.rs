@@ -71,7 +71,8 @@ impl<'p> Tracer<'p> {
             | "quad_form_sym"
             | "trace_quad_form"
             | "matrix_power"
-            | "matrix_exp_multiply" => 2,
+            | "matrix_exp_multiply"
+            | "quad_form_diag" => 2,
             _ => 1,
         };
         if args.len() != arity {
@@ -106,6 +107,27 @@ impl<'p> Tracer<'p> {
                 self.lower_quad_form(name, &args[0], &args[1], span)
             }
             "trace_gen_quad_form" => self.lower_trace_gen_quad_form(args, span),
+            // diag(v) M diag(v), with Stan's checks.
+            "quad_form_diag" => {
+                let m = self.square(name, "mat", &args[0], span)?;
+                let v = self.to_elems(&args[1]);
+                if v.len() != m.r {
+                    return eerr(
+                        format!(
+                            "{name}: rows of mat ({}) and size of vec ({}) must match in size",
+                            m.r,
+                            v.len()
+                        ),
+                        span,
+                    );
+                }
+                let pre = self.call(
+                    "diag_pre_multiply",
+                    vec![args[1].clone(), args[0].clone()],
+                    span,
+                )?;
+                self.call("diag_post_multiply", vec![pre, args[1].clone()], span)
+            }
             "norm1" => {
                 let e = self.to_elems(&args[0]);
                 let abs = self.elems_unary(UnaryFn::Abs, &e);
