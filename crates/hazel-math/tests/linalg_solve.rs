@@ -692,3 +692,88 @@ fn qr_adjoints() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Values against numpy / scipy (LAPACK): scripts/linalg/make_math_fixtures.py.
+// ---------------------------------------------------------------------------------------------
+
+fn fixture() -> serde_json::Value {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/linalg_decompositions.json"
+    ))
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn size(v: &serde_json::Value) -> usize {
+    v.as_u64().unwrap() as usize
+}
+
+/// Agreement relative to the largest entry of the reference.
+fn assert_scaled(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * scale, "{what}[{i}]: {g} vs {w}");
+    }
+}
+
+#[test]
+fn values_match_lapack() {
+    let fx = fixture();
+    for c in fx["general"].as_array().unwrap() {
+        let n = size(&c["n"]);
+        let (a, b, bt) = (floats(&c["a"]), floats(&c["b"]), floats(&c["bt"]));
+        let mut f = vec![0.0; factor_len(n)];
+        let d = determinant(&a, n, &mut f);
+        assert!(rel(d, c["det"].as_f64().unwrap()) < 1e-13, "det {n}");
+        let ld = log_abs_determinant(&a, n, &mut f).unwrap();
+        assert!(
+            rel(ld, c["log_abs_det"].as_f64().unwrap()) < 1e-13,
+            "log|det| {n}"
+        );
+        let mut x = vec![0.0; n * 3];
+        mdivide_left(Factor::Lu, &a, n, &b, 3, &mut x, &mut f).unwrap();
+        assert_scaled(&x, &floats(&c["left"]), 1e-12, "A⁻¹B");
+        let mut tmp = vec![0.0; n];
+        mdivide_right(Factor::Lu, &bt, 3, &a, n, &mut x, &mut f, &mut tmp).unwrap();
+        assert_scaled(&x, &floats(&c["right"]), 1e-12, "BA⁻¹");
+    }
+    for c in fx["symmetric"].as_array().unwrap() {
+        let n = size(&c["n"]);
+        let (l, v) = eig(&floats(&c["a"]), n);
+        assert_scaled(&l, &floats(&c["values"]), 1e-14, "eigenvalues");
+        assert_scaled(&v, &floats(&c["vectors"]), 1e-13, "eigenvectors");
+    }
+    for c in fx["svd"].as_array().unwrap() {
+        let (m, n) = (size(&c["m"]), size(&c["n"]));
+        let (s, u, v) = thin_svd(&floats(&c["a"]), m, n);
+        assert_scaled(&s, &floats(&c["sigma"]), 1e-14, "singular values");
+        assert_scaled(&u, &floats(&c["u"]), 1e-13, "U");
+        assert_scaled(&v, &floats(&c["v"]), 1e-13, "V");
+    }
+    for c in fx["qr"].as_array().unwrap() {
+        let (m, n) = (size(&c["m"]), size(&c["n"]));
+        let (q, r) = qr_of(&floats(&c["a"]), m, n, false);
+        assert_scaled(&q, &floats(&c["q"]), 1e-14, "Q");
+        assert_scaled(&r, &floats(&c["r"]), 1e-14, "R");
+    }
+    for c in fx["expm"].as_array().unwrap() {
+        let n = size(&c["n"]);
+        assert_scaled(
+            &expm(&floats(&c["a"]), n),
+            &floats(&c["expm"]),
+            1e-13,
+            "expm",
+        );
+    }
+}
