@@ -77,6 +77,9 @@ model {
   target += sum(D \\ C);
   target += sum(mdivide_left(A, col(A, 1)) .* b);
   target += sum(mdivide_right(row(A, 2), A) .* b');
+  target += sum([[generalized_inverse(C) || inverse(crossprod(C)) * C']])
+            + sum([[generalized_inverse(C') || C * inverse(crossprod(C))]])
+            + sum([[generalized_inverse(A) || inverse(A)]] .* D);
 }
 """,
     lambda rng, n: {
@@ -166,6 +169,9 @@ model {
             + [[trace_quad_form(D, B) || sum(diagonal(quad_form(D, B)))]];
   target += [[trace_gen_quad_form(E, A, B) || sum(diagonal(E * quad_form(A, B)))]]
             + [[trace_gen_quad_form(E, D, B) || sum(diagonal(E * quad_form(D, B)))]];
+  target += sum(rows_dot_product(A, D)) + sum(columns_dot_product(A, D)) + sum(rows_dot_self(B))
+            + sum(columns_dot_self(B)) + sum(columns_dot_product(v, v)) + sum(rows_dot_product(v, v))
+            + sum(rows_dot_product(w, w)) + sum(columns_dot_self(w)) + sum(rows_dot_self(D * A));
   target += [[norm1(v) || sum(abs(v))]] + [[norm2(v) || sqrt(dot_self(v))]] + [[norm1(w) || sum(abs(w))]]
             + [[norm2(w) || sqrt(dot_self(w))]] + [[norm1(u) || sum(abs(to_vector(u)))]]
             + [[norm2(u) || sqrt(dot_self(to_vector(u)))]] * [[norm2(z) || sqrt(dot_self(to_vector(z)))]];
@@ -306,11 +312,12 @@ data {
   row_vector[N] r;
   matrix[N, 2] B;
   matrix[2, 2] E;
+  matrix[2, N] Bpinv;
 }
 transformed data {
   matrix[N, N] S = tcrossprod(X) + diag_matrix(rep_vector(1, N));
   matrix[N, N] L = cholesky_decompose(S);
-  vector[29] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
+  vector[31] c = [sum(inverse(G)), sum(inverse_spd(S)), sum([[chol2inv(L) || inverse_spd(multiply_lower_tri_self_transpose(L))]]),
                   [[determinant(G) || exp(log_determinant(G))]],
                   log_determinant(G), [[log_determinant_spd(S) || log_determinant(S)]], sum(mdivide_left(G, y)),
                   sum(G \\ B), sum(mdivide_right(r, G)), sum(B' / G),
@@ -323,10 +330,11 @@ transformed data {
                   sum([[matrix_power(G, 3) || G * G * G]]), sum(quad_form_diag(G, y)),
                   sum(eigenvalues_sym(S)), sum(square(eigenvectors_sym(S))), sum(matrix_exp(G)),
                   sum([[singular_values(B) || sqrt(eigenvalues_sym(crossprod(B)))]]),
-                  sum([[qr_thin_R(B) || cholesky_decompose(crossprod(B))']])]';
+                  sum([[qr_thin_R(B) || cholesky_decompose(crossprod(B))']]),
+                  [[sum(generalized_inverse(B)) || sum(Bpinv)]], sum(rows_dot_product(G, X))]';
 }
 parameters {
-  vector[29] theta;
+  vector[31] theta;
 }
 model {
   theta ~ normal(c, 1);
@@ -342,6 +350,16 @@ model {
         "E": rng.normal(size=(2, 2)).tolist(),
     },
 )
+
+
+def add_pinv(data):
+    """numpy's pseudo-inverse of B, the reference for generalized_inverse(B)."""
+    data["Bpinv"] = np.linalg.pinv(np.array(data["B"])).tolist()
+    return data
+
+
+PROGRAMS["data_only"] = (PROGRAMS["data_only"][0],
+                         (lambda make: lambda rng, n: add_pinv(make(rng, n)))(PROGRAMS["data_only"][1]))
 
 
 def main():

@@ -199,6 +199,11 @@ fn bad_sizes_name_the_function() {
             "quad_form: Columns of A (3) and Rows of B (2)",
         ),
         (
+            "rows_dot_product(A, R)",
+            "rows_dot_product: Rows of v1 (3) and rows of v2 (2) must match in size",
+        ),
+        ("generalized_inverse(A - A)", "inverse: m is singular"),
+        (
             "quad_form_diag(A, b)",
             "quad_form_diag: rows of mat (3) and size of vec (2) must match in size",
         ),

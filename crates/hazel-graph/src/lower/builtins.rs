@@ -833,9 +833,6 @@ impl<'p> Tracer<'p> {
                     }
                 }
             }
-            "rows_dot_product" | "columns_dot_product" | "columns_dot_self" | "rows_dot_self" => {
-                cerr(format!("{name} is not supported yet"), span)
-            }
             "tcrossprod" | "crossprod" | "multiply_lower_tri_self_transpose" => {
                 self.n_args(name, &args, 1, span)?;
                 let m = args[0].clone();
@@ -885,6 +882,11 @@ impl<'p> Tracer<'p> {
             | "eigendecompose_sym"
             | "matrix_exp"
             | "quad_form_diag"
+            | "rows_dot_product"
+            | "columns_dot_product"
+            | "rows_dot_self"
+            | "columns_dot_self"
+            | "generalized_inverse"
             | "matrix_exp_multiply"
             | "scale_matrix_exp_multiply"
             | "singular_values"

@@ -72,7 +72,9 @@ impl<'p> Tracer<'p> {
             | "trace_quad_form"
             | "matrix_power"
             | "matrix_exp_multiply"
-            | "quad_form_diag" => 2,
+            | "quad_form_diag"
+            | "rows_dot_product"
+            | "columns_dot_product" => 2,
             _ => 1,
         };
         if args.len() != arity {
@@ -107,6 +109,10 @@ impl<'p> Tracer<'p> {
                 self.lower_quad_form(name, &args[0], &args[1], span)
             }
             "trace_gen_quad_form" => self.lower_trace_gen_quad_form(args, span),
+            "rows_dot_product" | "columns_dot_product" | "rows_dot_self" | "columns_dot_self" => {
+                self.lower_dot_rows_columns(name, args, span)
+            }
+            "generalized_inverse" => self.lower_generalized_inverse(&args[0], span),
             // diag(v) M diag(v), with Stan's checks.
             "quad_form_diag" => {
                 let m = self.square(name, "mat", &args[0], span)?;
@@ -292,16 +298,21 @@ impl<'p> Tracer<'p> {
         let a = self.square(function, "m", m, span)?;
         let n = a.r;
         if let Some(v) = a.e.consts() {
-            let mut out = vec![0.0; n * n];
-            let mut ws = vec![0.0; n * n];
-            match kind {
-                Factor::Lu => {
-                    let mut perm = vec![0usize; n];
-                    la::inverse(&v, n, &mut out, &mut ws, &mut perm)
+            // The op's value rule: factorise, solve against I (symmetrised for inverse_spd).
+            let mut f = vec![0.0; la::factor_len(n)];
+            kind.factor(function, "m", &v, n, &mut f)
+                .map_err(|e| math_err(e, span))?;
+            let mut out = identity(n);
+            kind.solve(&f, n, &mut out, n);
+            if kind == Factor::Spd {
+                for j in 0..n {
+                    for i in (j + 1)..n {
+                        let s = 0.5 * (out[i + j * n] + out[j + i * n]);
+                        out[i + j * n] = s;
+                        out[j + i * n] = s;
+                    }
                 }
-                Factor::Spd => la::inverse_spd(&v, n, &mut out, &mut ws),
             }
-            .map_err(|e| math_err(e, span))?;
             return Ok(Val::Matrix(n, n, Elems::C(Arc::new(out))));
         }
         // inverse_spd's result is symmetrised as Stan does.
@@ -616,6 +627,73 @@ impl<'p> Tracer<'p> {
         } else {
             Val::Matrix(rr, c, out)
         })
+    }
+
+    /// `rows_dot_product(A, B)` (a vector), `columns_dot_product(A, B)` (a row vector) and the
+    /// `_self` forms: sums of `A ⊙ B` along rows or columns. A vector is one column, a row
+    /// vector one row.
+    fn lower_dot_rows_columns(&mut self, name: &str, args: &[Val], span: Span) -> R<Val> {
+        let a = self.mat(name, &args[0], span)?;
+        let b = if args.len() == 2 {
+            self.mat(name, &args[1], span)?
+        } else {
+            self.mat(name, &args[0], span)?
+        };
+        if (a.r, a.c) != (b.r, b.c) {
+            return eerr(
+                format!(
+                    "{name}: Rows of v1 ({}) and rows of v2 ({}) must match in size; \
+                     columns of v1 ({}) and columns of v2 ({}) must match in size",
+                    a.r, b.r, a.c, b.c
+                ),
+                span,
+            );
+        }
+        let p = self.elems_binary(BinaryFn::Mul, &a.e, &b.e);
+        let by_rows = name.starts_with("rows");
+        let (outer, inner) = if by_rows { (a.r, a.c) } else { (a.c, a.r) };
+        let mut sums = Vec::with_capacity(outer);
+        for o in 0..outer {
+            let idx: Vec<usize> = (0..inner)
+                .map(|i| if by_rows { o + i * a.r } else { i + o * a.r })
+                .collect();
+            let part = Val::Vector(p.select(&idx));
+            sums.push(if inner == 0 {
+                Sc::C(0.0)
+            } else {
+                match self.call("sum", vec![part], span)? {
+                    Val::Real(s) => s,
+                    _ => return cerr(format!("{name}: internal error"), span),
+                }
+            });
+        }
+        let e = Elems::from_scalars_or_empty(sums);
+        Ok(if by_rows {
+            Val::Vector(e)
+        } else {
+            Val::RowVector(e)
+        })
+    }
+
+    /// `generalized_inverse(G)` of a full-rank matrix, as Stan computes it for parameters:
+    /// `inverse(G)` when square, `(GᵀG)⁻¹ Gᵀ` when tall, `Gᵀ (GGᵀ)⁻¹` when wide.
+    fn lower_generalized_inverse(&mut self, g: &Val, span: Span) -> R<Val> {
+        let name = "generalized_inverse";
+        let m = self.mat(name, g, span)?;
+        if m.shape != Shape::Matrix {
+            return cerr(format!("{name}: G must be a matrix"), span);
+        }
+        if m.r == m.c {
+            return self.lower_inverse(Factor::Lu, g, span);
+        }
+        let gt = self.transpose(g, span)?;
+        if m.r > m.c {
+            let gtg = self.matmul(&gt, g, span)?;
+            self.call("mdivide_left_spd", vec![gtg, gt], span)
+        } else {
+            let ggt = self.matmul(g, &gt, span)?;
+            self.call("mdivide_right_spd", vec![gt, ggt], span)
+        }
     }
 
     /// `matrix_power(A, k)` by repeated squaring (`A⁰ = I`).
