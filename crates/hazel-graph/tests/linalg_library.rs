@@ -320,3 +320,52 @@ fn dynamic_and_threaded_evaluation_agree_with_the_static_serial_graph() {
     assert_eq!(out[0].0.to_bits(), out[2].0.to_bits());
     assert_eq!(out[0].1, out[2].1);
 }
+
+#[test]
+fn transformed_parameters_and_generated_quantities_report_the_values() {
+    use hazel_density::Model;
+    use hazel_math::linalg as la;
+    let src = "parameters { matrix[2, 2] A; }\n\
+               transformed parameters { matrix[2, 2] Ainv = inverse(A); }\n\
+               model { to_vector(A) ~ normal(0, 1); }\n\
+               generated quantities {\n\
+                 real ld = log_determinant(A);\n\
+                 vector[2] ev = eigenvalues_sym(A + A');\n\
+                 matrix[2, 2] R = qr_thin_R(A);\n\
+               }";
+    let model = compile_program(src, "{}").unwrap();
+    let names = model.output_names();
+    assert_eq!(names.len(), 4 + 4 + 1 + 2 + 4, "{names:?}");
+    let q = [1.5, -0.4, 0.7, 2.0];
+    let mut ws = model.new_workspace();
+    let mut rng = hazel_rng::StreamRng::new(1, 0, hazel_rng::Purpose::GeneratedQuantities);
+    let mut out = vec![0.0; names.len()];
+    model.write_output(&mut ws, &q, &mut rng, &mut out).unwrap();
+    assert_eq!(&out[..4], &q);
+    let mut f = vec![0.0; la::factor_len(2)];
+    let mut inv = vec![0.0; 4];
+    la::mdivide_left(
+        la::Factor::Lu,
+        &q,
+        2,
+        &[1.0, 0.0, 0.0, 1.0],
+        2,
+        &mut inv,
+        &mut f,
+    )
+    .unwrap();
+    for (g, w) in out[4..8].iter().zip(&inv) {
+        assert!(rel(*g, *w) < 1e-15, "Ainv: {g} vs {w}");
+    }
+    let ld = la::log_abs_determinant(&q, 2, &mut f).unwrap();
+    assert!(rel(out[8], ld) < 1e-15);
+    // A + Aᵀ = [[3, 0.3], [0.3, 4]].
+    let (t, d) = (3.5, ((0.5f64).powi(2) + 0.09).sqrt());
+    assert!(rel(out[9], t - d) < 1e-14 && rel(out[10], t + d) < 1e-14);
+    // R of A: first column norm, then the rest.
+    let r11 = (1.5f64 * 1.5 + 0.4 * 0.4).sqrt();
+    assert!(rel(out[11], r11) < 1e-14 && out[12] == 0.0);
+    let det: f64 = 1.5 * 2.0 - 0.7 * (-0.4);
+    assert!(rel(out[11] * out[14], det.abs()) < 1e-14);
+    assert!(rel(out[13], (1.5 * 0.7 + (-0.4) * 2.0) / r11) < 1e-14);
+}
