@@ -271,6 +271,21 @@ impl GraphBuilder {
         })
     }
 
+    /// A solve or determinant ([`crate::tape::LinalgFn`]); `b` may be an empty run.
+    pub fn linalg(&mut self, f: crate::tape::LinalgFn, a: Arg, b: Arg, n: usize, m: usize) -> Arg {
+        let sc = self.alloc_scratch(f.scratch_len(n, m, a.len(), b.len()));
+        let out = self.alloc(f.out_len(n, m));
+        self.push(Op::Linalg {
+            f,
+            a,
+            b,
+            n: n as u32,
+            m: m as u32,
+            scratch: sc,
+            out,
+        })
+    }
+
     pub fn check(&mut self, kind: CheckKind, x: Arg, bound: Arg, message: String) {
         let out = self.alloc(0);
         self.push(Op::Check {

@@ -574,6 +574,7 @@ pub fn forward(
             hazel_math::linalg::cholesky_decompose(read(*a, lo, consts), *n as usize, o)
                 .map_err(|e| EvalError::domain(e.message))?;
         }
+        Op::Linalg { .. } => crate::linalg_kernels::forward(op, consts, vals, scratch)?,
         Op::TriSolve {
             l, b, n, m, out, ..
         } => {
@@ -980,6 +981,9 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                     }
                 }
             }
+        }
+        Op::Linalg { out, .. } => {
+            crate::linalg_kernels::backward(op, consts, lo, &vals[out.range()], g, adj_lo, scratch)
         }
         // Handled by the scalar fast path above.
         Op::MulAdd { .. } | Op::MulAddChain { .. } => {}

@@ -52,6 +52,7 @@
 pub mod builder;
 pub mod dists;
 pub mod kernels;
+mod linalg_kernels;
 pub mod lower;
 mod model;
 mod par;

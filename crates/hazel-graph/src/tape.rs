@@ -10,6 +10,7 @@
 //! - the unconstrained parameter vector occupies slot `0..dim` of the value buffer.
 
 use crate::kernels::{self, BinaryFn, DistKind, UnaryFn};
+pub use crate::linalg_kernels::LinalgFn;
 use hazel_density::EvalError;
 pub use hazel_math::transforms::Structured as StructKind;
 
@@ -193,6 +194,19 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// A solve or determinant of an `n × n` matrix (`crate::linalg_kernels`): `a` and `b` are
+    /// the Stan arguments in order (`b` empty for one-argument functions). `scratch` holds
+    /// the factorisation the forward rule leaves for the backward rule
+    /// ([`LinalgFn::scratch_len`]).
+    Linalg {
+        f: LinalgFn,
+        a: Arg,
+        b: Arg,
+        n: u32,
+        m: u32,
+        scratch: u32,
+        out: Slot,
+    },
     /// Fails the evaluation when a value violates a constraint; `out` is a length-0 slot.
     Check {
         kind: CheckKind,
@@ -225,6 +239,7 @@ impl Op {
             | Op::Constrain { out, .. }
             | Op::Cholesky { out, .. }
             | Op::TriSolve { out, .. }
+            | Op::Linalg { out, .. }
             | Op::Check { out, .. }
             | Op::Reject { out, .. } => *out,
         }
@@ -239,7 +254,10 @@ impl Op {
             | Op::Sum { x, .. }
             | Op::LogSumExp { x, .. }
             | Op::Gather { x, .. } => f(x),
-            Op::Binary { a, b, .. } | Op::Dot { a, b, .. } | Op::MatMul { a, b, .. } => {
+            Op::Binary { a, b, .. }
+            | Op::Dot { a, b, .. }
+            | Op::MatMul { a, b, .. }
+            | Op::Linalg { a, b, .. } => {
                 f(a);
                 f(b)
             }
@@ -287,7 +305,7 @@ impl Op {
                 .collect(),
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
-            Op::MatMul { a, b, .. } => vec![*a, *b],
+            Op::MatMul { a, b, .. } | Op::Linalg { a, b, .. } => vec![*a, *b],
             Op::Dist { args, .. } => args.to_vec(),
             Op::Cholesky { a, .. } => vec![*a],
             Op::TriSolve { l, b, .. } => vec![*l, *b],

@@ -27,8 +27,16 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
 pub mod densities;
+pub mod eigen;
+pub mod qr;
+pub mod solve;
+pub mod svd;
 
 pub use densities::*;
+pub use eigen::*;
+pub use qr::*;
+pub use solve::*;
+pub use svd::*;
 
 use crate::dist::MathError;
 
@@ -619,6 +627,16 @@ pub fn quad_form_diag_adjoint(
 /// LU factorisation with partial pivoting in place; `perm[i]` is the row swapped into i.
 /// Returns the sign of the permutation, or Err for a singular matrix.
 fn lu_in_place(a: &mut [f64], n: usize, perm: &mut [usize]) -> Result<f64, ()> {
+    lu_in_place_with(a, n, |k, p| perm[k] = p)
+}
+
+/// The LU factorisation behind [`lu_in_place`] and [`solve::lu_factor`]: `record(k, p)` is
+/// told that row `p` was swapped into row `k` at step `k`.
+pub(crate) fn lu_in_place_with(
+    a: &mut [f64],
+    n: usize,
+    mut record: impl FnMut(usize, usize),
+) -> Result<f64, ()> {
     let mut sign = 1.0;
     for k in 0..n {
         let mut p = k;
@@ -629,7 +647,7 @@ fn lu_in_place(a: &mut [f64], n: usize, perm: &mut [usize]) -> Result<f64, ()> {
                 p = i;
             }
         }
-        perm[k] = p;
+        record(k, p);
         if !(best > 0.0) || !best.is_finite() {
             return Err(());
         }

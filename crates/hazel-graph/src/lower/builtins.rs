@@ -674,6 +674,21 @@ impl<'p> Tracer<'p> {
                     Val::Matrix(r, c, e) => (*r, *c, e.clone()),
                     _ => return cerr(format!("{name}: expected a matrix"), span),
                 };
+                let want = if name == "diag_pre_multiply" { r } else { c };
+                if de.len() != want {
+                    let (what, mname) = if name == "diag_pre_multiply" {
+                        ("m1.size()", "m2.rows()")
+                    } else {
+                        ("m2.size()", "m1.cols()")
+                    };
+                    return eerr(
+                        format!(
+                            "{name}: {what} ({}) and {mname} ({want}) must match in size",
+                            de.len()
+                        ),
+                        span,
+                    );
+                }
                 // Broadcast the diagonal to every element: row scaling (pre) or column (post).
                 let pos: Vec<usize> = (0..r * c)
                     .map(|k| {
@@ -816,18 +831,6 @@ impl<'p> Tracer<'p> {
                     }
                 }
             }
-            "rows_dot_product" | "columns_dot_product" | "columns_dot_self" | "rows_dot_self" => {
-                cerr(format!("{name} is not supported yet"), span)
-            }
-            "quad_form_diag" => {
-                self.n_args(name, &args, 2, span)?;
-                let pre = self.call(
-                    "diag_pre_multiply",
-                    vec![args[1].clone(), args[0].clone()],
-                    span,
-                )?;
-                self.call("diag_post_multiply", vec![pre, args[1].clone()], span)
-            }
             "tcrossprod" | "crossprod" | "multiply_lower_tri_self_transpose" => {
                 self.n_args(name, &args, 1, span)?;
                 let m = args[0].clone();
@@ -852,6 +855,48 @@ impl<'p> Tracer<'p> {
                 self.tri_solve(&args[0], &args[1], span)
             }
             "gp_exp_quad_cov" | "cov_exp_quad" => self.gp_exp_quad_cov(&args, span),
+            "inverse"
+            | "inverse_spd"
+            | "chol2inv"
+            | "determinant"
+            | "log_determinant"
+            | "log_determinant_spd"
+            | "mdivide_left"
+            | "mdivide_right"
+            | "mdivide_left_spd"
+            | "mdivide_right_spd"
+            | "mdivide_right_tri_low"
+            | "trace"
+            | "diagonal"
+            | "quad_form"
+            | "quad_form_sym"
+            | "trace_quad_form"
+            | "trace_gen_quad_form"
+            | "norm1"
+            | "norm2"
+            | "matrix_power"
+            | "eigenvalues_sym"
+            | "eigenvectors_sym"
+            | "eigendecompose_sym"
+            | "matrix_exp"
+            | "quad_form_diag"
+            | "rows_dot_product"
+            | "columns_dot_product"
+            | "rows_dot_self"
+            | "columns_dot_self"
+            | "generalized_inverse"
+            | "matrix_exp_multiply"
+            | "scale_matrix_exp_multiply"
+            | "singular_values"
+            | "svd_U"
+            | "svd_V"
+            | "svd"
+            | "qr_thin_Q"
+            | "qr_thin_R"
+            | "qr_Q"
+            | "qr_R"
+            | "qr_thin"
+            | "qr" => self.lower_linalg(name, &args, span),
             _ => cerr(format!("function '{name}' is not supported"), span),
         }
     }

@@ -288,10 +288,11 @@ impl<'p> Tracer<'p> {
             EltDiv => self.map_binary(BinaryFn::Div, a, b, span),
             Pow | EltPow => self.map_binary(BinaryFn::Pow, a, b, span),
             Div => {
-                if scalar(b) {
+                if scalar(b) || !matches!(b, Val::Matrix(..)) {
                     self.map_binary(BinaryFn::Div, a, b, span)
                 } else {
-                    cerr("matrix division is not supported", span)
+                    // `b / A` is mdivide_right(b, A).
+                    self.call("mdivide_right", vec![a.clone(), b.clone()], span)
                 }
             }
             Mul => {
@@ -301,7 +302,8 @@ impl<'p> Tracer<'p> {
                 self.matmul(a, b, span)
             }
             Mod | IntDiv => cerr("'%' and '%/%' need integer operands", span),
-            LeftDiv => cerr("left division is not supported", span),
+            // `A \ b` is mdivide_left(A, b).
+            LeftDiv => self.call("mdivide_left", vec![a.clone(), b.clone()], span),
             And | Or => unreachable!(),
         }
     }

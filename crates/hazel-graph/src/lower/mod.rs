@@ -3,6 +3,7 @@
 pub mod builtins;
 pub mod complex;
 pub mod exec;
+pub mod linalg;
 pub mod ode;
 pub mod params;
 pub mod support;

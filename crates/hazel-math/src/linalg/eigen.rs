@@ -1,0 +1,312 @@
+//! Symmetric eigendecomposition (`eigenvalues_sym`, `eigenvectors_sym`) by the cyclic Jacobi
+//! method, which is accurate to rounding in every eigenvalue and eigenvector for the small
+//! dense matrices Stan programs use, and the matrix exponential (`matrix_exp`) by Padé
+//! approximation with scaling and squaring.
+//!
+//! **Order and signs.** Eigenvalues are ascending (Stan's order) and eigenvector `j` is column
+//! `j`. An eigenvector's sign is not determined by the matrix (Eigen's, hence Stan's, is an
+//! artefact of its tridiagonal QR iteration); hazel makes the entry of largest magnitude of
+//! each eigenvector positive, so functions of the eigenvectors that do not depend on their
+//! signs agree with Stan, and the others are deterministic.
+//!
+//! **Adjoints.** `eigenvalues_sym`: `Ā += V diag(λ̄) Vᵀ`. `eigenvectors_sym`:
+//! `Ā += V (F ∘ (Vᵀ V̄)) Vᵀ` with `F_ij = 1 / (λ_j − λ_i)` off the diagonal and 0 on it
+//! (infinite for repeated eigenvalues, where the eigenvectors are not differentiable).
+//! `matrix_exp`: `Ā` is the upper-right block of `exp([[Aᵀ, Ḡ], [0, Aᵀ]])` (Najfeld & Havel).
+
+use super::{check_symmetric, multiply, solve::lu_factor, solve::lu_solve};
+use crate::dist::MathError;
+
+/// Sweeps of the cyclic Jacobi method before giving up (convergence is quadratic; a few
+/// sweeps suffice at double precision).
+const MAX_SWEEPS: usize = 60;
+
+/// Eigenvalues (ascending, into `values`, length n) and orthonormal eigenvectors (columns of
+/// `vectors`, `n × n`) of the symmetric `n × n` matrix `a`, after Stan's symmetry check with
+/// `function`'s name. `ws` needs `n²` entries.
+pub fn eigen_sym(
+    function: &str,
+    a: &[f64],
+    n: usize,
+    values: &mut [f64],
+    vectors: &mut [f64],
+    ws: &mut [f64],
+) -> Result<(), MathError> {
+    check_symmetric(function, "m", a, n)?;
+    if a[..n * n].iter().any(|v| !v.is_finite()) {
+        return Err(MathError::new(format!("{function}: m is not finite")));
+    }
+    let w = &mut ws[..n * n];
+    w.copy_from_slice(&a[..n * n]);
+    let v = &mut vectors[..n * n];
+    for j in 0..n {
+        for i in 0..n {
+            v[i + j * n] = if i == j { 1.0 } else { 0.0 };
+        }
+    }
+    for _ in 0..MAX_SWEEPS {
+        let mut off = 0.0;
+        let mut diag = 0.0;
+        for j in 0..n {
+            diag += w[j + j * n] * w[j + j * n];
+            for i in 0..j {
+                off += w[i + j * n] * w[i + j * n];
+            }
+        }
+        if !(off > f64::MIN_POSITIVE) || off <= 1e-34 * diag {
+            break;
+        }
+        for p in 0..n {
+            for q in (p + 1)..n {
+                let apq = w[p + q * n];
+                if apq == 0.0 {
+                    continue;
+                }
+                // Rotation J (J_pp = J_qq = c, J_pq = s, J_qp = −s) with (Jᵀ W J)_pq = 0.
+                let theta = (w[q + q * n] - w[p + p * n]) / (2.0 * apq);
+                let t = if theta >= 0.0 {
+                    1.0 / (theta + (theta * theta + 1.0).sqrt())
+                } else {
+                    -1.0 / (-theta + (theta * theta + 1.0).sqrt())
+                };
+                let t = if theta.is_finite() { t } else { 0.0 };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let s = t * c;
+                for k in 0..n {
+                    let (x, y) = (w[k + p * n], w[k + q * n]);
+                    w[k + p * n] = c * x - s * y;
+                    w[k + q * n] = s * x + c * y;
+                }
+                for k in 0..n {
+                    let (x, y) = (w[p + k * n], w[q + k * n]);
+                    w[p + k * n] = c * x - s * y;
+                    w[q + k * n] = s * x + c * y;
+                }
+                w[p + q * n] = 0.0;
+                w[q + p * n] = 0.0;
+                for k in 0..n {
+                    let (x, y) = (v[k + p * n], v[k + q * n]);
+                    v[k + p * n] = c * x - s * y;
+                    v[k + q * n] = s * x + c * y;
+                }
+            }
+        }
+    }
+    // Sort ascending (selection sort keeps this allocation-free), then fix signs.
+    for j in 0..n {
+        values[j] = w[j + j * n];
+    }
+    for j in 0..n {
+        let mut best = j;
+        for k in (j + 1)..n {
+            if values[k] < values[best] {
+                best = k;
+            }
+        }
+        if best != j {
+            values.swap(j, best);
+            for i in 0..n {
+                v.swap(i + j * n, i + best * n);
+            }
+        }
+        let col = &mut v[j * n..(j + 1) * n];
+        let mut big = 0;
+        for i in 1..n {
+            if col[i].abs() > col[big].abs() {
+                big = i;
+            }
+        }
+        if col[big] < 0.0 {
+            col.iter_mut().for_each(|x| *x = -*x);
+        }
+    }
+    Ok(())
+}
+
+/// Adjoint of the eigenvalues: `Ā += V diag(λ̄) Vᵀ`.
+pub fn eigenvalues_sym_adjoint(vectors: &[f64], n: usize, values_adj: &[f64], a_adj: &mut [f64]) {
+    for j in 0..n {
+        for i in 0..n {
+            let mut s = 0.0;
+            for k in 0..n {
+                s += vectors[i + k * n] * values_adj[k] * vectors[j + k * n];
+            }
+            a_adj[i + j * n] += s;
+        }
+    }
+}
+
+/// Adjoint of the eigenvectors: `Ā += V (F ∘ (Vᵀ V̄)) Vᵀ`. `ws` needs `2n²` entries.
+pub fn eigenvectors_sym_adjoint(
+    values: &[f64],
+    vectors: &[f64],
+    n: usize,
+    vectors_adj: &[f64],
+    a_adj: &mut [f64],
+    ws: &mut [f64],
+) {
+    let (m, t) = ws[..2 * n * n].split_at_mut(n * n);
+    // M = F ∘ (Vᵀ V̄).
+    for j in 0..n {
+        for i in 0..n {
+            m[i + j * n] = if i == j {
+                0.0
+            } else {
+                let vtv = super::dot_product(
+                    &vectors[i * n..(i + 1) * n],
+                    &vectors_adj[j * n..(j + 1) * n],
+                );
+                vtv / (values[j] - values[i])
+            };
+        }
+    }
+    // T = V M; Ā += T Vᵀ.
+    multiply(vectors, n, n, m, n, t);
+    for j in 0..n {
+        for i in 0..n {
+            let mut s = 0.0;
+            for k in 0..n {
+                s += t[i + k * n] * vectors[j + k * n];
+            }
+            a_adj[i + j * n] += s;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matrix exponential.
+// ---------------------------------------------------------------------------------------------
+
+/// Padé(13) coefficients (Higham 2005).
+const PADE13: [f64; 14] = [
+    64764752532480000.0,
+    32382376266240000.0,
+    7771770303897600.0,
+    1187353796428800.0,
+    129060195264000.0,
+    10559470521600.0,
+    670442572800.0,
+    33522128640.0,
+    1323241920.0,
+    40840800.0,
+    960960.0,
+    16380.0,
+    182.0,
+    1.0,
+];
+
+/// `θ₁₃` of Higham's scaling rule: ‖A‖₁ / 2ˢ ≤ θ₁₃.
+const THETA13: f64 = 5.371920351148152;
+
+/// Workspace `matrix_exp` needs for an `n × n` matrix.
+pub fn matrix_exp_workspace_len(n: usize) -> usize {
+    7 * n * n + n
+}
+
+/// `matrix_exp(A)` (`n × n`) by scaling and squaring with a degree-13 Padé approximant
+/// (Higham 2005, the method Eigen's MatrixFunctions and hence Stan use for larger norms).
+/// `ws` needs [`matrix_exp_workspace_len`]`(n)` entries. Errors for non-finite input.
+pub fn matrix_exp(a: &[f64], n: usize, out: &mut [f64], ws: &mut [f64]) -> Result<(), MathError> {
+    let nn = n * n;
+    if a[..nn].iter().any(|v| !v.is_finite()) {
+        return Err(MathError::new("matrix_exp: m is not finite"));
+    }
+    let (x, rest) = ws[..matrix_exp_workspace_len(n)].split_at_mut(nn);
+    let (x2, rest) = rest.split_at_mut(nn);
+    let (x4, rest) = rest.split_at_mut(nn);
+    let (x6, rest) = rest.split_at_mut(nn);
+    let (u, rest) = rest.split_at_mut(nn);
+    let (vv, rest) = rest.split_at_mut(nn);
+    let (f, _) = rest.split_at_mut(nn + n);
+    let norm1 = (0..n)
+        .map(|j| a[j * n..(j + 1) * n].iter().map(|v| v.abs()).sum::<f64>())
+        .fold(0.0, f64::max);
+    let s = if norm1 > THETA13 {
+        (norm1 / THETA13).log2().ceil().max(0.0) as i32
+    } else {
+        0
+    };
+    let scale = 0.5f64.powi(s);
+    for (d, v) in x.iter_mut().zip(&a[..nn]) {
+        *d = v * scale;
+    }
+    multiply(x, n, n, x, n, x2);
+    multiply(x2, n, n, x2, n, x4);
+    multiply(x4, n, n, x2, n, x6);
+    let b = &PADE13;
+    // U = X [X6 (b13 X6 + b11 X4 + b9 X2) + b7 X6 + b5 X4 + b3 X2 + b1 I]
+    // V =    X6 (b12 X6 + b10 X4 + b8 X2) + b6 X6 + b4 X4 + b2 X2 + b0 I
+    for k in 0..nn {
+        out[k] = b[13] * x6[k] + b[11] * x4[k] + b[9] * x2[k];
+    }
+    multiply(x6, n, n, out, n, u);
+    for k in 0..nn {
+        u[k] += b[7] * x6[k] + b[5] * x4[k] + b[3] * x2[k];
+    }
+    for i in 0..n {
+        u[i + i * n] += b[1];
+    }
+    multiply(x, n, n, u, n, out);
+    u.copy_from_slice(&out[..nn]);
+    for k in 0..nn {
+        out[k] = b[12] * x6[k] + b[10] * x4[k] + b[8] * x2[k];
+    }
+    multiply(x6, n, n, out, n, vv);
+    for k in 0..nn {
+        vv[k] += b[6] * x6[k] + b[4] * x4[k] + b[2] * x2[k];
+    }
+    for i in 0..n {
+        vv[i + i * n] += b[0];
+    }
+    // (V − U) R = V + U.
+    for k in 0..nn {
+        let (p, q) = (vv[k], u[k]);
+        x[k] = p - q;
+        out[k] = p + q;
+    }
+    lu_factor(x, n, f).ok_or_else(|| MathError::new("matrix_exp: Padé denominator is singular"))?;
+    lu_solve(f, n, out, n);
+    for _ in 0..s {
+        x.copy_from_slice(&out[..nn]);
+        multiply(x, n, n, x, n, out);
+    }
+    Ok(())
+}
+
+/// Workspace [`matrix_exp_adjoint`] needs for an `n × n` matrix.
+pub fn matrix_exp_adjoint_workspace_len(n: usize) -> usize {
+    let m = 2 * n;
+    2 * m * m + matrix_exp_workspace_len(m)
+}
+
+/// Adjoint of [`matrix_exp`]: `Ā +=` the upper-right `n × n` block of
+/// `exp([[Aᵀ, Ḡ], [0, Aᵀ]])`. `ws` needs [`matrix_exp_adjoint_workspace_len`]`(n)`.
+pub fn matrix_exp_adjoint(
+    a: &[f64],
+    n: usize,
+    out_adj: &[f64],
+    a_adj: &mut [f64],
+    ws: &mut [f64],
+) -> Result<(), MathError> {
+    let m = 2 * n;
+    let (big, rest) = ws[..matrix_exp_adjoint_workspace_len(n)].split_at_mut(m * m);
+    let (e, rest) = rest.split_at_mut(m * m);
+    for v in big.iter_mut() {
+        *v = 0.0;
+    }
+    for j in 0..n {
+        for i in 0..n {
+            let at = a[j + i * n];
+            big[i + j * m] = at;
+            big[(n + i) + (n + j) * m] = at;
+            big[i + (n + j) * m] = out_adj[i + j * n];
+        }
+    }
+    matrix_exp(big, m, e, rest)?;
+    for j in 0..n {
+        for i in 0..n {
+            a_adj[i + j * n] += e[i + (n + j) * m];
+        }
+    }
+    Ok(())
+}
