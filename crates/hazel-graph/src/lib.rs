@@ -52,6 +52,7 @@ pub mod dists;
 pub mod kernels;
 pub mod lower;
 mod model;
+pub mod mvdist;
 mod par;
 mod special;
 pub mod tape;

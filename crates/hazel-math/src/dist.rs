@@ -44,7 +44,7 @@
 //! assert_eq!(err.message, "normal_lpdf: Scale parameter is -2, but must be positive!");
 //! ```
 
-mod cdf;
+pub(crate) mod cdf;
 mod continuous;
 mod discrete;
 pub mod kernel;

@@ -2,6 +2,7 @@
 
 pub mod builtins;
 pub mod exec;
+pub mod multivariate;
 pub mod ode;
 pub mod params;
 pub mod trace;

@@ -1,0 +1,196 @@
+//! Lowering of the multivariate and ordinal families whose value and gradient rules are one
+//! hazel-math function each (`hazel_math::linalg::densities`): the arguments become runs of
+//! the value buffer (or constants) and the density one [`crate::tape::Op::MvDist`]. When every
+//! argument is data the density is evaluated on the spot.
+
+use super::trace::{cerr, eerr, TraceErr, Tracer, R};
+use super::value::{Elems, Sc, Val};
+use crate::mvdist::{MvFamily, MvSpec, MAX_ARGS};
+use hazel_syntax::Span;
+
+/// The family behind a distribution name, if it is lowered here.
+pub fn mv_family(name: &str) -> Option<MvFamily> {
+    Some(match name {
+        "ordered_logistic" => MvFamily::OrderedLogistic,
+        "ordered_probit" => MvFamily::OrderedProbit,
+        "multinomial" => MvFamily::Multinomial,
+        "multinomial_logit" => MvFamily::MultinomialLogit,
+        "multi_student_t" => MvFamily::MultiStudentT,
+        "multi_student_t_cholesky" => MvFamily::MultiStudentTCholesky,
+        "multi_normal_prec" => MvFamily::MultiNormalPrec,
+        "lkj_corr_cholesky" => MvFamily::LkjCorrCholesky,
+        "lkj_corr" => MvFamily::LkjCorr,
+        _ => return None,
+    })
+}
+
+/// One value or an array of them, as a list.
+fn items(v: &Val) -> Vec<Val> {
+    match v {
+        Val::Array(xs) => xs.to_vec(),
+        v => vec![v.clone()],
+    }
+}
+
+impl<'p> Tracer<'p> {
+    /// All scalars of `parts`, concatenated, as one argument run.
+    fn mv_elems(&self, parts: &[Val]) -> Elems {
+        if let [one] = parts {
+            return self.to_elems(one);
+        }
+        let mut sc = Vec::new();
+        for p in parts {
+            sc.extend(self.to_elems(p).to_scalars());
+        }
+        Elems::from_scalars_or_empty(sc)
+    }
+
+    fn mv_ints(&self, v: &Val, name: &str, span: Span) -> R<Vec<i64>> {
+        match v {
+            Val::Int(i) => Ok(vec![*i]),
+            Val::Array(xs) => xs.iter().map(|x| self.as_int(x, span)).collect(),
+            _ => cerr(format!("{name}: the outcome must be an int or an int array"), span),
+        }
+    }
+
+    /// Square matrix size.
+    fn mv_square(&self, v: &Val, name: &str, what: &str, span: Span) -> R<usize> {
+        match v {
+            Val::Matrix(r, c, _) if r == c => Ok(*r),
+            Val::Matrix(r, c, _) => eerr(
+                format!("{name}: Expecting a square matrix; rows of {what} ({r}) and columns of {what} ({c}) must match in size"),
+                span,
+            ),
+            _ => cerr(format!("{name}: {what} must be a matrix"), span),
+        }
+    }
+
+    /// Variate and location of the multivariate normal/Student-t families: `n_obs` vectors of
+    /// length `n` each (a single vector is shared; a single variate is repeated when there are
+    /// several locations).
+    fn mv_obs(&self, y: &Val, mu: &Val, n: usize, name: &str, span: Span) -> R<(Elems, Elems, usize)> {
+        let ys = items(y);
+        let mus = items(mu);
+        let n_obs = ys.len().max(mus.len());
+        if ys.len() != mus.len() && ys.len() != 1 && mus.len() != 1 {
+            return eerr(
+                format!(
+                    "{name}: Size of random variable ({}) and size of location parameter ({}) must match in size",
+                    ys.len(),
+                    mus.len()
+                ),
+                span,
+            );
+        }
+        for v in ys.iter().chain(mus.iter()) {
+            let len = self.to_elems(v).len();
+            if len != n {
+                return eerr(
+                    format!("{name}: Size of random variable ({len}) and rows of the matrix argument ({n}) must match in size"),
+                    span,
+                );
+            }
+        }
+        let ye = if ys.len() == 1 && n_obs > 1 {
+            let one = self.to_elems(&ys[0]).to_scalars();
+            Elems::from_scalars_or_empty((0..n_obs).flat_map(|_| one.iter().copied()).collect())
+        } else {
+            self.mv_elems(&ys)
+        };
+        Ok((ye, self.mv_elems(&mus), n_obs))
+    }
+
+    /// `name(args)` for a family of [`mv_family`]: `Some(log density)`, or `None` if `name`
+    /// is not one of them.
+    pub fn mv_density(&mut self, name: &str, args: &[Val], propto: bool, span: Span) -> R<Option<Sc>> {
+        let Some(family) = mv_family(name) else {
+            return Ok(None);
+        };
+        let arity = match family {
+            MvFamily::Multinomial | MvFamily::MultinomialLogit => 2,
+            MvFamily::OrderedLogistic | MvFamily::OrderedProbit | MvFamily::MultiNormalPrec => 3,
+            MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky => 4,
+            MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => 2,
+        };
+        if args.len() != arity {
+            return cerr(format!("{name} takes {arity} arguments"), span);
+        }
+        let scalar_elems = |t: &Self, v: &Val, what: &str| -> R<Elems> {
+            match v {
+                Val::Int(_) | Val::Real(_) => Ok(t.to_elems(v)),
+                _ => cerr(format!("{name}: {what} must be a scalar"), span),
+            }
+        };
+        let (spec, elems): (MvSpec, Vec<Elems>) = match family {
+            MvFamily::OrderedLogistic | MvFamily::OrderedProbit => {
+                let ys = self.mv_ints(&args[0], name, span)?;
+                let eta = self.to_elems(&args[1]);
+                let cuts = items(&args[2]);
+                let k1 = cuts.first().map_or(0, |c| self.to_elems(c).len());
+                if cuts.len() > 1 && cuts.len() != ys.len() {
+                    return eerr(format!("{name}: Size of integers ({}) and number of cutpoint vectors ({}) must match in size", ys.len(), cuts.len()), span);
+                }
+                if eta.len() != ys.len() && eta.len() != 1 {
+                    return eerr(format!("{name}: Size of integers ({}) and locations ({}) must match in size", ys.len(), eta.len()), span);
+                }
+                let ce = self.mv_elems(&cuts);
+                let n_obs = ys.len();
+                (
+                    MvSpec { family, ints: ys.into(), n: k1, n_obs },
+                    vec![eta, ce],
+                )
+            }
+            MvFamily::Multinomial | MvFamily::MultinomialLogit => {
+                let ns = self.mv_ints(&args[0], name, span)?;
+                let th = self.to_elems(&args[1]);
+                (
+                    MvSpec { family, ints: ns.into(), n: th.len(), n_obs: 1 },
+                    vec![th],
+                )
+            }
+            MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky => {
+                let n = self.mv_square(&args[3], name, "scale parameter", span)?;
+                let nu = scalar_elems(self, &args[1], "Degrees of freedom parameter")?;
+                let (y, mu, n_obs) = self.mv_obs(&args[0], &args[2], n, name, span)?;
+                let m = self.to_elems(&args[3]);
+                (
+                    MvSpec { family, ints: Box::new([]), n, n_obs },
+                    vec![y, nu, mu, m],
+                )
+            }
+            MvFamily::MultiNormalPrec => {
+                let n = self.mv_square(&args[2], name, "precision parameter", span)?;
+                let (y, mu, n_obs) = self.mv_obs(&args[0], &args[1], n, name, span)?;
+                let m = self.to_elems(&args[2]);
+                (
+                    MvSpec { family, ints: Box::new([]), n, n_obs },
+                    vec![y, mu, m],
+                )
+            }
+            MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => {
+                let k = self.mv_square(&args[0], name, "random variable", span)?;
+                let eta = scalar_elems(self, &args[1], "Shape parameter")?;
+                let m = self.to_elems(&args[0]);
+                (
+                    MvSpec { family, ints: Box::new([]), n: k, n_obs: 1 },
+                    vec![m, eta],
+                )
+            }
+        };
+        debug_assert!(elems.len() <= MAX_ARGS);
+        // All data: evaluate now (this also reports invalid data at the statement).
+        if let Some(consts) = elems.iter().map(|e| e.consts()).collect::<Option<Vec<_>>>() {
+            let vals: Vec<&[f64]> = consts.iter().map(|v| v.as_slice()).collect();
+            let terms = spec.terms(propto, &vec![false; vals.len()]);
+            let mut ws = vec![0.0; spec.workspace_len()];
+            let mut grads = [None, None, None, None];
+            let v = spec
+                .eval(&vals, terms, &mut grads, &mut ws)
+                .map_err(|e| TraceErr::Eval(hazel_density::EvalError::domain(e.message), span))?;
+            return Ok(Some(Sc::C(v)));
+        }
+        let args: Vec<_> = elems.iter().map(|e| self.elems_arg(e)).collect();
+        let out = self.b.mv_dist(spec, args, propto);
+        Ok(Some(Sc::V(out.off)))
+    }
+}
