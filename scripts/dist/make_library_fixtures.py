@@ -1,0 +1,170 @@
+"""Writes crates/hazel-graph/tests/fixtures/dist_library.json: stanli 0.24 log densities and
+gradients (CmdStan's lp__ convention: `~` drops constants, `target += *_lpdf` keeps them,
+Jacobians included) of small programs using the multivariate and ordinal families, at seeded
+unconstrained points. Rerun with /work/venv/bin/python scripts/dist/make_library_fixtures.py;
+the points are seeded, so a rerun reproduces the file.
+"""
+import json
+import pathlib
+
+import numpy as np
+import stanli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "crates/hazel-graph/tests/fixtures/dist_library.json"
+N_POINTS = 4
+SCALE = 1.0
+# Stan's std_normal_lcdf (inside ordered_probit) differentiates with a rational approximation
+# whose relative error reaches ~1e-6, while hazel's derivative is exact (φ/Φ). For these
+# programs the fixture also stores central differences of stanli's log density, which the
+# test holds hazel's gradient to.
+APPROXIMATE_GRADIENT = ("ordered_probit_tilde", "ordered_probit_lpmf")
+FD_STEP = 1e-6
+
+rng0 = np.random.default_rng(20261124)
+N, K = 8, 4
+X = rng0.normal(size=(N, 2)).round(3).tolist()
+Y_ORD = [1, 2, 4, 3, 2, 1, 4, 3]
+G = [1, 2, 1, 2, 2, 1, 1, 2]
+YMV = rng0.normal(size=(5, 3)).round(3).tolist()
+
+ORD_DATA = {"N": N, "K": K, "X": X, "y": Y_ORD, "g": G}
+MV_DATA = {"N": 5, "y": YMV}
+
+ORD_HEAD = """
+data { int N; int K; matrix[N, 2] X; array[N] int y; array[N] int g; }
+parameters { vector[2] beta; ordered[K - 1] c; }
+model {
+  beta ~ normal(0, 1);
+  c ~ normal(0, 3);
+"""
+
+PROGRAMS = {
+    # ordinal families
+    "ordered_logistic_tilde": (ORD_HEAD + "  y ~ ordered_logistic(X * beta, c);\n}", ORD_DATA),
+    "ordered_logistic_lpmf": (ORD_HEAD + "  target += ordered_logistic_lpmf(y | X * beta, c);\n}", ORD_DATA),
+    "ordered_logistic_lupmf": (ORD_HEAD + "  target += ordered_logistic_lupmf(y | X * beta, c);\n}", ORD_DATA),
+    "ordered_logistic_scalar_loop": (
+        ORD_HEAD + "  for (n in 1:N) y[n] ~ ordered_logistic(X[n] * beta, c);\n}", ORD_DATA),
+    "ordered_logistic_cut_array": ("""
+data { int N; int K; matrix[N, 2] X; array[N] int y; array[N] int g; }
+parameters { vector[2] beta; array[2] ordered[K - 1] cg; real eta0; }
+model {
+  array[N] vector[K - 1] cc;
+  for (n in 1:N) cc[n] = cg[g[n]];
+  beta ~ normal(0, 1);
+  for (j in 1:2) cg[j] ~ normal(0, 3);
+  eta0 ~ normal(0, 1);
+  y ~ ordered_logistic(X * beta, cc);
+  target += ordered_logistic_lpmf(y[1] | eta0, cg[1]);
+}""", ORD_DATA),
+    "ordered_probit_tilde": (ORD_HEAD + "  y ~ ordered_probit(X * beta, c);\n}", ORD_DATA),
+    "ordered_probit_lpmf": (ORD_HEAD + """  target += ordered_probit_lpmf(y | X * beta, c);
+  for (n in 1:N) target += ordered_probit_lpmf(y[n] | X[n] * beta, c);\n}""", ORD_DATA),
+    # multinomial
+    "multinomial": ("""
+data { array[4] int ns; }
+parameters { simplex[4] theta; vector[4] b; }
+model {
+  ns ~ multinomial(theta);
+  target += multinomial_lpmf(ns | theta);
+  b ~ normal(0, 1);
+  ns ~ multinomial_logit(b);
+  target += multinomial_logit_lpmf(ns | b);
+  target += multinomial_logit_lupmf(ns | b);
+}""", {"ns": [3, 0, 5, 2]}),
+    # multivariate Student-t
+    "multi_student_t": ("""
+data { int N; array[N] vector[3] y; }
+parameters { real<lower=1> nu; vector[3] mu; cov_matrix[3] S; vector[3] z; }
+model {
+  nu ~ gamma(2, 0.1);
+  mu ~ normal(0, 2);
+  y ~ multi_student_t(nu, mu, S);
+  z ~ multi_student_t(nu, mu, S);
+}""", MV_DATA),
+    "multi_student_t_lpdf": ("""
+data { int N; array[N] vector[3] y; }
+parameters { real<lower=1> nu; vector[3] mu; cov_matrix[3] S; array[N] vector[3] mus; }
+model {
+  target += multi_student_t_lpdf(y | nu, mu, S);
+  target += multi_student_t_lpdf(y | 4.5, mus, S);
+  target += multi_student_t_lpdf(y[1] | nu, mus, S);
+  for (n in 1:N) mus[n] ~ normal(mu, 1);
+}""", MV_DATA),
+    "multi_student_t_cholesky": ("""
+data { int N; array[N] vector[3] y; }
+parameters { real<lower=1> nu; vector[3] mu; cholesky_factor_cov[3] L; }
+model {
+  y ~ multi_student_t_cholesky(nu, mu, L);
+  target += multi_student_t_cholesky_lpdf(y[2] | nu, mu, L);
+  target += multi_student_t_cholesky_lupdf(y[3] | nu, mu, L);
+}""", MV_DATA),
+    # precision-parameterised normal
+    "multi_normal_prec": ("""
+data { int N; array[N] vector[3] y; }
+parameters { vector[3] mu; cov_matrix[3] P; }
+model {
+  y ~ multi_normal_prec(mu, P);
+  target += multi_normal_prec_lpdf(y[1] | mu, P);
+  mu ~ multi_normal_prec(rep_vector(0, 3), diag_matrix(rep_vector(0.5, 3)));
+}""", MV_DATA),
+    # LKJ with a parameter shape
+    "lkj_corr_cholesky_eta": ("""
+parameters { cholesky_factor_corr[3] L; real<lower=0> eta; }
+model {
+  eta ~ gamma(2, 1);
+  L ~ lkj_corr_cholesky(eta);
+}""", {}),
+    "lkj_corr_cholesky_lpdf": ("""
+parameters { cholesky_factor_corr[4] L; real<lower=0> eta; }
+model {
+  eta ~ gamma(2, 1);
+  target += lkj_corr_cholesky_lpdf(L | eta);
+  target += lkj_corr_cholesky_lpdf(L | 2.5);
+  L ~ lkj_corr_cholesky(1.5);
+}""", {}),
+    "lkj_corr": ("""
+parameters { corr_matrix[3] O; real<lower=0> eta; }
+model {
+  eta ~ gamma(2, 1);
+  O ~ lkj_corr(eta);
+  target += lkj_corr_lpdf(O | eta);
+  O ~ lkj_corr(3.0);
+}""", {}),
+}
+
+
+def main():
+    out = []
+    for i, (name, (code, data)) in enumerate(PROGRAMS.items()):
+        data_json = json.dumps(data)
+        model = stanli.Model(stan_code=code, data=data_json)
+        dim = model.n_unconstrained
+        rng = np.random.default_rng(1000 + i)
+        points = []
+        while len(points) < N_POINTS:
+            q = rng.uniform(-SCALE, SCALE, size=dim)
+            lp, grad = model.log_prob_grad(q)
+            if not np.isfinite(lp):
+                continue
+            point = {"q": q.tolist(), "log_density": float(lp),
+                     "gradient": [float(g) for g in grad]}
+            if name in APPROXIMATE_GRADIENT:
+                fd = []
+                for j in range(dim):
+                    e = np.zeros(dim)
+                    e[j] = FD_STEP
+                    fd.append((model.log_prob_grad(q + e)[0] - model.log_prob_grad(q - e)[0])
+                              / (2 * FD_STEP))
+                point["fd_gradient"] = fd
+            points.append(point)
+        out.append({"name": name, "program": code, "data": data_json,
+                    "n_unconstrained": dim, "points": points})
+        print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
+    OUT.write_text(json.dumps({"generator": "scripts/dist/make_library_fixtures.py",
+                               "stanli": stanli.__version__, "programs": out}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
