@@ -3,6 +3,13 @@ gradients (CmdStan's lp__ convention: `~` drops constants, `target += *_lpdf` ke
 Jacobians included) of small programs using the multivariate and ordinal families, at seeded
 unconstrained points. Rerun with /work/venv/bin/python scripts/dist/make_library_fixtures.py;
 the points are seeded, so a rerun reproduces the file.
+
+stanli 0.24 drops no summand of wishart, inv_wishart, wishart_cholesky, inv_wishart_cholesky or
+lkj_cov under `~` when some argument is data (its kernels for them see every argument as an
+autodiff variable), while Stan Math's include_summand drops the data-only summands. Those
+families therefore appear here in `~` only with every argument a parameter (where nothing is
+dropped either way) and otherwise in the `target += *_lpdf` form; their dropping rule is tested
+in hazel-math (`dist_multivariate_fd`, dropped-part invariance) against Stan Math's grouping.
 """
 import json
 import pathlib
@@ -30,6 +37,7 @@ YMV = rng0.normal(size=(5, 3)).round(3).tolist()
 
 ORD_DATA = {"N": N, "K": K, "X": X, "y": Y_ORD, "g": G}
 MV_DATA = {"N": 5, "y": YMV}
+GP_DATA = {"y": [[0.5, -0.2, 1.1, 0.3], [0.1, 0.4, -0.7, 0.9]]}
 
 ORD_HEAD = """
 data { int N; int K; matrix[N, 2] X; array[N] int y; array[N] int g; }
@@ -132,20 +140,128 @@ model {
   target += lkj_corr_lpdf(O | eta);
   O ~ lkj_corr(3.0);
 }""", {}),
+    "dirichlet_multinomial": ("""
+data { array[4] int ns; }
+parameters { vector<lower=0>[4] alpha; }
+model {
+  alpha ~ gamma(2, 1);
+  ns ~ dirichlet_multinomial(alpha);
+  target += dirichlet_multinomial_lpmf(ns | alpha);
+  target += dirichlet_multinomial_lupmf({0, 0, 0, 0} | alpha);
+}""", {"ns": [3, 0, 5, 2]}),
+    # Wishart family
+    "wishart": ("""
+data { cov_matrix[3] Wd; }
+parameters { real<lower=2> nu; cov_matrix[3] S; cov_matrix[3] W; }
+model {
+  nu ~ gamma(4, 0.5);
+  W ~ wishart(nu, S);
+  target += wishart_lpdf(Wd | nu, S);
+  target += wishart_lpdf(W | nu, S);
+  target += wishart_lpdf(Wd | 5.0, S);
+  target += wishart_lpdf(W | 4.0, Wd);
+}""", {"Wd": [[2.0, 0.3, -0.4], [0.3, 1.5, 0.2], [-0.4, 0.2, 1.2]]}),
+    "inv_wishart": ("""
+data { cov_matrix[3] Wd; }
+parameters { real<lower=2> nu; cov_matrix[3] S; cov_matrix[3] W; }
+model {
+  nu ~ gamma(4, 0.5);
+  W ~ inv_wishart(nu, S);
+  target += inv_wishart_lpdf(Wd | nu, S);
+  target += inv_wishart_lpdf(W | nu, S);
+  target += inv_wishart_lpdf(Wd | 5.0, S);
+  target += inv_wishart_lpdf(W | 4.0, Wd);
+}""", {"Wd": [[2.0, 0.3, -0.4], [0.3, 1.5, 0.2], [-0.4, 0.2, 1.2]]}),
+    "wishart_cholesky": ("""
+data { cholesky_factor_cov[3] Ld; }
+parameters { real<lower=2> nu; cholesky_factor_cov[3] LS; cholesky_factor_cov[3] LW; }
+model {
+  nu ~ gamma(4, 0.5);
+  LW ~ wishart_cholesky(nu, LS);
+  target += wishart_cholesky_lpdf(Ld | nu, LS);
+  target += wishart_cholesky_lpdf(LW | nu, LS);
+  target += wishart_cholesky_lpdf(LW | 4.0, Ld);
+}""", {"Ld": [[1.3, 0.0, 0.0], [0.2, 0.9, 0.0], [-0.3, 0.4, 1.1]]}),
+    "inv_wishart_cholesky": ("""
+data { cholesky_factor_cov[3] Ld; }
+parameters { real<lower=2> nu; cholesky_factor_cov[3] LS; cholesky_factor_cov[3] LW; }
+model {
+  nu ~ gamma(4, 0.5);
+  LW ~ inv_wishart_cholesky(nu, LS);
+  target += inv_wishart_cholesky_lpdf(Ld | nu, LS);
+  target += inv_wishart_cholesky_lpdf(LW | nu, LS);
+  target += inv_wishart_cholesky_lpdf(LW | 4.0, Ld);
+}""", {"Ld": [[1.3, 0.0, 0.0], [0.2, 0.9, 0.0], [-0.3, 0.4, 1.1]]}),
+    # multi-output GPs
+    "multi_gp": ("""
+data { matrix[2, 4] y; }
+parameters { cov_matrix[4] K; vector<lower=0>[2] w; matrix[2, 4] z; }
+model {
+  w ~ gamma(2, 1);
+  y ~ multi_gp(K, w);
+  z ~ multi_gp(K, w);
+  target += multi_gp_lpdf(y | K, w);
+}""", GP_DATA, """
+data { matrix[2, 4] y; }
+parameters { cov_matrix[4] K; vector<lower=0>[2] w; matrix[2, 4] z; }
+model {
+  w ~ gamma(2, 1);
+  for (i in 1:2) y[i]' ~ multi_normal(rep_vector(0, 4), K / w[i]);
+  for (i in 1:2) z[i]' ~ multi_normal(rep_vector(0, 4), K / w[i]);
+  for (i in 1:2) target += multi_normal_lpdf(y[i]' | rep_vector(0, 4), K / w[i]);
+}"""),
+    "multi_gp_cholesky": ("""
+data { matrix[2, 4] y; }
+parameters { cholesky_factor_cov[4] L; vector<lower=0>[2] w; matrix[2, 4] z; }
+model {
+  w ~ gamma(2, 1);
+  y ~ multi_gp_cholesky(L, w);
+  z ~ multi_gp_cholesky(L, w);
+  target += multi_gp_cholesky_lpdf(y | L, w);
+}""", GP_DATA, """
+data { matrix[2, 4] y; }
+parameters { cholesky_factor_cov[4] L; vector<lower=0>[2] w; matrix[2, 4] z; }
+model {
+  w ~ gamma(2, 1);
+  for (i in 1:2) y[i]' ~ multi_normal_cholesky(rep_vector(0, 4), L / sqrt(w[i]));
+  for (i in 1:2) z[i]' ~ multi_normal_cholesky(rep_vector(0, 4), L / sqrt(w[i]));
+  for (i in 1:2) target += multi_normal_cholesky_lpdf(y[i]' | rep_vector(0, 4), L / sqrt(w[i]));
+}"""),
+    # LKJ on a covariance matrix
+    "lkj_cov": ("""
+parameters { cov_matrix[3] S; vector[3] mu; vector<lower=0>[3] sig; real<lower=0> eta; }
+model {
+  mu ~ normal(0, 1);
+  sig ~ gamma(2, 2);
+  eta ~ gamma(2, 1);
+  S ~ lkj_cov(mu, sig, eta);
+  target += lkj_cov_lpdf(S | mu, sig, eta);
+  target += lkj_cov_lpdf(S | rep_vector(0.5, 3), rep_vector(1.2, 3), 2.0);
+  target += lkj_cov_lpdf(S | rep_vector(0.5, 3), rep_vector(1.2, 3), 1.0);
+}""", {}),
 }
 
 
 def main():
     out = []
-    for i, (name, (code, data)) in enumerate(PROGRAMS.items()):
+    for i, (name, spec) in enumerate(PROGRAMS.items()):
+        code, data = spec[0], spec[1]
+        # stanli 0.24 rejects every point of multi_gp and multi_gp_cholesky (a domain error
+        # even at identity kernels), so those programs are evaluated through the identity
+        # multi_gp(y | K, w) = Σ_i multi_normal(y_i | 0, K / w_i), which drops the same
+        # 2π constant under `~`.
+        oracle_code = spec[2] if len(spec) > 2 else code
         data_json = json.dumps(data)
-        model = stanli.Model(stan_code=code, data=data_json)
+        model = stanli.Model(stan_code=oracle_code, data=data_json)
         dim = model.n_unconstrained
         rng = np.random.default_rng(1000 + i)
         points = []
         while len(points) < N_POINTS:
             q = rng.uniform(-SCALE, SCALE, size=dim)
-            lp, grad = model.log_prob_grad(q)
+            try:
+                lp, grad = model.log_prob_grad(q)
+            except RuntimeError:  # a point the density rejects
+                continue
             if not np.isfinite(lp):
                 continue
             point = {"q": q.tolist(), "log_density": float(lp),
@@ -159,7 +275,8 @@ def main():
                               / (2 * FD_STEP))
                 point["fd_gradient"] = fd
             points.append(point)
-        out.append({"name": name, "program": code, "data": data_json,
+        out.append({"name": name, "program": code, "oracle_program": oracle_code,
+                    "data": data_json,
                     "n_unconstrained": dim, "points": points})
         print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
     OUT.write_text(json.dumps({"generator": "scripts/dist/make_library_fixtures.py",

@@ -28,6 +28,20 @@ pub enum MvFamily {
     LkjCorrCholesky,
     /// args: Omega, eta; `n` = K.
     LkjCorr,
+    /// args: alpha; ints: counts.
+    DirichletMultinomial,
+    /// args: W, nu, S; `n` = K.
+    Wishart,
+    InvWishart,
+    /// args: L_W, nu, L_S; `n` = K.
+    WishartCholesky,
+    InvWishartCholesky,
+    /// args: y (`n_obs × n`), Sigma, w; `n` = points, `n_obs` = outputs.
+    MultiGp,
+    /// args: y, L, w.
+    MultiGpCholesky,
+    /// args: y, mu, sigma, eta; `n` = K.
+    LkjCov,
 }
 
 /// Everything about one density op that is fixed when the graph is built.
@@ -51,7 +65,8 @@ impl MvSpec {
             MvFamily::OrderedLogistic
             | MvFamily::OrderedProbit
             | MvFamily::Multinomial
-            | MvFamily::MultinomialLogit => 1,
+            | MvFamily::MultinomialLogit
+            | MvFamily::DirichletMultinomial => 1,
             _ => 0,
         }
     }
@@ -77,6 +92,13 @@ impl MvSpec {
             MvFamily::MultiStudentTCholesky => la::multi_student_t_cholesky_workspace_len(self.n),
             MvFamily::MultiNormalPrec => la::multi_normal_prec_workspace_len(self.n),
             MvFamily::LkjCorr => 2 * self.n * self.n,
+            MvFamily::Wishart | MvFamily::InvWishart => la::wishart_workspace_len(self.n),
+            MvFamily::WishartCholesky | MvFamily::InvWishartCholesky => {
+                la::wishart_cholesky_workspace_len(self.n)
+            }
+            MvFamily::MultiGp => la::multi_gp_workspace_len(self.n),
+            MvFamily::MultiGpCholesky => la::multi_gp_cholesky_workspace_len(self.n),
+            MvFamily::LkjCov => la::lkj_cov_workspace_len(self.n),
             _ => 0,
         }
     }
@@ -164,6 +186,63 @@ impl MvSpec {
                 terms,
                 g0.as_deref_mut(),
                 first(g1),
+            ),
+            MvFamily::DirichletMultinomial => {
+                la::dirichlet_multinomial_lpmf(&self.ints, args[0], terms, g0.as_deref_mut())
+            }
+            MvFamily::Wishart
+            | MvFamily::InvWishart
+            | MvFamily::WishartCholesky
+            | MvFamily::InvWishartCholesky => {
+                let f = match self.family {
+                    MvFamily::Wishart => la::wishart_lpdf,
+                    MvFamily::InvWishart => la::inv_wishart_lpdf,
+                    MvFamily::WishartCholesky => la::wishart_cholesky_lpdf,
+                    _ => la::inv_wishart_cholesky_lpdf,
+                };
+                f(
+                    args[0],
+                    args[1][0],
+                    args[2],
+                    n,
+                    terms,
+                    g0.as_deref_mut(),
+                    first(g1),
+                    g2.as_deref_mut(),
+                    ws,
+                )
+            }
+            MvFamily::MultiGp | MvFamily::MultiGpCholesky => {
+                let f = if self.family == MvFamily::MultiGp {
+                    la::multi_gp_lpdf
+                } else {
+                    la::multi_gp_cholesky_lpdf
+                };
+                f(
+                    args[0],
+                    args[1],
+                    args[2],
+                    n_obs,
+                    n,
+                    terms,
+                    g0.as_deref_mut(),
+                    g1.as_deref_mut(),
+                    g2.as_deref_mut(),
+                    ws,
+                )
+            }
+            MvFamily::LkjCov => la::lkj_cov_lpdf(
+                args[0],
+                args[1],
+                args[2],
+                args[3][0],
+                n,
+                terms,
+                g0.as_deref_mut(),
+                g1.as_deref_mut(),
+                g2.as_deref_mut(),
+                first(g3),
+                ws,
             ),
             MvFamily::LkjCorr => la::lkj_corr_lpdf(
                 args[0],

@@ -20,6 +20,14 @@ pub fn mv_family(name: &str) -> Option<MvFamily> {
         "multi_normal_prec" => MvFamily::MultiNormalPrec,
         "lkj_corr_cholesky" => MvFamily::LkjCorrCholesky,
         "lkj_corr" => MvFamily::LkjCorr,
+        "dirichlet_multinomial" => MvFamily::DirichletMultinomial,
+        "wishart" => MvFamily::Wishart,
+        "inv_wishart" => MvFamily::InvWishart,
+        "wishart_cholesky" => MvFamily::WishartCholesky,
+        "inv_wishart_cholesky" => MvFamily::InvWishartCholesky,
+        "multi_gp" => MvFamily::MultiGp,
+        "multi_gp_cholesky" => MvFamily::MultiGpCholesky,
+        "lkj_cov" => MvFamily::LkjCov,
         _ => return None,
     })
 }
@@ -107,9 +115,19 @@ impl<'p> Tracer<'p> {
             return Ok(None);
         };
         let arity = match family {
-            MvFamily::Multinomial | MvFamily::MultinomialLogit => 2,
-            MvFamily::OrderedLogistic | MvFamily::OrderedProbit | MvFamily::MultiNormalPrec => 3,
-            MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky => 4,
+            MvFamily::Multinomial
+            | MvFamily::MultinomialLogit
+            | MvFamily::DirichletMultinomial => 2,
+            MvFamily::OrderedLogistic
+            | MvFamily::OrderedProbit
+            | MvFamily::MultiNormalPrec
+            | MvFamily::Wishart
+            | MvFamily::InvWishart
+            | MvFamily::WishartCholesky
+            | MvFamily::InvWishartCholesky
+            | MvFamily::MultiGp
+            | MvFamily::MultiGpCholesky => 3,
+            MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky | MvFamily::LkjCov => 4,
             MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => 2,
         };
         if args.len() != arity {
@@ -140,7 +158,9 @@ impl<'p> Tracer<'p> {
                     vec![eta, ce],
                 )
             }
-            MvFamily::Multinomial | MvFamily::MultinomialLogit => {
+            MvFamily::Multinomial
+            | MvFamily::MultinomialLogit
+            | MvFamily::DirichletMultinomial => {
                 let ns = self.mv_ints(&args[0], name, span)?;
                 let th = self.to_elems(&args[1]);
                 (
@@ -165,6 +185,54 @@ impl<'p> Tracer<'p> {
                 (
                     MvSpec { family, ints: Box::new([]), n, n_obs },
                     vec![y, mu, m],
+                )
+            }
+            MvFamily::Wishart
+            | MvFamily::InvWishart
+            | MvFamily::WishartCholesky
+            | MvFamily::InvWishartCholesky => {
+                let k = self.mv_square(&args[0], name, "random variable", span)?;
+                let k2 = self.mv_square(&args[2], name, "scale parameter", span)?;
+                if k != k2 {
+                    return eerr(format!("{name}: Rows of random variable ({k}) and columns of scale parameter ({k2}) must match in size"), span);
+                }
+                let nu = scalar_elems(self, &args[1], "Degrees of freedom parameter")?;
+                let (w, s) = (self.to_elems(&args[0]), self.to_elems(&args[2]));
+                (
+                    MvSpec { family, ints: Box::new([]), n: k, n_obs: 1 },
+                    vec![w, nu, s],
+                )
+            }
+            MvFamily::MultiGp | MvFamily::MultiGpCholesky => {
+                let (m, n) = match &args[0] {
+                    Val::Matrix(r, c, _) => (*r, *c),
+                    _ => return cerr(format!("{name}: the random variable must be a matrix"), span),
+                };
+                let n2 = self.mv_square(&args[1], name, "kernel", span)?;
+                if n != n2 {
+                    return eerr(format!("{name}: Size of random variable ({n}) and rows of covariance parameter ({n2}) must match in size"), span);
+                }
+                let (y, k, w) = (
+                    self.to_elems(&args[0]),
+                    self.to_elems(&args[1]),
+                    self.to_elems(&args[2]),
+                );
+                (
+                    MvSpec { family, ints: Box::new([]), n, n_obs: m },
+                    vec![y, k, w],
+                )
+            }
+            MvFamily::LkjCov => {
+                let k = self.mv_square(&args[0], name, "random variable", span)?;
+                let eta = scalar_elems(self, &args[3], "Shape parameter")?;
+                let (y, mu, sigma) = (
+                    self.to_elems(&args[0]),
+                    self.to_elems(&args[1]),
+                    self.to_elems(&args[2]),
+                );
+                (
+                    MvSpec { family, ints: Box::new([]), n: k, n_obs: 1 },
+                    vec![y, mu, sigma, eta],
                 )
             }
             MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => {
