@@ -21,6 +21,18 @@ fn masks(n_args: usize, offset: u32) -> Vec<Terms> {
 /// `f`: a density as a function of its real arguments, returning the value and adding the
 /// partials into its third argument.
 fn check(name: &str, f: &impl Fn(&[Vec<f64>], Terms, &mut [Vec<f64>]) -> f64, args: &[Vec<f64>], offset: u32, symmetric: &[usize]) {
+    check_with(name, f, args, offset, symmetric, &[])
+}
+
+/// As [`check`]; the arguments in `lower` are Cholesky factors whose upper triangle must stay 0.
+fn check_with(
+    name: &str,
+    f: &impl Fn(&[Vec<f64>], Terms, &mut [Vec<f64>]) -> f64,
+    args: &[Vec<f64>],
+    offset: u32,
+    symmetric: &[usize],
+    lower: &[usize],
+) {
     for terms in masks(args.len(), offset) {
         let mut grads: Vec<Vec<f64>> = args.iter().map(|a| vec![0.0; a.len()]).collect();
         f(args, terms, &mut grads);
@@ -34,6 +46,12 @@ fn check(name: &str, f: &impl Fn(&[Vec<f64>], Terms, &mut [Vec<f64>]) -> f64, ar
                 let (r, c) = k.map_or((i, 0), |k| (i % k, i / k));
                 if k.is_some() && r < c {
                     continue;
+                }
+                if lower.contains(&a) {
+                    let k = (arg.len() as f64).sqrt() as usize;
+                    if i % k < i / k {
+                        continue;
+                    }
                 }
                 let bump = |d: f64| {
                     let mut x = args.to_vec();
@@ -247,4 +265,118 @@ fn lkj_families_with_a_parameter_shape() {
         v
     };
     check("lkj_corr", &f, &[omega, vec![1.7]], 0, &[0]);
+}
+
+#[test]
+fn dirichlet_multinomial() {
+    for ns in [[3i64, 0, 5, 2], [0, 0, 0, 0]] {
+        let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
+            dirichlet_multinomial_lpmf(&ns, &x[0], t, some(&mut g[0])).unwrap()
+        };
+        check("dirichlet_multinomial", &f, &[vec![0.7, 1.3, 2.0, 0.4]], 1, &[]);
+    }
+    // N = 1 in category k: probability α_k / α₀.
+    let alpha = [0.7, 1.3, 2.0, 0.4];
+    let v = dirichlet_multinomial_lpmf(&[0, 0, 1, 0], &alpha, Terms::FULL, None).unwrap();
+    assert!((v - (2.0f64 / 4.4).ln()).abs() < 1e-13, "{v}");
+}
+
+#[test]
+fn wishart_families() {
+    let w = spd3();
+    let s = vec![1.0, 0.2, 0.1, 0.2, 0.8, 0.0, 0.1, 0.0, 1.3];
+    for (name, inv) in [("wishart", false), ("inv_wishart", true)] {
+        let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
+            let mut ws = vec![0.0; wishart_workspace_len(3)];
+            let [g0, g1, g2] = g else { unreachable!() };
+            let run = if inv { inv_wishart_lpdf } else { wishart_lpdf };
+            run(&x[0], x[1][0], &x[2], 3, t, some(g0), Some(&mut g1[0]), some(g2), &mut ws).unwrap()
+        };
+        check(name, &f, &[w.clone(), vec![4.3], s.clone()], 0, &[0, 2]);
+    }
+    let lw = chol3();
+    let ls = vec![1.0, 0.2, 0.1, 0.0, 0.87, -0.1, 0.0, 0.0, 1.1];
+    for (name, inv) in [("wishart_cholesky", false), ("inv_wishart_cholesky", true)] {
+        let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
+            let mut ws = vec![0.0; wishart_cholesky_workspace_len(3)];
+            let [g0, g1, g2] = g else { unreachable!() };
+            let run = if inv {
+                inv_wishart_cholesky_lpdf
+            } else {
+                wishart_cholesky_lpdf
+            };
+            run(&x[0], x[1][0], &x[2], 3, t, some(g0), Some(&mut g1[0]), some(g2), &mut ws).unwrap()
+        };
+        check_with(name, &f, &[lw.clone(), vec![4.3], ls.clone()], 0, &[], &[0, 2]);
+    }
+    // The Cholesky forms are the densities of W = L_W L_Wᵀ times the Jacobian
+    // 2^k Π L_ii^{k − i} (0-based i) of W ↦ L_W.
+    let mut wm = vec![0.0; 9];
+    let mut sm = vec![0.0; 9];
+    multiply_lower_tri_self_transpose(&lw, 3, 3, &mut wm);
+    multiply_lower_tri_self_transpose(&ls, 3, 3, &mut sm);
+    let jac: f64 = 3.0 * std::f64::consts::LN_2
+        + (0..3).map(|i| (3 - i) as f64 * lw[i + 3 * i].ln()).sum::<f64>();
+    let mut ws = vec![0.0; wishart_workspace_len(3)];
+    for inv in [false, true] {
+        let (a, b) = if inv {
+            (
+                inv_wishart_lpdf(&wm, 4.3, &sm, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
+                inv_wishart_cholesky_lpdf(&lw, 4.3, &ls, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
+            )
+        } else {
+            (
+                wishart_lpdf(&wm, 4.3, &sm, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
+                wishart_cholesky_lpdf(&lw, 4.3, &ls, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
+            )
+        };
+        assert!((a + jac - b).abs() < 1e-10, "inverse {inv}: {a} + {jac} vs {b}");
+    }
+}
+
+#[test]
+fn multi_gp_families() {
+    // 2 outputs over 3 points, column-major 2 × 3.
+    let y = vec![0.5, 0.1, -0.2, 0.4, 1.1, -0.7];
+    let wv = vec![0.8, 2.0];
+    let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
+        let mut ws = vec![0.0; multi_gp_workspace_len(3)];
+        let [g0, g1, g2] = g else { unreachable!() };
+        multi_gp_lpdf(&x[0], &x[1], &x[2], 2, 3, t, some(g0), some(g1), some(g2), &mut ws).unwrap()
+    };
+    check("multi_gp", &f, &[y.clone(), spd3(), wv.clone()], 0, &[1]);
+    let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
+        let mut ws = vec![0.0; multi_gp_cholesky_workspace_len(3)];
+        let [g0, g1, g2] = g else { unreachable!() };
+        multi_gp_cholesky_lpdf(&x[0], &x[1], &x[2], 2, 3, t, some(g0), some(g1), some(g2), &mut ws)
+            .unwrap()
+    };
+    check_with("multi_gp_cholesky", &f, &[y.clone(), chol3(), wv.clone()], 0, &[], &[1]);
+    // Row i is multi_normal(0, Σ / w_i).
+    let sigma = spd3();
+    let mut total = 0.0;
+    let mut ws = vec![0.0; multi_normal_workspace_len(3)];
+    for i in 0..2 {
+        let row: Vec<f64> = (0..3).map(|j| y[i + 2 * j]).collect();
+        let s: Vec<f64> = sigma.iter().map(|v| v / wv[i]).collect();
+        total += multi_normal_lpdf(&row, &[0.0; 3], &s, 3, 1, Terms::FULL, None, None, None, &mut ws).unwrap();
+    }
+    let mut ws = vec![0.0; multi_gp_workspace_len(3)];
+    let v = multi_gp_lpdf(&y, &sigma, &wv, 2, 3, Terms::FULL, None, None, None, &mut ws).unwrap();
+    assert!((v - total).abs() < 1e-11, "{v} vs {total}");
+}
+
+#[test]
+fn lkj_cov() {
+    let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
+        let mut ws = vec![0.0; lkj_cov_workspace_len(3)];
+        let [g0, g1, g2, g3] = g else { unreachable!() };
+        lkj_cov_lpdf(
+            &x[0], &x[1], &x[2], x[3][0], 3, t,
+            some(g0), some(g1), some(g2), Some(&mut g3[0]), &mut ws,
+        )
+        .unwrap()
+    };
+    check("lkj_cov", &f, &[spd3(), vec![0.1, 0.2, 0.3], vec![1.0, 1.5, 0.7], vec![2.0]], 0, &[0]);
+    check("lkj_cov (scalar mu, sigma)", &f, &[spd3(), vec![0.1], vec![1.3], vec![0.6]], 0, &[0]);
 }
