@@ -140,6 +140,32 @@ model {
   target += lkj_corr_lpdf(O | eta);
   O ~ lkj_corr(3.0);
 }""", {}),
+    # univariate families of the hazel_math::dist table
+    "beta_neg_binomial": ("""
+data { int N; array[N] int n; }
+parameters { real<lower=0> r; real<lower=0> a; real<lower=0> b; }
+model {
+  r ~ gamma(2, 1);
+  a ~ gamma(4, 1);
+  b ~ gamma(2, 1);
+  n ~ beta_neg_binomial(r, a, b);
+  n ~ beta_neg_binomial(r, 2.5, 3.0);
+  target += beta_neg_binomial_lpmf(n | r, a, 1.5);
+  for (i in 1:N) target += beta_neg_binomial_lupmf(n[i] | 1.2, a, b);
+}""", {"N": 6, "n": [0, 3, 1, 7, 2, 12]}),
+    "skew_double_exponential": ("""
+data { int N; vector[N] y; }
+parameters { real mu; real<lower=0> s; real<lower=0, upper=1> tau; vector[2] z; }
+model {
+  mu ~ normal(0, 1);
+  s ~ gamma(2, 1);
+  y ~ skew_double_exponential(mu, s, tau);
+  y ~ skew_double_exponential(mu, 1.5, 0.3);
+  y ~ skew_double_exponential(0.2, s, 0.7);
+  z ~ skew_double_exponential(mu, 2.0, tau);
+  target += skew_double_exponential_lpdf(y | mu, s, tau);
+  for (i in 1:N) target += skew_double_exponential_lupdf(y[i] | mu, 1.5, tau);
+}""", {"N": 5, "y": [0.3, -1.2, 2.2, 0.0, 0.9]}),
     "dirichlet_multinomial": ("""
 data { array[4] int ns; }
 parameters { vector<lower=0>[4] alpha; }

@@ -349,6 +349,13 @@ DISTS = {
     "beta_binomial": (lambda n, N, a, b: lchoose(N, n) + lbeta(n + a, N - n + b) - lbeta(a, b),
                       [(3, 10, 2.0, 3.0), (0, 5, 0.3, 0.4), (70, 100, 20.0, 5.0)], (0, 0, 1, 1),
                       lambda n, N, a, b: st.betabinom.logpmf(n, N, a, b)),
+    "beta_neg_binomial": (lambda n, r, a, b: lbeta(n + r, a + b) + mp.loggamma(n + b) - lbeta(r, a) - mp.loggamma(b) - mp.loggamma(n + 1),
+                          [(3, 2.5, 3.0, 1.5), (0, 0.7, 2.0, 4.0), (40, 10.0, 5.0, 20.0)], (0, 1, 1, 1),
+                          lambda n, r, a, b: st.betanbinom.logpmf(n, r, a, b)),
+    "skew_double_exponential": (lambda y, m, s, t: mp.log(2) + mp.log(t) + mp.log1p(-t) - mp.log(s)
+                                - 2 * ((1 - t) * (m - y) if y < m else t * (y - m)) / s,
+                                [(0.3, 1.0, 2.0, 0.3), (2.5, 1.0, 0.7, 0.8), (-4.0, 0.5, 1.5, 0.05)], (1, 1, 1, 1),
+                                None),
     "discrete_range": (lambda y, lo, hi: -mp.log(hi - lo + 1), [(3, 1, 6), (-2, -2, 10)], (0, 0, 0),
                        lambda y, lo, hi: st.randint.logpmf(y, lo, hi + 1)),
     "hypergeometric": (lambda n, N, a, b: lchoose(a, n) + lchoose(b, N - n) - lchoose(a + b, N),

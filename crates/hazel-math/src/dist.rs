@@ -738,6 +738,26 @@ static TABLE: &[Distribution] = &[
         rng = Some(rng::neg_binomial_2_log)
     ),
     dist!(
+        "beta_neg_binomial",
+        Discrete,
+        4,
+        ints = bit(0),
+        d::beta_neg_binomial,
+        lcdf = None,
+        lccdf = None,
+        rng = Some(rng::beta_neg_binomial)
+    ),
+    dist!(
+        "skew_double_exponential",
+        Continuous,
+        4,
+        ints = 0,
+        c::skew_double_exponential,
+        lcdf = None,
+        lccdf = None,
+        rng = Some(rng::skew_double_exponential)
+    ),
+    dist!(
         "beta_binomial",
         Discrete,
         4,
