@@ -48,6 +48,7 @@ pub(crate) mod cdf;
 mod continuous;
 mod discrete;
 pub mod kernel;
+pub mod mv_rng;
 mod rng;
 
 use hazel_rng::StreamRng;

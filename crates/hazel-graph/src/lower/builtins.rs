@@ -1050,6 +1050,7 @@ impl<'p> Tracer<'p> {
     /// known).
     fn multivariate_rng(&mut self, base: &str, args: &[Val], span: Span) -> R<Option<Val>> {
         match base {
+            _ if super::multivariate::has_mv_rng(base) => self.mv_rng(base, args, span),
             "categorical" | "categorical_logit" => {
                 if args.len() != 1 {
                     return cerr(format!("{base}_rng takes 1 argument"), span);

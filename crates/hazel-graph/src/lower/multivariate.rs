@@ -262,3 +262,160 @@ impl<'p> Tracer<'p> {
         Ok(Some(Sc::V(out.off)))
     }
 }
+
+/// Whether `<base>_rng` is drawn by [`Tracer::mv_rng`].
+pub fn has_mv_rng(base: &str) -> bool {
+    matches!(
+        base,
+        "ordered_logistic"
+            | "ordered_probit"
+            | "multinomial"
+            | "multinomial_logit"
+            | "dirichlet_multinomial"
+            | "multi_student_t"
+            | "multi_student_t_cholesky"
+            | "lkj_corr"
+            | "lkj_corr_cholesky"
+            | "wishart"
+            | "wishart_cholesky"
+            | "inv_wishart"
+            | "inv_wishart_cholesky"
+    )
+}
+
+impl<'p> Tracer<'p> {
+    /// `<base>_rng(args)` for the families of [`has_mv_rng`] (generated quantities only, every
+    /// argument known). Stan's vectorised multivariate rngs (an array of locations) return an
+    /// array of draws.
+    pub fn mv_rng(&mut self, base: &str, args: &[Val], span: Span) -> R<Option<Val>> {
+        use hazel_math::dist::mv_rng as mv;
+        if !has_mv_rng(base) {
+            return Ok(None);
+        }
+        let name = format!("{base}_rng");
+        let domain = |e: hazel_math::dist::MathError| {
+            TraceErr::Eval(hazel_density::EvalError::domain(e.message), span)
+        };
+        let want = match base {
+            "lkj_corr" | "lkj_corr_cholesky" => 2,
+            "multinomial" | "multinomial_logit" | "dirichlet_multinomial" => 2,
+            "ordered_logistic" | "ordered_probit" => 2,
+            "wishart" | "wishart_cholesky" | "inv_wishart" | "inv_wishart_cholesky" => 2,
+            _ => 3,
+        };
+        if args.len() != want {
+            return cerr(format!("{name} takes {want} arguments"), span);
+        }
+        let mut vals: Vec<Vec<f64>> = Vec::with_capacity(args.len());
+        for a in args {
+            vals.push(self.const_vec_of(a, span)?);
+        }
+        let Some(rng) = self.rng.as_mut() else {
+            return cerr(format!("{name} is only allowed in transformed data and generated quantities"), span);
+        };
+        let ints = |v: Vec<i64>| Val::array(v.into_iter().map(Val::Int).collect());
+        let matrix = |k: usize, v: Vec<f64>| Val::Matrix(k, k, Elems::C(std::sync::Arc::new(v)));
+        let out = match base {
+            "ordered_logistic" | "ordered_probit" => {
+                let f = if base == "ordered_logistic" {
+                    mv::ordered_logistic_rng
+                } else {
+                    mv::ordered_probit_rng
+                };
+                let eta = *vals[0].first().unwrap_or(&f64::NAN);
+                Val::Int(f(eta, &vals[1], rng).map_err(domain)?)
+            }
+            "multinomial" | "multinomial_logit" | "dirichlet_multinomial" => {
+                let n = match &args[1] {
+                    Val::Int(n) => *n,
+                    _ => return cerr(format!("{name}: the number of trials must be an int"), span),
+                };
+                let k = vals[0].len();
+                let mut out = vec![0i64; k];
+                let mut ws = vec![0.0; k];
+                match base {
+                    "multinomial" => mv::multinomial_rng(&vals[0], n, &mut out, rng),
+                    "multinomial_logit" => mv::multinomial_logit_rng(&vals[0], n, &mut out, &mut ws, rng),
+                    _ => mv::dirichlet_multinomial_rng(&vals[0], n, &mut out, &mut ws, rng),
+                }
+                .map_err(domain)?;
+                ints(out)
+            }
+            "multi_student_t" | "multi_student_t_cholesky" => {
+                let nu = self_scalar(&vals[0], &name, span)?;
+                let mus = items(&args[1]);
+                let n = match &args[2] {
+                    Val::Matrix(r, c, _) if r == c => *r,
+                    _ => return cerr(format!("{name}: the scale must be a square matrix"), span),
+                };
+                let mut draws = Vec::with_capacity(mus.len());
+                let mut ws = vec![0.0; n * n];
+                for (i, _) in mus.iter().enumerate() {
+                    let mu = &vals[1][i * n..(i + 1) * n];
+                    let mut out = vec![0.0; n];
+                    if base == "multi_student_t" {
+                        mv::multi_student_t_rng(nu, mu, &vals[2], &mut out, &mut ws, rng)
+                    } else {
+                        mv::multi_student_t_cholesky_rng(nu, mu, &vals[2], &mut out, rng)
+                    }
+                    .map_err(domain)?;
+                    draws.push(Val::Vector(Elems::C(std::sync::Arc::new(out))));
+                }
+                if matches!(args[1], Val::Array(_)) {
+                    Val::array(draws)
+                } else {
+                    draws.pop().unwrap_or(Val::Vector(Elems::C(std::sync::Arc::new(vec![]))))
+                }
+            }
+            "lkj_corr" | "lkj_corr_cholesky" => {
+                let k = match &args[0] {
+                    Val::Int(k) if *k >= 0 => *k as usize,
+                    _ => return eerr(format!("{name}: the dimension must be a nonnegative int"), span),
+                };
+                let eta = self_scalar(&vals[1], &name, span)?;
+                let mut out = vec![0.0; k * k];
+                let mut ws = vec![0.0; k * k + k];
+                if base == "lkj_corr" {
+                    mv::lkj_corr_rng(k, eta, &mut out, &mut ws, rng)
+                } else {
+                    mv::lkj_corr_cholesky_rng(k, eta, &mut out, &mut ws, rng)
+                }
+                .map_err(domain)?;
+                matrix(k, out)
+            }
+            _ => {
+                // The Wishart family: (nu, scale matrix).
+                let nu = self_scalar(&vals[0], &name, span)?;
+                let k = match &args[1] {
+                    Val::Matrix(r, c, _) if r == c => *r,
+                    _ => return cerr(format!("{name}: the scale must be a square matrix"), span),
+                };
+                let mut out = vec![0.0; k * k];
+                let mut ws = vec![0.0; 7 * k * k];
+                match base {
+                    "wishart" => mv::wishart_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
+                    "wishart_cholesky" => mv::wishart_cholesky_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
+                    "inv_wishart" => mv::inv_wishart_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
+                    _ => mv::inv_wishart_cholesky_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
+                }
+                .map_err(domain)?;
+                matrix(k, out)
+            }
+        };
+        Ok(Some(out))
+    }
+
+    /// Every scalar of a known value, in memory order.
+    fn const_vec_of(&self, v: &Val, span: Span) -> R<Vec<f64>> {
+        let mut sc = Vec::new();
+        v.flatten(&mut sc);
+        sc.into_iter().map(|s| self.value_of(s, span)).collect()
+    }
+}
+
+fn self_scalar(v: &[f64], name: &str, span: Span) -> R<f64> {
+    match v {
+        [x] => Ok(*x),
+        _ => cerr(format!("{name}: expected a scalar argument"), span),
+    }
+}
