@@ -41,7 +41,10 @@ fn floats(v: &Value) -> Vec<f64> {
 }
 
 fn fixtures() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dist_library.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/dist_library.json"
+    );
     let text = std::fs::read_to_string(path).expect("fixture file");
     let v: Value = serde_json::from_str(&text).expect("fixture json");
     v["programs"].as_array().expect("programs").clone()
@@ -193,10 +196,16 @@ generated quantities {
     let mut out = vec![0.0; names.len()];
     let mut again = vec![0.0; names.len()];
     for seed in 0..50 {
-        let mut r1 = hazel_density::StreamRng::new(seed, 0, hazel_rng::Purpose::GeneratedQuantities);
-        let mut r2 = hazel_density::StreamRng::new(seed, 0, hazel_rng::Purpose::GeneratedQuantities);
-        model.write_output(&mut ws, &[0.3], &mut r1, &mut out).expect("draws");
-        model.write_output(&mut ws, &[0.3], &mut r2, &mut again).expect("draws");
+        let mut r1 =
+            hazel_density::StreamRng::new(seed, 0, hazel_rng::Purpose::GeneratedQuantities);
+        let mut r2 =
+            hazel_density::StreamRng::new(seed, 0, hazel_rng::Purpose::GeneratedQuantities);
+        model
+            .write_output(&mut ws, &[0.3], &mut r1, &mut out)
+            .expect("draws");
+        model
+            .write_output(&mut ws, &[0.3], &mut r2, &mut again)
+            .expect("draws");
         assert_eq!(out, again);
         for y in ["yl", "yp"] {
             assert!((1.0..=4.0).contains(&out[col(y)]));
@@ -209,11 +218,20 @@ generated quantities {
             assert!((out[col(&format!("lc.{i}.{i}"))] - 1.0).abs() < 1e-12);
         }
         assert_eq!(out[col("lcc.1.2")], 0.0);
-        let row: f64 = (1..=3).map(|j| out[col(&format!("lcc.3.{j}"))].powi(2)).sum();
+        let row: f64 = (1..=3)
+            .map(|j| out[col(&format!("lcc.3.{j}"))].powi(2))
+            .sum();
         assert!((row - 1.0).abs() < 1e-12);
         for m in ["w", "iw"] {
-            let (a, b, c) = (out[col(&format!("{m}.1.1"))], out[col(&format!("{m}.2.2"))], out[col(&format!("{m}.2.1"))]);
-            assert!(a > 0.0 && a * b > c * c && c == out[col(&format!("{m}.1.2"))], "{m}");
+            let (a, b, c) = (
+                out[col(&format!("{m}.1.1"))],
+                out[col(&format!("{m}.2.2"))],
+                out[col(&format!("{m}.2.1"))],
+            );
+            assert!(
+                a > 0.0 && a * b > c * c && c == out[col(&format!("{m}.1.2"))],
+                "{m}"
+            );
         }
         for m in ["wc", "iwc"] {
             assert_eq!(out[col(&format!("{m}.1.2"))], 0.0);

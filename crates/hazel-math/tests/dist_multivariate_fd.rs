@@ -20,7 +20,13 @@ fn masks(n_args: usize, offset: u32) -> Vec<Terms> {
 
 /// `f`: a density as a function of its real arguments, returning the value and adding the
 /// partials into its third argument.
-fn check(name: &str, f: &impl Fn(&[Vec<f64>], Terms, &mut [Vec<f64>]) -> f64, args: &[Vec<f64>], offset: u32, symmetric: &[usize]) {
+fn check(
+    name: &str,
+    f: &impl Fn(&[Vec<f64>], Terms, &mut [Vec<f64>]) -> f64,
+    args: &[Vec<f64>],
+    offset: u32,
+    symmetric: &[usize],
+) {
     check_with(name, f, args, offset, symmetric, &[])
 }
 
@@ -78,7 +84,8 @@ fn check_with(
         // What propto dropped depends on constant arguments only.
         if terms.propto {
             let mut g: Vec<Vec<f64>> = args.iter().map(|a| vec![0.0; a.len()]).collect();
-            let dropped = |x: &[Vec<f64>], g: &mut [Vec<f64>]| f(x, Terms::FULL, g) - f(x, terms, g);
+            let dropped =
+                |x: &[Vec<f64>], g: &mut [Vec<f64>]| f(x, Terms::FULL, g) - f(x, terms, g);
             let d0 = dropped(args, &mut g);
             for (a, arg) in args.iter().enumerate() {
                 if terms.varying & (1 << (a as u32 + offset)) == 0 {
@@ -86,13 +93,12 @@ fn check_with(
                 }
                 let mut x = args.to_vec();
                 for (i, v) in x[a].iter_mut().enumerate() {
-                    let (r, c) = symmetric
-                        .contains(&a)
-                        .then(|| {
-                            let k = (arg.len() as f64).sqrt() as usize;
-                            (i % k, i / k)
-                        })
-                        .unwrap_or((0, 0));
+                    let (r, c) = if symmetric.contains(&a) {
+                        let k = (arg.len() as f64).sqrt() as usize;
+                        (i % k, i / k)
+                    } else {
+                        (0, 0)
+                    };
                     if r == c {
                         *v *= 1.01;
                     }
@@ -136,9 +142,27 @@ fn ordered_logistic_and_probit() {
     // Extreme outcomes far in the tails stay finite with finite gradients.
     let mut g = [0.0];
     let mut gc = [0.0; 3];
-    let v = ordered_logistic_lpmf(&[1], &[40.0], &shared, 3, Terms::FULL, Some(&mut g), Some(&mut gc)).unwrap();
+    let v = ordered_logistic_lpmf(
+        &[1],
+        &[40.0],
+        &shared,
+        3,
+        Terms::FULL,
+        Some(&mut g),
+        Some(&mut gc),
+    )
+    .unwrap();
     assert!(v.is_finite() && (v + 41.0).abs() < 1e-9 && g[0].is_finite());
-    let v = ordered_probit_lpmf(&[4], &[-30.0], &shared, 3, Terms::FULL, Some(&mut g), Some(&mut gc)).unwrap();
+    let v = ordered_probit_lpmf(
+        &[4],
+        &[-30.0],
+        &shared,
+        3,
+        Terms::FULL,
+        Some(&mut g),
+        Some(&mut gc),
+    )
+    .unwrap();
     assert!(v.is_finite() && g[0].is_finite());
 }
 
@@ -152,14 +176,20 @@ fn multinomial_families() {
     // value, so the theta gradient is checked against the unconstrained extension.
     let theta = vec![0.1, 0.2, 0.3, 0.4];
     let mut g = vec![vec![0.0; 4]];
-    f(&[theta.clone()], Terms::FULL, &mut g);
+    f(std::slice::from_ref(&theta), Terms::FULL, &mut g);
     for i in 0..4 {
         assert!((g[0][i] - ns[i] as f64 / theta[i]).abs() < 1e-12);
     }
     let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
         multinomial_logit_lpmf(&ns, &x[0], t, some(&mut g[0])).unwrap()
     };
-    check("multinomial_logit", &f, &[vec![0.3, -1.0, 0.8, 0.0]], 1, &[]);
+    check(
+        "multinomial_logit",
+        &f,
+        &[vec![0.3, -1.0, 0.8, 0.0]],
+        1,
+        &[],
+    );
 }
 
 fn spd3() -> Vec<f64> {
@@ -178,23 +208,55 @@ fn multi_student_t_families() {
             let mut ws = vec![0.0; multi_student_t_workspace_len(3)];
             let [g0, g1, g2, g3] = g else { unreachable!() };
             multi_student_t_lpdf(
-                &x[0], x[1][0], &x[2], &x[3], 3, 2, t,
-                some(g0), Some(&mut g1[0]), some(g2), some(g3), &mut ws,
+                &x[0],
+                x[1][0],
+                &x[2],
+                &x[3],
+                3,
+                2,
+                t,
+                some(g0),
+                Some(&mut g1[0]),
+                some(g2),
+                some(g3),
+                &mut ws,
             )
             .unwrap()
         };
-        check("multi_student_t", &f, &[y.clone(), vec![4.5], mu.clone(), spd3()], 0, &[3]);
+        check(
+            "multi_student_t",
+            &f,
+            &[y.clone(), vec![4.5], mu.clone(), spd3()],
+            0,
+            &[3],
+        );
         let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
             let mut ws = vec![0.0; multi_student_t_cholesky_workspace_len(3)];
             let [g0, g1, g2, g3] = g else { unreachable!() };
             multi_student_t_cholesky_lpdf(
-                &x[0], x[1][0], &x[2], &x[3], 3, 2, t,
-                some(g0), Some(&mut g1[0]), some(g2), some(g3), &mut ws,
+                &x[0],
+                x[1][0],
+                &x[2],
+                &x[3],
+                3,
+                2,
+                t,
+                some(g0),
+                Some(&mut g1[0]),
+                some(g2),
+                some(g3),
+                &mut ws,
             )
             .unwrap()
         };
         // Only the lower triangle of L is read: the upper triangle has zero partials.
-        check("multi_student_t_cholesky", &f, &[y.clone(), vec![4.5], mu.clone(), chol3()], 0, &[]);
+        check(
+            "multi_student_t_cholesky",
+            &f,
+            &[y.clone(), vec![4.5], mu.clone(), chol3()],
+            0,
+            &[],
+        );
     }
     // Σ = L Lᵀ gives the same density as the Cholesky form.
     let l = chol3();
@@ -202,8 +264,36 @@ fn multi_student_t_families() {
     multiply_lower_tri_self_transpose(&l, 3, 3, &mut s);
     let mu = [0.1, 0.0, 0.3];
     let mut ws = vec![0.0; multi_student_t_workspace_len(3)];
-    let a = multi_student_t_lpdf(&y, 3.0, &mu, &s, 3, 2, Terms::FULL, None, None, None, None, &mut ws).unwrap();
-    let b = multi_student_t_cholesky_lpdf(&y, 3.0, &mu, &l, 3, 2, Terms::FULL, None, None, None, None, &mut ws).unwrap();
+    let a = multi_student_t_lpdf(
+        &y,
+        3.0,
+        &mu,
+        &s,
+        3,
+        2,
+        Terms::FULL,
+        None,
+        None,
+        None,
+        None,
+        &mut ws,
+    )
+    .unwrap();
+    let b = multi_student_t_cholesky_lpdf(
+        &y,
+        3.0,
+        &mu,
+        &l,
+        3,
+        2,
+        Terms::FULL,
+        None,
+        None,
+        None,
+        None,
+        &mut ws,
+    )
+    .unwrap();
     assert!((a - b).abs() < 1e-12, "{a} vs {b}");
 }
 
@@ -213,10 +303,27 @@ fn multi_normal_prec_equals_multi_normal_of_the_inverse() {
     let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
         let mut ws = vec![0.0; multi_normal_prec_workspace_len(3)];
         let [g0, g1, g2] = g else { unreachable!() };
-        multi_normal_prec_lpdf(&x[0], &x[1], &x[2], 3, 2, t, some(g0), some(g1), some(g2), &mut ws)
-            .unwrap()
+        multi_normal_prec_lpdf(
+            &x[0],
+            &x[1],
+            &x[2],
+            3,
+            2,
+            t,
+            some(g0),
+            some(g1),
+            some(g2),
+            &mut ws,
+        )
+        .unwrap()
     };
-    check("multi_normal_prec", &f, &[y.clone(), vec![0.1, 0.0, 0.3], spd3()], 0, &[2]);
+    check(
+        "multi_normal_prec",
+        &f,
+        &[y.clone(), vec![0.1, 0.0, 0.3], spd3()],
+        0,
+        &[2],
+    );
     let omega = spd3();
     let mut sigma = vec![0.0; 9];
     let mut ws = vec![0.0; 64];
@@ -231,8 +338,32 @@ fn multi_normal_prec_equals_multi_normal_of_the_inverse() {
     let mut ws1 = vec![0.0; multi_normal_workspace_len(3)];
     let mut ws2 = vec![0.0; multi_normal_prec_workspace_len(3)];
     let mu = [0.1, 0.0, 0.3];
-    let a = multi_normal_lpdf(&y, &mu, &sigma, 3, 2, Terms::FULL, None, None, None, &mut ws1).unwrap();
-    let b = multi_normal_prec_lpdf(&y, &mu, &omega, 3, 2, Terms::FULL, None, None, None, &mut ws2).unwrap();
+    let a = multi_normal_lpdf(
+        &y,
+        &mu,
+        &sigma,
+        3,
+        2,
+        Terms::FULL,
+        None,
+        None,
+        None,
+        &mut ws1,
+    )
+    .unwrap();
+    let b = multi_normal_prec_lpdf(
+        &y,
+        &mu,
+        &omega,
+        3,
+        2,
+        Terms::FULL,
+        None,
+        None,
+        None,
+        &mut ws2,
+    )
+    .unwrap();
     assert!((a - b).abs() < 1e-10, "{a} vs {b}");
 }
 
@@ -273,7 +404,13 @@ fn dirichlet_multinomial() {
         let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
             dirichlet_multinomial_lpmf(&ns, &x[0], t, some(&mut g[0])).unwrap()
         };
-        check("dirichlet_multinomial", &f, &[vec![0.7, 1.3, 2.0, 0.4]], 1, &[]);
+        check(
+            "dirichlet_multinomial",
+            &f,
+            &[vec![0.7, 1.3, 2.0, 0.4]],
+            1,
+            &[],
+        );
     }
     // N = 1 in category k: probability α_k / α₀.
     let alpha = [0.7, 1.3, 2.0, 0.4];
@@ -290,7 +427,18 @@ fn wishart_families() {
             let mut ws = vec![0.0; wishart_workspace_len(3)];
             let [g0, g1, g2] = g else { unreachable!() };
             let run = if inv { inv_wishart_lpdf } else { wishart_lpdf };
-            run(&x[0], x[1][0], &x[2], 3, t, some(g0), Some(&mut g1[0]), some(g2), &mut ws).unwrap()
+            run(
+                &x[0],
+                x[1][0],
+                &x[2],
+                3,
+                t,
+                some(g0),
+                Some(&mut g1[0]),
+                some(g2),
+                &mut ws,
+            )
+            .unwrap()
         };
         check(name, &f, &[w.clone(), vec![4.3], s.clone()], 0, &[0, 2]);
     }
@@ -305,9 +453,27 @@ fn wishart_families() {
             } else {
                 wishart_cholesky_lpdf
             };
-            run(&x[0], x[1][0], &x[2], 3, t, some(g0), Some(&mut g1[0]), some(g2), &mut ws).unwrap()
+            run(
+                &x[0],
+                x[1][0],
+                &x[2],
+                3,
+                t,
+                some(g0),
+                Some(&mut g1[0]),
+                some(g2),
+                &mut ws,
+            )
+            .unwrap()
         };
-        check_with(name, &f, &[lw.clone(), vec![4.3], ls.clone()], 0, &[], &[0, 2]);
+        check_with(
+            name,
+            &f,
+            &[lw.clone(), vec![4.3], ls.clone()],
+            0,
+            &[],
+            &[0, 2],
+        );
     }
     // The Cholesky forms are the densities of W = L_W L_Wᵀ times the Jacobian
     // 2^k Π L_ii^{k − i} (0-based i) of W ↦ L_W.
@@ -316,21 +482,28 @@ fn wishart_families() {
     multiply_lower_tri_self_transpose(&lw, 3, 3, &mut wm);
     multiply_lower_tri_self_transpose(&ls, 3, 3, &mut sm);
     let jac: f64 = 3.0 * std::f64::consts::LN_2
-        + (0..3).map(|i| (3 - i) as f64 * lw[i + 3 * i].ln()).sum::<f64>();
+        + (0..3)
+            .map(|i| (3 - i) as f64 * lw[i + 3 * i].ln())
+            .sum::<f64>();
     let mut ws = vec![0.0; wishart_workspace_len(3)];
     for inv in [false, true] {
         let (a, b) = if inv {
             (
                 inv_wishart_lpdf(&wm, 4.3, &sm, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
-                inv_wishart_cholesky_lpdf(&lw, 4.3, &ls, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
+                inv_wishart_cholesky_lpdf(&lw, 4.3, &ls, 3, Terms::FULL, None, None, None, &mut ws)
+                    .unwrap(),
             )
         } else {
             (
                 wishart_lpdf(&wm, 4.3, &sm, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
-                wishart_cholesky_lpdf(&lw, 4.3, &ls, 3, Terms::FULL, None, None, None, &mut ws).unwrap(),
+                wishart_cholesky_lpdf(&lw, 4.3, &ls, 3, Terms::FULL, None, None, None, &mut ws)
+                    .unwrap(),
             )
         };
-        assert!((a + jac - b).abs() < 1e-10, "inverse {inv}: {a} + {jac} vs {b}");
+        assert!(
+            (a + jac - b).abs() < 1e-10,
+            "inverse {inv}: {a} + {jac} vs {b}"
+        );
     }
 }
 
@@ -342,16 +515,46 @@ fn multi_gp_families() {
     let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
         let mut ws = vec![0.0; multi_gp_workspace_len(3)];
         let [g0, g1, g2] = g else { unreachable!() };
-        multi_gp_lpdf(&x[0], &x[1], &x[2], 2, 3, t, some(g0), some(g1), some(g2), &mut ws).unwrap()
+        multi_gp_lpdf(
+            &x[0],
+            &x[1],
+            &x[2],
+            2,
+            3,
+            t,
+            some(g0),
+            some(g1),
+            some(g2),
+            &mut ws,
+        )
+        .unwrap()
     };
     check("multi_gp", &f, &[y.clone(), spd3(), wv.clone()], 0, &[1]);
     let f = |x: &[Vec<f64>], t: Terms, g: &mut [Vec<f64>]| {
         let mut ws = vec![0.0; multi_gp_cholesky_workspace_len(3)];
         let [g0, g1, g2] = g else { unreachable!() };
-        multi_gp_cholesky_lpdf(&x[0], &x[1], &x[2], 2, 3, t, some(g0), some(g1), some(g2), &mut ws)
-            .unwrap()
+        multi_gp_cholesky_lpdf(
+            &x[0],
+            &x[1],
+            &x[2],
+            2,
+            3,
+            t,
+            some(g0),
+            some(g1),
+            some(g2),
+            &mut ws,
+        )
+        .unwrap()
     };
-    check_with("multi_gp_cholesky", &f, &[y.clone(), chol3(), wv.clone()], 0, &[], &[1]);
+    check_with(
+        "multi_gp_cholesky",
+        &f,
+        &[y.clone(), chol3(), wv.clone()],
+        0,
+        &[],
+        &[1],
+    );
     // Row i is multi_normal(0, Σ / w_i).
     let sigma = spd3();
     let mut total = 0.0;
@@ -359,10 +562,34 @@ fn multi_gp_families() {
     for i in 0..2 {
         let row: Vec<f64> = (0..3).map(|j| y[i + 2 * j]).collect();
         let s: Vec<f64> = sigma.iter().map(|v| v / wv[i]).collect();
-        total += multi_normal_lpdf(&row, &[0.0; 3], &s, 3, 1, Terms::FULL, None, None, None, &mut ws).unwrap();
+        total += multi_normal_lpdf(
+            &row,
+            &[0.0; 3],
+            &s,
+            3,
+            1,
+            Terms::FULL,
+            None,
+            None,
+            None,
+            &mut ws,
+        )
+        .unwrap();
     }
     let mut ws = vec![0.0; multi_gp_workspace_len(3)];
-    let v = multi_gp_lpdf(&y, &sigma, &wv, 2, 3, Terms::FULL, None, None, None, &mut ws).unwrap();
+    let v = multi_gp_lpdf(
+        &y,
+        &sigma,
+        &wv,
+        2,
+        3,
+        Terms::FULL,
+        None,
+        None,
+        None,
+        &mut ws,
+    )
+    .unwrap();
     assert!((v - total).abs() < 1e-11, "{v} vs {total}");
 }
 
@@ -372,11 +599,32 @@ fn lkj_cov() {
         let mut ws = vec![0.0; lkj_cov_workspace_len(3)];
         let [g0, g1, g2, g3] = g else { unreachable!() };
         lkj_cov_lpdf(
-            &x[0], &x[1], &x[2], x[3][0], 3, t,
-            some(g0), some(g1), some(g2), Some(&mut g3[0]), &mut ws,
+            &x[0],
+            &x[1],
+            &x[2],
+            x[3][0],
+            3,
+            t,
+            some(g0),
+            some(g1),
+            some(g2),
+            Some(&mut g3[0]),
+            &mut ws,
         )
         .unwrap()
     };
-    check("lkj_cov", &f, &[spd3(), vec![0.1, 0.2, 0.3], vec![1.0, 1.5, 0.7], vec![2.0]], 0, &[0]);
-    check("lkj_cov (scalar mu, sigma)", &f, &[spd3(), vec![0.1], vec![1.3], vec![0.6]], 0, &[0]);
+    check(
+        "lkj_cov",
+        &f,
+        &[spd3(), vec![0.1, 0.2, 0.3], vec![1.0, 1.5, 0.7], vec![2.0]],
+        0,
+        &[0],
+    );
+    check(
+        "lkj_cov (scalar mu, sigma)",
+        &f,
+        &[spd3(), vec![0.1], vec![1.3], vec![0.6]],
+        0,
+        &[0],
+    );
 }

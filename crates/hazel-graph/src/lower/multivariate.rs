@@ -57,7 +57,10 @@ impl<'p> Tracer<'p> {
         match v {
             Val::Int(i) => Ok(vec![*i]),
             Val::Array(xs) => xs.iter().map(|x| self.as_int(x, span)).collect(),
-            _ => cerr(format!("{name}: the outcome must be an int or an int array"), span),
+            _ => cerr(
+                format!("{name}: the outcome must be an int or an int array"),
+                span,
+            ),
         }
     }
 
@@ -76,7 +79,14 @@ impl<'p> Tracer<'p> {
     /// Variate and location of the multivariate normal/Student-t families: `n_obs` vectors of
     /// length `n` each (a single vector is shared; a single variate is repeated when there are
     /// several locations).
-    fn mv_obs(&self, y: &Val, mu: &Val, n: usize, name: &str, span: Span) -> R<(Elems, Elems, usize)> {
+    fn mv_obs(
+        &self,
+        y: &Val,
+        mu: &Val,
+        n: usize,
+        name: &str,
+        span: Span,
+    ) -> R<(Elems, Elems, usize)> {
         let ys = items(y);
         let mus = items(mu);
         let n_obs = ys.len().max(mus.len());
@@ -110,14 +120,20 @@ impl<'p> Tracer<'p> {
 
     /// `name(args)` for a family of [`mv_family`]: `Some(log density)`, or `None` if `name`
     /// is not one of them.
-    pub fn mv_density(&mut self, name: &str, args: &[Val], propto: bool, span: Span) -> R<Option<Sc>> {
+    pub fn mv_density(
+        &mut self,
+        name: &str,
+        args: &[Val],
+        propto: bool,
+        span: Span,
+    ) -> R<Option<Sc>> {
         let Some(family) = mv_family(name) else {
             return Ok(None);
         };
         let arity = match family {
-            MvFamily::Multinomial
-            | MvFamily::MultinomialLogit
-            | MvFamily::DirichletMultinomial => 2,
+            MvFamily::Multinomial | MvFamily::MultinomialLogit | MvFamily::DirichletMultinomial => {
+                2
+            }
             MvFamily::OrderedLogistic
             | MvFamily::OrderedProbit
             | MvFamily::MultiNormalPrec
@@ -149,22 +165,37 @@ impl<'p> Tracer<'p> {
                     return eerr(format!("{name}: Size of integers ({}) and number of cutpoint vectors ({}) must match in size", ys.len(), cuts.len()), span);
                 }
                 if eta.len() != ys.len() && eta.len() != 1 {
-                    return eerr(format!("{name}: Size of integers ({}) and locations ({}) must match in size", ys.len(), eta.len()), span);
+                    return eerr(
+                        format!(
+                            "{name}: Size of integers ({}) and locations ({}) must match in size",
+                            ys.len(),
+                            eta.len()
+                        ),
+                        span,
+                    );
                 }
                 let ce = self.mv_elems(&cuts);
                 let n_obs = ys.len();
                 (
-                    MvSpec { family, ints: ys.into(), n: k1, n_obs },
+                    MvSpec {
+                        family,
+                        ints: ys.into(),
+                        n: k1,
+                        n_obs,
+                    },
                     vec![eta, ce],
                 )
             }
-            MvFamily::Multinomial
-            | MvFamily::MultinomialLogit
-            | MvFamily::DirichletMultinomial => {
+            MvFamily::Multinomial | MvFamily::MultinomialLogit | MvFamily::DirichletMultinomial => {
                 let ns = self.mv_ints(&args[0], name, span)?;
                 let th = self.to_elems(&args[1]);
                 (
-                    MvSpec { family, ints: ns.into(), n: th.len(), n_obs: 1 },
+                    MvSpec {
+                        family,
+                        ints: ns.into(),
+                        n: th.len(),
+                        n_obs: 1,
+                    },
                     vec![th],
                 )
             }
@@ -174,7 +205,12 @@ impl<'p> Tracer<'p> {
                 let (y, mu, n_obs) = self.mv_obs(&args[0], &args[2], n, name, span)?;
                 let m = self.to_elems(&args[3]);
                 (
-                    MvSpec { family, ints: Box::new([]), n, n_obs },
+                    MvSpec {
+                        family,
+                        ints: Box::new([]),
+                        n,
+                        n_obs,
+                    },
                     vec![y, nu, mu, m],
                 )
             }
@@ -183,7 +219,12 @@ impl<'p> Tracer<'p> {
                 let (y, mu, n_obs) = self.mv_obs(&args[0], &args[1], n, name, span)?;
                 let m = self.to_elems(&args[2]);
                 (
-                    MvSpec { family, ints: Box::new([]), n, n_obs },
+                    MvSpec {
+                        family,
+                        ints: Box::new([]),
+                        n,
+                        n_obs,
+                    },
                     vec![y, mu, m],
                 )
             }
@@ -199,14 +240,24 @@ impl<'p> Tracer<'p> {
                 let nu = scalar_elems(self, &args[1], "Degrees of freedom parameter")?;
                 let (w, s) = (self.to_elems(&args[0]), self.to_elems(&args[2]));
                 (
-                    MvSpec { family, ints: Box::new([]), n: k, n_obs: 1 },
+                    MvSpec {
+                        family,
+                        ints: Box::new([]),
+                        n: k,
+                        n_obs: 1,
+                    },
                     vec![w, nu, s],
                 )
             }
             MvFamily::MultiGp | MvFamily::MultiGpCholesky => {
                 let (m, n) = match &args[0] {
                     Val::Matrix(r, c, _) => (*r, *c),
-                    _ => return cerr(format!("{name}: the random variable must be a matrix"), span),
+                    _ => {
+                        return cerr(
+                            format!("{name}: the random variable must be a matrix"),
+                            span,
+                        )
+                    }
                 };
                 let n2 = self.mv_square(&args[1], name, "kernel", span)?;
                 if n != n2 {
@@ -218,7 +269,12 @@ impl<'p> Tracer<'p> {
                     self.to_elems(&args[2]),
                 );
                 (
-                    MvSpec { family, ints: Box::new([]), n, n_obs: m },
+                    MvSpec {
+                        family,
+                        ints: Box::new([]),
+                        n,
+                        n_obs: m,
+                    },
                     vec![y, k, w],
                 )
             }
@@ -231,7 +287,12 @@ impl<'p> Tracer<'p> {
                     self.to_elems(&args[2]),
                 );
                 (
-                    MvSpec { family, ints: Box::new([]), n: k, n_obs: 1 },
+                    MvSpec {
+                        family,
+                        ints: Box::new([]),
+                        n: k,
+                        n_obs: 1,
+                    },
                     vec![y, mu, sigma, eta],
                 )
             }
@@ -240,7 +301,12 @@ impl<'p> Tracer<'p> {
                 let eta = scalar_elems(self, &args[1], "Shape parameter")?;
                 let m = self.to_elems(&args[0]);
                 (
-                    MvSpec { family, ints: Box::new([]), n: k, n_obs: 1 },
+                    MvSpec {
+                        family,
+                        ints: Box::new([]),
+                        n: k,
+                        n_obs: 1,
+                    },
                     vec![m, eta],
                 )
             }
@@ -311,7 +377,10 @@ impl<'p> Tracer<'p> {
             vals.push(self.const_vec_of(a, span)?);
         }
         let Some(rng) = self.rng.as_mut() else {
-            return cerr(format!("{name} is only allowed in transformed data and generated quantities"), span);
+            return cerr(
+                format!("{name} is only allowed in transformed data and generated quantities"),
+                span,
+            );
         };
         let ints = |v: Vec<i64>| Val::array(v.into_iter().map(Val::Int).collect());
         let matrix = |k: usize, v: Vec<f64>| Val::Matrix(k, k, Elems::C(std::sync::Arc::new(v)));
@@ -335,7 +404,9 @@ impl<'p> Tracer<'p> {
                 let mut ws = vec![0.0; k];
                 match base {
                     "multinomial" => mv::multinomial_rng(&vals[0], n, &mut out, rng),
-                    "multinomial_logit" => mv::multinomial_logit_rng(&vals[0], n, &mut out, &mut ws, rng),
+                    "multinomial_logit" => {
+                        mv::multinomial_logit_rng(&vals[0], n, &mut out, &mut ws, rng)
+                    }
                     _ => mv::dirichlet_multinomial_rng(&vals[0], n, &mut out, &mut ws, rng),
                 }
                 .map_err(domain)?;
@@ -364,13 +435,20 @@ impl<'p> Tracer<'p> {
                 if matches!(args[1], Val::Array(_)) {
                     Val::array(draws)
                 } else {
-                    draws.pop().unwrap_or(Val::Vector(Elems::C(std::sync::Arc::new(vec![]))))
+                    draws
+                        .pop()
+                        .unwrap_or(Val::Vector(Elems::C(std::sync::Arc::new(vec![]))))
                 }
             }
             "lkj_corr" | "lkj_corr_cholesky" => {
                 let k = match &args[0] {
                     Val::Int(k) if *k >= 0 => *k as usize,
-                    _ => return eerr(format!("{name}: the dimension must be a nonnegative int"), span),
+                    _ => {
+                        return eerr(
+                            format!("{name}: the dimension must be a nonnegative int"),
+                            span,
+                        )
+                    }
                 };
                 let eta = self_scalar(&vals[1], &name, span)?;
                 let mut out = vec![0.0; k * k];
@@ -394,7 +472,9 @@ impl<'p> Tracer<'p> {
                 let mut ws = vec![0.0; 7 * k * k];
                 match base {
                     "wishart" => mv::wishart_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
-                    "wishart_cholesky" => mv::wishart_cholesky_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
+                    "wishart_cholesky" => {
+                        mv::wishart_cholesky_rng(nu, &vals[1], k, &mut out, &mut ws, rng)
+                    }
                     "inv_wishart" => mv::inv_wishart_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
                     _ => mv::inv_wishart_cholesky_rng(nu, &vals[1], k, &mut out, &mut ws, rng),
                 }

@@ -447,7 +447,12 @@ pub fn skew_double_exponential(
     let deriv = 2.0 * (below + sign * tau) * sign * inv_sigma;
     grad[0] = -deriv;
     grad[1] = deriv;
-    grad[2] = 2.0 * expo * inv_sigma - if terms.include(bit(2)) { inv_sigma } else { 0.0 };
+    grad[2] = 2.0 * expo * inv_sigma
+        - if terms.include(bit(2)) {
+            inv_sigma
+        } else {
+            0.0
+        };
     grad[3] = -2.0 * sign * abs_over
         + if terms.include(bit(3)) {
             1.0 / tau - 1.0 / (1.0 - tau)

@@ -139,7 +139,9 @@ pub fn beta_neg_binomial(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result
     if terms.include(0) {
         lp -= crate::special::lgamma(n + 1.0);
     }
-    lp += lbeta(n + r, a + b) + crate::special::lgamma(n + b) - lbeta(r, a) - crate::special::lgamma(b);
+    lp += lbeta(n + r, a + b) + crate::special::lgamma(n + b)
+        - lbeta(r, a)
+        - crate::special::lgamma(b);
     let d_all = digamma(n + r + a + b);
     let d_ra = digamma(r + a);
     let d_ab = digamma(a + b);

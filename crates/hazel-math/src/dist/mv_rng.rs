@@ -1,3 +1,6 @@
+// Negated comparisons are deliberate: a NaN must fail every check.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 //! Random draws of the ordinal and multivariate families, following Stan Math's `_rng`
 //! constructions, on hazel's [`StreamRng`] variates only (through [`super::rng`]). Results go
 //! to caller buffers; nothing allocates except an error message.
@@ -30,7 +33,10 @@ fn categorical(p: impl Iterator<Item = f64>, rng: &mut StreamRng) -> i64 {
 
 fn check_ordered(function: &str, c: &[f64]) -> Result<(), MathError> {
     if c.is_empty() {
-        return Err(err(function, "Cut-points has size 0, but must have a non-zero size"));
+        return Err(err(
+            function,
+            "Cut-points has size 0, but must have a non-zero size",
+        ));
     }
     for i in 1..c.len() {
         if !(c[i] > c[i - 1]) {
@@ -38,7 +44,10 @@ fn check_ordered(function: &str, c: &[f64]) -> Result<(), MathError> {
         }
     }
     if let Some(i) = c.iter().position(|x| !x.is_finite()) {
-        return Err(err(function, format!("Cut-points[{}] is {}, but must be finite!", i + 1, c[i])));
+        return Err(err(
+            function,
+            format!("Cut-points[{}] is {}, but must be finite!", i + 1, c[i]),
+        ));
     }
     Ok(())
 }
@@ -48,11 +57,22 @@ fn check_ordered(function: &str, c: &[f64]) -> Result<(), MathError> {
 pub fn ordered_logistic_rng(eta: f64, c: &[f64], rng: &mut StreamRng) -> Result<i64, MathError> {
     const F: &str = "ordered_logistic_rng";
     if !eta.is_finite() {
-        return Err(err(F, format!("Location parameter is {eta}, but must be finite!")));
+        return Err(err(
+            F,
+            format!("Location parameter is {eta}, but must be finite!"),
+        ));
     }
     check_ordered(F, c)?;
     let k = c.len() + 1;
-    let cdf = |j: usize| if j == 0 { 1.0 } else if j == k { 0.0 } else { inv_logit(eta - c[j - 1]) };
+    let cdf = |j: usize| {
+        if j == 0 {
+            1.0
+        } else if j == k {
+            0.0
+        } else {
+            inv_logit(eta - c[j - 1])
+        }
+    };
     Ok(categorical((0..k).map(|j| cdf(j) - cdf(j + 1)), rng))
 }
 
@@ -60,11 +80,22 @@ pub fn ordered_logistic_rng(eta: f64, c: &[f64], rng: &mut StreamRng) -> Result<
 pub fn ordered_probit_rng(eta: f64, c: &[f64], rng: &mut StreamRng) -> Result<i64, MathError> {
     const F: &str = "ordered_probit_rng";
     if !eta.is_finite() {
-        return Err(err(F, format!("Location parameter is {eta}, but must be finite!")));
+        return Err(err(
+            F,
+            format!("Location parameter is {eta}, but must be finite!"),
+        ));
     }
     check_ordered(F, c)?;
     let k = c.len() + 1;
-    let cdf = |j: usize| if j == 0 { 1.0 } else if j == k { 0.0 } else { Phi(eta - c[j - 1]) };
+    let cdf = |j: usize| {
+        if j == 0 {
+            1.0
+        } else if j == k {
+            0.0
+        } else {
+            Phi(eta - c[j - 1])
+        }
+    };
     Ok(categorical((0..k).map(|j| cdf(j) - cdf(j + 1)), rng))
 }
 
@@ -77,15 +108,29 @@ fn check_simplex(function: &str, theta: &[f64]) -> Result<(), MathError> {
 }
 
 /// `multinomial_rng(theta, N)` into `out` (length K): sequential binomials, as Stan.
-pub fn multinomial_rng(theta: &[f64], n: i64, out: &mut [i64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn multinomial_rng(
+    theta: &[f64],
+    n: i64,
+    out: &mut [i64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "multinomial_rng";
     check_simplex(F, theta)?;
     multinomial_draw(F, theta, n, out, rng)
 }
 
-fn multinomial_draw(function: &str, theta: &[f64], n: i64, out: &mut [i64], rng: &mut StreamRng) -> Result<(), MathError> {
+fn multinomial_draw(
+    function: &str,
+    theta: &[f64],
+    n: i64,
+    out: &mut [i64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     if n < 0 {
-        return Err(err(function, format!("number of trials variables is {n}, but must be nonnegative!")));
+        return Err(err(
+            function,
+            format!("number of trials variables is {n}, but must be nonnegative!"),
+        ));
     }
     let mut mass_left = 1.0;
     let mut n_left = n;
@@ -105,10 +150,23 @@ fn multinomial_draw(function: &str, theta: &[f64], n: i64, out: &mut [i64], rng:
 }
 
 /// `multinomial_logit_rng(beta, N)`: [`multinomial_rng`] at softmax(β); `ws` needs K.
-pub fn multinomial_logit_rng(beta: &[f64], n: i64, out: &mut [i64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn multinomial_logit_rng(
+    beta: &[f64],
+    n: i64,
+    out: &mut [i64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "multinomial_logit_rng";
     if let Some(i) = beta.iter().position(|b| !b.is_finite()) {
-        return Err(err(F, format!("log-probabilities parameter[{}] is {}, but must be finite!", i + 1, beta[i])));
+        return Err(err(
+            F,
+            format!(
+                "log-probabilities parameter[{}] is {}, but must be finite!",
+                i + 1,
+                beta[i]
+            ),
+        ));
     }
     crate::linalg::softmax(beta, &mut ws[..beta.len()]);
     multinomial_draw(F, &ws[..beta.len()], n, out, rng)
@@ -116,13 +174,29 @@ pub fn multinomial_logit_rng(beta: &[f64], n: i64, out: &mut [i64], ws: &mut [f6
 
 /// `dirichlet_multinomial_rng(alpha, N)`: θ ~ Dirichlet(α) (normalised gamma draws), then
 /// multinomial; all zeros when N = 0. `ws` needs K.
-pub fn dirichlet_multinomial_rng(alpha: &[f64], n: i64, out: &mut [i64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn dirichlet_multinomial_rng(
+    alpha: &[f64],
+    n: i64,
+    out: &mut [i64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "dirichlet_multinomial_rng";
     if let Some(i) = alpha.iter().position(|a| !(*a > 0.0 && a.is_finite())) {
-        return Err(err(F, format!("prior size parameter[{}] is {}, but must be positive finite!", i + 1, alpha[i])));
+        return Err(err(
+            F,
+            format!(
+                "prior size parameter[{}] is {}, but must be positive finite!",
+                i + 1,
+                alpha[i]
+            ),
+        ));
     }
     if n < 0 {
-        return Err(err(F, format!("number of trials variables is {n}, but must be nonnegative!")));
+        return Err(err(
+            F,
+            format!("number of trials variables is {n}, but must be nonnegative!"),
+        ));
     }
     if n == 0 {
         out[..alpha.len()].iter_mut().for_each(|v| *v = 0);
@@ -139,13 +213,29 @@ pub fn dirichlet_multinomial_rng(alpha: &[f64], n: i64, out: &mut [i64], ws: &mu
 
 /// `multi_student_t_cholesky_rng(nu, mu, L)` into `out` (length n): `μ + √w L z` with
 /// `w ~ inv_gamma(ν/2, ν/2)` and standard normal z, as Stan.
-pub fn multi_student_t_cholesky_rng(nu: f64, mu: &[f64], l: &[f64], out: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn multi_student_t_cholesky_rng(
+    nu: f64,
+    mu: &[f64],
+    l: &[f64],
+    out: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "multi_student_t_cholesky_rng";
     if !(nu > 0.0) || nu.is_nan() {
-        return Err(err(F, format!("Degrees of freedom parameter is {nu}, but must be positive!")));
+        return Err(err(
+            F,
+            format!("Degrees of freedom parameter is {nu}, but must be positive!"),
+        ));
     }
     if let Some(i) = mu.iter().position(|m| !m.is_finite()) {
-        return Err(err(F, format!("Location parameter[{}] is {}, but must be finite!", i + 1, mu[i])));
+        return Err(err(
+            F,
+            format!(
+                "Location parameter[{}] is {}, but must be finite!",
+                i + 1,
+                mu[i]
+            ),
+        ));
     }
     let n = mu.len();
     let w = inv_gamma(&[0.5 * nu, 0.5 * nu], rng)?.sqrt();
@@ -161,17 +251,35 @@ pub fn multi_student_t_cholesky_rng(nu: f64, mu: &[f64], l: &[f64], out: &mut [f
 }
 
 /// `multi_student_t_rng(nu, mu, Sigma)`: the Cholesky form at `L = chol(Σ)`; `ws` needs n².
-pub fn multi_student_t_rng(nu: f64, mu: &[f64], sigma: &[f64], out: &mut [f64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn multi_student_t_rng(
+    nu: f64,
+    mu: &[f64],
+    sigma: &[f64],
+    out: &mut [f64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     let n = mu.len();
-    cholesky_decompose(sigma, n, &mut ws[..n * n])
-        .map_err(|e| MathError::new(e.message.replace("cholesky_decompose", "multi_student_t_rng")))?;
-    multi_student_t_cholesky_rng(nu, mu, &ws[..n * n], out, rng)
-        .map_err(|e| MathError::new(e.message.replace("multi_student_t_cholesky_rng", "multi_student_t_rng")))
+    cholesky_decompose(sigma, n, &mut ws[..n * n]).map_err(|e| {
+        MathError::new(
+            e.message
+                .replace("cholesky_decompose", "multi_student_t_rng"),
+        )
+    })?;
+    multi_student_t_cholesky_rng(nu, mu, &ws[..n * n], out, rng).map_err(|e| {
+        MathError::new(
+            e.message
+                .replace("multi_student_t_cholesky_rng", "multi_student_t_rng"),
+        )
+    })
 }
 
 fn check_eta(function: &str, eta: f64) -> Result<(), MathError> {
     if !(eta > 0.0 && eta.is_finite()) {
-        return Err(err(function, format!("Shape parameter is {eta}, but must be positive finite!")));
+        return Err(err(
+            function,
+            format!("Shape parameter is {eta}, but must be positive finite!"),
+        ));
     }
     Ok(())
 }
@@ -179,7 +287,13 @@ fn check_eta(function: &str, eta: f64) -> Result<(), MathError> {
 /// `lkj_corr_cholesky_rng(K, eta)` into `out` (K × K): canonical partial correlations
 /// `2 Beta(α_i, α_i) − 1` with `α_i = η + (K − 2 − i)/2` for column i, assembled as Stan's
 /// `read_corr_L`. `ws` needs K.
-pub fn lkj_corr_cholesky_rng(k: usize, eta: f64, out: &mut [f64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn lkj_corr_cholesky_rng(
+    k: usize,
+    eta: f64,
+    out: &mut [f64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "lkj_corr_cholesky_rng";
     check_eta(F, eta)?;
     let l = &mut out[..k * k];
@@ -205,7 +319,13 @@ pub fn lkj_corr_cholesky_rng(k: usize, eta: f64, out: &mut [f64], ws: &mut [f64]
 }
 
 /// `lkj_corr_rng(K, eta)`: `L Lᵀ` of [`lkj_corr_cholesky_rng`]. `ws` needs K² + K.
-pub fn lkj_corr_rng(k: usize, eta: f64, out: &mut [f64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn lkj_corr_rng(
+    k: usize,
+    eta: f64,
+    out: &mut [f64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     let (l, rest) = ws[..k * k + k].split_at_mut(k * k);
     lkj_corr_cholesky_rng(k, eta, l, rest, rng)
         .map_err(|e| MathError::new(e.message.replace("lkj_corr_cholesky_rng", "lkj_corr_rng")))?;
@@ -215,7 +335,13 @@ pub fn lkj_corr_rng(k: usize, eta: f64, out: &mut [f64], ws: &mut [f64], rng: &m
 
 fn check_dof(function: &str, nu: f64, k: usize) -> Result<(), MathError> {
     if !(nu > k as f64 - 1.0) {
-        return Err(err(function, format!("degrees of freedom is {nu}, but must be greater than {}", k as f64 - 1.0)));
+        return Err(err(
+            function,
+            format!(
+                "degrees of freedom is {nu}, but must be greater than {}",
+                k as f64 - 1.0
+            ),
+        ));
     }
     Ok(())
 }
@@ -235,12 +361,22 @@ fn bartlett(nu: f64, k: usize, b: &mut [f64], rng: &mut StreamRng) -> Result<(),
 
 /// `wishart_cholesky_rng(nu, L_S)`: `L_S B` with the Bartlett factor B, as Stan. `ws` needs
 /// k².
-pub fn wishart_cholesky_rng(nu: f64, ls: &[f64], k: usize, out: &mut [f64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn wishart_cholesky_rng(
+    nu: f64,
+    ls: &[f64],
+    k: usize,
+    out: &mut [f64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "wishart_cholesky_rng";
     check_dof(F, nu, k)?;
     for j in 0..k {
         if !(ls[j + j * k] > 0.0) {
-            return Err(err(F, "Cholesky Scale matrix is not a valid Cholesky factor"));
+            return Err(err(
+                F,
+                "Cholesky Scale matrix is not a valid Cholesky factor",
+            ));
         }
     }
     let b = &mut ws[..k * k];
@@ -258,7 +394,14 @@ pub fn wishart_cholesky_rng(nu: f64, ls: &[f64], k: usize, out: &mut [f64], ws: 
 }
 
 /// `wishart_rng(nu, S)`: `(L_S B)(L_S B)ᵀ`. `ws` needs 3k².
-pub fn wishart_rng(nu: f64, s: &[f64], k: usize, out: &mut [f64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn wishart_rng(
+    nu: f64,
+    s: &[f64],
+    k: usize,
+    out: &mut [f64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "wishart_rng";
     check_dof(F, nu, k)?;
     let (ls, rest) = ws[..3 * k * k].split_at_mut(k * k);
@@ -272,13 +415,21 @@ pub fn wishart_rng(nu: f64, s: &[f64], k: usize, out: &mut [f64], ws: &mut [f64]
 
 /// `inv_wishart_rng(nu, S)`: the inverse of a `wishart_rng(nu, S⁻¹)` draw, symmetrised.
 /// `ws` needs 5k².
-pub fn inv_wishart_rng(nu: f64, s: &[f64], k: usize, out: &mut [f64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn inv_wishart_rng(
+    nu: f64,
+    s: &[f64],
+    k: usize,
+    out: &mut [f64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "inv_wishart_rng";
     check_dof(F, nu, k)?;
     crate::linalg::check_symmetric(F, "scale parameter", s, k)?;
     let (s_inv, rest) = ws[..5 * k * k].split_at_mut(k * k);
     let (w, inner) = rest.split_at_mut(k * k);
-    crate::linalg::inverse_spd(s, k, s_inv, inner).map_err(|_| err(F, "scale parameter is not positive definite"))?;
+    crate::linalg::inverse_spd(s, k, s_inv, inner)
+        .map_err(|_| err(F, "scale parameter is not positive definite"))?;
     symmetrise(s_inv, k);
     wishart_rng(nu, s_inv, k, w, inner, rng)?;
     crate::linalg::inverse_spd(w, k, &mut out[..k * k], inner).map_err(|e| err(F, e.message))?;
@@ -288,12 +439,22 @@ pub fn inv_wishart_rng(nu: f64, s: &[f64], k: usize, out: &mut [f64], ws: &mut [
 
 /// `inv_wishart_cholesky_rng(nu, L_S)`: the Cholesky factor of an `inv_wishart_rng(nu, L_S L_Sᵀ)`
 /// draw. `ws` needs 7k².
-pub fn inv_wishart_cholesky_rng(nu: f64, ls: &[f64], k: usize, out: &mut [f64], ws: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
+pub fn inv_wishart_cholesky_rng(
+    nu: f64,
+    ls: &[f64],
+    k: usize,
+    out: &mut [f64],
+    ws: &mut [f64],
+    rng: &mut StreamRng,
+) -> Result<(), MathError> {
     const F: &str = "inv_wishart_cholesky_rng";
     check_dof(F, nu, k)?;
     for j in 0..k {
         if !(ls[j + j * k] > 0.0) {
-            return Err(err(F, "Cholesky Scale matrix is not a valid Cholesky factor"));
+            return Err(err(
+                F,
+                "Cholesky Scale matrix is not a valid Cholesky factor",
+            ));
         }
     }
     let (s, rest) = ws[..7 * k * k].split_at_mut(k * k);

@@ -683,7 +683,7 @@ pub fn beta_neg_binomial(params: &[f64], rng: &mut StreamRng) -> Result<f64, Mat
         return Ok(0.0);
     }
     let odds = p / (1.0 - p);
-    if !(odds > 0.0) {
+    if odds.is_nan() || odds <= 0.0 {
         return Err(MathError::new(
             "beta_neg_binomial_rng: the beta draw underflowed to 0".to_string(),
         ));

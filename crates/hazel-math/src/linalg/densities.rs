@@ -747,7 +747,12 @@ pub fn ordered_probit_lpmf(
 
 const LOG_PI: f64 = 1.144_729_885_849_400_2;
 
-fn check_location_shape(function: &str, mu: &[f64], n: usize, n_obs: usize) -> Result<bool, MathError> {
+fn check_location_shape(
+    function: &str,
+    mu: &[f64],
+    n: usize,
+    n_obs: usize,
+) -> Result<bool, MathError> {
     let shared = mu.len() == n;
     if !shared && mu.len() != n * n_obs {
         return Err(MathError::new(format!(
@@ -794,7 +799,7 @@ pub fn multi_student_t_cholesky_lpdf(
     n_obs: usize,
     terms: Terms,
     mut y_adj: Option<&mut [f64]>,
-    mut nu_adj: Option<&mut f64>,
+    nu_adj: Option<&mut f64>,
     mut mu_adj: Option<&mut [f64]>,
     mut l_adj: Option<&mut [f64]>,
     ws: &mut [f64],
@@ -838,7 +843,11 @@ pub fn multi_student_t_cholesky_lpdf(
     if terms.include(0b1111) {
         let (z, w) = ws[..2 * n].split_at_mut(n);
         for o in 0..n_obs {
-            let m = if shared_mu { &mu[..n] } else { &mu[o * n..(o + 1) * n] };
+            let m = if shared_mu {
+                &mu[..n]
+            } else {
+                &mu[o * n..(o + 1) * n]
+            };
             for i in 0..n {
                 z[i] = y[o * n + i] - m[i];
             }
@@ -873,7 +882,7 @@ pub fn multi_student_t_cholesky_lpdf(
             }
         }
     }
-    if let Some(na) = nu_adj.as_deref_mut() {
+    if let Some(na) = nu_adj {
         *na += d_nu;
     }
     Ok(lp)
@@ -934,7 +943,11 @@ pub fn multi_student_t_lpdf(
             let nf = n as f64;
             let (z, w) = inner[..2 * n].split_at_mut(n);
             for o in 0..n_obs {
-                let m = if shared_mu { &mu[..n] } else { &mu[o * n..(o + 1) * n] };
+                let m = if shared_mu {
+                    &mu[..n]
+                } else {
+                    &mu[o * n..(o + 1) * n]
+                };
                 for i in 0..n {
                     z[i] = y[o * n + i] - m[i];
                 }
@@ -1007,7 +1020,11 @@ pub fn multi_normal_prec_lpdf(
     }
     if terms.include(0b111) {
         for o in 0..n_obs {
-            let m = if shared_mu { &mu[..n] } else { &mu[o * n..(o + 1) * n] };
+            let m = if shared_mu {
+                &mu[..n]
+            } else {
+                &mu[o * n..(o + 1) * n]
+            };
             for i in 0..n {
                 r[i] = y[o * n + i] - m[i];
             }
@@ -1234,7 +1251,7 @@ pub fn wishart_lpdf(
                 *a -= 0.5 * v;
             }
         }
-        if let Some(sa) = s_adj.as_deref_mut() {
+        if let Some(sa) = &mut s_adj {
             // t = S⁻¹ W S⁻¹
             for j in 0..k {
                 for i in 0..k {
@@ -1254,7 +1271,7 @@ pub fn wishart_lpdf(
     if terms.include(0b011) && nu != kf + 1.0 {
         lp += 0.5 * (nu - kf - 1.0) * logdet_w;
         d_nu += 0.5 * logdet_w;
-        if let Some(wa) = w_adj.as_deref_mut() {
+        if let Some(wa) = &mut w_adj {
             for (a, v) in wa[..k * k].iter_mut().zip(w_inv.iter()) {
                 *a += 0.5 * (nu - kf - 1.0) * v;
             }
@@ -1323,12 +1340,12 @@ pub fn inv_wishart_lpdf(
             .map(|i| (0..k).map(|j| w_inv[i + j * k] * s[j + i * k]).sum::<f64>())
             .sum();
         lp -= 0.5 * tr;
-        if let Some(sa) = s_adj.as_deref_mut() {
+        if let Some(sa) = &mut s_adj {
             for (a, v) in sa[..k * k].iter_mut().zip(w_inv.iter()) {
                 *a -= 0.5 * v;
             }
         }
-        if let Some(wa) = w_adj.as_deref_mut() {
+        if let Some(wa) = &mut w_adj {
             for j in 0..k {
                 for i in 0..k {
                     let mut acc = 0.0;
@@ -1638,8 +1655,11 @@ pub fn multi_gp_lpdf(
     check_symmetric(F, "Kernel", sigma, n)?;
     let (l, rest) = ws[..2 * n * n + 2 * n].split_at_mut(n * n);
     let (inv, inner) = rest.split_at_mut(n * n);
-    cholesky_lower_unchecked(sigma, n, l)
-        .map_err(|_| MathError::new(format!("{F}: LDLT_Factor of Sigma is not positive definite")))?;
+    cholesky_lower_unchecked(sigma, n, l).map_err(|_| {
+        MathError::new(format!(
+            "{F}: LDLT_Factor of Sigma is not positive definite"
+        ))
+    })?;
     let lp = multi_gp_cholesky_lpdf(y, l, w, m, n, terms, y_adj, None, w_adj, inner)
         .map_err(|e| MathError::new(e.message.replace("multi_gp_cholesky_lpdf", F)))?;
     if let Some(sa) = sigma_adj {
@@ -1758,8 +1778,16 @@ pub fn lkj_cov_lpdf(
         varying: (terms.varying & 1) | ((terms.varying >> 3) & 1) << 1,
     };
     g_omega.iter_mut().for_each(|g| *g = 0.0);
-    lp += lkj_corr_lpdf(omega, k, eta, lkj_terms, Some(&mut *g_omega), eta_adj, lkj_ws)
-        .map_err(|e| MathError::new(e.message.replace("lkj_corr_lpdf", F)))?;
+    lp += lkj_corr_lpdf(
+        omega,
+        k,
+        eta,
+        lkj_terms,
+        Some(&mut *g_omega),
+        eta_adj,
+        lkj_ws,
+    )
+    .map_err(|e| MathError::new(e.message.replace("lkj_corr_lpdf", F)))?;
     if let Some(ya) = y_adj {
         // Ω_ij = y_ij / (s_i s_j), s_i = √y_ii: the off-diagonal entries pass G/(s_i s_j), and
         // each s_i collects −(Σ_j G_ij Ω_ij + Σ_j G_ji Ω_ji)/s_i over j ≠ i.
@@ -1774,7 +1802,8 @@ pub fn lkj_cov_lpdf(
             let mut g = 0.0;
             for j in 0..k {
                 if j != i {
-                    g -= (g_omega[i + j * k] * omega[i + j * k] + g_omega[j + i * k] * omega[j + i * k])
+                    g -= (g_omega[i + j * k] * omega[i + j * k]
+                        + g_omega[j + i * k] * omega[j + i * k])
                         / sds[i];
                 }
             }
