@@ -295,6 +295,45 @@ fn multi_student_t_families() {
     )
     .unwrap();
     assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    // ν = ∞ is the multivariate normal with all its terms, as in Stan.
+    let mut ws2 = vec![0.0; multi_normal_workspace_len(3)];
+    let mn = multi_normal_lpdf(&y, &mu, &s, 3, 2, Terms::FULL, None, None, None, &mut ws2).unwrap();
+    for t in [Terms::FULL, Terms::propto(0b1)] {
+        let inf = multi_student_t_lpdf(
+            &y,
+            f64::INFINITY,
+            &mu,
+            &s,
+            3,
+            2,
+            t,
+            None,
+            None,
+            None,
+            None,
+            &mut ws,
+        )
+        .unwrap();
+        let inf_c = multi_student_t_cholesky_lpdf(
+            &y,
+            f64::INFINITY,
+            &mu,
+            &l,
+            3,
+            2,
+            t,
+            None,
+            None,
+            None,
+            None,
+            &mut ws,
+        )
+        .unwrap();
+        assert!(
+            (inf - mn).abs() < 1e-12 && (inf_c - mn).abs() < 1e-12,
+            "{inf} {inf_c} vs {mn}"
+        );
+    }
 }
 
 #[test]

@@ -806,6 +806,15 @@ pub fn multi_student_t_cholesky_lpdf(
 ) -> Result<f64, MathError> {
     const F: &str = "multi_student_t_cholesky";
     check_dof(F, nu)?;
+    if nu.is_infinite() {
+        // Stan: the multivariate normal limit, with all its terms.
+        let full = Terms {
+            propto: false,
+            varying: terms.varying,
+        };
+        return multi_normal_cholesky_lpdf(y, mu, l, n, n_obs, full, y_adj, mu_adj, l_adj, ws)
+            .map_err(|e| MathError::new(e.message.replace("multi_normal_cholesky_lpdf", F)));
+    }
     check_not_nan(F, "Random variable", &y[..n * n_obs])?;
     check_finite(F, "Location parameter", mu)?;
     check_finite(F, "Cholesky matrix", &l[..n * n])?;
@@ -914,6 +923,15 @@ pub fn multi_student_t_lpdf(
 ) -> Result<f64, MathError> {
     const F: &str = "multi_student_t";
     check_dof(F, nu)?;
+    if nu.is_infinite() {
+        // Stan: `multi_normal_log(y, mu, Sigma)`, with all its terms.
+        let full = Terms {
+            propto: false,
+            varying: terms.varying,
+        };
+        return multi_normal_lpdf(y, mu, sigma, n, n_obs, full, y_adj, mu_adj, sigma_adj, ws)
+            .map_err(|e| MathError::new(e.message.replace("multi_normal_lpdf", F)));
+    }
     check_finite(F, "Location parameter", mu)?;
     check_not_nan(F, "Random variable", &y[..n * n_obs])?;
     check_symmetric(F, "Scale parameter", sigma, n)?;
@@ -1373,8 +1391,7 @@ fn tri_solve_into(l: &[f64], b: &[f64], k: usize, a: &mut [f64]) {
     solve_lower_in_place(l, k, a, k);
 }
 
-/// Adds `c · L⁻ᵀ (A Aᵀ)` (lower triangle) into `adj`, or `c · L⁻ᵀ A` when `square` is false:
-/// the partials of `−½‖L⁻¹B‖²` are `−L⁻ᵀA` for `B` and `L⁻ᵀ A Aᵀ` for `L` (`A = L⁻¹B`).
+/// Adds `c · m` (lower triangle only) into `adj`.
 fn add_lower(adj: &mut [f64], m: &[f64], k: usize, c: f64) {
     for j in 0..k {
         for i in j..k {
@@ -1388,8 +1405,8 @@ pub fn wishart_cholesky_workspace_len(k: usize) -> usize {
     2 * k * k
 }
 
-/// `(−½‖A‖², A = L⁻¹B)` and, when asked, the partials `−L⁻ᵀA` (for B) into `gb` and
-/// `L⁻ᵀAAᵀ` (for L) into `gl`, lower triangles, scaled by `c`.
+/// `−½‖A‖²` with `A = L⁻¹B` (both lower triangular) and, when asked, adds the partials
+/// `−L⁻ᵀA` (for B) into `gb` and `L⁻ᵀAAᵀ` (for L) into `gl`, lower triangles.
 fn half_frobenius(
     l: &[f64],
     b: &[f64],
