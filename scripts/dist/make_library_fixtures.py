@@ -166,6 +166,17 @@ model {
   target += skew_double_exponential_lpdf(y | mu, s, tau);
   for (i in 1:N) target += skew_double_exponential_lupdf(y[i] | mu, 1.5, tau);
 }""", {"N": 5, "y": [0.3, -1.2, 2.2, 0.0, 0.9]}),
+    "skew_double_exponential_cdfs": ("""
+data { int N; vector[N] y; }
+parameters { real mu; real<lower=0> s; real<lower=0, upper=1> tau; }
+model {
+  mu ~ normal(0, 1);
+  s ~ gamma(2, 1);
+  for (i in 1:N) y[i] ~ skew_double_exponential(mu, s, tau) T[-3, 4];
+  target += skew_double_exponential_lcdf(y | mu, s, tau);
+  target += skew_double_exponential_lccdf(y | mu, s, tau);
+  target += log(skew_double_exponential_cdf(y[2] | mu, s, tau));
+}""", {"N": 5, "y": [0.3, -1.2, 2.2, 0.0, 0.9]}),
     "dirichlet_multinomial": ("""
 data { array[4] int ns; }
 parameters { vector<lower=0>[4] alpha; }

@@ -754,8 +754,8 @@ static TABLE: &[Distribution] = &[
         4,
         ints = 0,
         c::skew_double_exponential,
-        lcdf = None,
-        lccdf = None,
+        lcdf = Some(cdf::skew_double_exponential_lcdf),
+        lccdf = Some(cdf::skew_double_exponential_lccdf),
         rng = Some(rng::skew_double_exponential)
     ),
     dist!(

@@ -1022,3 +1022,65 @@ cdf_pair!(
     discrete_range_lccdf,
     discrete_range_cdfs
 );
+
+/// skew_double_exponential lcdf/lccdf: the lower tail `log τ − 2(1 − τ)(μ − y)/σ` for y < μ,
+/// the upper tail `log(1 − τ) − 2τ(y − μ)/σ` otherwise; the other side is `log1m_exp` of it.
+fn skew_double_exponential_cdfs(
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
+    let check = Check {
+        function: if upper {
+            "skew_double_exponential_lccdf"
+        } else {
+            "skew_double_exponential_lcdf"
+        },
+    };
+    let [y, mu, sigma, tau] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    check.bounded("Skewness parameter", tau, 0.0, 1.0)?;
+    let below = y < mu;
+    // The small tail's log and its partials in (y, mu, sigma, tau).
+    let (t, dt) = if below {
+        let d = mu - y;
+        (
+            tau.ln() - 2.0 * (1.0 - tau) * d / sigma,
+            [
+                2.0 * (1.0 - tau) / sigma,
+                -2.0 * (1.0 - tau) / sigma,
+                2.0 * (1.0 - tau) * d / (sigma * sigma),
+                1.0 / tau + 2.0 * d / sigma,
+            ],
+        )
+    } else {
+        let d = y - mu;
+        (
+            (-tau).ln_1p() - 2.0 * tau * d / sigma,
+            [
+                -2.0 * tau / sigma,
+                2.0 * tau / sigma,
+                2.0 * tau * d / (sigma * sigma),
+                -1.0 / (1.0 - tau) - 2.0 * d / sigma,
+            ],
+        )
+    };
+    // lcdf is the small tail below μ, lccdf above.
+    let (value, scale) = if below != upper {
+        (t, 1.0)
+    } else {
+        (log1m_exp(t), d_log1m_exp(t))
+    };
+    for i in 0..4 {
+        grad[i] = scale * dt[i];
+    }
+    finite_or_zero(grad, 4);
+    Ok(value)
+}
+cdf_pair!(
+    skew_double_exponential_lcdf,
+    skew_double_exponential_lccdf,
+    skew_double_exponential_cdfs
+);
