@@ -457,6 +457,8 @@ CDFS = {
                        None, [(0.3, -1.0, 2.0, 1.5), (5.0, 1.0, 0.5, 0.3), (-1.0, 0.0, 1.0, 3.0)], (1, 1, 1, 1)),
     "beta_binomial": (discrete_cdf(lambda k, N, a, b: lchoose(N, k) + lbeta(k + a, N - k + b) - lbeta(a, b), None), None,
                       [(3, 10, 2.0, 3.0), (0, 5, 0.3, 0.4), (70, 100, 20.0, 5.0)], (0, 0, 1, 1)),
+    "beta_neg_binomial": (discrete_cdf(lambda k, r, a, b: lbeta(k + r, a + b) + mp.loggamma(k + b) - lbeta(r, a) - mp.loggamma(b) - mp.loggamma(k + 1), None), None,
+                          [(3, 2.5, 3.0, 1.5), (0, 0.7, 2.0, 4.0), (40, 10.0, 5.0, 20.0), (2, 1.0, 4.0, 0.5)], (0, 1, 1, 1)),
     "discrete_range": (lambda y, lo, hi: (y - lo + 1) / (hi - lo + 1), None, [(3, 1, 6), (-2, -2, 10)], (0, 0, 0)),
     "poisson": (discrete_cdf(lambda k, l: k * mp.log(l) - l - lgamma(k + 1), None), None, [(3, 2.5), (0, 0.1), (150, 140.2), (10, 30.0)], (0, 1)),
     "binomial": (discrete_cdf(lambda k, N, t: lchoose(N, k) + k * mp.log(t) + (N - k) * mp.log1p(-t), None), None,

@@ -744,8 +744,8 @@ static TABLE: &[Distribution] = &[
         4,
         ints = bit(0),
         d::beta_neg_binomial,
-        lcdf = None,
-        lccdf = None,
+        lcdf = Some(cdf::beta_neg_binomial_lcdf),
+        lccdf = Some(cdf::beta_neg_binomial_lccdf),
         rng = Some(rng::beta_neg_binomial)
     ),
     dist!(
