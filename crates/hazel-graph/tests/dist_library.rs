@@ -150,6 +150,18 @@ fn invalid_arguments_name_the_function_and_argument() {
             "lkj_corr_lpdf: Shape parameter is -0.5",
         ),
     ];
+    // Empty observation lists contribute nothing (and do not index past the data).
+    let model = build(
+        "data { int N; array[N] vector[2] y; } parameters { vector[2] mu; } model { y ~ multi_student_t(4, mu, [[1, 0], [0, 1]]); y ~ multi_normal_prec(mu, [[1, 0], [0, 1]]); }",
+        r#"{"N": 0, "y": []}"#,
+    )
+    .expect("compiles");
+    let mut ws = model.new_workspace();
+    let mut g = vec![0.0; 2];
+    assert_eq!(
+        model.log_density_gradient(&mut ws, &[0.1, 0.2], &mut g),
+        Ok(0.0)
+    );
     for (src, data, q, want) in cases {
         let model = build(src, data).expect("compiles");
         let mut ws = model.new_workspace();

@@ -89,7 +89,12 @@ impl<'p> Tracer<'p> {
     ) -> R<(Elems, Elems, usize)> {
         let ys = items(y);
         let mus = items(mu);
-        let n_obs = ys.len().max(mus.len());
+        // Stan: as many observations as the longer list; none when either is empty.
+        let n_obs = if ys.is_empty() || mus.is_empty() {
+            0
+        } else {
+            ys.len().max(mus.len())
+        };
         if ys.len() != mus.len() && ys.len() != 1 && mus.len() != 1 {
             return eerr(
                 format!(
@@ -108,6 +113,15 @@ impl<'p> Tracer<'p> {
                     span,
                 );
             }
+        }
+        if n_obs == 0 {
+            let empty = Elems::from_scalars_or_empty(vec![]);
+            let mu = if mus.len() == 1 {
+                self.to_elems(&mus[0])
+            } else {
+                empty.clone()
+            };
+            return Ok((empty, mu, 0));
         }
         let ye = if ys.len() == 1 && n_obs > 1 {
             let one = self.to_elems(&ys[0]).to_scalars();
@@ -161,6 +175,15 @@ impl<'p> Tracer<'p> {
                 let eta = self.to_elems(&args[1]);
                 let cuts = items(&args[2]);
                 let k1 = cuts.first().map_or(0, |c| self.to_elems(c).len());
+                if let Some(c) = cuts.iter().find(|c| self.to_elems(c).len() != k1) {
+                    return eerr(
+                        format!(
+                            "{name}: cutpoint vectors have sizes {k1} and {}; all must match",
+                            self.to_elems(c).len()
+                        ),
+                        span,
+                    );
+                }
                 if cuts.len() > 1 && cuts.len() != ys.len() {
                     return eerr(format!("{name}: Size of integers ({}) and number of cutpoint vectors ({}) must match in size", ys.len(), cuts.len()), span);
                 }
