@@ -247,6 +247,20 @@ impl GraphBuilder {
         })
     }
 
+    /// A multivariate log density (see [`crate::mvdist`]).
+    pub fn mv_dist(&mut self, spec: crate::mvdist::MvSpec, args: Vec<Arg>, propto: bool) -> Arg {
+        let len: usize = args.iter().map(|a| a.len()).sum::<usize>() + spec.workspace_len();
+        let sc = self.alloc_scratch(len);
+        let out = self.alloc(1);
+        self.push(Op::MvDist {
+            spec: Box::new(spec),
+            args: args.into_boxed_slice(),
+            propto,
+            scratch: sc,
+            out,
+        })
+    }
+
     pub fn cholesky(&mut self, a: Arg, n: usize) -> Arg {
         let sc = self.alloc_scratch(n * n);
         let out = self.alloc(n * n);

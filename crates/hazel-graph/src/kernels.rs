@@ -613,6 +613,16 @@ pub fn forward(
             }
         }
         Op::Reject { message, .. } => return Err(EvalError::reject(message.to_string())),
+        Op::MvDist {
+            spec,
+            args,
+            propto,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            o[0] = crate::mvdist::forward(spec, args, *propto, *sc, lo, consts, scratch)?;
+        }
     }
     Ok(())
 }
@@ -987,6 +997,9 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
         }
         // Handled by the scalar fast path above.
         Op::MulAdd { .. } | Op::MulAddChain { .. } => {}
+        Op::MvDist {
+            args, scratch: sc, ..
+        } => crate::mvdist::backward(args, *sc, g[0], scratch, adj_lo),
         Op::Check { .. } | Op::Reject { .. } => {}
     }
 }

@@ -55,6 +55,7 @@ pub mod kernels;
 mod linalg_kernels;
 pub mod lower;
 mod model;
+pub mod mvdist;
 mod par;
 mod special;
 pub mod tape;

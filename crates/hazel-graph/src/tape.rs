@@ -217,6 +217,15 @@ pub enum Op {
     },
     /// Always fails (a data-dependent `reject` that was reached).
     Reject { message: Box<str>, out: Slot },
+    /// A multivariate (or ordinal) log density from `hazel_math::linalg::densities`
+    /// ([`crate::mvdist`]); `scratch` holds each argument's partials, then the workspace.
+    MvDist {
+        spec: Box<crate::mvdist::MvSpec>,
+        args: Box<[Arg]>,
+        propto: bool,
+        scratch: u32,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -241,7 +250,8 @@ impl Op {
             | Op::TriSolve { out, .. }
             | Op::Linalg { out, .. }
             | Op::Check { out, .. }
-            | Op::Reject { out, .. } => *out,
+            | Op::Reject { out, .. }
+            | Op::MvDist { out, .. } => *out,
         }
     }
 
@@ -275,7 +285,7 @@ impl Op {
                 f(m);
                 f(v)
             }
-            Op::Dist { args, .. } => args.iter_mut().for_each(f),
+            Op::Dist { args, .. } | Op::MvDist { args, .. } => args.iter_mut().for_each(f),
             Op::Cholesky { a, .. } => f(a),
             Op::TriSolve { l, b, .. } => {
                 f(l);
@@ -306,7 +316,7 @@ impl Op {
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } | Op::Linalg { a, b, .. } => vec![*a, *b],
-            Op::Dist { args, .. } => args.to_vec(),
+            Op::Dist { args, .. } | Op::MvDist { args, .. } => args.to_vec(),
             Op::Cholesky { a, .. } => vec![*a],
             Op::TriSolve { l, b, .. } => vec![*l, *b],
             Op::Check { x, bound, .. } => vec![*x, *bound],

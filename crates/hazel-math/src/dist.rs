@@ -44,10 +44,11 @@
 //! assert_eq!(err.message, "normal_lpdf: Scale parameter is -2, but must be positive!");
 //! ```
 
-mod cdf;
+pub(crate) mod cdf;
 mod continuous;
 mod discrete;
 pub mod kernel;
+pub mod mv_rng;
 mod rng;
 
 use hazel_rng::StreamRng;
@@ -736,6 +737,26 @@ static TABLE: &[Distribution] = &[
         lcdf = None,
         lccdf = None,
         rng = Some(rng::neg_binomial_2_log)
+    ),
+    dist!(
+        "beta_neg_binomial",
+        Discrete,
+        4,
+        ints = bit(0),
+        d::beta_neg_binomial,
+        lcdf = Some(cdf::beta_neg_binomial_lcdf),
+        lccdf = Some(cdf::beta_neg_binomial_lccdf),
+        rng = Some(rng::beta_neg_binomial)
+    ),
+    dist!(
+        "skew_double_exponential",
+        Continuous,
+        4,
+        ints = 0,
+        c::skew_double_exponential,
+        lcdf = Some(cdf::skew_double_exponential_lcdf),
+        lccdf = Some(cdf::skew_double_exponential_lccdf),
+        rng = Some(rng::skew_double_exponential)
     ),
     dist!(
         "beta_binomial",

@@ -41,7 +41,7 @@ pub use svd::*;
 use crate::dist::MathError;
 
 /// Stan's tolerance for symmetry and similar checks.
-const TOLERANCE: f64 = 1e-8;
+pub(crate) const TOLERANCE: f64 = 1e-8;
 
 // ---------------------------------------------------------------------------------------------
 // Cholesky and triangular solves.

@@ -1110,6 +1110,7 @@ impl<'p> Tracer<'p> {
     /// known).
     fn multivariate_rng(&mut self, base: &str, args: &[Val], span: Span) -> R<Option<Val>> {
         match base {
+            _ if super::multivariate::has_mv_rng(base) => self.mv_rng(base, args, span),
             "categorical" | "categorical_logit" => {
                 if args.len() != 1 {
                     return cerr(format!("{base}_rng takes 1 argument"), span);
@@ -1183,6 +1184,9 @@ impl<'p> Tracer<'p> {
         span: Span,
     ) -> R<Option<Sc>> {
         match name {
+            _ if super::multivariate::mv_family(name).is_some() => {
+                self.mv_density(name, args, propto, span)
+            }
             "multi_normal_cholesky" => {
                 if args.len() != 3 {
                     return cerr("multi_normal_cholesky takes 3 arguments", span);
@@ -1348,37 +1352,6 @@ impl<'p> Tracer<'p> {
                     let t = self.sc_binary(BinaryFn::Mul, lse, Sc::C(ys.len() as f64));
                     Ok(Some(self.sc_binary(BinaryFn::Sub, s, t)))
                 }
-            }
-            "lkj_corr_cholesky" => {
-                if args.len() != 2 {
-                    return cerr("lkj_corr_cholesky takes 2 arguments", span);
-                }
-                let (k, le) = match &args[0] {
-                    Val::Matrix(r, c, e) if r == c => (*r, e.clone()),
-                    _ => return cerr("lkj_corr_cholesky: L must be a square matrix", span),
-                };
-                let eta = self.scalar_sc(&args[1], name, span)?;
-                if !propto || !eta.is_const() {
-                    return cerr("lkj_corr_cholesky with its normalising constant (target += ..._lpdf or a parameter eta) is not supported yet", span);
-                }
-                if args[0].is_const() {
-                    return Ok(Some(Sc::C(0.0)));
-                }
-                // Σ_{i=2..K} (K − i + 2η − 2) log L[i, i]
-                let eta_v = self.value_of(eta, span)?;
-                let mut coef = Vec::with_capacity(k.saturating_sub(1));
-                let mut diag = Vec::with_capacity(k.saturating_sub(1));
-                for i in 1..k {
-                    diag.push(le.get(i + i * k));
-                    coef.push((k - i - 1) as f64 + 2.0 * eta_v - 2.0);
-                }
-                if diag.is_empty() {
-                    return Ok(Some(Sc::C(0.0)));
-                }
-                let de = Elems::from_scalars(diag);
-                let ld = self.elems_unary(UnaryFn::Log, &de);
-                let ce = Elems::C(Arc::new(coef));
-                Ok(Some(self.dot_elems(&ld, &ce, span)?))
             }
             "multi_normal" => {
                 if args.len() != 3 {

@@ -4,6 +4,7 @@ pub mod builtins;
 pub mod complex;
 pub mod exec;
 pub mod linalg;
+pub mod multivariate;
 pub mod ode;
 pub mod params;
 pub mod support;

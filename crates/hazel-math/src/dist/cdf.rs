@@ -1022,3 +1022,133 @@ cdf_pair!(
     discrete_range_lccdf,
     discrete_range_cdfs
 );
+
+/// skew_double_exponential lcdf/lccdf: the lower tail `log τ − 2(1 − τ)(μ − y)/σ` for y < μ,
+/// the upper tail `log(1 − τ) − 2τ(y − μ)/σ` otherwise; the other side is `log1m_exp` of it.
+fn skew_double_exponential_cdfs(
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
+    let check = Check {
+        function: if upper {
+            "skew_double_exponential_lccdf"
+        } else {
+            "skew_double_exponential_lcdf"
+        },
+    };
+    let [y, mu, sigma, tau] = check.args(args, grad)?;
+    check.not_nan("Random variable", y)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    check.bounded("Skewness parameter", tau, 0.0, 1.0)?;
+    let below = y < mu;
+    // The small tail's log and its partials in (y, mu, sigma, tau).
+    let (t, dt) = if below {
+        let d = mu - y;
+        (
+            tau.ln() - 2.0 * (1.0 - tau) * d / sigma,
+            [
+                2.0 * (1.0 - tau) / sigma,
+                -2.0 * (1.0 - tau) / sigma,
+                2.0 * (1.0 - tau) * d / (sigma * sigma),
+                1.0 / tau + 2.0 * d / sigma,
+            ],
+        )
+    } else {
+        let d = y - mu;
+        (
+            (-tau).ln_1p() - 2.0 * tau * d / sigma,
+            [
+                -2.0 * tau / sigma,
+                2.0 * tau / sigma,
+                2.0 * tau * d / (sigma * sigma),
+                -1.0 / (1.0 - tau) - 2.0 * d / sigma,
+            ],
+        )
+    };
+    // lcdf is the small tail below μ, lccdf above.
+    let (value, scale) = if below != upper {
+        (t, 1.0)
+    } else {
+        (log1m_exp(t), d_log1m_exp(t))
+    };
+    for i in 0..4 {
+        grad[i] = scale * dt[i];
+    }
+    finite_or_zero(grad, 4);
+    Ok(value)
+}
+cdf_pair!(
+    skew_double_exponential_lcdf,
+    skew_double_exponential_lccdf,
+    skew_double_exponential_cdfs
+);
+
+/// beta_neg_binomial lcdf/lccdf: the mass of `0..=n` summed term by term on the log scale
+/// (each term and its partials from the lpmf with all terms); the upper tail is `log1m_exp`
+/// of it. The upper tail is an infinite sum, so where the cdf is within ~1e-4 of 1 the lcdf
+/// keeps only about 1e-11 relative accuracy and the lccdf loses digits likewise (Stan sums
+/// that tail with a 3F2 hypergeometric function instead).
+fn beta_neg_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
+    let function = if upper {
+        "beta_neg_binomial_lccdf"
+    } else {
+        "beta_neg_binomial_lcdf"
+    };
+    let check = Check { function };
+    let [n, r, a, b] = check.args(args, grad)?;
+    check.integer("Failures variable", n)?;
+    check.positive_finite("Number of successes parameter", r)?;
+    check.positive_finite("Prior success parameter", a)?;
+    check.positive_finite("Prior failure parameter", b)?;
+    zero_grad(grad, 4);
+    if n < 0.0 {
+        return Ok(if upper { 0.0 } else { f64::NEG_INFINITY });
+    }
+    if n > BETA_BINOMIAL_MAX_TERMS {
+        return Err(MathError::new(format!(
+            "{function}: Failures variable is {}, but the cdf is summed term by term and must \
+             have at most {} terms",
+            super::format_stan_number(n),
+            BETA_BINOMIAL_MAX_TERMS
+        )));
+    }
+    let mut term = [0.0; 4];
+    let lp_k = |k: f64, g: &mut [f64; 4]| {
+        super::discrete::beta_neg_binomial(&[k, r, a, b], super::Terms::FULL, g)
+    };
+    let mut max_log = f64::NEG_INFINITY;
+    let mut k = 0.0;
+    while k <= n {
+        max_log = max_log.max(lp_k(k, &mut term)?);
+        k += 1.0;
+    }
+    let mut sum = 0.0;
+    let mut sum_g = [0.0; 4];
+    let mut k = 0.0;
+    while k <= n {
+        let w = (lp_k(k, &mut term)? - max_log).exp();
+        sum += w;
+        for i in 1..4 {
+            sum_g[i] += w * term[i];
+        }
+        k += 1.0;
+    }
+    let log_lower = max_log + sum.ln();
+    let scale = if upper { d_log1m_exp(log_lower) } else { 1.0 };
+    for i in 1..4 {
+        grad[i] = scale * sum_g[i] / sum;
+    }
+    finite_or_zero(grad, 4);
+    Ok(if upper {
+        log1m_exp(log_lower)
+    } else {
+        log_lower.min(0.0)
+    })
+}
+cdf_pair!(
+    beta_neg_binomial_lcdf,
+    beta_neg_binomial_lccdf,
+    beta_neg_binomial_cdfs
+);

@@ -117,3 +117,36 @@ pub fn hypergeometric(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f6
     }
     Ok(lchoose(a, n) + lchoose(b, big_n - n) - lchoose(a + b, big_n))
 }
+
+/// beta_neg_binomial(n | r, alpha, beta): `lbeta(n + r, α + β) + lgamma(n + β) − lbeta(r, α)
+/// − lgamma(β) − lgamma(n + 1)`. Terms as Stan Math: `lgamma(n + 1)` only without `propto`,
+/// everything else whenever any parameter varies (Stan keeps each part even when the
+/// parameters it depends on are data).
+pub fn beta_neg_binomial(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "beta_neg_binomial_lpmf",
+    };
+    let [n, r, a, b] = check.args(args, grad)?;
+    check_count(check, "Failures variable", n)?;
+    check.positive_finite("Number of successes parameter", r)?;
+    check.positive_finite("Prior success parameter", a)?;
+    check.positive_finite("Prior failure parameter", b)?;
+    grad[..4].fill(0.0);
+    if !terms.include(bit(1) | bit(2) | bit(3)) {
+        return Ok(0.0);
+    }
+    let mut lp = 0.0;
+    if terms.include(0) {
+        lp -= crate::special::lgamma(n + 1.0);
+    }
+    lp += lbeta(n + r, a + b) + crate::special::lgamma(n + b)
+        - lbeta(r, a)
+        - crate::special::lgamma(b);
+    let d_all = digamma(n + r + a + b);
+    let d_ra = digamma(r + a);
+    let d_ab = digamma(a + b);
+    grad[1] = digamma(n + r) - d_all - (digamma(r) - d_ra);
+    grad[2] = -d_all - (digamma(a) - d_ra) + d_ab;
+    grad[3] = d_ab - d_all + digamma(n + b) - digamma(b);
+    Ok(lp)
+}

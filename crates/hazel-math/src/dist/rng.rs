@@ -650,3 +650,43 @@ pub fn hypergeometric(params: &[f64], rng: &mut StreamRng) -> Result<f64, MathEr
     }
     Ok(high)
 }
+
+/// skew_double_exponential_rng(mu, sigma, tau) by inversion of the cdf, as Stan.
+pub fn skew_double_exponential(params: &[f64], rng: &mut StreamRng) -> Result<f64, MathError> {
+    let check = Check {
+        function: "skew_double_exponential_rng",
+    };
+    let [mu, sigma, tau] = check.params(params)?;
+    check.finite("Location parameter", mu)?;
+    check.positive_finite("Scale parameter", sigma)?;
+    check.bounded("Skewness parameter", tau, 0.0, 1.0)?;
+    let z = rng.uniform_open();
+    Ok(if z < tau {
+        mu + (z / tau).ln() * sigma / (2.0 * (1.0 - tau))
+    } else {
+        mu - ((1.0 - z) / (1.0 - tau)).ln() * sigma / (2.0 * tau)
+    })
+}
+
+/// beta_neg_binomial_rng(r, alpha, beta): `p ~ beta(α, β)`, then the failures before the r-th
+/// success with success probability p (`neg_binomial(r, p / (1 − p))`), as Stan.
+pub fn beta_neg_binomial(params: &[f64], rng: &mut StreamRng) -> Result<f64, MathError> {
+    let check = Check {
+        function: "beta_neg_binomial_rng",
+    };
+    let [r, a, b] = check.params(params)?;
+    check.positive_finite("Number of successes parameter", r)?;
+    check.positive_finite("Prior success parameter", a)?;
+    check.positive_finite("Prior failure parameter", b)?;
+    let p = beta(&[a, b], rng)?;
+    if p >= 1.0 {
+        return Ok(0.0);
+    }
+    let odds = p / (1.0 - p);
+    if odds.is_nan() || odds <= 0.0 {
+        return Err(MathError::new(
+            "beta_neg_binomial_rng: the beta draw underflowed to 0".to_string(),
+        ));
+    }
+    neg_binomial(&[r, odds], rng)
+}
