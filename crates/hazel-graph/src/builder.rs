@@ -154,6 +154,11 @@ impl GraphBuilder {
         self.push(Op::Dot { a, b, out })
     }
 
+    pub fn sd(&mut self, x: Arg) -> Arg {
+        let out = self.alloc(1);
+        self.push(Op::Sd { x, out })
+    }
+
     pub fn log_sum_exp(&mut self, x: Arg) -> Arg {
         let out = self.alloc(1);
         self.push(Op::LogSumExp { x, out })

@@ -492,6 +492,10 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             o[0] = log_sum_exp(read(*x, lo, consts));
         }
+        Op::Sd { x, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            o[0] = sd_parts(read(*x, lo, consts)).0;
+        }
         Op::Pack { xs, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             for (d, a) in o.iter_mut().zip(xs.iter()) {
@@ -748,6 +752,27 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 let d = &mut adj_lo[b.range()];
                 for i in 0..d.len() {
                     d[i] += g0 * av[i];
+                }
+            }
+        }
+        Op::Sd { x, out } => {
+            if x.is_var() {
+                let xs = read(*x, lo, consts);
+                let n = xs.len();
+                let (sd, mean, sum_of_squares) = sd_parts(xs);
+                let g0 = g[0];
+                let _ = out;
+                let d = &mut adj_lo[x.range()];
+                if n > 1 {
+                    if sum_of_squares < 1e-20 {
+                        let each = g0 / (n as f64).sqrt();
+                        d.iter_mut().for_each(|di| *di += each);
+                    } else {
+                        let scale = g0 / (sd * (n - 1) as f64);
+                        for i in 0..n {
+                            d[i] += scale * (xs[i] - mean);
+                        }
+                    }
                 }
             }
         }
@@ -1260,4 +1285,28 @@ fn binary_backward_with(
             adj_lo[b.off as usize] += total;
         }
     }
+}
+
+/// (sample sd, mean, sum of squared deviations) of `x`, summed in chunked order like every
+/// reduction; one element has sd 0.
+pub fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
+    let n = x.len();
+    if n < 2 {
+        return (0.0, x.first().copied().unwrap_or(0.0), 0.0);
+    }
+    let mean = chunked_sum(x) / n as f64;
+    let mut sum_of_squares = 0.0;
+    for chunk in x.chunks(2048) {
+        let mut s = 0.0;
+        for v in chunk {
+            let d = v - mean;
+            s += d * d;
+        }
+        sum_of_squares += s;
+    }
+    (
+        (sum_of_squares / (n - 1) as f64).sqrt(),
+        mean,
+        sum_of_squares,
+    )
 }

@@ -131,6 +131,9 @@ pub enum Op {
     Dot { a: Arg, b: Arg, out: Slot },
     /// `log(sum(exp(x)))`.
     LogSumExp { x: Arg, out: Slot },
+    /// Sample standard deviation (`n − 1` divisor), with Stan Math's gradient where all
+    /// elements are equal (each gets `1/√n`) and `0` for one element.
+    Sd { x: Arg, out: Slot },
     /// Running sum `out[i] = x[0] + … + x[i]`.
     CumSum { x: Arg, out: Slot },
     /// Copies scalars from anywhere into one contiguous run (containers assembled element by
@@ -239,6 +242,7 @@ impl Op {
             | Op::SumScalars { out, .. }
             | Op::Dot { out, .. }
             | Op::LogSumExp { out, .. }
+            | Op::Sd { out, .. }
             | Op::Pack { out, .. }
             | Op::CumSum { out, .. }
             | Op::Gather { out, .. }
@@ -263,6 +267,7 @@ impl Op {
             | Op::CumSum { x, .. }
             | Op::Sum { x, .. }
             | Op::LogSumExp { x, .. }
+            | Op::Sd { x, .. }
             | Op::Gather { x, .. } => f(x),
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
@@ -307,6 +312,7 @@ impl Op {
             | Op::CumSum { x, .. }
             | Op::Sum { x, .. }
             | Op::LogSumExp { x, .. }
+            | Op::Sd { x, .. }
             | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
             Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],

@@ -320,3 +320,55 @@ fn evaluation_errors_name_the_model_line() {
         assert_eq!(eval(&m, &q).expect_err("rejects").location, None);
     }
 }
+
+#[test]
+fn tilde_keeps_the_terms_stan_keeps_for_autodiff_arguments() {
+    // Stan keeps a summand of `~` whenever an argument is an autodiff value by its type (a
+    // transformed parameter, a model-block local, a ternary or user call with a parameter
+    // argument), even if its value does not depend on the parameters; inside a function
+    // called with data only, the arguments are doubles and the summand is dropped. Values
+    // at x = 0.5 (stanli 0.24 for the first three; by hand: each kept normal(2 | 1, 1) term
+    // is −0.5, x ~ normal(0, 1) is −0.125).
+    let cases = [
+        (
+            "parameters { real x; } transformed parameters { real t = 1; }
+             model { x ~ normal(0, 1); 2 ~ normal(t, 1); }",
+            -0.625,
+        ),
+        (
+            "data { int n; } parameters { real x; }
+             model { real t = 1; x ~ normal(0, 1); 2 ~ normal(t, 1);
+                     2 ~ normal(n > 0 ? 1.0 : x, 1); }",
+            -1.125,
+        ),
+        (
+            "functions { real f(real a, real b) { return a; } real g(real a) { return a; } }
+             parameters { real x; }
+             model { x ~ normal(0, 1); 2 ~ normal(f(1.0, x), 1); 2 ~ normal(g(1.0), 1); }",
+            -0.625,
+        ),
+        (
+            "parameters { real x; } transformed parameters { real t = 1; }
+             model { x ~ normal(0, 1); target += normal_lupdf(2 | t, 1); }",
+            -0.625,
+        ),
+    ];
+    for (src, expected) in cases {
+        let m = build(src, r#"{"n": 1}"#);
+        let (lp, g) = eval(&m, &[0.5]).expect("finite");
+        assert_eq!((lp, g), (expected, vec![-0.5]), "{src}");
+    }
+}
+
+#[test]
+fn sd_has_stan_maths_gradient_where_elements_are_equal() {
+    // Stan Math gives each element 1/√n when the sum of squares is below 1e-20 (stanli 0.24:
+    // lp 0, gradient √3), and sd of one element is 0.
+    let m = build(
+        "parameters { real x; } model { target += sd(rep_vector(x, 3)) + sd([x]') + variance([x]'); }",
+        "{}",
+    );
+    let (lp, g) = eval(&m, &[0.5]).expect("finite");
+    assert_eq!(lp, 0.0);
+    assert!((g[0] - 3f64.sqrt()).abs() < 1e-15, "{g:?}");
+}

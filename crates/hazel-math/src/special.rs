@@ -157,6 +157,28 @@ const DIGAMMA_ASYMPTOTIC: [f64; 7] = [
 /// asymptotic series is used (series truncation error < 1e-17 above it).
 const POLYGAMMA_SHIFT: f64 = 12.0;
 
+/// ψ(x + n) − ψ(x) for a count `n ≥ 0`, without the cancellation of subtracting two
+/// digammas when `x ≫ n` (a negative binomial's φ → ∞): the finite sum Σₖ 1/(x + k) for small
+/// counts, the asymptotic expansion for large `x`.
+pub fn digamma_shift(x: f64, n: f64) -> f64 {
+    if n == 0.0 {
+        return 0.0;
+    }
+    if n <= 64.0 && n.fract() == 0.0 && x > 0.0 {
+        let mut s = 0.0;
+        for k in 0..n as u32 {
+            s += 1.0 / (x + f64::from(k));
+        }
+        return s;
+    }
+    if x > 1e6 * n.max(1.0) {
+        // ψ(z) = ln z − 1/(2z) − 1/(12z²) + O(z⁻⁴)
+        let y = x + n;
+        return (n / x).ln_1p() + n / (2.0 * x * y) + (1.0 / (x * x) - 1.0 / (y * y)) / 12.0;
+    }
+    digamma(x + n) - digamma(x)
+}
+
 /// ψ(x) = d log Γ(x)/dx. NaN at the poles (0, -1, -2, …).
 pub fn digamma(x: f64) -> f64 {
     if x.is_nan() || x == f64::NEG_INFINITY {

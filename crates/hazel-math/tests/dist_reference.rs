@@ -122,3 +122,33 @@ fn lcdf_and_lccdf_match_mpmath() {
         failures.join("\n")
     );
 }
+
+#[test]
+fn neg_binomial_precision_gradient_stays_accurate_for_huge_phi() {
+    // ψ(n + φ) − ψ(φ) by subtraction loses every digit once φ ≫ n (φ + n rounds to φ); the
+    // gradient in φ then came out as −n/φ instead of ≈ 0. Reference: mpmath at 50 digits,
+    // d/dφ [log C(n+φ−1, n) + n log(μ/(μ+φ)) + φ log(φ/(μ+φ))] with n = 2, μ = 0.475, times φ
+    // (the gradient in log φ): −3.3558157151845725e-10 at φ = e²⁰, −6.9e-19 at φ = e⁴⁰.
+    let nb2 = distribution("neg_binomial_2").expect("neg_binomial_2");
+    for (log_phi, want, tol) in [
+        (20.0f64, -3.3558157151845725e-10, 1e-16),
+        (40.0, -6.9e-19, 1e-15),
+    ] {
+        let phi = log_phi.exp();
+        let mut grad = [0.0; 3];
+        (nb2.lpdf)(&[2.0, 0.475, phi], Terms::FULL, &mut grad).expect("finite");
+        let got = grad[2] * phi;
+        assert!(
+            (got - want).abs() < tol,
+            "log φ = {log_phi}: {got} vs {want}"
+        );
+    }
+    // The shifted digamma itself: exact finite sum, asymptotic branch, plain difference.
+    use hazel_math::special::{digamma, digamma_shift};
+    let direct = |x: f64, n: u32| (0..n).map(|k| 1.0 / (x + f64::from(k))).sum::<f64>();
+    assert_eq!(digamma_shift(0.5, 3.0), direct(0.5, 3));
+    let (x, n) = (1e12, 300.0);
+    assert!((digamma_shift(x, n) - direct(x, 300)).abs() < 1e-24);
+    let (x, n) = (7.5, 200.0);
+    assert!((digamma_shift(x, n) - (digamma(x + n) - digamma(x))).abs() < 1e-14);
+}

@@ -274,12 +274,24 @@ impl<'p> Tracer<'p> {
             "variance" | "sd" => {
                 self.n_args(name, &args, 1, span)?;
                 let e = self.to_elems(&args[0]);
-                let v = self.var_of(&e, span)?;
-                Ok(Val::Real(if name == "sd" {
-                    self.sc_unary(UnaryFn::Sqrt, v)
-                } else {
-                    v
-                }))
+                if e.is_empty() {
+                    return eerr(
+                        format!("{name}: x has size 0, but must have a non-zero size"),
+                        span,
+                    );
+                }
+                if e.len() == 1 {
+                    return Ok(Val::real(0.0));
+                }
+                if name == "sd" {
+                    // One op: Stan Math's sd has its own gradient where all elements are equal.
+                    if let Some(c) = e.consts() {
+                        return Ok(Val::real(crate::kernels::sd_parts(&c).0));
+                    }
+                    let x = self.elems_arg(&e);
+                    return Ok(Val::Real(Sc::V(self.b.sd(x).off)));
+                }
+                Ok(Val::Real(self.var_of(&e, span)?))
             }
             "dot_product" => {
                 self.n_args(name, &args, 2, span)?;
@@ -1033,7 +1045,9 @@ impl<'p> Tracer<'p> {
         for ((formal, (_, ty)), v) in def.args.iter().zip(&uf.args).zip(args) {
             self.bind(&formal.name.name, promote(ty, v));
         }
+        self.function_depth += 1;
         let flow = self.stmt(body);
+        self.function_depth -= 1;
         self.leave_frame(saved);
         match flow? {
             Flow::Return(v) => Ok(v.map(|v| promote(&uf.ret, v))),

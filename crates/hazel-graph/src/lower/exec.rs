@@ -73,7 +73,11 @@ impl<'p> Tracer<'p> {
                 self.ode_call(&name.name, args, span)
             }
             ExprKind::Call { name, args } | ExprKind::CondDistCall { name, args } => {
-                let vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                let mut vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
+                if name.name.ends_with("_lupdf") || name.name.ends_with("_lupmf") {
+                    let exprs: Vec<&Expr> = args.iter().collect();
+                    vals = self.stan_varying(vals, &exprs);
+                }
                 match self.call_target(e.id, &name.name, vals, span)? {
                     Some(v) => Ok(v),
                     None => cerr(format!("{} does not return a value", name.name), span),
@@ -447,6 +451,8 @@ impl<'p> Tracer<'p> {
                 for a in args {
                     vals.push(self.expr(a)?);
                 }
+                let exprs: Vec<&Expr> = std::iter::once(lhs).chain(args.iter()).collect();
+                let vals = self.stan_varying(vals, &exprs);
                 let propto = self.propto;
                 if let Some(CallTarget::User { function }) = self.prog.call_target(s.id) {
                     // `y ~ foo(...)` runs the user's `foo_lupdf`/`foo_lupmf`.

@@ -110,6 +110,9 @@ pub struct Tracer<'p> {
     const_cache: HashMap<usize, (Arc<Vec<f64>>, Arg)>,
     /// Inside a user function called as `_lupdf`/`_lupmf` (or the model block).
     pub in_lupdf: bool,
+    /// How many user-function bodies are being traced (inside one, Stan's C++ instantiates
+    /// the function for its actual argument types, so a value's constness is its type).
+    pub function_depth: u32,
     /// Scalar `~` statements waiting to be emitted as one vector density op per
     /// (distribution, propto, which arguments vary): the loop idiom `y[n] ~ normal(mu[n], s)`
     /// becomes a pack and one density op instead of N ops. The log density is the same sum
@@ -170,6 +173,7 @@ impl<'p> Tracer<'p> {
             norm_index: HashMap::new(),
             sources: None,
             locations: HashMap::new(),
+            function_depth: 0,
         }
     }
 
@@ -945,5 +949,48 @@ pub fn zeros_like(v: &Val) -> Val {
         Val::Matrix(r, c, _) => Val::Matrix(*r, *c, zeros(r * c)),
         Val::Array(xs) => Val::array(xs.iter().map(zeros_like).collect()),
         _ => Val::real(0.0),
+    }
+}
+
+impl Tracer<'_> {
+    /// The arguments of a density whose constants may be dropped (`~`, `_lupdf`), with Stan's
+    /// rule for which of them vary: outside function bodies an argument is an autodiff value
+    /// whenever its expression is not data-only by the checker's types (a transformed
+    /// parameter or model-block local, a ternary or user call with a parameter argument), even
+    /// when its value happens not to depend on the parameters. Such a constant is copied
+    /// into the graph so that the density keeps the summands Stan keeps.
+    pub fn stan_varying(&mut self, vals: Vec<Val>, exprs: &[&hazel_syntax::ast::Expr]) -> Vec<Val> {
+        if self.function_depth > 0 || self.rng.is_some() {
+            return vals;
+        }
+        vals.into_iter()
+            .zip(exprs)
+            .map(|(v, e)| {
+                if v.is_const() && !self.prog.is_data_only(e.id) {
+                    self.as_node(v)
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+
+    /// A constant real value (or container) as graph values.
+    fn as_node(&mut self, v: Val) -> Val {
+        let node = |tr: &mut Self, e: &Elems| -> Elems {
+            let c = tr.elems_arg(e);
+            Elems::V(tr.b.pack(vec![c]))
+        };
+        match v {
+            Val::Real(Sc::C(c)) => {
+                let k = self.b.scalar_const(c);
+                Val::Real(Sc::V(self.b.pack(vec![k]).off))
+            }
+            Val::Vector(e) if !e.is_empty() => Val::Vector(node(self, &e)),
+            Val::RowVector(e) if !e.is_empty() => Val::RowVector(node(self, &e)),
+            Val::Matrix(r, c, e) if !e.is_empty() => Val::Matrix(r, c, node(self, &e)),
+            Val::Array(xs) => Val::array(xs.iter().map(|x| self.as_node(x.clone())).collect()),
+            other => other,
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! [`super::kernel`].
 
 use super::{all, bit, Check, MathError, Terms};
-use crate::special::{digamma, lbeta, lchoose};
+use crate::special::{digamma, digamma_shift, lbeta, lchoose};
 
 fn check_count(check: Check, what: &str, n: f64) -> Result<(), MathError> {
     check.integer(what, n)?;
@@ -26,7 +26,7 @@ pub fn neg_binomial(args: &[f64], terms: Terms, grad: &mut [f64]) -> Result<f64,
     let mut lp = 0.0;
     if terms.include(bit(1)) {
         lp += lchoose(n + alpha - 1.0, n);
-        grad[1] += digamma(n + alpha) - digamma(alpha);
+        grad[1] += digamma_shift(alpha, n);
     }
     // α log(β/(1+β)) - n log(1+β)
     let log1p_inv_beta = (1.0 / beta).ln_1p();

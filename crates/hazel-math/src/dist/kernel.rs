@@ -51,8 +51,8 @@
 
 use super::{all, bit, Check, MathError, Terms};
 use crate::special::{
-    digamma, inv_logit, lbeta, lchoose, lgamma, log1m, log1p_exp, LOG_PI, LOG_SQRT_PI,
-    LOG_SQRT_TWO_PI,
+    digamma, digamma_shift, inv_logit, lbeta, lchoose, lgamma, log1m, log1p_exp, LOG_PI,
+    LOG_SQRT_PI, LOG_SQRT_TWO_PI,
 };
 use std::f64::consts::LN_2;
 
@@ -1358,8 +1358,8 @@ impl UnivariateKernel for BernoulliLogit {
     }
 }
 
-/// neg_binomial_2(n | mu, phi). μ derives `[log μ (if kept), _, _]`; φ derives
-/// `[digamma φ (if kept), _, _]`.
+/// neg_binomial_2(n | mu, phi). μ derives `[log μ (if kept), _, _]`; φ derives nothing
+/// (ψ(n + φ) − ψ(φ) is computed by `digamma_shift`, accurate when φ ≫ n).
 #[derive(Clone, Copy)]
 pub struct NegBinomial2 {
     any: bool,
@@ -1389,7 +1389,7 @@ impl UnivariateKernel for NegBinomial2 {
             }
             _ => {
                 check.positive_finite("Precision parameter", x)?;
-                Ok([if self.phi_only { digamma(x) } else { 0.0 }, 0.0, 0.0])
+                Ok(NONE)
             }
         }
     }
@@ -1403,7 +1403,7 @@ impl UnivariateKernel for NegBinomial2 {
         let mut g = [0.0; 4];
         if self.phi_only {
             lp += lchoose(n + phi - 1.0, n);
-            g[2] += digamma(n + phi) - d[2][0];
+            g[2] += digamma_shift(phi, n);
         }
         if self.mu_only {
             lp += times_log(n, d[1][0]);
@@ -1418,7 +1418,7 @@ impl UnivariateKernel for NegBinomial2 {
     }
 }
 
-/// neg_binomial_2_log(n | eta, phi). φ derives `[log φ, digamma φ (if kept), _]`.
+/// neg_binomial_2_log(n | eta, phi). φ derives `[log φ, _, _]`.
 #[derive(Clone, Copy)]
 pub struct NegBinomial2Log {
     any: bool,
@@ -1445,7 +1445,7 @@ impl UnivariateKernel for NegBinomial2Log {
             1 => check.finite("Log location parameter", x).map(|_| NONE),
             _ => {
                 check.positive_finite("Precision parameter", x)?;
-                Ok([x.ln(), if self.phi_only { digamma(x) } else { 0.0 }, 0.0])
+                Ok([x.ln(), 0.0, 0.0])
             }
         }
     }
@@ -1455,7 +1455,7 @@ impl UnivariateKernel for NegBinomial2Log {
             return Ok(ZERO);
         }
         let [n, eta, phi, _] = *x;
-        let [log_phi, digamma_phi, _] = d[2];
+        let [log_phi, _, _] = d[2];
         let u = eta - log_phi;
         let log1p_exp_u = log1p_exp(u);
         let s = inv_logit(u);
@@ -1463,7 +1463,7 @@ impl UnivariateKernel for NegBinomial2Log {
         let mut g = [0.0; 4];
         if self.phi_only {
             lp += lchoose(n + phi - 1.0, n);
-            g[2] += digamma(n + phi) - digamma_phi;
+            g[2] += digamma_shift(phi, n);
         }
         if self.eta_only {
             lp += n * eta;
