@@ -56,7 +56,10 @@ fn check_case(dir: &Path) -> Vec<String> {
     for (k, (row, want)) in rows.iter().zip(points).enumerate() {
         let (lp, want_lp) = (row["lp"].as_f64().unwrap(), want["lp"].as_f64().unwrap());
         if !close(lp, want_lp) {
-            problems.push(format!("{name} point {}: lp hazel {lp:e} stanli {want_lp:e}", k + 1));
+            problems.push(format!(
+                "{name} point {}: lp hazel {lp:e} stanli {want_lp:e}",
+                k + 1
+            ));
         }
         let (grad, want_grad) = (numbers(&row["grad"]), numbers(&want["grad"]));
         assert_eq!(grad.len(), want_grad.len(), "{name}: gradient length");
@@ -82,7 +85,11 @@ fn random_programs_match_stanli() {
         .filter(|p| p.join("expected.json").exists())
         .collect();
     dirs.sort();
-    assert!(dirs.len() >= 100, "expected ≥ 100 difftest fixtures, found {}", dirs.len());
+    assert!(
+        dirs.len() >= 100,
+        "expected ≥ 100 difftest fixtures, found {}",
+        dirs.len()
+    );
     let problems: Vec<String> = dirs.iter().flat_map(|d| check_case(d)).collect();
     assert!(
         problems.is_empty(),
