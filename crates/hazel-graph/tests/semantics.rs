@@ -352,6 +352,12 @@ fn tilde_keeps_the_terms_stan_keeps_for_autodiff_arguments() {
              model { x ~ normal(0, 1); target += normal_lupdf(2 | t, 1); }",
             -0.625,
         ),
+        // A data-valued transformed-parameter vector, sliced: both elements' terms kept.
+        (
+            "parameters { real x; } transformed parameters { vector[3] t = [1, 3, 5]'; }
+             model { x ~ normal(0, 1); t[1:2] ~ normal(2, 1); }",
+            -1.125,
+        ),
     ];
     for (src, expected) in cases {
         let m = build(src, r#"{"n": 1}"#);

@@ -977,9 +977,17 @@ impl Tracer<'_> {
 
     /// A constant real value (or container) as graph values.
     fn as_node(&mut self, v: Val) -> Val {
+        // `Pack` copies one scalar per argument.
         let node = |tr: &mut Self, e: &Elems| -> Elems {
             let c = tr.elems_arg(e);
-            Elems::V(tr.b.pack(vec![c]))
+            let scalars = (0..c.len())
+                .map(|i| Arg {
+                    off: c.off + i as u32,
+                    len: 1,
+                    ..c
+                })
+                .collect();
+            Elems::V(tr.b.pack(scalars))
         };
         match v {
             Val::Real(Sc::C(c)) => {
