@@ -866,7 +866,7 @@ impl<'p> Tracer<'p> {
                 self.n_args(name, &args, 2, span)?;
                 self.tri_solve(&args[0], &args[1], span)
             }
-            "gp_exp_quad_cov" | "cov_exp_quad" => self.gp_exp_quad_cov(&args, span),
+            _ if super::gp::is_gp_cov(name) => self.gp_cov(name, &args, span),
             "inverse"
             | "inverse_spd"
             | "chol2inv"
@@ -1446,51 +1446,6 @@ impl<'p> Tracer<'p> {
         } else {
             Val::Matrix(n, bc, out)
         })
-    }
-
-    /// `gp_exp_quad_cov(x, alpha, rho)`: α² exp(−|xᵢ − xⱼ|² / (2ρ²)) for real or vector points.
-    fn gp_exp_quad_cov(&mut self, args: &[Val], span: Span) -> R<Val> {
-        if args.len() != 3 {
-            return cerr("gp_exp_quad_cov(x, alpha, rho) is the supported form", span);
-        }
-        let xs: Vec<Elems> = match &args[0] {
-            Val::Array(items) => items.iter().map(|x| self.to_elems(x)).collect(),
-            _ => return cerr("gp_exp_quad_cov: x must be an array", span),
-        };
-        let alpha = self.scalar_sc(&args[1], "gp_exp_quad_cov", span)?;
-        let rho = self.scalar_sc(&args[2], "gp_exp_quad_cov", span)?;
-        let n = xs.len();
-        let a2 = self.sc_unary(UnaryFn::Square, alpha);
-        let r2 = self.sc_unary(UnaryFn::Square, rho);
-        let neg_half_inv = {
-            let t = self.sc_binary(BinaryFn::Mul, r2, Sc::C(-2.0));
-            self.sc_unary(UnaryFn::Inv, t)
-        };
-        // Squared distances are data when x is: one vector op for all pairs below the diagonal.
-        let mut d2 = Vec::with_capacity(n * (n.saturating_sub(1)) / 2);
-        for i in 0..n {
-            for j in 0..i {
-                let d = self.elems_binary(BinaryFn::Sub, &xs[i], &xs[j]);
-                d2.push(self.dot_elems(&d, &d, span)?);
-            }
-        }
-        let de = Elems::from_scalars_or_empty(d2);
-        let ne = self.scalar_elems(neg_half_inv);
-        let scaled = self.elems_binary(BinaryFn::Mul, &de, &ne);
-        let ex = self.elems_unary(UnaryFn::Exp, &scaled);
-        let ae = self.scalar_elems(a2);
-        let k = self.elems_binary(BinaryFn::Mul, &ex, &ae);
-        let mut sc = vec![Sc::C(0.0); n * n];
-        let mut p = 0;
-        for i in 0..n {
-            sc[i + i * n] = a2;
-            for j in 0..i {
-                sc[i + j * n] = k.get(p);
-                sc[j + i * n] = k.get(p);
-                p += 1;
-            }
-        }
-        Ok(Val::Matrix(n, n, Elems::from_scalars_or_empty(sc)))
     }
 }
 

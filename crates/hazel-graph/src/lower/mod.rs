@@ -3,6 +3,7 @@
 pub mod builtins;
 pub mod complex;
 pub mod exec;
+pub mod gp;
 pub mod linalg;
 pub mod multivariate;
 pub mod ode;

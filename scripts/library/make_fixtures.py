@@ -1,0 +1,268 @@
+"""Writes crates/hazel-graph/tests/fixtures/library.json: stanli log densities and gradients
+(CmdStan's lp__ convention: Jacobians included, `~` drops constants) of small programs that use
+the library functions lowered for issue 8 (GP covariance functions, log_mix, reshaping and
+containers, sorting, constraint functions), with parameters flowing into every
+differentiable argument, at seeded unconstrained points.
+
+Rerun with
+    /work/venv-stanli/bin/python scripts/library/make_fixtures.py
+(stanli and numpy from pip); the points are seeded, so a rerun reproduces the file.
+
+A program may carry an `oracle` text: what stanli evaluates when it lacks the function or the
+form used (the two must agree by definition; the reason is written beside each such entry).
+Programs listed in FD_CHECK also store central differences of stanli's log density, which the
+Rust test compares with hazel's gradient as well.
+"""
+import json
+import pathlib
+
+import numpy as np
+import stanli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "crates/hazel-graph/tests/fixtures/library.json"
+N_POINTS = 3
+SCALE = 1.0
+FD_STEP = 1e-6
+FD_CHECK = set()
+
+rng0 = np.random.default_rng(20261124)
+
+# Weighted sum of every entry with weights that depend on the position, so a transposed or
+# misplaced entry changes the result.
+WSUM = """
+functions {
+  real wsum(matrix K) {
+    real s = 0;
+    for (i in 1:rows(K)) for (j in 1:cols(K)) s += K[i, j] * (0.3 * i - 0.2 * j + 0.1 * i * j);
+    return s;
+  }
+}
+"""
+
+GP_DATA = {
+    "N": 4, "M": 3, "D": 2,
+    "x": rng0.normal(size=4).round(3).tolist(),
+    "x2": rng0.normal(size=3).round(3).tolist(),
+    "xv": rng0.normal(size=(4, 2)).round(3).tolist(),
+    "xv2": rng0.normal(size=(3, 2)).round(3).tolist(),
+}
+GP_HEAD = WSUM + """
+data { int N; int M; int D; array[N] real x; array[M] real x2;
+       array[N] vector[D] xv; array[M] vector[D] xv2; }
+"""
+GP_PARAMS = """
+parameters { real<lower=0> alpha; real<lower=0> rho; real<lower=0> period;
+             array[D] real<lower=0> ls; }
+"""
+GP_PRIOR = """
+  alpha ~ normal(1, 1); rho ~ normal(1, 1); period ~ normal(2, 1); ls ~ normal(1, 1);
+"""
+
+
+# stanli 0.24 has the one-array forms of gp_exp_quad_cov, gp_exponential_cov,
+# gp_matern32_cov and gp_matern52_cov, but not the two-array forms, gp_periodic_cov or
+# gp_dot_prod_cov, and its per-dimension (ARD) length scales are wrong (it returns the
+# scalar-length-scale matrix: gp_exp_quad_cov(xv, a, {r, 2 * r}) == gp_exp_quad_cov(xv, a, r)).
+# Those forms are evaluated in the oracle program through their definitions written out in
+# Stan (REF_FUNCTIONS); the one-array scalar forms stanli has are compared with stanli's own.
+STANLI_GP = {"gp_exp_quad_cov", "gp_exponential_cov", "gp_matern32_cov", "gp_matern52_cov"}
+
+REF_FORMULA = {
+    # K_ij from d2 (the squared distance divided by the squared length scales).
+    "gp_exp_quad_cov": "square(alpha) * exp(-0.5 * d2)",
+    "gp_exponential_cov": "square(alpha) * exp(-sqrt(d2))",
+    "gp_matern32_cov": "square(alpha) * (1 + sqrt(3) * sqrt(d2)) * exp(-sqrt(3) * sqrt(d2))",
+    "gp_matern52_cov": "square(alpha) * (1 + sqrt(5) * sqrt(d2) + 5.0 / 3 * d2) * exp(-sqrt(5) * sqrt(d2))",
+    # d2 unscaled here: the length scale is outside the sine.
+    "gp_periodic_cov": "square(alpha) * exp(-2 * square(sin(pi() * sqrt(d2) / period)) / square(rho))",
+    "gp_dot_prod_cov": "square(alpha) + ref_dot(a, b)",
+}
+
+
+def ref_functions():
+    out = ["  real ref_sqd(real a, real b, real l) { return square((a - b) / l); }",
+           "  real ref_sqd(vector a, vector b, real l) { return dot_self((a - b) / l); }",
+           "  real ref_sqd(vector a, vector b, array[] real l) { return dot_self((a - b) ./ to_vector(l)); }",
+           "  real ref_dot(real a, real b) { return a * b; }",
+           "  real ref_dot(vector a, vector b) { return dot_product(a, b); }"]
+    for kernel, formula in REF_FORMULA.items():
+        for t in ("real", "vector"):
+            for ltype in ("real", "array[] real"):
+                if ltype != "real" and (t == "real" or kernel in ("gp_periodic_cov", "gp_dot_prod_cov")):
+                    continue
+                if kernel == "gp_periodic_cov":
+                    hyper = "real alpha, real rho, real period"
+                    d2 = "ref_sqd(a, b, 1.0)"
+                elif kernel == "gp_dot_prod_cov":
+                    if ltype != "real":
+                        continue
+                    hyper = "real alpha"
+                    d2 = "0"
+                else:
+                    hyper = f"real alpha, {ltype} rho"
+                    d2 = "ref_sqd(a, b, rho)"
+                def decl(v, t=t):
+                    return f"real {v}" if t == "real" else f"vector[rows(x1[1])] {v}"
+                diag = formula if kernel == "gp_dot_prod_cov" else "square(alpha)"
+                out.append(f"""  matrix ref_{kernel}(array[] {t} x1, array[] {t} x2, {hyper}, int sym) {{
+    matrix[size(x1), size(x2)] K;
+    for (i in 1:size(x1)) for (j in 1:size(x2)) {{
+      {decl("a")} = x1[i];
+      {decl("b")} = x2[j];
+      if (sym && i == j) {{ K[i, j] = {diag}; }}
+      else {{ real d2 = {d2}; K[i, j] = {formula}; }}
+    }}
+    return K;
+  }}""")
+    return "\n".join(out)
+
+
+def gp_call(kernel, x1, x2, hyper, ard=False):
+    """(hazel expression, oracle expression) of one covariance call."""
+    args = f"{x1}, {hyper}" if x2 is None else f"{x1}, {x2}, {hyper}"
+    hazel = f"{kernel}({args})"
+    if x2 is None and not ard and kernel in STANLI_GP:
+        return hazel, hazel
+    ref = f"ref_{kernel}({x1}, {x1 if x2 is None else x2}, {hyper}, {int(x2 is None)})"
+    return hazel, ref
+
+
+def gp_entry(params, calls, extra_model=""):
+    """A program adding the weighted sums of `calls` to target, and its oracle."""
+    model = "model {" + GP_PRIOR + extra_model
+    hazel = "\n".join(f"  target += wsum({h});" for h, _ in calls)
+    oracle = "\n".join(f"  target += wsum({o});" for _, o in calls)
+    head = GP_HEAD + params
+    prog = head + model + hazel + "\n}\n"
+    orac = head.replace("functions {", "functions {\n" + ref_functions()) + model + oracle + "\n}\n"
+    return {"program": prog, "data": GP_DATA, "oracle": orac}
+
+
+def gp_program(kernel, hyper, ard):
+    """Every form of one kernel with data points."""
+    calls = [gp_call(kernel, "x", None, hyper), gp_call(kernel, "x", "x2", hyper),
+             gp_call(kernel, "xv", None, hyper), gp_call(kernel, "xv", "xv2", hyper)]
+    if ard:
+        ard_hyper = hyper.replace("rho", "ls")
+        calls += [gp_call(kernel, "xv", None, ard_hyper, True),
+                  gp_call(kernel, "xv", "xv2", ard_hyper, True)]
+    return gp_entry(GP_PARAMS, calls)
+
+
+GP_PARAM_POINTS = """
+parameters { real<lower=0> alpha; real<lower=0> rho; real<lower=0> period;
+             array[D] real<lower=0> ls; array[N] real xp; array[N] vector[D] xvp; }
+"""
+
+
+def gp_param_points(kernel, hyper, ard):
+    """Points that are parameters, in either argument."""
+    calls = [gp_call(kernel, "xp", None, hyper), gp_call(kernel, "xp", "x2", hyper),
+             gp_call(kernel, "x", "xp", hyper), gp_call(kernel, "xvp", None, hyper),
+             gp_call(kernel, "xvp", "xv2", hyper)]
+    if ard:
+        ard_hyper = hyper.replace("rho", "ls")
+        calls += [gp_call(kernel, "xvp", None, ard_hyper, True),
+                  gp_call(kernel, "xv2", "xvp", ard_hyper, True)]
+    return gp_entry(GP_PARAM_POINTS, calls,
+                    "  xp ~ normal(0, 1);\n  for (n in 1:N) xvp[n] ~ normal(0, 1);\n")
+
+
+STATIONARY = [
+    ("gp_exp_quad_cov", "alpha, rho", True),
+    ("gp_exponential_cov", "alpha, rho", True),
+    ("gp_matern32_cov", "alpha, rho", True),
+    ("gp_matern52_cov", "alpha, rho", True),
+    ("gp_periodic_cov", "alpha, rho, period", False),
+    ("gp_dot_prod_cov", "alpha", False),
+]
+
+PROGRAMS = {}
+for kernel, hyper, ard in STATIONARY:
+    PROGRAMS[kernel] = gp_program(kernel, hyper, ard)
+    PROGRAMS[kernel + "_param_points"] = gp_param_points(kernel, hyper, ard)
+
+# cov_exp_quad: the spelling of gp_exp_quad_cov before Stan 2.33 (stanc 2.37 no longer
+# declares it; hazel's checker still accepts it), checked against gp_exp_quad_cov.
+_cq = gp_program("gp_exp_quad_cov", "alpha, rho", False)
+PROGRAMS["cov_exp_quad"] = {"program": _cq["program"].replace("gp_exp_quad_cov", "cov_exp_quad"),
+                            "data": GP_DATA, "oracle": _cq["oracle"]}
+
+# A GP regression as users write it: the covariance feeds a Cholesky factor.
+PROGRAMS["gp_regression"] = {"program": """
+data { int N; int M; int D; array[N] real x; array[M] real x2;
+       array[N] vector[D] xv; array[M] vector[D] xv2; }
+transformed data { vector[N] y = [0.3, -0.5, 1.2, 0.1]'; }
+parameters { real<lower=0> alpha; array[D] real<lower=0> ls; real<lower=0> sigma; }
+model {
+  matrix[N, N] K = add_diag(gp_matern52_cov(xv, alpha, ls[2]), square(sigma))
+                   + gp_exp_quad_cov(x, alpha, ls[1]);
+  alpha ~ normal(0, 1); ls ~ inv_gamma(5, 5); sigma ~ normal(0, 1);
+  y ~ multi_normal_cholesky(rep_vector(0, N), cholesky_decompose(K));
+}
+""", "data": GP_DATA}
+
+
+def check_reference_definitions():
+    """The written-out definitions equal stanli's own functions where stanli has them (the
+    one-array, scalar-length-scale forms), so they are trusted for the forms it lacks."""
+    for kernel in sorted(STANLI_GP):
+        for x in ("x", "xv", "xp", "xvp"):
+            own = gp_entry(GP_PARAM_POINTS, [gp_call(kernel, x, None, "alpha, rho")])["oracle"]
+            ref = own.replace(f"{kernel}({x}, alpha, rho)",
+                              f"ref_{kernel}({x}, {x}, alpha, rho, 1)")
+            assert ref != own
+            m1 = stanli.Model(stan_code=own, data=json.dumps(GP_DATA))
+            m2 = stanli.Model(stan_code=ref, data=json.dumps(GP_DATA))
+            q = np.random.default_rng(7).uniform(-1, 1, size=m1.n_unconstrained)
+            (l1, g1), (l2, g2) = m1.log_prob_grad(q), m2.log_prob_grad(q)
+            assert abs(l1 - l2) <= 1e-10 * max(1, abs(l1)), (kernel, x, l1, l2)
+            assert np.allclose(g1, g2, rtol=1e-10, atol=1e-10), (kernel, x)
+
+
+def main():
+    check_reference_definitions()
+    out = []
+    for i, (name, spec) in enumerate(PROGRAMS.items()):
+        code, data = spec["program"], spec["data"]
+        oracle_code = spec.get("oracle", code)
+        data_json = json.dumps(data)
+        model = stanli.Model(stan_code=oracle_code, data=data_json)
+        dim = model.n_unconstrained
+        rng = np.random.default_rng(2000 + i)
+        points = []
+        tries = 0
+        while len(points) < N_POINTS:
+            tries += 1
+            assert tries < 1000, f"{name}: no finite point"
+            q = rng.uniform(-SCALE, SCALE, size=dim)
+            try:
+                lp, grad = model.log_prob_grad(q)
+            except RuntimeError:  # a point the density rejects
+                continue
+            if not np.isfinite(lp):
+                continue
+            point = {"q": q.tolist(), "log_density": float(lp),
+                     "gradient": [float(g) for g in grad]}
+            if name in FD_CHECK:
+                fd = []
+                for j in range(dim):
+                    e = np.zeros(dim)
+                    e[j] = FD_STEP
+                    fd.append((model.log_prob_grad(q + e)[0] - model.log_prob_grad(q - e)[0])
+                              / (2 * FD_STEP))
+                point["fd_gradient"] = fd
+            points.append(point)
+        entry = {"name": name, "program": code, "data": data_json,
+                 "n_unconstrained": dim, "points": points}
+        if oracle_code != code:
+            entry["oracle_program"] = oracle_code
+        out.append(entry)
+        print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
+    OUT.write_text(json.dumps({"generator": "scripts/library/make_fixtures.py",
+                               "stanli": stanli.__version__, "programs": out}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
