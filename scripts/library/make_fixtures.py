@@ -203,6 +203,51 @@ model {
 }
 """, "data": GP_DATA}
 
+# log_mix, vectorised: every (theta, lambda) container pairing, parameters in both. stanli
+# 0.24 has only the scalar log_mix(theta, lambda1, lambda2): the oracle is the Functions
+# Reference's definition log_mix(θ, λ) = log Σ_k θ_k exp(λ_k), summed over an array of λ.
+def log_mix_reference():
+    out = []
+    for t in ("vector", "row_vector", "array[] real"):
+        for l in ("vector", "row_vector", "array[] real"):
+            out.append(f"  real ref_log_mix({t} t, {l} l) "
+                       "{ return log_sum_exp(log(to_vector(t)) + to_vector(l)); }")
+        for l in ("array[] vector", "array[] row_vector"):
+            out.append(f"  real ref_log_mix({t} t, {l} l) {{ real s = 0; "
+                       "for (n in 1:size(l)) s += log_sum_exp(log(to_vector(t)) + to_vector(l[n])); "
+                       "return s; }")
+    return "functions {\n" + "\n".join(out) + "\n}\n"
+
+
+def with_reference(program, name, reference_functions):
+    return reference_functions + program.replace(f"{name}(", f"ref_{name}(")
+
+
+LOG_MIX = """
+data { array[2] vector[3] ld; }
+parameters { simplex[3] theta; vector[3] lam; array[2] vector[3] lams; array[2] row_vector[3] lamr; }
+model {
+  row_vector[3] theta_r = theta';
+  array[3] real theta_a = to_array_1d(theta);
+  lam ~ normal(0, 1);
+  for (n in 1:2) { lams[n] ~ normal(0, 1); lamr[n] ~ normal(0, 1); }
+  target += log_mix(theta, lam);
+  target += log_mix(theta, lams);
+  target += log_mix(theta, lamr);
+  target += log_mix(theta_r, lam);
+  target += log_mix(theta_r, lams);
+  target += log_mix(theta_r, lamr);
+  target += log_mix(theta_a, lam);
+  target += log_mix(theta_a, lams);
+  target += log_mix(theta_a, lamr);
+  target += log_mix(theta_a, to_array_1d(lam));
+  target += log_mix(theta, ld);
+  target += log_mix([0.2, 0.3, 0.5]', lams);
+}
+"""
+PROGRAMS["log_mix"] = {"program": LOG_MIX, "data": {"ld": [[-1.0, 0.5, 2.0], [0.1, -0.3, 0.7]]},
+                       "oracle": with_reference(LOG_MIX, "log_mix", log_mix_reference())}
+
 
 def check_reference_definitions():
     """The written-out definitions equal stanli's own functions where stanli has them (the

@@ -171,3 +171,8 @@ fn gp_hyperparameters_are_checked() {
     };
     assert!(message.contains("number of length scales"), "{message}");
 }
+
+#[test]
+fn log_mix_vectorised_forms_match_the_definition() {
+    run_group(&["log_mix"], 1);
+}

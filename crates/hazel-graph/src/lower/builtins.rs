@@ -5,6 +5,7 @@
 use super::trace::{cerr, eerr, Flow, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::{BinaryFn, UnaryFn};
+use crate::tape::CheckKind;
 use hazel_check::{CallTarget, Type};
 use hazel_syntax::Span;
 use std::sync::Arc;
@@ -610,6 +611,7 @@ impl<'p> Tracer<'p> {
                     d
                 }))
             }
+            "log_mix" if args.len() == 2 => self.log_mix_vectorised(&args, span),
             "log_mix" => {
                 self.n_args(name, &args, 3, span)?;
                 let th = self.scalar_sc(&args[0], name, span)?;
@@ -1379,6 +1381,58 @@ impl<'p> Tracer<'p> {
             }
             _ => Ok(None),
         }
+    }
+
+    /// `log_mix(theta, lambda)`: log Σ_k θ_k exp(λ_k), summed over the elements of `lambda`
+    /// when it is an array of vectors (Stan's vectorised form).
+    fn log_mix_vectorised(&mut self, args: &[Val], span: Span) -> R<Val> {
+        let theta = self.to_elems(&args[0]);
+        match theta.consts() {
+            Some(c) => {
+                if let Some(t) = c.iter().find(|t| !(0.0..=1.0).contains(*t)) {
+                    return eerr(
+                        format!("log_mix: theta is {t}, but must be in the interval [0, 1]"),
+                        span,
+                    );
+                }
+            }
+            None => {
+                let x = self.elems_arg(&theta);
+                let (lo, hi) = (self.b.scalar_const(0.0), self.b.scalar_const(1.0));
+                let message = "log_mix: theta must be in the interval [0, 1]".to_string();
+                self.b.check(CheckKind::Lower, x, lo, message.clone());
+                self.b.check(CheckKind::Upper, x, hi, message);
+            }
+        }
+        let log_theta = self.elems_unary(UnaryFn::Log, &theta);
+        let lambdas: Vec<Elems> = match &args[1] {
+            Val::Array(items)
+                if items
+                    .iter()
+                    .any(|x| !matches!(x, Val::Int(_) | Val::Real(_))) =>
+            {
+                items.iter().map(|x| self.to_elems(x)).collect()
+            }
+            other => vec![self.to_elems(other)],
+        };
+        let mut terms = Vec::with_capacity(lambdas.len());
+        for lambda in &lambdas {
+            if lambda.len() != theta.len() {
+                return eerr(
+                    format!(
+                        "log_mix: theta (size {}) and lambda (size {}) must match in size",
+                        theta.len(),
+                        lambda.len()
+                    ),
+                    span,
+                );
+            }
+            let x = self.elems_binary(BinaryFn::Add, &log_theta, lambda);
+            terms.push(self.lse_elems(&x));
+        }
+        Ok(Val::Real(
+            self.sum_elems(&Elems::from_scalars_or_empty(terms)),
+        ))
     }
 
     /// Lower triangle of a square matrix (upper part zeroed).
