@@ -248,6 +248,97 @@ model {
 PROGRAMS["log_mix"] = {"program": LOG_MIX, "data": {"ld": [[-1.0, 0.5, 2.0], [0.1, -0.3, 0.7]]},
                        "oracle": with_reference(LOG_MIX, "log_mix", log_mix_reference())}
 
+# Constructors, reshaping, to_int and quantile. The data-only functions feed the density
+# through products with parameters, so a wrong constant shows in the log density.
+CONTAINERS = WSUM + """
+data { array[6] real xr; array[6] int xi; }
+transformed data {
+  array[3] real q1 = quantile(xr, {0.1, 0.5, 0.9});
+  real q2 = quantile(to_vector(xr), 0.3);
+  real q3 = quantile(to_row_vector(xr), 0.75);
+  array[2] real q4 = quantile(to_row_vector(xr), {0.0, 1.0});
+  array[2] real q5 = quantile(to_vector(xr), {0.25, 0.6});
+  real q6 = quantile(xr, 0.45);
+  array[5] int li = linspaced_int_array(5, 1, 10);
+  array[5] int li2 = linspaced_int_array(5, 1, 3);
+  array[4] int li3 = linspaced_int_array(4, -3, 7);
+}
+parameters { vector[6] v; row_vector[6] rv; matrix[2, 3] m; array[6] real a; array[2] vector[3] av; }
+model {
+  array[2, 3] real a2 = to_array_2d(m);
+  matrix[3, 3] S = symmetrize_from_lower_tri(to_matrix(append_row(v, head(rv', 3)), 3, 3));
+  array[12] real ap = append_array(a, to_array_1d(v));
+  array[4] vector[3] apv = append_array(av, {head(v, 3), tail(v, 3)});
+  array[3, 3] real apr = append_array(a2, {{1.0, 2.0, 3.0}});
+  v ~ normal(0, 1); rv ~ normal(0, 1); to_vector(m) ~ normal(0, 1); a ~ normal(0, 1);
+  for (k in 1:2) av[k] ~ normal(0, 1);
+  target += wsum(to_matrix(v, 2, 3, 0)) + wsum(to_matrix(v, 3, 2, 1)) + wsum(to_matrix(rv, 2, 3, 0));
+  target += wsum(to_matrix(rv, 3, 2, 1)) + wsum(to_matrix(m, 3, 2, 0)) + wsum(to_matrix(m, 1, 6, 1));
+  target += wsum(to_matrix(a, 2, 3, 0)) + wsum(to_matrix(a, 3, 2, 1)) + wsum(to_matrix(xi, 2, 3, 0));
+  target += wsum(to_matrix(xi, 3, 2, 1));
+  for (i in 1:2) for (j in 1:3) target += a2[i, j] * (0.5 * i - 0.3 * j);
+  for (i in 1:3) for (j in 1:3) target += apr[i, j] * (0.2 * i + 0.1 * j);
+  target += wsum(S);
+  target += dot_product(to_vector(ap), linspaced_vector(12, -1, 1));
+  for (k in 1:4) target += dot_product(apv[k], [0.3, -0.2, 0.5 * k]');
+  target += dot_product(ones_vector(6), v) + ones_row_vector(6) * v + dot_product(zeros_vector(6), v);
+  target += zeros_row_vector(6) * v + sum(ones_array(3)) * a[3] + sum(zeros_array(2)) * a[1];
+  target += dot_product(one_hot_vector(6, 2), v) + one_hot_row_vector(6, 4) * v;
+  target += dot_product(to_vector(one_hot_array(6, 3)), to_vector(a));
+  target += dot_product(to_vector(one_hot_int_array(6, 5)), to_vector(a));
+  target += dot_product(to_vector(ones_int_array(6)), to_vector(a)) * 0.5;
+  target += sum(zeros_int_array(3)) + 2 * dot_product(uniform_simplex(6), v);
+  target += dot_product(to_vector(q1), head(v, 3)) + q2 * v[4] + q3 * v[5] + sum(q4) * v[6];
+  target += dot_product(to_vector(q5), tail(rv', 2)) + q6 * rv[1];
+  target += dot_product(to_vector(li), head(v, 5)) + dot_product(to_vector(li2), tail(v, 5)) * 0.1;
+  target += dot_product(to_vector(li3), head(rv', 4)) * 0.1;
+}
+"""
+# stanli 0.24 lacks quantile, to_array_2d and symmetrize_from_lower_tri (and to_int, tested
+# by value in the Rust test): the oracle writes them out as the Functions Reference defines
+# them (quantile: Stan Math's type-7 interpolation between order statistics).
+def _quantile_refs():
+    # stanli 0.24 cannot compile a user function that calls another user function ("eval"),
+    # so every overload is written out whole.
+    body = """vector[size(x)] s = sort_asc(to_vector(x));
+    real index = (size(x) - 1) * p;
+    int lo = 0;
+    while (lo + 1 <= index) lo += 1;
+    real h = index - lo;
+    """
+    out = []
+    for t in ("vector", "row_vector", "array[] real"):
+        out.append(f"""  real ref_quantile({t} x, real p) {{
+    {body}return (1 - h) * s[lo + 1] + h * s[lo + (h > 0 ? 2 : 1)];
+  }}""")
+        out.append(f"""  array[] real ref_quantile({t} x, array[] real ps) {{
+    array[size(ps)] real out;
+    for (k in 1:size(ps)) {{
+      real p = ps[k];
+      {body}out[k] = (1 - h) * s[lo + 1] + h * s[lo + (h > 0 ? 2 : 1)];
+    }}
+    return out;
+  }}""")
+    return "\n".join(out) + "\n"
+
+
+CONTAINER_REFS = "\n" + _quantile_refs() + """  array[,] real ref_to_array_2d(matrix m) {
+    array[rows(m), cols(m)] real a;
+    for (i in 1:rows(m)) for (j in 1:cols(m)) a[i, j] = m[i, j];
+    return a;
+  }
+  matrix ref_symmetrize_from_lower_tri(matrix m) {
+    matrix[rows(m), cols(m)] s;
+    for (i in 1:rows(m)) for (j in 1:cols(m)) s[i, j] = i >= j ? m[i, j] : m[j, i];
+    return s;
+  }
+"""
+_containers_oracle = CONTAINERS.replace("functions {", "functions {" + CONTAINER_REFS, 1)
+for _f in ("quantile", "to_array_2d", "symmetrize_from_lower_tri"):
+    _containers_oracle = _containers_oracle.replace(f" {_f}(", f" ref_{_f}(")
+PROGRAMS["containers"] = {"program": CONTAINERS, "oracle": _containers_oracle, "data": {
+    "xr": [2.5, -1.25, 7.75, 0.5, 3.0, -4.5], "xi": [3, -1, 4, 1, -5, 9]}}
+
 
 def check_reference_definitions():
     """The written-out definitions equal stanli's own functions where stanli has them (the

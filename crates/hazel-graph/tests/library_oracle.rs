@@ -176,3 +176,47 @@ fn gp_hyperparameters_are_checked() {
 fn log_mix_vectorised_forms_match_the_definition() {
     run_group(&["log_mix"], 1);
 }
+
+#[test]
+fn constructors_and_reshaping_match_stanli() {
+    run_group(&["containers"], 1);
+}
+
+/// Log density of a one-parameter program at q = 0.5 (gradient discarded).
+fn log_density_at_half(src: &str, data: &str) -> Result<f64, String> {
+    let model = build(src, data)?;
+    let mut ws = model.new_workspace();
+    let mut g = vec![0.0; model.dim()];
+    model
+        .log_density_gradient(&mut ws, &vec![0.5; model.dim()], &mut g)
+        .map_err(|e| e.message)
+}
+
+/// `to_int` (stanli lacks it) by value: truncation toward zero, elementwise over arrays, and
+/// Stan's range error.
+#[test]
+fn to_int_truncates_toward_zero() {
+    let with = |expr: &str| {
+        format!(
+            "transformed data {{ array[2, 3] int t = {expr}; }} parameters {{ real x; }} \
+             model {{ for (i in 1:2) for (j in 1:3) target += t[i, j] * x * (i + 3 * j); }}"
+        )
+    };
+    let got = log_density_at_half(
+        &with("{to_int({2.5, -1.25, 7.999}), to_int({-0.5, to_int(-3.7), 4.0})}"),
+        "{}",
+    )
+    .expect("to_int runs");
+    let want = log_density_at_half(&with("{{2, -1, 7}, {0, -3, 4}}"), "{}").expect("literal");
+    assert_eq!(got, want);
+    let src = "data { array[2, 3] real xs; } transformed data { array[2, 3] int t = to_int(xs); } \
+               parameters { real x; } model { for (i in 1:2) for (j in 1:3) target += t[i, j] * x * (i + 3 * j); }";
+    let got = log_density_at_half(src, r#"{"xs": [[1.9, -1.9, 0.1], [1e9, -2e9, 3.5]]}"#)
+        .expect("to_int of data");
+    let want = log_density_at_half(&with("{{1, -1, 0}, {1000000000, -2000000000, 3}}"), "{}")
+        .expect("literal");
+    assert_eq!(got, want);
+    let err = log_density_at_half(src, r#"{"xs": [[1.9, -1.9, 0.1], [1e10, 0, 0]]}"#)
+        .expect_err("out of the int range");
+    assert!(err.contains("to_int: x is 10000000000"), "{err}");
+}

@@ -512,14 +512,8 @@ impl<'p> Tracer<'p> {
                         }
                         Ok(Val::Matrix(r, c, e))
                     }
+                    4 => self.to_matrix_ordered(&args, span),
                     _ => cerr("to_matrix with this many arguments is not supported", span),
-                }
-            }
-            "to_int" => {
-                self.n_args(name, &args, 1, span)?;
-                match &args[0] {
-                    Val::Int(i) => Ok(Val::Int(*i)),
-                    v => Ok(Val::Int(self.real_value(v, span)?.trunc() as i64)),
                 }
             }
             "append_row" | "append_col" => {
@@ -869,6 +863,7 @@ impl<'p> Tracer<'p> {
                 self.tri_solve(&args[0], &args[1], span)
             }
             _ if super::gp::is_gp_cov(name) => self.gp_cov(name, &args, span),
+            _ if super::containers::is_container_fn(name) => self.container_call(name, &args, span),
             "inverse"
             | "inverse_spd"
             | "chol2inv"

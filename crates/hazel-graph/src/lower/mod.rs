@@ -2,6 +2,7 @@
 
 pub mod builtins;
 pub mod complex;
+pub mod containers;
 pub mod exec;
 pub mod gp;
 pub mod linalg;
