@@ -339,6 +339,34 @@ for _f in ("quantile", "to_array_2d", "symmetrize_from_lower_tri"):
 PROGRAMS["containers"] = {"program": CONTAINERS, "oracle": _containers_oracle, "data": {
     "xr": [2.5, -1.25, 7.75, 0.5, 3.0, -4.5], "xi": [3, -1, 4, 1, -5, 9]}}
 
+# Sorting parameters: sort_asc/sort_desc stay static (one op, the permutation found at every
+# evaluation), sort_indices_*/rank return integers and take the dynamic path.
+PROGRAMS["sort_values"] = {"program": """
+parameters { vector[5] v; row_vector[4] rv; array[4] real a; }
+model {
+  v ~ normal(0, 1); rv ~ normal(0, 1); a ~ normal(0, 1);
+  target += dot_product(sort_asc(v), [1, 2, 3, 4, 5]') + dot_product(sort_desc(v), [0.5, -1, 2, 0.3, 0.7]');
+  target += sort_asc(rv) * [1, -2, 3, 0.5]' + sort_desc(rv) * [0.2, 0.4, -0.6, 1]';
+  target += dot_product(to_vector(sort_asc(a)), [1, 3, -2, 0.5]');
+  target += dot_product(to_vector(sort_desc(a)), [2, -1, 0.3, 4]');
+  target += normal_lpdf(sort_asc(v) | 0, 2) + sort_desc(exp(v))[1];
+}
+""", "data": {}}
+PROGRAMS["sort_indices"] = {"program": """
+parameters { vector[5] v; row_vector[4] rv; array[4] real a; }
+model {
+  array[5] int ia = sort_indices_asc(v);
+  array[5] int id = sort_indices_desc(v);
+  array[4] int ra = sort_indices_asc(rv);
+  array[4] int rd = sort_indices_desc(a);
+  v ~ normal(0, 1); rv ~ normal(0, 1); a ~ normal(0, 1);
+  for (k in 1:5) target += v[ia[k]] * k + v[id[k]] * 0.3 * k;
+  for (k in 1:4) target += rv[ra[k]] * (k - 2) + a[rd[k]] * (0.5 * k - 1) + a[sort_indices_asc(a)[k]] * k;
+  target += rank(v, 2) * v[1] + rank(a, 3) * a[2] + rank(rv, 1) * rv[4] + rank(sort_desc(v), 4) * v[5];
+  target += v[sort_indices_desc(rv)[1]];
+}
+""", "data": {}}
+
 
 def check_reference_definitions():
     """The written-out definitions equal stanli's own functions where stanli has them (the

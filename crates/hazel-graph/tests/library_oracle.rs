@@ -220,3 +220,35 @@ fn to_int_truncates_toward_zero() {
         .expect_err("out of the int range");
     assert!(err.contains("to_int: x is 10000000000"), "{err}");
 }
+
+#[test]
+fn sorting_parameters_matches_stanli() {
+    run_group(&["sort_"], 2);
+    // Sorted values stay on the static path; integer results (indices, ranks) re-trace.
+    let dynamic = |name: &str| {
+        let p = fixtures()
+            .into_iter()
+            .find(|p| p["name"] == name)
+            .expect("program");
+        build(p["program"].as_str().unwrap(), p["data"].as_str().unwrap())
+            .expect("compiles")
+            .is_dynamic()
+    };
+    assert!(!dynamic("sort_values"));
+    assert!(dynamic("sort_indices"));
+}
+
+/// A NaN in a sorted parameter rejects the point (Stan: "must not be nan").
+#[test]
+fn sorting_nan_is_an_error() {
+    let model = build(
+        "parameters { vector[3] v; } model { target += sort_asc(log(v))[1]; }",
+        "{}",
+    )
+    .expect("compiles");
+    let mut ws = model.new_workspace();
+    let err = model
+        .log_density_gradient(&mut ws, &[1.0, -1.0, 2.0], &mut [0.0; 3])
+        .expect_err("log(-1) is nan");
+    assert!(err.message.contains("sort_asc"), "{}", err.message);
+}

@@ -805,9 +805,28 @@ impl<'p> Tracer<'p> {
             }
             "sort_asc" | "sort_desc" | "sort_indices_asc" | "sort_indices_desc" | "rank" => {
                 let e = self.to_elems(&args[0]);
-                let Some(mut c) = e.consts() else {
-                    return cerr(format!("{name} of parameters is not supported"), span);
+                let mut c = match e.consts() {
+                    Some(c) => c,
+                    // Sorted parameters: one op that finds the permutation at every
+                    // evaluation, so the model stays static and the gradient flows back
+                    // through it.
+                    None if matches!(name, "sort_asc" | "sort_desc") => {
+                        let x = self.elems_arg(&e);
+                        let sorted = self.b.sort(x, name == "sort_desc");
+                        return Ok(Self::with_shape(&args[0], Elems::V(sorted)));
+                    }
+                    // Indices and ranks are integers, which the graph does not hold: the
+                    // values are read while tracing, on the dynamic (re-traced) path.
+                    None => (0..e.len())
+                        .map(|i| self.value_of(e.get(i), span))
+                        .collect::<R<Vec<f64>>>()?,
                 };
+                if name != "rank" && c.iter().any(|v| v.is_nan()) {
+                    return eerr(
+                        format!("{name}: the container argument is nan, but must not be nan!"),
+                        span,
+                    );
+                }
                 let ints = matches!(&args[0], Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Int(_))));
                 match name {
                     "sort_asc" | "sort_desc" => {
