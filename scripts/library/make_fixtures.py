@@ -367,6 +367,69 @@ model {
 }
 """, "data": {}}
 
+# Variable-transform functions (Stan 2.36+): `_jacobian` in transformed parameters adds the
+# log-Jacobian, `_constrain` (model block here) does not. Every free argument and bound is a
+# parameter. (`_unconstrain` is checked in the Rust test by round trips: stanli lacks most.)
+W = "[0.3, -0.7, 1.1, 0.4, -0.2, 0.9, 0.5, -1.3, 0.6]'"
+PROGRAMS["transform_scalar"] = {"program": """
+parameters { vector[3] y; real a; real<lower=0> b; real s; }
+transformed parameters {
+  vector[3] z1 = lower_bound_jacobian(y, a);
+  real z2 = upper_bound_jacobian(s, b);
+  vector[3] z3 = lower_upper_bound_jacobian(y, a, a + b);
+  vector[3] z4 = offset_multiplier_jacobian(y, a, b);
+  vector[3] z5 = lower_bound_jacobian(y, [0.1, -0.2, 0.3]');
+  real z6 = lower_upper_bound_jacobian(s, -1, 2);
+  array[3] real z7 = upper_bound_jacobian(to_array_1d(y), {a, b, 1.0});
+  real z8 = offset_multiplier_jacobian(s, 1.5, b);
+}
+model {
+  vector[3] c1 = lower_bound_constrain(y, a);
+  real c2 = upper_bound_constrain(s, b);
+  vector[3] c3 = lower_upper_bound_constrain(y, a, a + b);
+  vector[3] c4 = offset_multiplier_constrain(y, a, b);
+  y ~ normal(0, 1); a ~ normal(0, 1); b ~ gamma(2, 2); s ~ normal(0, 1);
+  target += dot_product(z1, [0.3, -0.7, 1.1]') + z2 * 0.4 + dot_product(z3, [-0.2, 0.9, 0.5]');
+  target += dot_product(z4, [0.6, -1.3, 0.2]') + sum(z5) * 0.1 + z6 + sum(z7) * 0.3 + z8 * 0.2;
+  target += dot_product(c1, [0.5, 0.1, -0.4]') + c2 * 0.3 + dot_product(c3, [1, -1, 0.5]');
+  target += dot_product(c4, [0.2, 0.2, -0.3]');
+}
+""", "data": {}}
+PROGRAMS["transform_structured"] = {"program": """
+parameters { vector[3] y; vector[6] y6; vector[5] y5; matrix[2, 3] ym; array[2] vector[3] ya; }
+transformed parameters {
+  vector[4] s1 = simplex_jacobian(y);
+  vector[3] o1 = ordered_jacobian(y);
+  vector[3] p1 = positive_ordered_jacobian(y);
+  vector[3] u1 = unit_vector_jacobian(y);
+  vector[4] t1 = sum_to_zero_jacobian(y);
+  matrix[3, 4] t2 = sum_to_zero_jacobian(ym);
+  matrix[3, 3] sc = stochastic_column_jacobian(ym);
+  matrix[2, 4] sr = stochastic_row_jacobian(ym);
+  matrix[3, 3] lc = cholesky_factor_corr_jacobian(y, 3);
+  matrix[3, 3] cr = corr_matrix_jacobian(y, 3);
+  matrix[3, 3] cv = cov_matrix_jacobian(y6, 3);
+  matrix[3, 2] lv = cholesky_factor_cov_jacobian(y5, 3, 2);
+  array[2] vector[4] sa = simplex_jacobian(ya);
+  array[2] vector[3] oa = ordered_jacobian(ya);
+}
+model {
+  vector[4] s2 = simplex_constrain(y);
+  matrix[3, 3] cv2 = cov_matrix_constrain(y6, 3);
+  array[2] vector[3] pa = positive_ordered_constrain(ya);
+  y ~ normal(0, 1); y6 ~ normal(0, 1); y5 ~ normal(0, 1); to_vector(ym) ~ normal(0, 1);
+  for (k in 1:2) ya[k] ~ normal(0, 1);
+  target += dot_product(s1, [0.3, -0.7, 1.1, 0.4]') + dot_product(o1, [0.2, 0.5, -0.3]');
+  target += dot_product(p1, [0.1, -0.2, 0.3]') + dot_product(u1, [1.5, -0.5, 0.7]');
+  target += dot_product(t1, [0.3, 0.1, -0.4, 0.9]') + sum(t2 .* [[1, 2, 3, 4], [0.5, -1, 0.2, 0.3], [0, 1, -1, 2]]);
+  target += sum(sc * [1, 2, 3]') + sum(sr * [0.5, -1, 2, 0.1]') + sum(lc * [0.2, 0.7, -0.4]');
+  target += sum(cr * [1, -0.5, 0.3]') + sum(cv * [0.1, 0.2, 0.3]') + sum(lv * [0.4, -0.6]');
+  for (k in 1:2) target += dot_product(sa[k], [0.3, 0.2, -0.1, k]') + dot_product(oa[k], [0.1, k, -0.2]');
+  target += dot_product(s2, [1, 2, 3, 4]') + sum(cv2) * 0.1;
+  for (k in 1:2) target += dot_product(pa[k], [0.3, -0.1, 0.05 * k]');
+}
+""", "data": {}}
+
 
 def check_reference_definitions():
     """The written-out definitions equal stanli's own functions where stanli has them (the

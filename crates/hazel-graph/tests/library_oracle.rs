@@ -252,3 +252,110 @@ fn sorting_nan_is_an_error() {
         .expect_err("log(-1) is nan");
     assert!(err.message.contains("sort_asc"), "{}", err.message);
 }
+
+#[test]
+fn transform_functions_match_stanli() {
+    run_group(&["transform_"], 2);
+}
+
+/// Log density and gradient of a program at `q`.
+fn lp_grad(src: &str, q: &[f64]) -> (f64, Vec<f64>) {
+    let model = build(src, "{}").unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let mut ws = model.new_workspace();
+    let mut g = vec![0.0; q.len()];
+    let lp = model
+        .log_density_gradient(&mut ws, q, &mut g)
+        .unwrap_or_else(|e| panic!("{}\n{src}", e.message));
+    (lp, g)
+}
+
+/// `*_unconstrain` (stanli lacks most) by round trips: `unconstrain(constrain(y)) = y`, so a
+/// density of the round trip has the log density and gradient of the density of `y` itself,
+/// with the value a parameter (the graph-op inverse) and data (`hazel_math`'s inverse).
+#[test]
+fn unconstrain_inverts_constrain() {
+    let w = "[0.3, -0.7, 1.1, 0.4, -0.2, 0.9]'";
+    for (decl, round_trip) in [
+        (
+            "vector[3] y",
+            "lower_bound_unconstrain(lower_bound_constrain(y, 0.5 * a), 0.5 * a)",
+        ),
+        (
+            "vector[3] y",
+            "upper_bound_unconstrain(upper_bound_constrain(y, a), a)",
+        ),
+        (
+            "vector[3] y",
+            "lower_upper_bound_unconstrain(lower_upper_bound_constrain(y, a, a + 3), a, a + 3)",
+        ),
+        (
+            "vector[3] y",
+            "offset_multiplier_unconstrain(offset_multiplier_constrain(y, a, exp(a)), a, exp(a))",
+        ),
+        ("vector[3] y", "ordered_unconstrain(ordered_constrain(y))"),
+        (
+            "vector[3] y",
+            "positive_ordered_unconstrain(positive_ordered_constrain(y))",
+        ),
+    ] {
+        let n = 3;
+        let with = format!(
+            "parameters {{ {decl}; real a; }} model {{ y ~ normal(0, 1); a ~ normal(0, 1); \
+             target += dot_product(head({w}, {n}), {round_trip}); }}"
+        );
+        let plain = format!(
+            "parameters {{ {decl}; real a; }} model {{ y ~ normal(0, 1); a ~ normal(0, 1); \
+             target += dot_product(head({w}, {n}), y); }}"
+        );
+        let q = [0.3, -0.4, 0.8, 0.2];
+        let (l1, g1) = lp_grad(&with, &q);
+        let (l2, g2) = lp_grad(&plain, &q);
+        assert!(rel(l1, l2) < 1e-12, "{round_trip}: {l1} vs {l2}");
+        for i in 0..q.len() {
+            assert!(
+                rel(g1[i], g2[i]) < 1e-10,
+                "{round_trip}: gradient {g1:?} vs {g2:?}"
+            );
+        }
+    }
+    // Data round trips of every structured type (hazel_math's inverses).
+    // (unit_vector_unconstrain returns the unit vector itself, as Stan's unit_vector_free.)
+    for (free, expr) in [
+        (3, "unit_vector_unconstrain(yd[1:3] / norm2(yd[1:3])) * norm2(yd[1:3])"),
+        (3, "simplex_unconstrain(simplex_constrain(yd[1:3]))"),
+        (3, "sum_to_zero_unconstrain(sum_to_zero_constrain(yd[1:3]))"),
+        (3, "ordered_unconstrain(ordered_constrain(yd[1:3]))"),
+        (3, "cholesky_factor_corr_unconstrain(cholesky_factor_corr_constrain(yd[1:3], 3))"),
+        (3, "corr_matrix_unconstrain(corr_matrix_constrain(yd[1:3], 3))"),
+        (6, "cov_matrix_unconstrain(cov_matrix_constrain(yd, 3))"),
+        (5, "cholesky_factor_cov_unconstrain(cholesky_factor_cov_constrain(yd[1:5], 3, 2))"),
+        (6, "to_vector(sum_to_zero_unconstrain(sum_to_zero_constrain(to_matrix(yd, 2, 3))))"),
+        (6, "to_vector(stochastic_column_unconstrain(stochastic_column_constrain(to_matrix(yd, 2, 3))))"),
+        (6, "to_vector(stochastic_row_unconstrain(stochastic_row_constrain(to_matrix(yd, 2, 3))))"),
+    ] {
+        let src = format!(
+            "transformed data {{ vector[6] yd = [0.3, -0.4, 0.8, 0.2, -1.1, 0.5]'; \
+             vector[{free}] back = {expr}; }} parameters {{ real x; }} \
+             model {{ target += x * dot_product(back, head(yd, {free})) + x * 1000 * dot_self(back - head(yd, {free})); }}"
+        );
+        let src_plain = format!(
+            "transformed data {{ vector[6] yd = [0.3, -0.4, 0.8, 0.2, -1.1, 0.5]'; }} \
+             parameters {{ real x; }} model {{ target += x * dot_self(head(yd, {free})); }}"
+        );
+        let (l1, _) = lp_grad(&src, &[1.0]);
+        let (l2, _) = lp_grad(&src_plain, &[1.0]);
+        assert!(rel(l1, l2) < 1e-10, "{expr}: {l1} vs {l2}");
+    }
+    // Invalid constrained values are rejected with the function named.
+    let src = "parameters { vector[3] y; } model { target += sum(ordered_unconstrain(y)); }";
+    let model = build(src, "{}").expect("compiles");
+    let mut ws = model.new_workspace();
+    let err = model
+        .log_density_gradient(&mut ws, &[0.0, 1.0, 0.5], &mut [0.0; 3])
+        .expect_err("not ordered");
+    assert!(
+        err.message.contains("ordered_unconstrain"),
+        "{}",
+        err.message
+    );
+}
