@@ -297,6 +297,28 @@ fn unconstrain_inverts_constrain() {
             "vector[3] y",
             "positive_ordered_unconstrain(positive_ordered_constrain(y))",
         ),
+        ("vector[3] y", "simplex_unconstrain(simplex_constrain(y))"),
+        ("vector[3] y", "sum_to_zero_unconstrain(sum_to_zero_constrain(y))"),
+        (
+            "vector[3] y",
+            "to_vector(sum_to_zero_unconstrain(sum_to_zero_constrain(to_matrix(y, 3, 1))))",
+        ),
+        (
+            "vector[3] y",
+            "to_vector(stochastic_column_unconstrain(stochastic_column_constrain(to_matrix(y, 3, 1))))",
+        ),
+        (
+            "vector[3] y",
+            "to_vector(stochastic_row_unconstrain(stochastic_row_constrain(to_matrix(y, 1, 3))))",
+        ),
+        (
+            "vector[3] y",
+            "to_vector(stochastic_row_unconstrain(stochastic_row_constrain(append_row(to_matrix(y, 1, 3), to_matrix(y, 1, 3)))))[{1, 3, 5}]",
+        ),
+        (
+            "vector[3] y",
+            "to_vector(sum_to_zero_unconstrain(sum_to_zero_constrain(append_col(to_matrix(y, 3, 1), to_matrix(y, 3, 1)))))[1:3]",
+        ),
     ] {
         let n = 3;
         let with = format!(

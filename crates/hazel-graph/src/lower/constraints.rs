@@ -463,6 +463,13 @@ impl<'p> Tracer<'p> {
                 self.check_elems(&dev, CheckKind::Upper, 1e-8, &message);
                 x.clone()
             }
+            StructKind::SumToZeroVector { .. }
+            | StructKind::SumToZeroMatrix { .. }
+            | StructKind::Simplex { .. }
+            | StructKind::ColumnStochastic { .. }
+            | StructKind::RowStochastic { .. } => {
+                self.linear_unconstrain(kind, x, &message, span)?
+            }
             _ => {
                 return cerr(
                     format!("{name} of a parameter-dependent argument is not supported"),
@@ -471,6 +478,122 @@ impl<'p> Tracer<'p> {
             }
         };
         Ok(vector(free, free_shape.0, free_shape.1))
+    }
+
+    /// Unconstraining a parameter-dependent sum-to-zero value (`y = A x`) or simplex /
+    /// stochastic matrix (`y = A log x`): these inverses are linear in `x` or `log x`, so `A`
+    /// is read off `hazel_math`'s own inverse at basis points (one constant matrix, one
+    /// matrix × vector op). The value's constraint (sums within 1e-8, as Stan checks; no
+    /// negative entries) is checked at every evaluation.
+    fn linear_unconstrain(
+        &mut self,
+        kind: StructKind,
+        x: &Elems,
+        message: &str,
+        span: Span,
+    ) -> R<Elems> {
+        let n = kind.constrained_len();
+        let free = kind.free_len();
+        if free == 0 {
+            return Ok(Elems::C(Arc::new(vec![])));
+        }
+        let logs = matches!(
+            kind,
+            StructKind::Simplex { .. }
+                | StructKind::ColumnStochastic { .. }
+                | StructKind::RowStochastic { .. }
+        );
+        // Groups whose sums are constrained: (group of each element, number of groups).
+        let (rows, cols) = match kind {
+            StructKind::SumToZeroMatrix { rows, cols }
+            | StructKind::ColumnStochastic { rows, cols }
+            | StructKind::RowStochastic { rows, cols } => (rows, cols),
+            _ => (n, 1),
+        };
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        match kind {
+            StructKind::ColumnStochastic { .. } => {
+                groups = (0..cols)
+                    .map(|j| (0..rows).map(|i| i + j * rows).collect())
+                    .collect()
+            }
+            StructKind::RowStochastic { .. } => {
+                groups = (0..rows)
+                    .map(|i| (0..cols).map(|j| i + j * rows).collect())
+                    .collect()
+            }
+            StructKind::SumToZeroMatrix { .. } => {
+                groups.extend((0..cols).map(|j| (0..rows).map(|i| i + j * rows).collect()));
+                groups.extend((0..rows).map(|i| (0..cols).map(|j| i + j * rows).collect()));
+            }
+            _ => groups.push((0..n).collect()),
+        }
+        // A point whose inverse is column m of A.
+        let point = |m: usize| -> Vec<f64> {
+            if logs {
+                // log x = δ_m, renormalised within each simplex.
+                let mut v: Vec<f64> = (0..n)
+                    .map(|k| if k == m { 1f64.exp() } else { 1.0 })
+                    .collect();
+                for g in &groups {
+                    let s: f64 = g.iter().map(|&k| v[k]).sum();
+                    g.iter().for_each(|&k| v[k] /= s);
+                }
+                v
+            } else {
+                // δ_m projected onto the sum-to-zero space (centred, or double-centred).
+                let (mi, mj) = (m % rows, m / rows);
+                (0..n)
+                    .map(|k| {
+                        let (a, b) = (k % rows, k / rows);
+                        let d = ((a, b) == (mi, mj)) as u8 as f64;
+                        if cols == 1 {
+                            d - 1.0 / n as f64
+                        } else {
+                            d - (a == mi) as u8 as f64 / cols as f64
+                                - (b == mj) as u8 as f64 / rows as f64
+                                + 1.0 / n as f64
+                        }
+                    })
+                    .collect()
+            }
+        };
+        let mut a = vec![0.0; free * n];
+        let mut col = vec![0.0; free];
+        let mut base = vec![0.0; free];
+        if logs {
+            kind.unconstrain(&point(usize::MAX), &mut base)
+                .map_err(|e| domain(span, format!("{message}: {e}")))?;
+        }
+        for m in 0..n {
+            kind.unconstrain(&point(m), &mut col)
+                .map_err(|e| domain(span, format!("{message}: {e}")))?;
+            for r in 0..free {
+                a[r + m * free] = col[r] - base[r];
+            }
+        }
+        // The constraint: group sums (1 for simplexes, 0 otherwise) within 1e-8.
+        let mut g = vec![0.0; groups.len() * n];
+        for (gi, members) in groups.iter().enumerate() {
+            for &k in members {
+                g[gi + k * groups.len()] = 1.0;
+            }
+        }
+        let xa = self.elems_arg(x);
+        let ga = self.b.konst(&g);
+        let sums = Elems::V(self.b.matvec(ga, xa, groups.len(), n));
+        let target = if logs { 1.0 } else { 0.0 };
+        self.check_elems(&sums, CheckKind::Lower, target - 1e-8, message);
+        self.check_elems(&sums, CheckKind::Upper, target + 1e-8, message);
+        let input = if logs {
+            self.check_elems(x, CheckKind::Lower, 0.0, message);
+            self.elems_unary(UnaryFn::Log, x)
+        } else {
+            x.clone()
+        };
+        let ia = self.elems_arg(&input);
+        let aa = self.b.konst(&a);
+        Ok(Elems::V(self.b.matvec(aa, ia, free, n)))
     }
 }
 
