@@ -430,6 +430,31 @@ model {
 }
 """, "data": {}}
 
+# Compressed sparse rows: the pattern from data, the values and the vector parameters.
+# stanli lacks csr_to_dense_matrix: the oracle builds the dense matrix by hand from the same
+# triple.
+CSR = """
+data { matrix[3, 4] A; }
+transformed data {
+  vector[5] w = csr_extract_w(A);
+  array[5] int v = csr_extract_v(A);
+  array[4] int u = csr_extract_u(A);
+}
+parameters { vector[4] b; vector[5] wp; }
+model {
+  b ~ normal(0, 1); wp ~ normal(0, 1);
+  target += dot_product(csr_matrix_times_vector(3, 4, wp, v, u, b), [0.3, -0.5, 1.2]');
+  target += dot_product(csr_matrix_times_vector(3, 4, w, v, u, b), [1.1, 0.2, -0.4]');
+  target += sum(csr_to_dense_matrix(3, 4, wp, v, u) * b) + sum(w) * b[1];
+}
+"""
+CSR_ORACLE = CSR.replace("csr_to_dense_matrix(3, 4, wp, v, u)", "dense").replace(
+    "  b ~ normal(0, 1);",
+    "  matrix[3, 4] dense = rep_matrix(0, 3, 4);\n"
+    "  for (i in 1:3) for (k in u[i]:(u[i + 1] - 1)) dense[i, v[k]] = wp[k];\n  b ~ normal(0, 1);")
+PROGRAMS["csr"] = {"program": CSR, "oracle": CSR_ORACLE,
+                   "data": {"A": [[1.5, 0, 2, 0], [0, 0, -3, 0], [4, 0.5, 0, 0]]}}
+
 
 def check_reference_definitions():
     """The written-out definitions equal stanli's own functions where stanli has them (the

@@ -156,19 +156,11 @@ fn gp_hyperparameters_are_checked() {
         assert!(err.message.contains(message), "{}", err.message);
     }
     // A size error: at compile time or at the first evaluation, named either way.
-    let message = match build(
+    let message = first_error(
         "data { array[3] vector[2] x; } parameters { real a; } model { target += sum(gp_exp_quad_cov(x, a, {1.0, 2.0, 3.0})); }",
         r#"{"x": [[0.1, 0.2], [0.5, 0.1], [0.9, 1.0]]}"#,
-    ) {
-        Err(e) => e,
-        Ok(model) => {
-            let mut ws = model.new_workspace();
-            model
-                .log_density_gradient(&mut ws, &[1.0], &mut [0.0])
-                .expect_err("three length scales for two dimensions is an error")
-                .message
-        }
-    };
+        &[1.0],
+    );
     assert!(message.contains("number of length scales"), "{message}");
 }
 
@@ -380,4 +372,35 @@ fn unconstrain_inverts_constrain() {
         "{}",
         err.message
     );
+}
+
+#[test]
+fn compressed_sparse_rows_match_stanli() {
+    run_group(&["csr"], 1);
+    let p = fixtures()
+        .into_iter()
+        .find(|p| p["name"] == "csr")
+        .expect("csr");
+    let model = build(p["program"].as_str().unwrap(), p["data"].as_str().unwrap()).unwrap();
+    assert!(!model.is_dynamic(), "a data pattern keeps the model static");
+    let message = first_error(
+        "parameters { vector[2] b; } model { target += sum(csr_matrix_times_vector(2, 2, [1.0]', {3}, {1, 2, 2}, b)); }",
+        "{}",
+        &[0.1, 0.2],
+    );
+    assert!(message.contains("column index 3"), "{message}");
+}
+
+/// The error of a program that fails at compile time or at its first evaluation at `q`.
+fn first_error(src: &str, data: &str, q: &[f64]) -> String {
+    match build(src, data) {
+        Err(e) => e,
+        Ok(model) => {
+            let mut g = vec![0.0; q.len()];
+            model
+                .log_density_gradient(&mut model.new_workspace(), q, &mut g)
+                .expect_err("the program fails")
+                .message
+        }
+    }
 }

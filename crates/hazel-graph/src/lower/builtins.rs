@@ -883,6 +883,7 @@ impl<'p> Tracer<'p> {
             }
             _ if super::gp::is_gp_cov(name) => self.gp_cov(name, &args, span),
             _ if super::containers::is_container_fn(name) => self.container_call(name, &args, span),
+            _ if super::sparse::is_csr_fn(name) => self.csr_call(name, &args, span),
             _ if super::constraints::is_transform_fn(name) => {
                 self.transform_call(name, &args, span)
             }

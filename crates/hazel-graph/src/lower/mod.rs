@@ -10,6 +10,7 @@ pub mod linalg;
 pub mod multivariate;
 pub mod ode;
 pub mod params;
+pub mod sparse;
 pub mod support;
 pub mod trace;
 pub mod value;
