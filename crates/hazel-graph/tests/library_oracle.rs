@@ -290,6 +290,12 @@ fn unconstrain_inverts_constrain() {
             "positive_ordered_unconstrain(positive_ordered_constrain(y))",
         ),
         ("vector[3] y", "simplex_unconstrain(simplex_constrain(y))"),
+        ("vector[3] y", "cholesky_factor_corr_unconstrain(cholesky_factor_corr_constrain(y, 3))"),
+        ("vector[3] y", "cov_matrix_unconstrain(cov_matrix_constrain(append_row(y, y), 3))[1:3]"),
+        (
+            "vector[3] y",
+            "cholesky_factor_cov_unconstrain(cholesky_factor_cov_constrain(append_row(y, y[1:2]), 3, 2))[1:3]",
+        ),
         ("vector[3] y", "sum_to_zero_unconstrain(sum_to_zero_constrain(y))"),
         (
             "vector[3] y",

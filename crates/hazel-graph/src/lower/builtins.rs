@@ -512,7 +512,7 @@ impl<'p> Tracer<'p> {
                         }
                         Ok(Val::Matrix(r, c, e))
                     }
-                    4 => self.to_matrix_ordered(&args, span),
+                    4 => self.reshape_to_matrix(&args, span),
                     _ => cerr("to_matrix with this many arguments is not supported", span),
                 }
             }

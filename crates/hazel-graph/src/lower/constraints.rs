@@ -174,7 +174,7 @@ impl<'p> Tracer<'p> {
         let d = self.elems_binary(BinaryFn::Sub, ub, lb);
         match d.consts() {
             Some(c) => {
-                if let Some(v) = c.iter().find(|v| !(**v > 0.0)) {
+                if let Some(v) = c.iter().find(|v| v.is_nan() || **v <= 0.0) {
                     return eerr(
                         format!("{name}: the upper bound minus the lower bound is {v}, but must be positive"),
                         span,
@@ -462,6 +462,90 @@ impl<'p> Tracer<'p> {
                 self.check_elems(&dev, CheckKind::Lower, -1e-8, &message);
                 self.check_elems(&dev, CheckKind::Upper, 1e-8, &message);
                 x.clone()
+            }
+            StructKind::CholeskyFactorCov { .. } | StructKind::CovMatrix { .. } => {
+                // Cholesky factor (of the covariance matrix): its lower triangle row by row,
+                // the diagonal on the log scale.
+                let (m, n) = (rows, cols);
+                let l = if let StructKind::CovMatrix { .. } = kind {
+                    match self.call(
+                        "cholesky_decompose",
+                        vec![Val::Matrix(m, n, x.clone())],
+                        span,
+                    )? {
+                        Val::Matrix(_, _, e) => e,
+                        _ => return cerr("cholesky_decompose returned a non-matrix", span),
+                    }
+                } else {
+                    let above: Vec<Sc> = (0..n)
+                        .flat_map(|c| (0..c.min(m)).map(move |r| (r, c)))
+                        .map(|(r, c)| x.get(r + c * m))
+                        .collect();
+                    if !above.is_empty() {
+                        let a = Elems::from_scalars(above);
+                        self.check_elems(&a, CheckKind::Lower, 0.0, &message);
+                        self.check_elems(&a, CheckKind::Upper, 0.0, &message);
+                    }
+                    x.clone()
+                };
+                let diag = Elems::from_scalars((0..n.min(m)).map(|d| l.get(d + d * m)).collect());
+                self.check_elems(&diag, CheckKind::Lower, f64::MIN_POSITIVE, &message);
+                let mut parts = Vec::with_capacity(kind.free_len());
+                for r in 0..m {
+                    for c in 0..n.min(r + 1) {
+                        let v = l.get(r + c * m);
+                        parts.push(if r == c {
+                            self.sc_unary(UnaryFn::Log, v)
+                        } else {
+                            v
+                        });
+                    }
+                }
+                Elems::from_scalars_or_empty(parts)
+            }
+            StructKind::CholeskyFactorCorr { k } => {
+                // Canonical partial correlations, row by row: z = L_rc / √(1 − Σ_{j<c} L_rj²),
+                // y = atanh(z); the factor is checked (lower-triangular, positive diagonal,
+                // unit rows).
+                let above: Vec<Sc> = (0..k)
+                    .flat_map(|c| (0..c).map(move |r| (r, c)))
+                    .map(|(r, c)| x.get(r + c * k))
+                    .collect();
+                if !above.is_empty() {
+                    let a = Elems::from_scalars(above);
+                    self.check_elems(&a, CheckKind::Lower, 0.0, &message);
+                    self.check_elems(&a, CheckKind::Upper, 0.0, &message);
+                }
+                let diag = Elems::from_scalars((0..k).map(|d| x.get(d + d * k)).collect());
+                self.check_elems(&diag, CheckKind::Lower, f64::MIN_POSITIVE, &message);
+                let mut norms = Vec::with_capacity(k);
+                let mut parts = Vec::with_capacity(kind.free_len());
+                for r in 0..k {
+                    let mut sum_sqs = Sc::C(0.0);
+                    for c in 0..=r {
+                        let v = x.get(r + c * k);
+                        if c < r {
+                            let z = if c == 0 {
+                                v
+                            } else {
+                                let rest = self.sc_binary(BinaryFn::Sub, Sc::C(1.0), sum_sqs);
+                                let root = self.sc_unary(UnaryFn::Sqrt, rest);
+                                self.sc_binary(BinaryFn::Div, v, root)
+                            };
+                            match self.call("atanh", vec![Val::Real(z)], span)? {
+                                Val::Real(y) => parts.push(y),
+                                _ => return cerr("atanh returned a non-scalar", span),
+                            }
+                        }
+                        let v2 = self.sc_unary(UnaryFn::Square, v);
+                        sum_sqs = self.sc_binary(BinaryFn::Add, sum_sqs, v2);
+                    }
+                    norms.push(self.sc_binary(BinaryFn::Sub, sum_sqs, Sc::C(1.0)));
+                }
+                let dev = Elems::from_scalars(norms);
+                self.check_elems(&dev, CheckKind::Lower, -1e-8, &message);
+                self.check_elems(&dev, CheckKind::Upper, 1e-8, &message);
+                Elems::from_scalars_or_empty(parts)
             }
             StructKind::SumToZeroVector { .. }
             | StructKind::SumToZeroMatrix { .. }

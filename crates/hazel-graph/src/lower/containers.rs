@@ -140,14 +140,14 @@ impl<'p> Tracer<'p> {
                 Ok(Val::Matrix(n, n, Elems::from_scalars_or_empty(sc)))
             }
             "append_array" => self.append_array(args, span),
-            "to_int" => self.to_int_value(args.first(), span),
+            "to_int" => self.truncate_to_int(args.first(), span),
             "quantile" => self.quantile(args, span),
             _ => cerr(format!("function '{name}' is not supported"), span),
         }
     }
 
     /// `to_matrix(x, m, n, col_major)`: column-major fill unless `col_major` is 0.
-    pub(crate) fn to_matrix_ordered(&mut self, args: &[Val], span: Span) -> R<Val> {
+    pub(crate) fn reshape_to_matrix(&mut self, args: &[Val], span: Span) -> R<Val> {
         let e = self.to_elems(&args[0]);
         let r = self.as_int(&args[1], span)?;
         let c = self.as_int(&args[2], span)?;
@@ -201,12 +201,12 @@ impl<'p> Tracer<'p> {
         Ok(Val::array(out))
     }
 
-    fn to_int_value(&mut self, v: Option<&Val>, span: Span) -> R<Val> {
+    fn truncate_to_int(&mut self, v: Option<&Val>, span: Span) -> R<Val> {
         match v {
             Some(Val::Int(i)) => Ok(Val::Int(*i)),
             Some(Val::Array(xs)) => Ok(Val::array(
                 xs.iter()
-                    .map(|x| self.to_int_value(Some(x), span))
+                    .map(|x| self.truncate_to_int(Some(x), span))
                     .collect::<R<_>>()?,
             )),
             Some(v) => {

@@ -58,9 +58,9 @@ impl<'p> Tracer<'p> {
                 if name == "csr_to_dense_matrix" {
                     let mut sc = vec![Sc::C(0.0); m * n];
                     for i in 0..m {
-                        for k in (u[i] - 1) as usize..(u[i + 1] - 1) as usize {
-                            let j = (v[k] - 1) as usize;
-                            sc[i + j * m] = w.get(k);
+                        let row = (u[i] - 1) as usize..(u[i + 1] - 1) as usize;
+                        for (k, &j) in v.iter().enumerate().take(row.end).skip(row.start) {
+                            sc[i + (j - 1) as usize * m] = w.get(k);
                         }
                     }
                     return Ok(Val::Matrix(m, n, Elems::from_scalars_or_empty(sc)));
