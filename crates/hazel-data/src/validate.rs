@@ -2,8 +2,8 @@
 
 use crate::json::{Node, NumBlock, Numbers};
 use crate::{
-    element_count, element_name, format_dims, format_number, BaseType, Bound, Constraint, DataDecl, DataError,
-    DataFile, DataType, DataValue, Values,
+    element_count, element_name, format_dims, format_number, BaseType, Bound, Constraint, DataDecl,
+    DataError, DataFile, DataType, DataValue, Values,
 };
 
 /// Stan's tolerance for structural constraints (`CONSTRAINT_TOLERANCE`).

@@ -649,17 +649,19 @@ fn mutated_inputs_never_panic() {
 fn huge_declared_shapes_do_not_overflow() {
     let huge = usize::MAX / 2;
     let f = parse(r#"{"e": [], "t": [], "x": [1, 2]}"#);
-    let value = read_var(
-        &f,
-        &DataDecl::new("e", DataType::real(vec![huge, huge, 0])),
-    )
-    .unwrap();
+    let value = read_var(&f, &DataDecl::new("e", DataType::real(vec![huge, huge, 0]))).unwrap();
     assert_eq!(value.len(), 0);
     assert_eq!(value.values, Values::Reals(vec![]));
-    let tuple = DataType::new(BaseType::Tuple(vec![DataType::real(vec![])]), vec![huge, huge, 0]);
+    let tuple = DataType::new(
+        BaseType::Tuple(vec![DataType::real(vec![])]),
+        vec![huge, huge, 0],
+    );
     assert!(read_var(&f, &DataDecl::new("t", tuple)).is_ok());
     let simplices = DataType::real(vec![0, huge, huge]).with_constraint(Constraint::CorrMatrix);
     assert!(read_var(&f, &DataDecl::new("e", simplices)).is_ok());
-    assert!(err(r#"{"x": [1, 2]}"#, DataDecl::new("x", DataType::real(vec![huge, huge])))
-        .contains("should be"));
+    assert!(err(
+        r#"{"x": [1, 2]}"#,
+        DataDecl::new("x", DataType::real(vec![huge, huge]))
+    )
+    .contains("should be"));
 }

@@ -52,9 +52,12 @@ enum Dim {
     Size,
 }
 
-/// The variables of each program in [`DATA_PROGRAMS`], with their JSON shapes; the first
-/// `Dim::Size` variable (if any) is the size variable itself, named first.
-fn variables(program: usize) -> (Option<&'static str>, Vec<(&'static str, Vec<Dim>, Leaf)>) {
+/// A data variable's name, dimensions and element kind.
+type DataVar = (&'static str, Vec<Dim>, Leaf);
+
+/// The variables of each program in [`DATA_PROGRAMS`] with their JSON shapes, after the name
+/// of the size variable `Dim::Size` stands for (if any).
+fn variables(program: usize) -> (Option<&'static str>, Vec<DataVar>) {
     use Dim::*;
     use Leaf::*;
     match program {
@@ -136,7 +139,7 @@ fn checked_programs() -> &'static [CheckedProgram] {
 pub fn data_reader(bytes: &[u8]) -> Result<(), String> {
     let mut choices = Choices::new(bytes);
     let program = choices.below(DATA_PROGRAMS.len());
-    let text = if choices.byte() % 2 == 0 {
+    let text = if choices.below(2) == 0 {
         String::from_utf8_lossy(choices.rest()).into_owned()
     } else {
         structured_json(program, &mut choices)

@@ -385,7 +385,9 @@ fn sd_has_stan_maths_gradient_where_elements_are_equal() {
 #[test]
 fn huge_declared_sizes_are_errors_not_aborts() {
     let compile_with = |src: &str, data: &str| {
-        let checked = hazel_check::check_source("m.stan", src).checked.expect("checks");
+        let checked = hazel_check::check_source("m.stan", src)
+            .checked
+            .expect("checks");
         let data = hazel_data::DataFile::parse(data).expect("data");
         compile(&checked, &data, &CompileOptions::default()).map(|_| ())
     };
@@ -409,5 +411,9 @@ fn huge_declared_sizes_are_errors_not_aborts() {
         r#"{"M": 2147483647}"#,
     )
     .unwrap_err();
-    assert!(error.message.contains("cannot allocate"), "{}", error.message);
+    assert!(
+        error.message.contains("cannot allocate"),
+        "{}",
+        error.message
+    );
 }

@@ -902,7 +902,10 @@ impl<'p> Tracer<'p> {
             ElemType::ComplexMatrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = self.size(cols)?;
-                Val::complex(Val::Matrix(r, c, nan(area(r, c)?)?), Val::Matrix(r, c, nan(area(r, c)?)?))
+                Val::complex(
+                    Val::Matrix(r, c, nan(area(r, c)?)?),
+                    Val::Matrix(r, c, nan(area(r, c)?)?),
+                )
             }
         })
     }
