@@ -1,23 +1,10 @@
-//! The `hazel` command-line program.
-//!
-//! Each subcommand lives in its own module with an `Args` struct (clap derive) and a
-//! `run(&Args) -> CliResult`; adding one is a module, a variant of [`Command`] and a match arm.
-//! What several subcommands share (reading, checking and compiling a program with its data)
-//! is in [`front`].
-
-mod check;
-mod compare;
-mod front;
-mod log_density;
-mod progress;
-mod sample;
-mod summary;
+//! The `hazel` command-line program: parses the command line and runs a subcommand of the
+//! `hazel_cli` library. Adding a subcommand is a module there, a variant of [`Command`] and a
+//! match arm.
 
 use clap::{Parser, Subcommand};
+use hazel_cli::{check, compare, front, log_density, sample, summary};
 use std::process::ExitCode;
-
-/// What a subcommand returns: errors are printed as `error: …` and exit with status 1.
-pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 
 #[derive(Parser)]
 #[command(

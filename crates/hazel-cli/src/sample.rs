@@ -7,7 +7,7 @@
 
 use crate::front::{check_program, compile_model, model_name, read_data, Reported};
 use crate::progress::progress_for_run;
-use crate::summary::{summarize, table_with_warnings, write_stdout};
+use crate::summary::{summarize, table_with_warnings, write_output};
 use crate::CliResult;
 use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
@@ -174,6 +174,12 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
 }
 
 pub fn run(args: &SampleArgs) -> CliResult {
+    run_to(args, &mut std::io::stdout().lock())
+}
+
+/// `hazel sample` with the summary table written to `out` instead of stdout (progress,
+/// warnings and errors still go to stderr).
+pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
     let seed = args.seed.unwrap_or_else(clock_seed);
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
@@ -289,7 +295,7 @@ pub fn run(args: &SampleArgs) -> CliResult {
                 paths.len()
             );
         }
-        write_stdout(&table_with_warnings(&summary))?;
+        write_output(out, &table_with_warnings(&summary))?;
     }
     if failures.is_empty() {
         Ok(())

@@ -8,7 +8,6 @@ use hazel_diagnostics::{
 use hazel_output::{read_stan_csvs, StanCsv};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -87,11 +86,12 @@ pub fn table_with_warnings(summary: &Summary) -> String {
 
 /// Writes to stdout; a reader that went away (`hazel summary … | head`) is not an error.
 pub fn write_stdout(text: &str) -> CliResult {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    write_output(&mut std::io::stdout().lock(), text)
+}
+
+/// Writes `text` to `out` and flushes it; a closed pipe (`| head`) is not an error.
+pub fn write_output(out: &mut dyn std::io::Write, text: &str) -> CliResult {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }

@@ -241,7 +241,7 @@ pub struct DataValue {
 impl DataValue {
     /// Number of elements (tuples count once each; complex numbers once each).
     pub fn len(&self) -> usize {
-        self.dims.iter().product()
+        element_count(&self.dims)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -287,6 +287,13 @@ impl DataValue {
             values,
         }
     }
+}
+
+/// The number of elements of a declared shape, saturating: declared sizes come from the data
+/// and may multiply past `usize::MAX` (with an empty dimension, or in a shape no data file can
+/// match).
+pub(crate) fn element_count(shape: &[usize]) -> usize {
+    shape.iter().fold(1, |n, &d| n.saturating_mul(d))
 }
 
 /// Why data could not be read. `Display` gives the message the user sees.

@@ -2,8 +2,8 @@
 
 use crate::json::{Node, NumBlock, Numbers};
 use crate::{
-    element_name, format_dims, format_number, BaseType, Bound, Constraint, DataDecl, DataError,
-    DataFile, DataType, DataValue, Values,
+    element_count, element_name, format_dims, format_number, BaseType, Bound, Constraint, DataDecl,
+    DataError, DataFile, DataType, DataValue, Values,
 };
 
 /// Stan's tolerance for structural constraints (`CONSTRAINT_TOLERANCE`).
@@ -66,10 +66,9 @@ fn convert(node: &Node, ty: &DataType, name: &str) -> Result<DataValue, DataErro
         Node::Block(b) => b,
         _ => return Err(shape_error()),
     };
-    let declared_size: usize = expected_dims.iter().product();
     let sizes_match = block.dims == expected_dims
         // An empty container may be written `[]` whatever its declared nesting.
-        || (declared_size == 0 && block.numbers.is_empty() && block.dims == [0]);
+        || (expected_dims.contains(&0) && block.numbers.is_empty() && block.dims == [0]);
     if !sizes_match {
         return Err(shape_error());
     }
@@ -234,8 +233,8 @@ fn check_constraint(v: &[f64], ty: &DataType, name: &str) -> Result<(), DataErro
     }
     let outer_dims = &ty.shape[..ty.shape.len() - unit_dims];
     let unit_shape = &ty.shape[ty.shape.len() - unit_dims..];
-    let unit_len: usize = unit_shape.iter().product();
-    if unit_len == 0 {
+    let unit_len = element_count(unit_shape);
+    if unit_len == 0 || v.is_empty() {
         return Ok(());
     }
     for (u, chunk) in v.chunks(unit_len).enumerate() {
@@ -484,7 +483,7 @@ fn convert_tuple(
     };
     let mut objects: Vec<&Vec<(String, Node)>> = Vec::new();
     collect_objects(node, &ty.shape, &mut objects).map_err(|_| shape_error())?;
-    let count: usize = ty.shape.iter().product();
+    let count = element_count(&ty.shape);
     if objects.len() != count {
         return Err(shape_error());
     }
@@ -532,7 +531,7 @@ fn collect_objects<'a>(
             Ok(())
         }
         // `[]` for an empty array of tuples.
-        Node::Block(b) if b.numbers.is_empty() && shape.iter().product::<usize>() == 0 => Ok(()),
+        Node::Block(b) if b.numbers.is_empty() && shape.contains(&0) => Ok(()),
         _ => Err(()),
     }
 }

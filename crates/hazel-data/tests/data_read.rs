@@ -635,3 +635,27 @@ fn mutated_inputs_never_panic() {
     // The mutations must leave a fair share of valid JSON, or the validator is not exercised.
     assert!(parsed_ok > 250, "only {parsed_ok} mutated files parsed");
 }
+
+/// Declared sizes come from the data and may multiply past `usize::MAX`; an empty container
+/// of such a shape is read, a non-empty one is a shape error, never an overflow (found by the
+/// `data_reader` fuzz target).
+#[test]
+fn huge_declared_shapes_do_not_overflow() {
+    let huge = usize::MAX / 2;
+    let f = parse(r#"{"e": [], "t": [], "x": [1, 2]}"#);
+    let value = read_var(&f, &DataDecl::new("e", DataType::real(vec![huge, huge, 0]))).unwrap();
+    assert_eq!(value.len(), 0);
+    assert_eq!(value.values, Values::Reals(vec![]));
+    let tuple = DataType::new(
+        BaseType::Tuple(vec![DataType::real(vec![])]),
+        vec![huge, huge, 0],
+    );
+    assert!(read_var(&f, &DataDecl::new("t", tuple)).is_ok());
+    let simplices = DataType::real(vec![0, huge, huge]).with_constraint(Constraint::CorrMatrix);
+    assert!(read_var(&f, &DataDecl::new("e", simplices)).is_ok());
+    assert!(err(
+        r#"{"x": [1, 2]}"#,
+        DataDecl::new("x", DataType::real(vec![huge, huge]))
+    )
+    .contains("should be"));
+}

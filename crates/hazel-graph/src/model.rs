@@ -130,7 +130,8 @@ impl fmt::Debug for Workspace {
 }
 
 fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
-    let blank = tr.blank(ty)?;
+    // Sizes only: nothing of the declared size is allocated before the data match it.
+    let shape = tr.decl_dims(ty)?;
     let base = match &ty.elem {
         ElemType::Int { .. } => BaseType::Int,
         ElemType::Complex
@@ -150,11 +151,7 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
         }
         _ => BaseType::Real,
     };
-    let mut shape = blank.dims();
     // `dims` of a row vector is its length; keep that, hazel_data accepts either for vectors.
-    if matches!(blank, Val::Int(_) | Val::Real(_)) {
-        shape.clear();
-    }
     let mut dt = DataType::new(base, shape);
     let bound = |tr: &mut Tracer, e: &Expr| -> Result<Bound, TraceErr> {
         let v = tr.expr(e)?;

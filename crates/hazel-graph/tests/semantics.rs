@@ -378,3 +378,42 @@ fn sd_has_stan_maths_gradient_where_elements_are_equal() {
     assert_eq!(lp, 0.0);
     assert!((g[0] - 3f64.sqrt()).abs() < 1e-15, "{g:?}");
 }
+
+/// Declared sizes come from the data: a huge `N` must give an error, not an allocation that
+/// aborts the process (found by the `data_reader` fuzz target: `array[N] int y` with
+/// `N = 2147483647` allocated a blank value of N elements before reading `y`).
+#[test]
+fn huge_declared_sizes_are_errors_not_aborts() {
+    let compile_with = |src: &str, data: &str| {
+        let checked = hazel_check::check_source("m.stan", src)
+            .checked
+            .expect("checks");
+        let data = hazel_data::DataFile::parse(data).expect("data");
+        compile(&checked, &data, &CompileOptions::default()).map(|_| ())
+    };
+    let model = "parameters { real mu; } model { mu ~ normal(0, 1); }";
+    // Data are checked against the declared size before anything of that size exists.
+    let error = compile_with(
+        &format!("data {{ int N; array[N] int y; matrix[N, N] m; }} {model}"),
+        r#"{"N": 2147483647, "y": [1, 2], "m": []}"#,
+    )
+    .unwrap_err();
+    assert!(error.message.contains("`y`"), "{}", error.message);
+    // An empty array of huge vectors allocates nothing.
+    compile_with(
+        &format!("data {{ int M; array[0] vector[M] v; array[2, 0] matrix[M, M] a; }} {model}"),
+        r#"{"M": 2147483647, "v": [], "a": []}"#,
+    )
+    .unwrap();
+    // A value that cannot be allocated is an error (Stan: std::bad_alloc).
+    let error = compile_with(
+        &format!("data {{ int M; }} transformed data {{ matrix[M, M] w; }} {model}"),
+        r#"{"M": 2147483647}"#,
+    )
+    .unwrap_err();
+    assert!(
+        error.message.contains("cannot allocate"),
+        "{}",
+        error.message
+    );
+}

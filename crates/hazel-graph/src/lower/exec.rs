@@ -750,9 +750,35 @@ impl<'p> Tracer<'p> {
         res
     }
 
-    /// A fresh value of a declared type: NaN reals, sizes evaluated now.
+    /// A fresh value of a declared type: NaN reals, sizes evaluated now. An empty array
+    /// allocates no element (`array[0] vector[M]` with a huge `M` is valid).
     pub fn blank(&mut self, ty: &DeclType) -> R<Val> {
-        let mut dims = Vec::new();
+        let dims = self.array_dims(ty)?;
+        let elem = if dims.contains(&0) {
+            // Sizes are still evaluated (and checked) once, as for a non-empty array.
+            self.elem_dims(&ty.elem)?;
+            Val::Int(0)
+        } else {
+            self.blank_elem(&ty.elem)?
+        };
+        Ok(nest(&dims, &elem))
+    }
+
+    /// The dimensions of a declared type as `Val::dims` gives them for its blank value
+    /// (nothing after an empty array dimension), without allocating the value: data sizes are
+    /// checked against the data file before anything of the declared size exists.
+    pub fn decl_dims(&mut self, ty: &DeclType) -> R<Vec<usize>> {
+        let mut dims = self.array_dims(ty)?;
+        let elem = self.elem_dims(&ty.elem)?;
+        match dims.iter().position(|&n| n == 0) {
+            Some(empty) => dims.truncate(empty + 1),
+            None => dims.extend(elem),
+        }
+        Ok(dims)
+    }
+
+    fn array_dims(&mut self, ty: &DeclType) -> R<Vec<usize>> {
+        let mut dims = Vec::with_capacity(ty.array_dims.len());
         for d in &ty.array_dims {
             let n = self.int_expr(d)?;
             if n < 0 {
@@ -763,8 +789,51 @@ impl<'p> Tracer<'p> {
             }
             dims.push(n as usize);
         }
-        let elem = self.blank_elem(&ty.elem)?;
-        Ok(nest(&dims, &elem))
+        Ok(dims)
+    }
+
+    /// The dimensions of one element of a declared type (`[]` for scalars and tuples), its
+    /// sizes evaluated in the order `blank_elem` evaluates them.
+    fn elem_dims(&mut self, elem: &ElemType) -> R<Vec<usize>> {
+        Ok(match elem {
+            ElemType::Int { .. } | ElemType::Real { .. } | ElemType::Complex => vec![],
+            ElemType::Vector { size, .. }
+            | ElemType::Simplex { size }
+            | ElemType::UnitVector { size }
+            | ElemType::SumToZeroVector { size }
+            | ElemType::Ordered { size }
+            | ElemType::PositiveOrdered { size }
+            | ElemType::RowVector { size, .. }
+            | ElemType::ComplexVector { size }
+            | ElemType::ComplexRowVector { size } => vec![self.size(size)?],
+            ElemType::Matrix { rows, cols, .. }
+            | ElemType::SumToZeroMatrix { rows, cols }
+            | ElemType::ColumnStochasticMatrix { rows, cols }
+            | ElemType::RowStochasticMatrix { rows, cols }
+            | ElemType::ComplexMatrix { rows, cols } => {
+                vec![self.size(rows)?, self.size(cols)?]
+            }
+            ElemType::CholeskyFactorCorr { size }
+            | ElemType::CorrMatrix { size }
+            | ElemType::CovMatrix { size } => {
+                let n = self.size(size)?;
+                vec![n, n]
+            }
+            ElemType::CholeskyFactorCov { rows, cols } => {
+                let r = self.size(rows)?;
+                let c = match cols {
+                    Some(c) => self.size(c)?,
+                    None => r,
+                };
+                vec![r, c]
+            }
+            ElemType::Tuple(items) => {
+                for item in items {
+                    self.decl_dims(item)?;
+                }
+                vec![]
+            }
+        })
     }
 
     fn size(&mut self, e: &Expr) -> R<usize> {
@@ -776,7 +845,15 @@ impl<'p> Tracer<'p> {
     }
 
     fn blank_elem(&mut self, elem: &ElemType) -> R<Val> {
-        let nan = |n: usize| Elems::C(Arc::new(vec![f64::NAN; n]));
+        let nan = |n: usize| nan_elems(n).map_err(|e| TraceErr::Eval(e, Span::DUMMY));
+        let area = |r: usize, c: usize| {
+            r.checked_mul(c).ok_or_else(|| {
+                TraceErr::Eval(
+                    EvalError::reject(format!("a {r} × {c} matrix is too large")),
+                    Span::DUMMY,
+                )
+            })
+        };
         Ok(match elem {
             ElemType::Int { .. } => Val::Int(i32::MIN as i64),
             ElemType::Real { .. } => Val::real(f64::NAN),
@@ -785,21 +862,21 @@ impl<'p> Tracer<'p> {
             | ElemType::UnitVector { size }
             | ElemType::SumToZeroVector { size }
             | ElemType::Ordered { size }
-            | ElemType::PositiveOrdered { size } => Val::Vector(nan(self.size(size)?)),
-            ElemType::RowVector { size, .. } => Val::RowVector(nan(self.size(size)?)),
+            | ElemType::PositiveOrdered { size } => Val::Vector(nan(self.size(size)?)?),
+            ElemType::RowVector { size, .. } => Val::RowVector(nan(self.size(size)?)?),
             ElemType::Matrix { rows, cols, .. }
             | ElemType::SumToZeroMatrix { rows, cols }
             | ElemType::ColumnStochasticMatrix { rows, cols }
             | ElemType::RowStochasticMatrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = self.size(cols)?;
-                Val::Matrix(r, c, nan(r * c))
+                Val::Matrix(r, c, nan(area(r, c)?)?)
             }
             ElemType::CholeskyFactorCorr { size }
             | ElemType::CorrMatrix { size }
             | ElemType::CovMatrix { size } => {
                 let n = self.size(size)?;
-                Val::Matrix(n, n, nan(n * n))
+                Val::Matrix(n, n, nan(area(n, n)?)?)
             }
             ElemType::CholeskyFactorCov { rows, cols } => {
                 let r = self.size(rows)?;
@@ -807,7 +884,7 @@ impl<'p> Tracer<'p> {
                     Some(c) => self.size(c)?,
                     None => r,
                 };
-                Val::Matrix(r, c, nan(r * c))
+                Val::Matrix(r, c, nan(area(r, c)?)?)
             }
             ElemType::Tuple(items) => {
                 let vals = items.iter().map(|t| self.blank(t)).collect::<R<Vec<_>>>()?;
@@ -816,16 +893,19 @@ impl<'p> Tracer<'p> {
             ElemType::Complex => Val::complex(Val::real(f64::NAN), Val::real(f64::NAN)),
             ElemType::ComplexVector { size } => {
                 let n = self.size(size)?;
-                Val::complex(Val::Vector(nan(n)), Val::Vector(nan(n)))
+                Val::complex(Val::Vector(nan(n)?), Val::Vector(nan(n)?))
             }
             ElemType::ComplexRowVector { size } => {
                 let n = self.size(size)?;
-                Val::complex(Val::RowVector(nan(n)), Val::RowVector(nan(n)))
+                Val::complex(Val::RowVector(nan(n)?), Val::RowVector(nan(n)?))
             }
             ElemType::ComplexMatrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = self.size(cols)?;
-                Val::complex(Val::Matrix(r, c, nan(r * c)), Val::Matrix(r, c, nan(r * c)))
+                Val::complex(
+                    Val::Matrix(r, c, nan(area(r, c)?)?),
+                    Val::Matrix(r, c, nan(area(r, c)?)?),
+                )
             }
         })
     }
@@ -1027,6 +1107,17 @@ impl<'p> Tracer<'p> {
         self.add_target_sc(neg);
         Ok(())
     }
+}
+
+/// `n` NaNs, or an error where the memory cannot be had (Stan's `std::bad_alloc`): a declared
+/// size from the data must not abort the process.
+fn nan_elems(n: usize) -> Result<Elems, EvalError> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(n).map_err(|_| {
+        EvalError::reject(format!("cannot allocate {n} values for a declared size"))
+    })?;
+    values.resize(n, f64::NAN);
+    Ok(Elems::C(Arc::new(values)))
 }
 
 /// An array of `dims` copies of `elem`.
