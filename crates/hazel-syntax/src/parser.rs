@@ -2,8 +2,10 @@
 //!
 //! Recovery: a statement that fails to parse is reported and skipped up to the next `;` or to
 //! the `}` that closes its block, so independent errors in one file are all reported.
-//! Nesting is bounded ([`MAX_NESTING`]) so no input can exhaust the stack, here or in later
-//! passes that recurse over the tree.
+//! Nesting is bounded ([`MAX_NESTING`]): the parser's own recursion, and the depth of
+//! expressions except along the left spine of left-associative operator chains, which the
+//! parser builds in a loop (a flat sum of 100,000 terms is valid). Later passes that recurse
+//! over the tree run on threads with a deep stack (`hazel_density::EVALUATION_STACK_BYTES`).
 
 use crate::ast::*;
 use crate::diagnostic::Diagnostic;
@@ -317,6 +319,12 @@ impl<'a> Parser<'a> {
             ExprKind::Paren(e) | ExprKind::Transpose(e) => self.depth_of(e),
             ExprKind::Unary { operand, .. } => self.depth_of(operand),
             ExprKind::TupleProj { base, .. } => self.depth_of(base),
+            // A left-associative chain (`a + b + c + …`, often machine-generated with
+            // thousands of terms) is a flat n-ary operation to the reader, not nesting: its
+            // left spine does not count, its right operands do.
+            ExprKind::Binary { op, lhs, rhs } if !op.is_right_assoc() => {
+                self.depth_of(lhs).saturating_sub(1).max(self.depth_of(rhs))
+            }
             ExprKind::Binary { lhs, rhs, .. } => self.depth_of(lhs).max(self.depth_of(rhs)),
             ExprKind::Ternary {
                 cond,
