@@ -188,6 +188,24 @@ fn a_flat_sum_of_100000_terms_is_not_nesting() {
 }
 
 #[test]
+fn an_operator_chain_beyond_250000_operators_is_a_clear_error() {
+    let dir = scratch_dir("chain-limit");
+    let terms = vec!["x"; 250_002].join("+");
+    let model = program(
+        &dir,
+        "long",
+        &format!("parameters {{ real x; }}\nmodel {{ target += {terms}; }}\n"),
+    );
+    let stderr = assert_clean_error(&hazel(&["check", &model]));
+    assert!(
+        stderr.contains("expression is too long (more than 250000 operators in a row)"),
+        "{stderr}"
+    );
+    // The snippet shows a window of the 500,000-character line, not all of it.
+    assert!(stderr.len() < 2_000, "{}", stderr.len());
+}
+
+#[test]
 fn real_nesting_keeps_its_limit_with_a_clear_error() {
     let dir = scratch_dir("deep-parens");
     let nested = format!("{}x{}", "(".repeat(300), ")".repeat(300));

@@ -16,6 +16,13 @@ use crate::span::{SourceMap, Span};
 /// rejected with an error; passes over the tree may rely on this bound.
 pub const MAX_NESTING: usize = 256;
 
+/// Maximum number of binary operators in one left-associative chain (`a + b + …`). Such a
+/// chain is not nesting, but later passes recurse along it, about 0.5–1 KiB of stack per
+/// operator when a model is traced: a million ran on hazel's 1 GiB threads
+/// (`hazel_density::EVALUATION_STACK_BYTES`), two million overflowed. A quarter of a million
+/// keeps a fourfold margin.
+pub const MAX_CHAIN_OPERATORS: usize = 250_000;
+
 /// Maximum nesting of types (`tuple(tuple(...))`).
 pub const MAX_TYPE_NESTING: usize = 64;
 
@@ -1556,10 +1563,24 @@ impl<'a> Parser<'a> {
 
     fn parse_bp_inner(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.parse_prefix()?;
+        let mut operators = 0usize;
         while let Some(op) = self.binop() {
             let prec = op.precedence();
             if prec < min_prec {
                 break;
+            }
+            operators += 1;
+            if operators > MAX_CHAIN_OPERATORS {
+                let span = self.span();
+                return Err(self.error(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "expression is too long (more than {MAX_CHAIN_OPERATORS} operators in a row)"
+                        ),
+                    )
+                    .with_hint("split it into several statements with intermediate variables"),
+                ));
             }
             self.bump();
             let next_min = if op.is_right_assoc() { prec } else { prec + 1 };
