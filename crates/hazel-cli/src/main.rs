@@ -57,7 +57,8 @@ fn main() -> ExitCode {
         .spawn(move || run_command(&cli));
     match worker.map(|handle| handle.join()) {
         Ok(Ok(code)) => code,
-        Ok(Err(_)) => ExitCode::FAILURE,
+        // A panic (a bug): its message was printed; exit as an uncaught panic would.
+        Ok(Err(_)) => ExitCode::from(101),
         // No thread with a deep stack: run here, with the main thread's stack.
         Err(_) => run_command(&Cli::parse()),
     }
