@@ -10,6 +10,11 @@ use hazel_check::{CallTarget, Type};
 use hazel_syntax::Span;
 use std::sync::Arc;
 
+/// How deep user functions may call each other while a program is traced. Each call costs a
+/// few KiB of stack (about 3 KiB measured); models are built and evaluated on threads with
+/// `hazel_density::EVALUATION_STACK_BYTES` (1 GiB), so this leaves a wide margin.
+pub const MAX_CALL_DEPTH: u32 = 100_000;
+
 /// The elementwise op of a unary built-in (the graph's own kernels; other unary functions
 /// run through `hazel_math::special`'s table).
 pub(crate) fn unary_by_name(name: &str) -> Option<UnaryFn> {
@@ -1057,6 +1062,17 @@ impl<'p> Tracer<'p> {
                     uf.name,
                     def.args.len(),
                     args.len()
+                ),
+                span,
+            );
+        }
+        if self.function_depth >= MAX_CALL_DEPTH {
+            // Tracing recurses per call: stop with the function's name before the stack runs
+            // out (Stan itself would crash).
+            return eerr(
+                format!(
+                    "user function '{}' recursed more than {MAX_CALL_DEPTH} calls deep",
+                    uf.name
                 ),
                 span,
             );

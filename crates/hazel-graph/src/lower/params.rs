@@ -111,11 +111,59 @@ impl<'p> Tracer<'p> {
     pub fn read_params(&mut self, block: &Option<Block>, q: Option<&Elems>) -> R<usize> {
         let mut pos = 0usize;
         for d in declarations(block) {
+            self.check_bound_order(&d.name, &d.ty, true)?;
             if let Some(v) = self.read_param(&d.ty, q, &mut pos)? {
                 self.bind(&d.name, v);
             }
         }
         Ok(pos)
+    }
+
+    /// Stan's check that a declaration's bounds are ordered: `lower < upper` for a parameter
+    /// (its transform maps onto the open interval), `lower ≤ upper` for other variables.
+    /// Bounds that depend on parameters are left to the transform and the value checks.
+    pub fn check_bound_order(&mut self, name: &str, ty: &DeclType, strict: bool) -> R<()> {
+        let Some(Transform::Bounds {
+            lower: Some(lower),
+            upper: Some(upper),
+        }) = transform_of(&ty.elem)
+        else {
+            return Ok(());
+        };
+        if !(self.prog.is_parameter_free(lower.id) && self.prog.is_parameter_free(upper.id)) {
+            return Ok(());
+        }
+        let (lv, uv) = (self.expr(lower)?, self.expr(upper)?);
+        let (le, ue) = (self.to_elems(&lv), self.to_elems(&uv));
+        let (Some(lc), Some(uc)) = (le.consts(), ue.consts()) else {
+            return Ok(());
+        };
+        let at = |c: &[f64], i: usize| if c.len() == 1 { c.first() } else { c.get(i) }.copied();
+        for i in 0..lc.len().max(uc.len()) {
+            let (Some(l), Some(u)) = (at(&lc, i), at(&uc, i)) else {
+                continue;
+            };
+            let ordered = if strict { l < u } else { l <= u };
+            if !ordered {
+                let relation = if strict {
+                    "less than"
+                } else {
+                    "less than or equal to"
+                };
+                let which = if lc.len().max(uc.len()) == 1 {
+                    String::new()
+                } else {
+                    format!(" (element {})", i + 1)
+                };
+                return cerr(
+                    format!(
+                        "`{name}`: the lower bound {l} must be {relation} the upper bound {u}{which}"
+                    ),
+                    ty.span,
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Reads one parameter of type `ty` from `q` at `*pos` (advancing it by its unconstrained
