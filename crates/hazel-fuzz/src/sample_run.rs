@@ -13,9 +13,17 @@
 
 use crate::check_message;
 use crate::choices::Choices;
-use hazel_cli::sample::{run_to, MetricArg, SampleArgs};
+use clap::Parser;
+use hazel_cli::sample::{run_to, SampleArgs};
 use std::fmt::Write as _;
 use std::path::PathBuf;
+
+/// `hazel sample`'s arguments on their own, parsed by clap as the binary parses them.
+#[derive(Parser)]
+struct SampleCommand {
+    #[command(flatten)]
+    args: SampleArgs,
+}
 
 /// A generated `hazel sample` run.
 #[derive(Debug)]
@@ -74,29 +82,36 @@ pub fn generate_run(bytes: &[u8], dir: &std::path::Path) -> GeneratedRun {
     let data = g.data();
     let warmup = g.c.pick(&[5usize, 10, 0, 15, 1, 3]);
     let draws = g.c.pick(&[5usize, 10, 1, 3]);
-    let args = SampleArgs {
-        model: dir.join("model.stan"),
-        data: Some(dir.join("data.json")),
-        chains: 1,
-        threads: 1,
-        threads_per_chain: 1,
-        warmup,
-        draws,
-        thin: g.c.pick(&[1u64, 1, 2, 3]),
-        save_warmup: g.c.one_in(3),
-        seed: Some(g.c.u64() % 1000),
-        adapt_delta: g.c.pick(&[0.8, 0.5, 0.95]),
-        max_depth: g.c.pick(&[3u32, 2, 1, 4]),
-        metric: if g.c.one_in(4) {
-            MetricArg::Dense
-        } else {
-            MetricArg::Diag
-        },
-        init: g.c.pick(&["2", "0", "0.5", "20"]).to_string(),
-        output_dir: dir.join("out"),
-        quiet: true,
-        include_paths: Vec::new(),
-    };
+    // The settings go through the CLI's own argument parser, so every option keeps the
+    // default `hazel sample` gives it and new options need no change here.
+    let mut argv: Vec<String> = vec![
+        "sample".into(),
+        dir.join("model.stan").display().to_string(),
+        "--data".into(),
+        dir.join("data.json").display().to_string(),
+        "--output-dir".into(),
+        dir.join("out").display().to_string(),
+        "--quiet".into(),
+    ];
+    let mut option = |name: &str, value: String| argv.extend([format!("--{name}"), value]);
+    option("chains", "1".into());
+    option("threads", "1".into());
+    option("threads-per-chain", "1".into());
+    option("warmup", warmup.to_string());
+    option("draws", draws.to_string());
+    option("thin", g.c.pick(&[1u64, 1, 2, 3]).to_string());
+    option("seed", (g.c.u64() % 1000).to_string());
+    option("adapt-delta", g.c.pick(&[0.8, 0.5, 0.95]).to_string());
+    option("max-depth", g.c.pick(&[3u32, 2, 1, 4]).to_string());
+    let metric = if g.c.one_in(4) { "dense" } else { "diag" };
+    option("metric", metric.into());
+    option("init", g.c.pick(&["2", "0", "0.5", "20"]).to_string());
+    if g.c.one_in(3) {
+        argv.push("--save-warmup".into());
+    }
+    let args = SampleCommand::try_parse_from(&argv)
+        .unwrap_or_else(|e| panic!("generated arguments {argv:?} do not parse: {e}"))
+        .args;
     GeneratedRun {
         program,
         data,
