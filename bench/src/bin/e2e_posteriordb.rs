@@ -77,11 +77,8 @@ pub struct Outcome {
 }
 
 /// The posteriordb suite beside the checkout, unless `$HAZEL_POSTERIORDB` names another.
-pub fn suite_dir(repo: &Path) -> PathBuf {
-    match std::env::var_os("HAZEL_POSTERIORDB") {
-        Some(dir) => PathBuf::from(dir),
-        None => repo.join("../shared/posteriordb"),
-    }
+pub fn suite_dir() -> PathBuf {
+    hazel_testdata::posteriordb_location()
 }
 
 /// The posteriors of `tiers` that have a program in the corpus, in the suite's order.
@@ -399,7 +396,7 @@ fn main() {
         }
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suite = suite_dir(&repo);
+    let suite = suite_dir();
     if !suite.join("suite.json").exists() {
         eprintln!(
             "posteriordb suite not found at {} (set HAZEL_POSTERIORDB)",

@@ -35,6 +35,23 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Checking, building and evaluating a program recurse per level of its syntax tree and per
+    // user-function call: run them on a thread with a deep stack, so that deep (often
+    // machine-generated) programs run instead of overflowing the main thread's 8 MiB.
+    let worker = std::thread::Builder::new()
+        .name("hazel-main".to_string())
+        .stack_size(hazel_density::EVALUATION_STACK_BYTES)
+        .spawn(move || run_command(&cli));
+    match worker.map(|handle| handle.join()) {
+        Ok(Ok(code)) => code,
+        // A panic (a bug): its message was printed; exit as an uncaught panic would.
+        Ok(Err(_)) => ExitCode::from(101),
+        // No thread with a deep stack: run here, with the main thread's stack.
+        Err(_) => run_command(&Cli::parse()),
+    }
+}
+
+fn run_command(cli: &Cli) -> ExitCode {
     let result = match &cli.command {
         Command::Sample(args) => sample::run(args),
         Command::Check(args) => check::run_check(args),

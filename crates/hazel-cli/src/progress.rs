@@ -1,6 +1,7 @@
 //! Progress of a sampling run, as a [`hazel_nuts::Progress`] observer.
 //!
-//! On a terminal: one indicatif bar per chain (iteration, Warmup/Sampling, divergences so far).
+//! On a terminal: one indicatif bar per chain (iteration, Warmup/Sampling, divergences of the
+//! current phase).
 //! When stderr is not a terminal (logs, CI): a plain line per chain every 10% of its
 //! iterations. With `--quiet`: nothing ([`hazel_nuts::NoProgress`]). Rejection messages are
 //! rate-limited per chain, so a model that rejects every proposal cannot flood the output.
@@ -205,8 +206,11 @@ impl Progress for LineProgress {
                 tenth * 10,
                 width = self.total.to_string().len()
             );
+            // The runner counts each phase's divergences apart: warmup's are expected while
+            // the step size adapts, only those after warmup are a warning sign.
             if divergences > 0 {
-                line.push_str(&format!(", {divergences} divergent so far"));
+                let when = if warmup { "in warmup" } else { "after warmup" };
+                line.push_str(&format!(", {divergences} divergent {when}"));
             }
             (self.emit)(&line);
         }
@@ -267,7 +271,8 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines.contains(
-            &"Chain 1 Iteration: 200 / 200 [100%]  (Sampling), 1 divergent so far".to_string()
+            &"Chain 1 Iteration: 200 / 200 [100%]  (Sampling), 1 divergent after warmup"
+                .to_string()
         ));
     }
 

@@ -11,7 +11,7 @@ use crate::summary::{summarize, table_with_warnings, write_output};
 use crate::CliResult;
 use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
-use hazel_nuts::{DrawSink, Init, MetricKind, RunConfig};
+use hazel_nuts::{Algorithm, DrawSink, Init, MetricKind, RunConfig};
 use hazel_output::{read_stan_csv, CsvHeaderInfo, StanCsvWriter};
 use hazel_rng::{Purpose, StreamRng};
 use std::path::{Path, PathBuf};
@@ -25,43 +25,49 @@ pub struct SampleArgs {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// Number of chains.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 4, value_parser = positive_count, allow_negative_numbers = true)]
     pub chains: u64,
     /// Worker threads running chains (0 = one per core). Never changes the draws.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = thread_count, allow_negative_numbers = true)]
     pub threads: usize,
     /// Threads each chain may use inside one log-density evaluation (large vector operations).
     /// Never changes the draws.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = positive_count, allow_negative_numbers = true)]
     pub threads_per_chain: u64,
-    /// Warmup (adaptation) iterations per chain.
-    #[arg(long, default_value_t = 1000)]
+    /// Warmup (adaptation) iterations per chain (0 to 2147483647, CmdStan's range).
+    #[arg(long, default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
     pub warmup: usize,
-    /// Post-warmup draws per chain.
-    #[arg(long, default_value_t = 1000)]
+    /// Post-warmup draws per chain (0 to 2147483647; 0 runs warmup only).
+    #[arg(long, default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
     pub draws: usize,
     /// Keep every `thin`-th iteration.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = positive_count, allow_negative_numbers = true)]
     pub thin: u64,
     /// Also write the warmup iterations to the files.
     #[arg(long)]
     pub save_warmup: bool,
-    /// Seed of the run (default: drawn from the clock and written to the files).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// Seed of the run: an integer from 0 to 4294967295 (CmdStan's range), or -1 (the
+    /// default) for one drawn from the clock and written to the files.
+    #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
+    pub seed: Option<Seed>,
     /// Target acceptance statistic of step-size adaptation, in (0, 1).
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
     pub adapt_delta: f64,
-    /// Maximum tree depth of NUTS.
-    #[arg(long, default_value_t = 10)]
+    /// Maximum tree depth of NUTS (1 to 62).
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     pub max_depth: u32,
+    /// The sampler: NUTS, or fixed_param (the point never moves; generated quantities are
+    /// drawn at every iteration). A model without parameters always runs fixed_param, as in
+    /// CmdStan.
+    #[arg(long, value_enum, default_value_t = AlgorithmArg::Nuts)]
+    pub algorithm: AlgorithmArg,
     /// Mass matrix adapted during warmup.
     #[arg(long, value_enum, default_value_t = MetricArg::Diag)]
     pub metric: MetricArg,
     /// Initial values: a radius R (uniform in (-R, R) on the unconstrained scale; 0 starts at
     /// the origin), or a CmdStan JSON file of constrained parameter values used by every chain
     /// (parameters it leaves out start uniformly in (-2, 2) on the unconstrained scale).
-    #[arg(long, default_value = "2")]
+    #[arg(long, default_value = "2", allow_negative_numbers = true)]
     pub init: String,
     /// Directory for the CSV files `<model>-<chain>.csv` (created if needed).
     #[arg(long, default_value = ".")]
@@ -80,6 +86,61 @@ pub enum MetricArg {
     Diag,
     /// Dense mass matrix (CmdStan's `dense_e`).
     Dense,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmArg {
+    /// The No-U-Turn sampler with Stan's adaptation (CmdStan's `hmc` with `engine=nuts`).
+    Nuts,
+    /// Stan's fixed_param sampler: no warmup, no moves, `lp__` and `accept_stat__` are 0.
+    #[value(name = "fixed_param")]
+    FixedParam,
+}
+
+/// What `--seed` asked for: a seed, or one from the clock (`-1`, CmdStan's default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seed {
+    Given(u64),
+    FromClock,
+}
+
+/// CmdStan's seed range: a non-negative integer below 2^32, or -1 for a seed from the clock.
+fn parse_seed(text: &str) -> Result<Seed, String> {
+    let range = "the seed must be an integer from 0 to 4294967295, or -1 for a seed from the clock";
+    match text.trim().parse::<i64>() {
+        Ok(-1) => Ok(Seed::FromClock),
+        Ok(seed) if (0..1 << 32).contains(&seed) => Ok(Seed::Given(seed as u64)),
+        _ => Err(range.to_string()),
+    }
+}
+
+/// The largest iteration count CmdStan accepts (its counts are C++ `int`s).
+const MAX_ITERATIONS: usize = i32::MAX as usize;
+
+/// An iteration count (`--warmup`, `--draws`): a whole number from 0 to 2147483647.
+fn iteration_count(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n <= MAX_ITERATIONS as u64 => Ok(n as usize),
+        Ok(_) => Err(format!("at most {MAX_ITERATIONS} iterations are allowed")),
+        Err(_) => Err(format!(
+            "expected a whole number of iterations from 0 to {MAX_ITERATIONS}"
+        )),
+    }
+}
+
+/// A count that must be at least 1 (`--chains`, `--thin`, `--threads-per-chain`).
+fn positive_count(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number, at least 1".to_string()),
+    }
+}
+
+/// `--threads`: a whole number, 0 meaning one per core.
+fn thread_count(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .map_err(|_| "expected a whole number of threads (0 = one per core)".to_string())
 }
 
 /// A seed from the clock, for runs that did not ask for one (it is written to every file).
@@ -167,10 +228,24 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
             args.adapt_delta
         ));
     }
-    if args.max_depth == 0 {
-        return Err("--max-depth must be at least 1".to_string());
+    if !(1..=62).contains(&args.max_depth) {
+        return Err(format!(
+            "--max-depth {}: must be between 1 and 62",
+            args.max_depth
+        ));
+    }
+    if args.algorithm == AlgorithmArg::FixedParam {
+        use_fixed_param(&mut config);
     }
     Ok(config)
+}
+
+/// Switches a run to the fixed_param sampler, which runs no warmup (CmdStan ignores
+/// `num_warmup` for it too).
+fn use_fixed_param(config: &mut RunConfig) {
+    config.sampler.algorithm = Algorithm::FixedParam;
+    config.sampler.num_warmup = 0;
+    config.sampler.save_warmup = false;
 }
 
 pub fn run(args: &SampleArgs) -> CliResult {
@@ -180,7 +255,11 @@ pub fn run(args: &SampleArgs) -> CliResult {
 /// `hazel sample` with the summary table written to `out` instead of stdout (progress,
 /// warnings and errors still go to stderr).
 pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
-    let seed = args.seed.unwrap_or_else(clock_seed);
+    let given_seed = match args.seed {
+        Some(Seed::Given(seed)) => Some(seed),
+        Some(Seed::FromClock) | None => None,
+    };
+    let seed = given_seed.unwrap_or_else(clock_seed);
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
     let source = check_program(&args.model, &args.include_paths)?;
@@ -191,6 +270,20 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
         ..CompileOptions::default()
     };
     let model = compile_model(&source, &data, args.data.as_deref(), &options)?;
+    if hazel_density::LogDensity::dim(&model) == 0
+        && config.sampler.algorithm != Algorithm::FixedParam
+    {
+        // CmdStan's behaviour and wording: NUTS has nothing to move in 0 dimensions.
+        if !args.quiet {
+            eprintln!(
+                "Model contains no parameters; running fixed_param sampler, no updates to Markov chain"
+            );
+        }
+        use_fixed_param(&mut config);
+    }
+    if config.sampler.num_samples == 0 && !args.quiet {
+        eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
+    }
     if let InitArg::File(path) = parse_init(&args.init)? {
         config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
     }
@@ -226,7 +319,7 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
         sinks.push(Box::new(StanCsvWriter::create(path, header)?));
     }
 
-    if !args.quiet && args.seed.is_none() {
+    if !args.quiet && given_seed.is_none() {
         eprintln!("seed = {seed} (pass --seed {seed} to repeat this run)");
     }
     let progress = progress_for_run(

@@ -42,7 +42,7 @@ const SUBSET: &[&str] = &[
 #[test]
 fn posteriordb_posteriors_match_their_references() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let suite = e2e::suite_dir(&repo);
+    let suite = e2e::suite_dir();
     if !suite.join("suite.json").exists() {
         eprintln!(
             "SKIPPED: the posteriordb suite is not at {} (set HAZEL_POSTERIORDB to run this test)",

@@ -482,17 +482,6 @@ fn unicode_and_escapes_in_names() {
     assert!(f.get("😀").is_some());
 }
 
-fn posteriordb_dir() -> std::path::PathBuf {
-    // CI runs with `shared/` beside the checkout.
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/posteriordb");
-    assert!(
-        dir.is_dir(),
-        "posteriordb reference data not found at {} (CI provides ../shared beside the checkout)",
-        dir.display()
-    );
-    dir
-}
-
 /// Flattens a serde_json value the way the data reader does: rectangular numeric arrays into
 /// (dims, values), for comparison.
 fn flatten(v: &serde_json::Value, dims: &mut Vec<usize>, out: &mut Vec<f64>, depth: usize) -> bool {
@@ -515,7 +504,9 @@ fn flatten(v: &serde_json::Value, dims: &mut Vec<usize>, out: &mut Vec<f64>, dep
 
 #[test]
 fn every_posteriordb_data_file_agrees_with_serde_json() {
-    let dir = posteriordb_dir();
+    let Some(dir) = hazel_testdata::posteriordb() else {
+        return hazel_testdata::skip("every_posteriordb_data_file_agrees_with_serde_json");
+    };
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path().join("data.json");
@@ -554,7 +545,10 @@ fn every_posteriordb_data_file_agrees_with_serde_json() {
 
 #[test]
 fn large_file_parses_quickly() {
-    let path = posteriordb_dir().join("prostate-logistic_regression_rhs/data.json");
+    let Some(dir) = hazel_testdata::posteriordb() else {
+        return hazel_testdata::skip("large_file_parses_quickly");
+    };
+    let path = dir.join("prostate-logistic_regression_rhs/data.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let start = std::time::Instant::now();
     let f = DataFile::parse(&text).unwrap();

@@ -21,6 +21,13 @@ use std::fmt;
 
 pub use hazel_rng::StreamRng;
 
+/// Stack size of the threads that build and evaluate models (the CLI's main work, every
+/// chain). Building a model from a Stan program recurses once per level of the syntax tree
+/// (a left-associative sum of 100,000 terms is 100,000 levels deep) and once per user-function
+/// call, and a model whose control flow depends on parameters is rebuilt at every evaluation.
+/// The memory is reserved, not committed: only the pages a deep program touches are used.
+pub const EVALUATION_STACK_BYTES: usize = 1 << 30;
+
 /// Why a log density could not be evaluated at a point.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EvalErrorKind {

@@ -188,6 +188,18 @@ impl GraphBuilder {
         })
     }
 
+    /// `x` sorted (the permutation is found at every evaluation).
+    pub fn sort(&mut self, x: Arg, descending: bool) -> Arg {
+        let out = self.alloc(x.len());
+        let scratch = self.alloc_scratch(x.len());
+        self.push(Op::Sort {
+            x,
+            descending,
+            scratch,
+            out,
+        })
+    }
+
     pub fn matvec(&mut self, m: Arg, v: Arg, rows: usize, cols: usize) -> Arg {
         let out = self.alloc(rows);
         self.push(Op::MatVec {

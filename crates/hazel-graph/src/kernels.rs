@@ -399,6 +399,24 @@ fn scalar_at(a: Arg, vals: &[f64], consts: &[f64]) -> f64 {
     }
 }
 
+/// The order that sorts `xs` (ascending, or descending), as indices stored in `perm`
+/// (f64 scratch); ties keep their order.
+pub fn sort_permutation(xs: &[f64], descending: bool, perm: &mut [f64]) {
+    for (k, p) in perm.iter_mut().enumerate() {
+        *p = k as f64;
+    }
+    // Unstable sort (no allocation) made deterministic by the index tiebreak.
+    perm.sort_unstable_by(|&a, &b| {
+        let (u, v) = (xs[a as usize], xs[b as usize]);
+        let by_value = if descending {
+            v.total_cmp(&u)
+        } else {
+            u.total_cmp(&v)
+        };
+        by_value.then(a.total_cmp(&b))
+    });
+}
+
 /// Forward rule of `op`.
 pub fn forward(
     op: &Op,
@@ -508,6 +526,27 @@ pub fn forward(
             for (d, v) in o.iter_mut().zip(read(*x, lo, consts)) {
                 acc += v;
                 *d = acc;
+            }
+        }
+        Op::Sort {
+            x,
+            descending,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let xs = read(*x, lo, consts);
+            if let Some(bad) = xs.iter().position(|v| v.is_nan()) {
+                let name = if *descending { "sort_desc" } else { "sort_asc" };
+                return Err(EvalError::domain(format!(
+                    "{name}: element {} of the argument is nan, but must not be nan!",
+                    bad + 1
+                )));
+            }
+            let perm = &mut scratch[*sc as usize..*sc as usize + xs.len()];
+            sort_permutation(xs, *descending, perm);
+            for (d, &i) in o.iter_mut().zip(perm.iter()) {
+                *d = xs[i as usize];
             }
         }
         Op::Gather { x, idx, out } => {
@@ -801,6 +840,15 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 for i in (0..d.len()).rev() {
                     acc += g[i];
                     d[i] += acc;
+                }
+            }
+        }
+        Op::Sort { x, scratch: sc, .. } => {
+            if x.is_var() {
+                let perm = &scratch[*sc as usize..*sc as usize + x.len()];
+                let d = &mut adj_lo[x.range()];
+                for (&i, gi) in perm.iter().zip(g) {
+                    d[i as usize] += gi;
                 }
             }
         }

@@ -308,6 +308,7 @@ fn fill_real(blank: &Val, get: impl Fn(usize) -> Option<f64>, pos: &mut usize) -
 /// generated quantities): constants directly, parameter-dependent values with check ops.
 fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> {
     for d in declarations(block) {
+        tr.check_bound_order(&d.name, &d.ty, false)?;
         let transform = match &d.ty.elem {
             ElemType::Int { transform } | ElemType::Real { transform } => transform,
             ElemType::Vector { transform, .. }
@@ -470,6 +471,8 @@ fn compile_inner(
     tr.rng = Some(StreamRng::new(options.seed, 0, Purpose::TransformedData));
     // data block
     for d in declarations(&program.data) {
+        tr.check_bound_order(&d.name, &d.ty, false)
+            .map_err(|e| trace_to_compile(e, "data declaration"))?;
         let dt = data_type(&mut tr, &d.ty).map_err(|e| trace_to_compile(e, "data declaration"))?;
         let decl = DataDecl::new(d.name.clone(), dt);
         let dv = hazel_data::read_var(data, &decl).map_err(|e| CompileError {
@@ -707,14 +710,56 @@ impl CompiledModel {
         finish_eval(lp, grad)
     }
 
+    /// Refuses names in an initial-values file that are neither a parameter nor a variable the
+    /// model writes out.
+    fn check_init_names(&self, inits: &DataFile) -> Result<(), CompileError> {
+        let program = &self.checked.program;
+        let parameters: Vec<String> = declarations(&program.parameters)
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        let written: Vec<String> = [
+            &program.transformed_parameters,
+            &program.generated_quantities,
+        ]
+        .into_iter()
+        .flat_map(declarations)
+        .map(|d| d.name)
+        .collect();
+        let mut names: Vec<&str> = inits.names().collect();
+        names.sort_unstable();
+        for name in names {
+            let known = parameters.iter().chain(&written).any(|p| p == name);
+            if known || name.ends_with("__") {
+                continue;
+            }
+            let mut message = format!("`{name}` is not a parameter of the model");
+            match hazel_check::signatures::closest(name, parameters.iter().map(String::as_str)) {
+                Some(best) => message.push_str(&format!(" (did you mean `{best}`?)")),
+                None if parameters.is_empty() => message.push_str(" (it has no parameters)"),
+                None => message.push_str(&format!(" (its parameters: {})", parameters.join(", "))),
+            }
+            return Err(CompileError {
+                message: format!("initial values: {message}"),
+                span: None,
+                variable: Some(name.to_string()),
+            });
+        }
+        Ok(())
+    }
+
     /// The unconstrained point for user-supplied initial values (CmdStan JSON with constrained
     /// parameter values). Parameters absent from `inits` get `fill()` for each of their
-    /// unconstrained coordinates (CmdStan's partial inits).
+    /// unconstrained coordinates (CmdStan's partial inits). A name that is no variable of the
+    /// model is an error naming the parameters (a misspelt parameter would otherwise start
+    /// at random without a word); transformed parameters and generated quantities, as in a
+    /// previous run's output, and sampler columns (`lp__`) are ignored.
     pub fn unconstrain_inits(
         &self,
         inits: &DataFile,
         mut fill: impl FnMut() -> f64,
     ) -> Result<Vec<f64>, CompileError> {
+        self.check_init_names(inits)?;
         let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
         tr.sources = self.sources.clone();
         tr.dynamic = true;

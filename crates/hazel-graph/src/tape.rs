@@ -210,6 +210,16 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// `x` sorted ascending (or descending): the permutation depends on the values, so the
+    /// forward rule computes it at every evaluation and leaves it in `scratch` (`x.len`
+    /// indices) for the backward rule, which sends each output's adjoint to its source
+    /// element. NaN fails the evaluation, as in Stan.
+    Sort {
+        x: Arg,
+        descending: bool,
+        scratch: u32,
+        out: Slot,
+    },
     /// Fails the evaluation when a value violates a constraint; `out` is a length-0 slot.
     Check {
         kind: CheckKind,
@@ -246,6 +256,7 @@ impl Op {
             | Op::Pack { out, .. }
             | Op::CumSum { out, .. }
             | Op::Gather { out, .. }
+            | Op::Sort { out, .. }
             | Op::MatVec { out, .. }
             | Op::MatMul { out, .. }
             | Op::Dist { out, .. }
@@ -268,6 +279,7 @@ impl Op {
             | Op::Sum { x, .. }
             | Op::LogSumExp { x, .. }
             | Op::Sd { x, .. }
+            | Op::Sort { x, .. }
             | Op::Gather { x, .. } => f(x),
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
@@ -313,6 +325,7 @@ impl Op {
             | Op::Sum { x, .. }
             | Op::LogSumExp { x, .. }
             | Op::Sd { x, .. }
+            | Op::Sort { x, .. }
             | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
             Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],

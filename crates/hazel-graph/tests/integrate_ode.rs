@@ -118,19 +118,17 @@ fn integrate_ode_matches_stanli() {
     for fixture in fixtures {
         let program = fixture["program"].as_str().expect("program");
         let data_rel = fixture["data"].as_str().expect("data");
-        let data = match data_rel.strip_prefix("../shared/") {
-            // Beside the checkout, as CI provides it.
-            Some(shared) => {
-                let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../../../shared")
-                    .join(shared);
-                if !path.exists() {
-                    eprintln!("skipping {program}: {} not found", path.display());
-                    continue;
-                }
-                path
+        // Data in the posteriordb suite (beside the checkout, as CI provides it) or in this
+        // test's directory.
+        let data = if data_rel.starts_with("../shared/") {
+            let path = hazel_testdata::resolve_fixture_path(data_rel);
+            if !path.exists() {
+                hazel_testdata::skip(program);
+                continue;
             }
-            None => dir().join(data_rel),
+            path
+        } else {
+            dir().join(data_rel)
         };
         let tolerance = match program {
             // sir: rk45 at the default 1e-6 tolerances on a system whose states span 1e-2 to

@@ -59,9 +59,7 @@ fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / a.abs().max(b.abs()).max(1.0)
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use hazel_testdata::repo_root;
 
 /// Checks one posterior; `Err` says what went wrong.
 fn check_posterior(
@@ -254,13 +252,8 @@ fn fixtures(root: &Path) -> Vec<(String, PathBuf)> {
 #[test]
 fn posteriordb_programs_match_the_stanli_oracle() {
     let root = repo_root();
-    let shared = root.join("../shared/posteriordb");
-    if !shared.is_dir() {
-        println!(
-            "SKIP: {} not found; the posteriordb data live beside the checkout",
-            shared.display()
-        );
-        return;
+    if hazel_testdata::posteriordb().is_none() {
+        return hazel_testdata::skip("posteriordb_programs_match_the_stanli_oracle");
     }
     let filter = std::env::var("HAZEL_ORACLE_FILTER").ok();
     let mut unexpected = Vec::new();
@@ -291,7 +284,7 @@ fn posteriordb_programs_match_the_stanli_oracle() {
             continue;
         };
         let program_path = root.join(program);
-        let data_path = root.join(data);
+        let data_path = hazel_testdata::resolve_fixture_path(data);
         let known = KNOWN_UNSUPPORTED.iter().find(|(n, _)| *n == name);
         let started = std::time::Instant::now();
         let result =

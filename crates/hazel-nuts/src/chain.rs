@@ -15,10 +15,11 @@
 //! used.
 
 use crate::adapt::WindowedAdaptation;
+use crate::fixed_param;
 use crate::init::{initialize, InitError};
 use crate::metric::{Metric, MetricError};
 use crate::nuts::{find_reasonable_stepsize, nuts_step, NutsSettings, NutsState, StepsizeError};
-use crate::types::{DrawStats, InverseMetric, SamplerConfig};
+use crate::types::{Algorithm, DrawStats, InverseMetric, SamplerConfig};
 use hazel_density::{EvalError, Model};
 use hazel_rng::{Purpose, StreamRng};
 use std::io;
@@ -155,6 +156,7 @@ pub fn validate_config(config: &SamplerConfig) -> Result<(), String> {
 
 /// A chain in progress.
 pub struct Chain<'m, M: Model + ?Sized> {
+    algorithm: Algorithm,
     model: &'m M,
     ws: M::Workspace,
     state: NutsState,
@@ -184,6 +186,9 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         chain_index: usize,
     ) -> Result<Self, ChainError> {
         validate_config(config).map_err(ChainError::Config)?;
+        if config.algorithm == Algorithm::FixedParam {
+            fixed_param::validate(config).map_err(ChainError::Config)?;
+        }
         let dim = model.dim();
         let metric = match &config.inv_metric {
             Some(given) => Metric::from_inverse(config.metric, dim, given),
@@ -212,7 +217,8 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         );
         let mut rng = StreamRng::new(seed, chain_id, Purpose::Sampler);
         let gq_rng = StreamRng::new(seed, chain_id, Purpose::GeneratedQuantities);
-        let adapting = config.adapt.engaged && config.num_warmup > 0;
+        let adapting =
+            config.algorithm == Algorithm::Nuts && config.adapt.engaged && config.num_warmup > 0;
         let mut stepsize = config.stepsize;
         let adaptation = if adapting {
             let adaptation = WindowedAdaptation::new(
@@ -232,6 +238,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         let n_out = model.output_names().len();
         let inv_metric_report = metric.to_inverse_metric();
         Ok(Chain {
+            algorithm: config.algorithm,
             model,
             ws,
             state,
@@ -293,6 +300,14 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
     /// Runs one iteration: a transition, then (during warmup) adaptation.
     pub fn next_iteration(&mut self) -> Result<Iteration, ChainError> {
         let iteration = self.completed + 1;
+        if self.algorithm == Algorithm::FixedParam {
+            self.completed = iteration;
+            return Ok(Iteration {
+                iteration,
+                warmup: false,
+                stats: fixed_param::transition_stats(),
+            });
+        }
         let warmup = self.in_warmup();
         let stepsize_used = self.stepsize;
         let t = nuts_step(

@@ -10,7 +10,7 @@
 //! many attempts were made, and how the failures were distributed — never one line per attempt.
 
 use crate::types::Init;
-use hazel_density::{EvalError, LogDensity};
+use hazel_density::{EvalError, EvalErrorKind, LogDensity};
 use hazel_rng::{Purpose, StreamRng};
 
 /// Why no starting point was found.
@@ -157,9 +157,21 @@ pub fn initialize<M: LogDensity + ?Sized>(
         }
         match model.log_density_gradient(ws, &position, &mut gradient) {
             Err(error) if error.is_fatal() => return Err(InitError::Fatal(error)),
+            // A model that reports a non-finite log density or gradient as an error (the
+            // compiled Stan models do) is counted as such, not as a rejection, so the counts
+            // agree with the last problem's wording.
+            Err(error) if error.kind == EvalErrorKind::NonFinite => {
+                if error.message.starts_with("gradient") {
+                    non_finite_gradient += 1;
+                } else {
+                    non_finite_density += 1;
+                }
+                last_problem = error.to_string();
+            }
             Err(error) => {
                 rejected += 1;
-                last_problem = format!("the model rejected the point: {}", error.message);
+                // With its location: the model line that rejected the point.
+                last_problem = format!("the model rejected the point: {error}");
             }
             Ok(logp) => match non_finite_problem(logp, &gradient) {
                 None => {

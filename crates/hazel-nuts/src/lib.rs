@@ -16,6 +16,8 @@
 //!   (co)variance estimators with Stan's regularisation.
 //! * [`init`] — Stan's initialisation: random points in `(-r, r)` or user values, retried up to
 //!   `init_attempts` times, one clear error on failure.
+//! * [`fixed_param`] — Stan's `fixed_param` sampler (the point never moves; for models with
+//!   no parameters).
 //! * [`chain`] — a [`chain::Chain`] strings these together for one chain, iteration by iteration,
 //!   following Stan's `run_adaptive_sampler`.
 //! * [`run()`] — all chains of a run on a private rayon pool, each into its own
@@ -37,6 +39,7 @@
 
 pub mod adapt;
 pub mod chain;
+pub mod fixed_param;
 pub mod init;
 pub mod metric;
 pub mod nuts;

@@ -142,6 +142,7 @@ pub fn run<M: Model + ?Sized>(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.min(config.chains.max(1)))
         .thread_name(|i| format!("hazel-chain-{i}"))
+        .stack_size(hazel_density::EVALUATION_STACK_BYTES)
         .build()
         .map_err(|e| RunError::ThreadPool(e.to_string()))?;
     // The id of the first chain that met a fatal error (u64::MAX: none).
@@ -247,7 +248,6 @@ fn sample_into<M: Model + ?Sized>(
     let (sampler, progress) = (&shared.config.sampler, shared.progress);
     let mut sampling_start = None;
     let mut phase_iteration = 0usize;
-    let mut divergences_total = 0usize;
     let record_time =
         |report: &mut ChainReport, sampling_start: Option<Instant>| match sampling_start {
             None => report.timing.warmup = warmup_start.elapsed(),
@@ -283,7 +283,6 @@ fn sample_into<M: Model + ?Sized>(
         };
         report.iterations = iteration;
         if stats.divergent {
-            divergences_total += 1;
             if warmup {
                 report.warmup_divergences += 1;
             } else {
@@ -309,7 +308,14 @@ fn sample_into<M: Model + ?Sized>(
             }
         }
         phase_iteration += 1;
-        progress.iteration(index, iteration, warmup, divergences_total);
+        // Divergences of the current phase: warmup's are expected while the step size adapts
+        // and are not counted in the sampling phase's (CmdStan's diagnostics count only those).
+        let divergences = if warmup {
+            report.warmup_divergences
+        } else {
+            report.divergences
+        };
+        progress.iteration(index, iteration, warmup, divergences);
         if warmup && iteration == sampler.num_warmup {
             record_time(report, None);
             finish_warmup(chain, sink, report)?;

@@ -11,6 +11,18 @@ pub enum MetricKind {
     Dense,
 }
 
+/// Which transition each iteration makes (CmdStan's `algorithm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// NUTS with Stan's adaptation (CmdStan's `hmc` / `nuts`).
+    #[default]
+    Nuts,
+    /// The point never moves: every iteration only recomputes the output row (transformed
+    /// parameters and generated quantities). What Stan runs for a model with no parameters;
+    /// see [`crate::fixed_param`].
+    FixedParam,
+}
+
 /// An inverse metric (the mass matrix's inverse, an estimate of the posterior covariance).
 #[derive(Debug, Clone, PartialEq)]
 pub enum InverseMetric {
@@ -61,6 +73,7 @@ pub enum Init {
 /// Settings of one chain's sampler.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplerConfig {
+    pub algorithm: Algorithm,
     pub num_warmup: usize,
     pub num_samples: usize,
     pub thin: usize,
@@ -82,6 +95,7 @@ pub struct SamplerConfig {
 impl Default for SamplerConfig {
     fn default() -> Self {
         SamplerConfig {
+            algorithm: Algorithm::Nuts,
             num_warmup: 1000,
             num_samples: 1000,
             thin: 1,
@@ -135,6 +149,10 @@ pub struct DrawStats {
 }
 
 impl DrawStats {
+    /// The columns the fixed_param sampler writes (CmdStan's: `lp__` and `accept_stat__`,
+    /// both 0).
+    pub const FIXED_PARAM_NAMES: [&'static str; 2] = ["lp__", "accept_stat__"];
+
     /// Column names of the statistics, as CmdStan writes them.
     pub const NAMES: [&'static str; 7] = [
         "lp__",
@@ -174,7 +192,8 @@ pub trait DrawSink: Send {
 /// so it takes `&self`; it never influences the draws.
 pub trait Progress: Sync {
     /// Called after every iteration of chain `chain` (0-based index within the run).
-    /// `iteration` counts from 1 over warmup + sampling.
+    /// `iteration` counts from 1 over warmup + sampling; `divergences` counts the divergent
+    /// iterations of the current phase only (warmup, or sampling after warmup).
     fn iteration(&self, chain: usize, iteration: usize, warmup: bool, divergences: usize);
     /// A rejected proposal's message (the observer rate-limits what it shows).
     fn message(&self, chain: usize, message: &str) {

@@ -2,7 +2,8 @@
 
 use crate::number::write_number;
 use hazel_nuts::{
-    DrawSink, DrawStats, Init, InverseMetric, MetricKind, RunConfig, SamplerConfig, Timing,
+    Algorithm, DrawSink, DrawStats, Init, InverseMetric, MetricKind, RunConfig, SamplerConfig,
+    Timing,
 };
 use std::fmt::Write as _;
 use std::fs::File;
@@ -112,7 +113,31 @@ impl CsvHeaderInfo {
         );
         b.setting(3, "window", a.window, a.window == d.window);
         b.setting(3, "save_metric", 0, true);
-        b.setting(2, "algorithm", "hmc", true);
+        if s.algorithm == Algorithm::FixedParam {
+            b.setting(2, "algorithm", "fixed_param", false);
+        } else {
+            b.setting(2, "algorithm", "hmc", true);
+            self.hmc_settings(&mut b);
+        }
+        b.setting(2, "num_chains", 1, true);
+        b.setting(0, "id", self.chain_id, self.chain_id == 1);
+        b.section(0, "data");
+        b.setting(1, "file", &self.data_file, self.data_file.is_empty());
+        b.setting(0, "init", &self.init, self.init == "2");
+        b.section(0, "random");
+        b.setting(1, "seed", self.seed, false);
+        b.section(0, "output");
+        b.setting(1, "file", &self.output_file, false);
+        b.setting(1, "diagnostic_file", "", true);
+        b.setting(1, "refresh", 100, true);
+        b.setting(1, "sig_figs", -1, true);
+        b.text
+    }
+
+    /// The `hmc` section of the configuration block (NUTS runs only).
+    fn hmc_settings(&self, b: &mut ConfigBlock) {
+        let s = &self.sampler;
+        let defaults = SamplerConfig::default();
         b.section(3, "hmc");
         b.setting(4, "engine", "nuts", true);
         b.section(5, "nuts");
@@ -135,19 +160,6 @@ impl CsvHeaderInfo {
             s.stepsize == defaults.stepsize,
         );
         b.setting(4, "stepsize_jitter", 0, true);
-        b.setting(2, "num_chains", 1, true);
-        b.setting(0, "id", self.chain_id, self.chain_id == 1);
-        b.section(0, "data");
-        b.setting(1, "file", &self.data_file, self.data_file.is_empty());
-        b.setting(0, "init", &self.init, self.init == "2");
-        b.section(0, "random");
-        b.setting(1, "seed", self.seed, false);
-        b.section(0, "output");
-        b.setting(1, "file", &self.output_file, false);
-        b.setting(1, "diagnostic_file", "", true);
-        b.setting(1, "refresh", 100, true);
-        b.setting(1, "sig_figs", -1, true);
-        b.text
     }
 }
 
@@ -219,6 +231,19 @@ impl<W: Write + Send> StanCsvWriter<W> {
         }
     }
 
+    fn fixed_param(&self) -> bool {
+        self.header.sampler.algorithm == Algorithm::FixedParam
+    }
+
+    /// The sampler's columns: CmdStan writes two for fixed_param, seven for NUTS.
+    fn stats_names(&self) -> &'static [&'static str] {
+        if self.fixed_param() {
+            &DrawStats::FIXED_PARAM_NAMES
+        } else {
+            &DrawStats::NAMES
+        }
+    }
+
     /// The underlying writer (e.g. the bytes written to a `Vec<u8>`).
     pub fn into_inner(self) -> W {
         self.out
@@ -228,7 +253,7 @@ impl<W: Write + Send> StanCsvWriter<W> {
 impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
     fn begin(&mut self, names: &[String]) -> io::Result<()> {
         let mut text = self.header.config_block();
-        text.push_str(&DrawStats::NAMES.join(","));
+        text.push_str(&self.stats_names().join(","));
         for name in names {
             text.push(',');
             text.push_str(name);
@@ -240,6 +265,10 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
     }
 
     fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+        if self.fixed_param() {
+            // CmdStan's fixed_param files have no adaptation block: nothing was adapted.
+            return Ok(());
+        }
         let mut text = String::from("# Adaptation terminated\n# Step size = ");
         write_number(&mut text, stepsize);
         text.push('\n');
@@ -270,21 +299,24 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
                 ),
             ));
         }
+        let fixed_param = self.fixed_param();
         let row = &mut self.row;
         row.clear();
         write_number(row, stats.lp);
         row.push(',');
         write_number(row, stats.accept_stat);
-        row.push(',');
-        write_number(row, stats.stepsize);
-        let _ = write!(
-            row,
-            ",{},{},{},",
-            stats.treedepth,
-            stats.n_leapfrog,
-            u8::from(stats.divergent)
-        );
-        write_number(row, stats.energy);
+        if !fixed_param {
+            row.push(',');
+            write_number(row, stats.stepsize);
+            let _ = write!(
+                row,
+                ",{},{},{},",
+                stats.treedepth,
+                stats.n_leapfrog,
+                u8::from(stats.divergent)
+            );
+            write_number(row, stats.energy);
+        }
         for &v in values {
             row.push(',');
             write_number(row, v);

@@ -153,22 +153,33 @@ impl Diagnostic {
             let arrow = if i == 0 { "-->" } else { ":::" };
             let _ = writeln!(out, "{pad}{arrow} {}:{}", file.name, start);
             let _ = writeln!(out, "{pad} |");
-            let line_text = file.line_text(start.line);
-            let _ = writeln!(
-                out,
-                "{:>gutter$} | {}",
-                start.line,
-                line_text.replace('\t', " ")
-            );
-            // Caret run: from the start column to the span end, clipped to this line; at least
-            // one caret so empty spans (e.g. end of file) are still visible.
-            let end = file.line_col(span.end);
+            let line_text = file.line_text(start.line).replace('\t', " ");
             let line_chars = line_text.chars().count();
+            // A long (machine-generated) line is shown as a window from a little before the
+            // span's start, with `…` where it was cut.
+            let first = if line_chars > SHOWN_COLUMNS {
+                (start.column - 1)
+                    .saturating_sub(SHOWN_BEFORE)
+                    .min(line_chars)
+            } else {
+                0
+            };
+            let last = (first + SHOWN_COLUMNS).min(line_chars);
+            let (before, after) = (
+                if first > 0 { "…" } else { "" },
+                if last < line_chars { "…" } else { "" },
+            );
+            let shown: String = line_text.chars().skip(first).take(last - first).collect();
+            let _ = writeln!(out, "{:>gutter$} | {before}{shown}{after}", start.line);
+            // Caret run: from the start column to the span end, clipped to the shown part of
+            // this line; at least one caret so empty spans (e.g. end of file) are still visible.
+            let end = file.line_col(span.end);
             let last_col = if end.line == start.line {
                 end.column
             } else {
                 line_chars + 1
             };
+            let last_col = last_col.min(last + 1);
             let width = last_col.saturating_sub(start.column).max(1);
             let marker = if *primary { "^" } else { "-" };
             let underline = marker.repeat(width);
@@ -177,7 +188,7 @@ impl Diagnostic {
             let _ = writeln!(
                 out,
                 "{pad} | {}{}{}",
-                " ".repeat(start.column - 1),
+                " ".repeat(start.column - 1 - first + before.chars().count()),
                 underline,
                 label_text
             );
@@ -195,6 +206,11 @@ impl Diagnostic {
         out
     }
 }
+
+/// The most characters of a source line a snippet shows, and how many of them come before the
+/// span when the line is cut.
+const SHOWN_COLUMNS: usize = 160;
+const SHOWN_BEFORE: usize = 40;
 
 /// Renders all diagnostics without colour, separated by blank lines.
 pub fn render_all_plain(diagnostics: &[Diagnostic], sources: &SourceMap) -> String {
@@ -267,5 +283,25 @@ error: `N` is declared twice
         let other_file = Span::new(FileId(7), 0, 1);
         let text = Diagnostic::error(other_file, "e").render_plain(&sources);
         assert!(text.contains("unknown file 7"));
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_span() {
+        let mut sources = SourceMap::new();
+        let line = format!("{}BAD{}", "a".repeat(600), "b".repeat(600));
+        let file = sources.add("long.stan", &line);
+        let text = Diagnostic::error(Span::new(file, 600, 603), "here").render_plain(&sources);
+        let lines: Vec<&str> = text.lines().collect();
+        let shown = lines[3].strip_prefix("1 | ").expect("source line");
+        assert_eq!(shown.chars().count(), 1 + SHOWN_COLUMNS + 1, "{shown}");
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        // The carets sit under `BAD`.
+        let carets = lines[4].strip_prefix("  | ").expect("caret line");
+        let column = carets.chars().position(|c| c == '^').expect("carets");
+        assert_eq!(
+            shown.chars().skip(column).take(3).collect::<String>(),
+            "BAD"
+        );
+        assert_eq!(carets.matches('^').count(), 3);
     }
 }

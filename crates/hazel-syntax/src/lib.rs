@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub use diagnostic::{Diagnostic, Label, Severity};
 pub use lexer::{Comment, FileLoader, FsLoader, IncludeContext};
-pub use parser::{MAX_NESTING, MAX_TYPE_NESTING};
+pub use parser::{MAX_CHAIN_OPERATORS, MAX_NESTING, MAX_TYPE_NESTING};
 pub use span::{FileId, LineCol, SourceFile, SourceMap, Span};
 
 use ast::Program;

@@ -2,8 +2,10 @@
 //!
 //! Recovery: a statement that fails to parse is reported and skipped up to the next `;` or to
 //! the `}` that closes its block, so independent errors in one file are all reported.
-//! Nesting is bounded ([`MAX_NESTING`]) so no input can exhaust the stack, here or in later
-//! passes that recurse over the tree.
+//! Nesting is bounded ([`MAX_NESTING`]): the parser's own recursion, and the depth of
+//! expressions except along the left spine of left-associative operator chains, which the
+//! parser builds in a loop (a flat sum of 100,000 terms is valid). Later passes that recurse
+//! over the tree run on threads with a deep stack (`hazel_density::EVALUATION_STACK_BYTES`).
 
 use crate::ast::*;
 use crate::diagnostic::Diagnostic;
@@ -13,6 +15,13 @@ use crate::span::{SourceMap, Span};
 /// Maximum depth of an expression tree and, separately, of nested statements. Deeper input is
 /// rejected with an error; passes over the tree may rely on this bound.
 pub const MAX_NESTING: usize = 256;
+
+/// Maximum number of binary operators in one left-associative chain (`a + b + …`). Such a
+/// chain is not nesting, but later passes recurse along it, about 0.5–1 KiB of stack per
+/// operator when a model is traced: a million ran on hazel's 1 GiB threads
+/// (`hazel_density::EVALUATION_STACK_BYTES`), two million overflowed. A quarter of a million
+/// keeps a fourfold margin.
+pub const MAX_CHAIN_OPERATORS: usize = 250_000;
 
 /// Maximum nesting of types (`tuple(tuple(...))`).
 pub const MAX_TYPE_NESTING: usize = 64;
@@ -317,6 +326,12 @@ impl<'a> Parser<'a> {
             ExprKind::Paren(e) | ExprKind::Transpose(e) => self.depth_of(e),
             ExprKind::Unary { operand, .. } => self.depth_of(operand),
             ExprKind::TupleProj { base, .. } => self.depth_of(base),
+            // A left-associative chain (`a + b + c + …`, often machine-generated with
+            // thousands of terms) is a flat n-ary operation to the reader, not nesting: its
+            // left spine does not count, its right operands do.
+            ExprKind::Binary { op, lhs, rhs } if !op.is_right_assoc() => {
+                self.depth_of(lhs).saturating_sub(1).max(self.depth_of(rhs))
+            }
             ExprKind::Binary { lhs, rhs, .. } => self.depth_of(lhs).max(self.depth_of(rhs)),
             ExprKind::Ternary {
                 cond,
@@ -1548,10 +1563,24 @@ impl<'a> Parser<'a> {
 
     fn parse_bp_inner(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.parse_prefix()?;
+        let mut operators = 0usize;
         while let Some(op) = self.binop() {
             let prec = op.precedence();
             if prec < min_prec {
                 break;
+            }
+            operators += 1;
+            if operators > MAX_CHAIN_OPERATORS {
+                let span = self.span();
+                return Err(self.error(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "expression is too long (more than {MAX_CHAIN_OPERATORS} operators in a row)"
+                        ),
+                    )
+                    .with_hint("split it into several statements with intermediate variables"),
+                ));
             }
             self.bump();
             let next_min = if op.is_right_assoc() { prec } else { prec + 1 };

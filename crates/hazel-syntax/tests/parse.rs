@@ -601,10 +601,6 @@ fn nesting_is_bounded() {
         format!("transformed data {{ real x = {}1; }}", "-".repeat(100_000)),
         format!(
             "transformed data {{ real x = 1{}; }}",
-            " + 1".repeat(100_000)
-        ),
-        format!(
-            "transformed data {{ real x = 1{}; }}",
             " ^ 1".repeat(100_000)
         ),
         format!(
@@ -641,6 +637,36 @@ fn nesting_is_bounded() {
             &src[..60]
         );
     }
+}
+
+#[test]
+fn a_flat_operator_chain_is_not_nesting() {
+    // Machine-generated sums are long but flat: the parser builds them in a loop. Passes over
+    // the tree (printing, comparing, dropping) recurse along the chain, so this runs on a deep
+    // stack as hazel's own threads do.
+    let worker = std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(|| {
+            let terms = vec!["a[1] * 2"; 100_000].join(" + ");
+            let program = parse_ok(&format!("model {{ target += {terms} - 1; }}"));
+            assert_round_trip("flat", &program);
+            let too_long = vec!["a"; hazel_syntax::MAX_CHAIN_OPERATORS + 2].join(" - ");
+            let r = parse_str("long.stan", &format!("model {{ target += {too_long}; }}"));
+            assert!(r
+                .render_diagnostics()
+                .contains("expression is too long (more than 250000 operators in a row)"));
+        })
+        .expect("thread");
+    worker
+        .join()
+        .expect("the flat chain parses and round-trips");
+    // Nesting on the right of a left-associative operator still counts.
+    let nested = format!(
+        "model {{ target += 1{}; }}",
+        " + (1".repeat(300) + &")".repeat(300)
+    );
+    let r = parse_str("nested.stan", &nested);
+    assert!(r.render_diagnostics().contains("nested too deeply"));
 }
 
 #[test]

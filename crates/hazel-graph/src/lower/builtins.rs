@@ -5,9 +5,15 @@
 use super::trace::{cerr, eerr, Flow, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::{BinaryFn, UnaryFn};
+use crate::tape::CheckKind;
 use hazel_check::{CallTarget, Type};
 use hazel_syntax::Span;
 use std::sync::Arc;
+
+/// How deep user functions may call each other while a program is traced. Each call costs a
+/// few KiB of stack (about 3 KiB measured); models are built and evaluated on threads with
+/// `hazel_density::EVALUATION_STACK_BYTES` (1 GiB), so this leaves a wide margin.
+pub const MAX_CALL_DEPTH: u32 = 100_000;
 
 /// The elementwise op of a unary built-in (the graph's own kernels; other unary functions
 /// run through `hazel_math::special`'s table).
@@ -511,14 +517,8 @@ impl<'p> Tracer<'p> {
                         }
                         Ok(Val::Matrix(r, c, e))
                     }
+                    4 => self.reshape_to_matrix(&args, span),
                     _ => cerr("to_matrix with this many arguments is not supported", span),
-                }
-            }
-            "to_int" => {
-                self.n_args(name, &args, 1, span)?;
-                match &args[0] {
-                    Val::Int(i) => Ok(Val::Int(*i)),
-                    v => Ok(Val::Int(self.real_value(v, span)?.trunc() as i64)),
                 }
             }
             "append_row" | "append_col" => {
@@ -610,6 +610,7 @@ impl<'p> Tracer<'p> {
                     d
                 }))
             }
+            "log_mix" if args.len() == 2 => self.log_mix_vectorised(&args, span),
             "log_mix" => {
                 self.n_args(name, &args, 3, span)?;
                 let th = self.scalar_sc(&args[0], name, span)?;
@@ -809,9 +810,28 @@ impl<'p> Tracer<'p> {
             }
             "sort_asc" | "sort_desc" | "sort_indices_asc" | "sort_indices_desc" | "rank" => {
                 let e = self.to_elems(&args[0]);
-                let Some(mut c) = e.consts() else {
-                    return cerr(format!("{name} of parameters is not supported"), span);
+                let mut c = match e.consts() {
+                    Some(c) => c,
+                    // Sorted parameters: one op that finds the permutation at every
+                    // evaluation, so the model stays static and the gradient flows back
+                    // through it.
+                    None if matches!(name, "sort_asc" | "sort_desc") => {
+                        let x = self.elems_arg(&e);
+                        let sorted = self.b.sort(x, name == "sort_desc");
+                        return Ok(Self::with_shape(&args[0], Elems::V(sorted)));
+                    }
+                    // Indices and ranks are integers, which the graph does not hold: the
+                    // values are read while tracing, on the dynamic (re-traced) path.
+                    None => (0..e.len())
+                        .map(|i| self.value_of(e.get(i), span))
+                        .collect::<R<Vec<f64>>>()?,
                 };
+                if name != "rank" && c.iter().any(|v| v.is_nan()) {
+                    return eerr(
+                        format!("{name}: the container argument is nan, but must not be nan!"),
+                        span,
+                    );
+                }
                 let ints = matches!(&args[0], Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Int(_))));
                 match name {
                     "sort_asc" | "sort_desc" => {
@@ -866,7 +886,12 @@ impl<'p> Tracer<'p> {
                 self.n_args(name, &args, 2, span)?;
                 self.tri_solve(&args[0], &args[1], span)
             }
-            "gp_exp_quad_cov" | "cov_exp_quad" => self.gp_exp_quad_cov(&args, span),
+            _ if super::gp::is_gp_cov(name) => self.gp_cov(name, &args, span),
+            _ if super::containers::is_container_fn(name) => self.container_call(name, &args, span),
+            _ if super::sparse::is_csr_fn(name) => self.csr_call(name, &args, span),
+            _ if super::constraints::is_transform_fn(name) => {
+                self.transform_call(name, &args, span)
+            }
             "inverse"
             | "inverse_spd"
             | "chol2inv"
@@ -1037,6 +1062,17 @@ impl<'p> Tracer<'p> {
                     uf.name,
                     def.args.len(),
                     args.len()
+                ),
+                span,
+            );
+        }
+        if self.function_depth >= MAX_CALL_DEPTH {
+            // Tracing recurses per call: stop with the function's name before the stack runs
+            // out (Stan itself would crash).
+            return eerr(
+                format!(
+                    "user function '{}' recursed more than {MAX_CALL_DEPTH} calls deep",
+                    uf.name
                 ),
                 span,
             );
@@ -1381,6 +1417,58 @@ impl<'p> Tracer<'p> {
         }
     }
 
+    /// `log_mix(theta, lambda)`: log Σ_k θ_k exp(λ_k), summed over the elements of `lambda`
+    /// when it is an array of vectors (Stan's vectorised form).
+    fn log_mix_vectorised(&mut self, args: &[Val], span: Span) -> R<Val> {
+        let theta = self.to_elems(&args[0]);
+        match theta.consts() {
+            Some(c) => {
+                if let Some(t) = c.iter().find(|t| !(0.0..=1.0).contains(*t)) {
+                    return eerr(
+                        format!("log_mix: theta is {t}, but must be in the interval [0, 1]"),
+                        span,
+                    );
+                }
+            }
+            None => {
+                let x = self.elems_arg(&theta);
+                let (lo, hi) = (self.b.scalar_const(0.0), self.b.scalar_const(1.0));
+                let message = "log_mix: theta must be in the interval [0, 1]".to_string();
+                self.b.check(CheckKind::Lower, x, lo, message.clone());
+                self.b.check(CheckKind::Upper, x, hi, message);
+            }
+        }
+        let log_theta = self.elems_unary(UnaryFn::Log, &theta);
+        let lambdas: Vec<Elems> = match &args[1] {
+            Val::Array(items)
+                if items
+                    .iter()
+                    .any(|x| !matches!(x, Val::Int(_) | Val::Real(_))) =>
+            {
+                items.iter().map(|x| self.to_elems(x)).collect()
+            }
+            other => vec![self.to_elems(other)],
+        };
+        let mut terms = Vec::with_capacity(lambdas.len());
+        for lambda in &lambdas {
+            if lambda.len() != theta.len() {
+                return eerr(
+                    format!(
+                        "log_mix: theta (size {}) and lambda (size {}) must match in size",
+                        theta.len(),
+                        lambda.len()
+                    ),
+                    span,
+                );
+            }
+            let x = self.elems_binary(BinaryFn::Add, &log_theta, lambda);
+            terms.push(self.lse_elems(&x));
+        }
+        Ok(Val::Real(
+            self.sum_elems(&Elems::from_scalars_or_empty(terms)),
+        ))
+    }
+
     /// Lower triangle of a square matrix (upper part zeroed).
     fn lower_tri(&mut self, m: &Val, span: Span) -> R<Val> {
         let (r, c, e) = match m {
@@ -1446,51 +1534,6 @@ impl<'p> Tracer<'p> {
         } else {
             Val::Matrix(n, bc, out)
         })
-    }
-
-    /// `gp_exp_quad_cov(x, alpha, rho)`: α² exp(−|xᵢ − xⱼ|² / (2ρ²)) for real or vector points.
-    fn gp_exp_quad_cov(&mut self, args: &[Val], span: Span) -> R<Val> {
-        if args.len() != 3 {
-            return cerr("gp_exp_quad_cov(x, alpha, rho) is the supported form", span);
-        }
-        let xs: Vec<Elems> = match &args[0] {
-            Val::Array(items) => items.iter().map(|x| self.to_elems(x)).collect(),
-            _ => return cerr("gp_exp_quad_cov: x must be an array", span),
-        };
-        let alpha = self.scalar_sc(&args[1], "gp_exp_quad_cov", span)?;
-        let rho = self.scalar_sc(&args[2], "gp_exp_quad_cov", span)?;
-        let n = xs.len();
-        let a2 = self.sc_unary(UnaryFn::Square, alpha);
-        let r2 = self.sc_unary(UnaryFn::Square, rho);
-        let neg_half_inv = {
-            let t = self.sc_binary(BinaryFn::Mul, r2, Sc::C(-2.0));
-            self.sc_unary(UnaryFn::Inv, t)
-        };
-        // Squared distances are data when x is: one vector op for all pairs below the diagonal.
-        let mut d2 = Vec::with_capacity(n * (n.saturating_sub(1)) / 2);
-        for i in 0..n {
-            for j in 0..i {
-                let d = self.elems_binary(BinaryFn::Sub, &xs[i], &xs[j]);
-                d2.push(self.dot_elems(&d, &d, span)?);
-            }
-        }
-        let de = Elems::from_scalars_or_empty(d2);
-        let ne = self.scalar_elems(neg_half_inv);
-        let scaled = self.elems_binary(BinaryFn::Mul, &de, &ne);
-        let ex = self.elems_unary(UnaryFn::Exp, &scaled);
-        let ae = self.scalar_elems(a2);
-        let k = self.elems_binary(BinaryFn::Mul, &ex, &ae);
-        let mut sc = vec![Sc::C(0.0); n * n];
-        let mut p = 0;
-        for i in 0..n {
-            sc[i + i * n] = a2;
-            for j in 0..i {
-                sc[i + j * n] = k.get(p);
-                sc[j + i * n] = k.get(p);
-                p += 1;
-            }
-        }
-        Ok(Val::Matrix(n, n, Elems::from_scalars_or_empty(sc)))
     }
 }
 

@@ -2,11 +2,15 @@
 
 pub mod builtins;
 pub mod complex;
+pub mod constraints;
+pub mod containers;
 pub mod exec;
+pub mod gp;
 pub mod linalg;
 pub mod multivariate;
 pub mod ode;
 pub mod params;
+pub mod sparse;
 pub mod support;
 pub mod trace;
 pub mod value;

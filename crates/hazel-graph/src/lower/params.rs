@@ -111,11 +111,59 @@ impl<'p> Tracer<'p> {
     pub fn read_params(&mut self, block: &Option<Block>, q: Option<&Elems>) -> R<usize> {
         let mut pos = 0usize;
         for d in declarations(block) {
+            self.check_bound_order(&d.name, &d.ty, true)?;
             if let Some(v) = self.read_param(&d.ty, q, &mut pos)? {
                 self.bind(&d.name, v);
             }
         }
         Ok(pos)
+    }
+
+    /// Stan's check that a declaration's bounds are ordered: `lower < upper` for a parameter
+    /// (its transform maps onto the open interval), `lower ≤ upper` for other variables.
+    /// Bounds that depend on parameters are left to the transform and the value checks.
+    pub fn check_bound_order(&mut self, name: &str, ty: &DeclType, strict: bool) -> R<()> {
+        let Some(Transform::Bounds {
+            lower: Some(lower),
+            upper: Some(upper),
+        }) = transform_of(&ty.elem)
+        else {
+            return Ok(());
+        };
+        if !(self.prog.is_parameter_free(lower.id) && self.prog.is_parameter_free(upper.id)) {
+            return Ok(());
+        }
+        let (lv, uv) = (self.expr(lower)?, self.expr(upper)?);
+        let (le, ue) = (self.to_elems(&lv), self.to_elems(&uv));
+        let (Some(lc), Some(uc)) = (le.consts(), ue.consts()) else {
+            return Ok(());
+        };
+        let at = |c: &[f64], i: usize| if c.len() == 1 { c.first() } else { c.get(i) }.copied();
+        for i in 0..lc.len().max(uc.len()) {
+            let (Some(l), Some(u)) = (at(&lc, i), at(&uc, i)) else {
+                continue;
+            };
+            let ordered = if strict { l < u } else { l <= u };
+            if !ordered {
+                let relation = if strict {
+                    "less than"
+                } else {
+                    "less than or equal to"
+                };
+                let which = if lc.len().max(uc.len()) == 1 {
+                    String::new()
+                } else {
+                    format!(" (element {})", i + 1)
+                };
+                return cerr(
+                    format!(
+                        "`{name}`: the lower bound {l} must be {relation} the upper bound {u}{which}"
+                    ),
+                    ty.span,
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Reads one parameter of type `ty` from `q` at `*pos` (advancing it by its unconstrained
@@ -221,85 +269,107 @@ impl<'p> Tracer<'p> {
                     Some(e) => Some(self.bound_elems(e, n)?),
                     None => None,
                 };
-                let is_inf = |b: &Option<Elems>, s: f64| match b {
-                    None => true,
-                    Some(e) => e
-                        .consts()
-                        .map(|c| c.iter().all(|&v| v == s))
-                        .unwrap_or(false),
-                };
-                let no_lb = is_inf(&lb, f64::NEG_INFINITY);
-                let no_ub = is_inf(&ub, f64::INFINITY);
-                match (no_lb, no_ub) {
-                    (true, true) => Ok(u.clone()),
-                    (false, true) => {
-                        // x = lb + exp(u); log J = u
-                        let ex = self.elems_unary(UnaryFn::Exp, u);
-                        let x = self.elems_binary(
-                            BinaryFn::Add,
-                            &ex,
-                            lb.as_ref().expect("lower bound"),
-                        );
-                        self.add_jacobian(u);
-                        Ok(x)
-                    }
-                    (true, false) => {
-                        let ex = self.elems_unary(UnaryFn::Exp, u);
-                        let x = self.elems_binary(
-                            BinaryFn::Sub,
-                            ub.as_ref().expect("upper bound"),
-                            &ex,
-                        );
-                        self.add_jacobian(u);
-                        Ok(x)
-                    }
-                    (false, false) => {
-                        // x = lb + (ub − lb) inv_logit(u);
-                        // log J = log(ub − lb) + log_inv_logit(u) + log1m_inv_logit(u)
-                        let lb = lb.expect("lower bound");
-                        let ub = ub.expect("upper bound");
-                        let diff = self.elems_binary(BinaryFn::Sub, &ub, &lb);
-                        let il = self.elems_unary(UnaryFn::InvLogit, u);
-                        let sc = self.elems_binary(BinaryFn::Mul, &diff, &il);
-                        let x = self.elems_binary(BinaryFn::Add, &sc, &lb);
-                        if self.jacobian {
-                            let ld = self.elems_unary(UnaryFn::Log, &diff);
-                            let a = self.elems_unary(UnaryFn::LogInvLogit, u);
-                            let b = self.elems_unary(UnaryFn::Log1mInvLogit, u);
-                            let ab = self.elems_binary(BinaryFn::Add, &a, &b);
-                            self.add_jacobian(&ab);
-                            if ld.len() == 1 {
-                                let t = self.sc_binary(BinaryFn::Mul, ld.get(0), Sc::C(n as f64));
-                                self.add_target_sc(t);
-                            } else {
-                                self.add_jacobian(&ld);
-                            }
-                        }
-                        Ok(x)
-                    }
-                }
+                Ok(self.bounds_constrain(lb, ub, u))
             }
             Transform::Affine { offset, multiplier } => {
-                let mut x = u.clone();
-                if let Some(m) = multiplier {
-                    let me = self.bound_elems(m, n)?;
-                    x = self.elems_binary(BinaryFn::Mul, &x, &me);
-                    if self.jacobian {
-                        let lm = self.elems_unary(UnaryFn::Log, &me);
-                        if lm.len() == 1 {
-                            let t = self.sc_binary(BinaryFn::Mul, lm.get(0), Sc::C(n as f64));
-                            self.add_target_sc(t);
-                        } else {
-                            self.add_jacobian(&lm);
-                        }
-                    }
-                }
-                if let Some(o) = offset {
-                    let oe = self.bound_elems(o, n)?;
-                    x = self.elems_binary(BinaryFn::Add, &x, &oe);
-                }
-                Ok(x)
+                let me = match multiplier {
+                    Some(m) => Some(self.bound_elems(m, n)?),
+                    None => None,
+                };
+                let oe = match offset {
+                    Some(o) => Some(self.bound_elems(o, n)?),
+                    None => None,
+                };
+                Ok(self.affine_constrain(oe, me, u))
             }
+        }
+    }
+
+    /// The lower/upper/both-bounds transform of `u` (bounds broadcast; a constant infinite
+    /// bound is no bound), adding the log-Jacobian to the target when Jacobians are on. The
+    /// one implementation behind bounded parameters and `*_bound_constrain/_jacobian`.
+    pub(crate) fn bounds_constrain(
+        &mut self,
+        lb: Option<Elems>,
+        ub: Option<Elems>,
+        u: &Elems,
+    ) -> Elems {
+        let n = u.len();
+        let is_inf = |b: &Option<Elems>, s: f64| match b {
+            None => true,
+            Some(e) => e
+                .consts()
+                .map(|c| c.iter().all(|&v| v == s))
+                .unwrap_or(false),
+        };
+        let no_lb = is_inf(&lb, f64::NEG_INFINITY);
+        let no_ub = is_inf(&ub, f64::INFINITY);
+        match (no_lb, no_ub) {
+            (true, true) => u.clone(),
+            (false, true) => {
+                // x = lb + exp(u); log J = u
+                let ex = self.elems_unary(UnaryFn::Exp, u);
+                let x = self.elems_binary(BinaryFn::Add, &ex, lb.as_ref().expect("lower bound"));
+                self.add_jacobian(u);
+                x
+            }
+            (true, false) => {
+                let ex = self.elems_unary(UnaryFn::Exp, u);
+                let x = self.elems_binary(BinaryFn::Sub, ub.as_ref().expect("upper bound"), &ex);
+                self.add_jacobian(u);
+                x
+            }
+            (false, false) => {
+                // x = lb + (ub − lb) inv_logit(u);
+                // log J = log(ub − lb) + log_inv_logit(u) + log1m_inv_logit(u)
+                let lb = lb.expect("lower bound");
+                let ub = ub.expect("upper bound");
+                let diff = self.elems_binary(BinaryFn::Sub, &ub, &lb);
+                let il = self.elems_unary(UnaryFn::InvLogit, u);
+                let sc = self.elems_binary(BinaryFn::Mul, &diff, &il);
+                let x = self.elems_binary(BinaryFn::Add, &sc, &lb);
+                if self.jacobian {
+                    let ld = self.elems_unary(UnaryFn::Log, &diff);
+                    let a = self.elems_unary(UnaryFn::LogInvLogit, u);
+                    let b = self.elems_unary(UnaryFn::Log1mInvLogit, u);
+                    let ab = self.elems_binary(BinaryFn::Add, &a, &b);
+                    self.add_jacobian(&ab);
+                    self.add_jacobian_times(&ld, n);
+                }
+                x
+            }
+        }
+    }
+
+    /// `offset + multiplier · u`, log J = Σ log multiplier (when Jacobians are on).
+    pub(crate) fn affine_constrain(
+        &mut self,
+        offset: Option<Elems>,
+        multiplier: Option<Elems>,
+        u: &Elems,
+    ) -> Elems {
+        let n = u.len();
+        let mut x = u.clone();
+        if let Some(me) = multiplier {
+            x = self.elems_binary(BinaryFn::Mul, &x, &me);
+            if self.jacobian {
+                let lm = self.elems_unary(UnaryFn::Log, &me);
+                self.add_jacobian_times(&lm, n);
+            }
+        }
+        if let Some(oe) = offset {
+            x = self.elems_binary(BinaryFn::Add, &x, &oe);
+        }
+        x
+    }
+
+    /// Adds `e` to the target, a single (broadcast) element counted `n` times.
+    fn add_jacobian_times(&mut self, e: &Elems, n: usize) {
+        if e.len() == 1 {
+            let t = self.sc_binary(BinaryFn::Mul, e.get(0), Sc::C(n as f64));
+            self.add_target_sc(t);
+        } else {
+            self.add_jacobian(e);
         }
     }
 
@@ -317,73 +387,89 @@ impl<'p> Tracer<'p> {
         };
         match elem {
             ElemType::Ordered { .. } | ElemType::PositiveOrdered { .. } => {
-                let n = u.len();
-                if n == 0 {
-                    return Ok(u.clone());
-                }
-                let positive = matches!(elem, ElemType::PositiveOrdered { .. });
-                // ordered: x₁ = u₁, x_k = x_{k−1} + exp(u_k); positive_ordered: x = cumsum(exp(u))
-                let (head, rest) = if positive {
-                    (None, u.clone())
-                } else {
-                    (Some(u.get(0)), u.slice(1, n))
-                };
-                let ex = self.elems_unary(UnaryFn::Exp, &rest);
-                let mut parts = Vec::with_capacity(n);
-                if let Some(h) = head {
-                    parts.push(h);
-                }
-                parts.extend(ex.to_scalars());
-                let steps = Elems::from_scalars(parts);
-                let x = match steps.consts() {
-                    Some(c) => {
-                        let mut acc = 0.0;
-                        Elems::C(Arc::new(
-                            c.iter()
-                                .map(|v| {
-                                    acc += v;
-                                    acc
-                                })
-                                .collect(),
-                        ))
-                    }
-                    None => {
-                        let a = self.elems_arg(&steps);
-                        Elems::V(self.b.cumsum(a))
-                    }
-                };
-                self.add_jacobian(&rest);
-                Ok(x)
+                Ok(self.ordered_constrain(matches!(elem, ElemType::PositiveOrdered { .. }), u))
             }
             _ => {
                 let Some(kind) = struct_kind(elem, rows, cols) else {
                     return cerr("unsupported parameter type", span);
                 };
-                let n_out = rows * cols;
-                match u.consts() {
-                    Some(c) => {
-                        let mut out = vec![0.0; n_out];
-                        let mut ws = vec![0.0; kind.workspace_len()];
-                        let lj = kind.constrain(&c, &mut out, &mut ws).map_err(|e| {
-                            super::trace::TraceErr::Eval(
-                                hazel_density::EvalError::domain(e.to_string()),
-                                span,
-                            )
-                        })?;
-                        if self.jacobian {
-                            self.add_target_sc(Sc::C(lj));
-                        }
-                        Ok(Elems::C(Arc::new(out)))
-                    }
-                    None => {
-                        let a = self.elems_arg(u);
-                        let out = self.b.constrain(kind, a, n_out);
-                        if self.jacobian {
-                            self.target.push(Arg::var(out.off as usize + n_out, 1));
-                        }
-                        Ok(Elems::V(Arg::var(out.off as usize, n_out)))
-                    }
+                self.struct_constrain(kind, u, span)
+            }
+        }
+    }
+
+    /// The ordered (or positive-ordered) transform as a cumulative sum of exponentials;
+    /// log J added when Jacobians are on.
+    pub(crate) fn ordered_constrain(&mut self, positive: bool, u: &Elems) -> Elems {
+        let n = u.len();
+        if n == 0 {
+            return u.clone();
+        }
+        // ordered: x₁ = u₁, x_k = x_{k−1} + exp(u_k); positive_ordered: x = cumsum(exp(u))
+        let (head, rest) = if positive {
+            (None, u.clone())
+        } else {
+            (Some(u.get(0)), u.slice(1, n))
+        };
+        let ex = self.elems_unary(UnaryFn::Exp, &rest);
+        let mut parts = Vec::with_capacity(n);
+        if let Some(h) = head {
+            parts.push(h);
+        }
+        parts.extend(ex.to_scalars());
+        let steps = Elems::from_scalars(parts);
+        let x = match steps.consts() {
+            Some(c) => {
+                let mut acc = 0.0;
+                Elems::C(Arc::new(
+                    c.iter()
+                        .map(|v| {
+                            acc += v;
+                            acc
+                        })
+                        .collect(),
+                ))
+            }
+            None => {
+                let a = self.elems_arg(&steps);
+                Elems::V(self.b.cumsum(a))
+            }
+        };
+        self.add_jacobian(&rest);
+        x
+    }
+
+    /// A structured transform of `hazel_math::transforms` (one `Op::Constrain`, folded for
+    /// constants); log J added when Jacobians are on.
+    pub(crate) fn struct_constrain(
+        &mut self,
+        kind: crate::tape::StructKind,
+        u: &Elems,
+        span: hazel_syntax::Span,
+    ) -> R<Elems> {
+        let n_out = kind.constrained_len();
+        match u.consts() {
+            Some(c) => {
+                let mut out = vec![0.0; n_out];
+                let mut ws = vec![0.0; kind.workspace_len()];
+                let lj = kind.constrain(&c, &mut out, &mut ws).map_err(|e| {
+                    super::trace::TraceErr::Eval(
+                        hazel_density::EvalError::domain(e.to_string()),
+                        span,
+                    )
+                })?;
+                if self.jacobian {
+                    self.add_target_sc(Sc::C(lj));
                 }
+                Ok(Elems::C(Arc::new(out)))
+            }
+            None => {
+                let a = self.elems_arg(u);
+                let out = self.b.constrain(kind, a, n_out);
+                if self.jacobian {
+                    self.target.push(Arg::var(out.off as usize + n_out, 1));
+                }
+                Ok(Elems::V(Arg::var(out.off as usize, n_out)))
             }
         }
     }

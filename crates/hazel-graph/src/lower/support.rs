@@ -16,7 +16,7 @@ use super::trace::{TraceErr, Tracer};
 use super::value::{Elems, Sc, Val};
 use crate::builder::GraphBuilder;
 use crate::tape::Arg;
-use hazel_check::signatures::{Pattern, Signature};
+use hazel_check::signatures::{Pattern, ReturnSpec, Signature};
 use hazel_check::{CallTarget, CheckedProgram, SignatureTable, Type};
 use hazel_density::StreamRng;
 use hazel_rng::Purpose;
@@ -161,13 +161,19 @@ fn probe_signature(checked: &CheckedProgram, sig: &Signature) -> Result<(), Stri
         None if sig.name.starts_with("prefix") || sig.name.starts_with("postfix") => return Ok(()),
         None => Route::Call(&sig.name),
     };
+    // A vectorised function returning ints (`to_int`) maps over arrays only: there are no
+    // int vectors.
+    let arrays_only = matches!(sig.ret, ReturnSpec::VectorisedInt);
     for container in [false, true] {
         for params in [false, true] {
             let args: Vec<ProbeArg> = sig
                 .args
                 .iter()
                 .map(|a| {
-                    let ty = instance(&a.pattern, container);
+                    let ty = match instance(&a.pattern, container) {
+                        Type::Vector if arrays_only => Type::array(1, Type::Real),
+                        ty => ty,
+                    };
                     let param = params && !a.data_only && real_based(&ty);
                     ProbeArg { ty, param }
                 })
