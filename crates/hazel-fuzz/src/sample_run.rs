@@ -1,6 +1,6 @@
 //! The whole-run target: bytes → a small Stan program, its data and sampler settings →
 //! `hazel sample` (the CLI's own `sample::run_to`: check, read data, compile, NUTS with one
-//! chain, CSV files, read back, summary).
+//! chain, or `--algorithm fixed_param` in one run of eight, CSV files, read back, summary).
 //!
 //! Programs always have a scalar parameter first (a program without parameters is the
 //! fixed_param case, handled elsewhere), data `N`, `y`, `x`, parameters of every constraint
@@ -13,7 +13,7 @@
 
 use crate::check_message;
 use crate::choices::Choices;
-use hazel_cli::sample::{run_to, MetricArg, SampleArgs};
+use hazel_cli::sample::{run_to, AlgorithmArg, MetricArg, SampleArgs, Seed};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -84,9 +84,14 @@ pub fn generate_run(bytes: &[u8], dir: &std::path::Path) -> GeneratedRun {
         draws,
         thin: g.c.pick(&[1u64, 1, 2, 3]),
         save_warmup: g.c.one_in(3),
-        seed: Some(g.c.u64() % 1000),
+        seed: Some(Seed::Given(g.c.u64() % 1000)),
         adapt_delta: g.c.pick(&[0.8, 0.5, 0.95]),
         max_depth: g.c.pick(&[3u32, 2, 1, 4]),
+        algorithm: if g.c.one_in(8) {
+            AlgorithmArg::FixedParam
+        } else {
+            AlgorithmArg::Nuts
+        },
         metric: if g.c.one_in(4) {
             MetricArg::Dense
         } else {
