@@ -249,7 +249,9 @@ fn use_fixed_param(config: &mut RunConfig) {
 }
 
 pub fn run(args: &SampleArgs) -> CliResult {
-    run_to(args, &mut std::io::stdout().lock())
+    // Not `stdout().lock()`: the model's `print` statements write to stdout from the chains'
+    // threads while the run is in progress.
+    run_to(args, &mut std::io::stdout())
 }
 
 /// `hazel sample` with the summary table written to `out` instead of stdout (progress,

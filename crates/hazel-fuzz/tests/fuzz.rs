@@ -73,11 +73,11 @@ fn fuzz_targets_on_seeded_inputs() {
         accepted >= 30,
         "only {accepted} of 3000 data files were read whole"
     );
-    let accepted = run_inputs(hazel_fuzz::sample_run, 12, 400, 200);
-    eprintln!("sample_run: {accepted} of 400 generated runs sampled");
+    let accepted = run_inputs(hazel_fuzz::sample_run, 12, 1000, 300);
+    eprintln!("sample_run: {accepted} of 1000 generated runs sampled");
     assert!(
-        accepted >= 100,
-        "only {accepted} of 400 generated runs sampled"
+        accepted >= 250,
+        "only {accepted} of 1000 generated runs sampled"
     );
 }
 
