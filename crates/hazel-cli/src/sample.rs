@@ -54,7 +54,7 @@ pub struct SampleArgs {
     #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
     pub adapt_delta: f64,
     /// Maximum tree depth of NUTS (1 to 62).
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 10, value_parser = tree_depth, allow_negative_numbers = true)]
     pub max_depth: u32,
     /// The sampler: NUTS, or fixed_param (the point never moves; generated quantities are
     /// drawn at every iteration). A model without parameters always runs fixed_param, as in
@@ -133,6 +133,15 @@ fn positive_count(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err("expected a whole number, at least 1".to_string()),
+    }
+}
+
+/// `--max-depth`: NUTS's tree depth, 1 to 62 (a trajectory of 2^62 steps is the most the
+/// sampler's step counters hold).
+fn tree_depth(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(depth) if (1..=62).contains(&depth) => Ok(depth),
+        _ => Err("the maximum tree depth must be a whole number between 1 and 62".to_string()),
     }
 }
 
@@ -226,12 +235,6 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         return Err(format!(
             "--adapt-delta {}: must be strictly between 0 and 1",
             args.adapt_delta
-        ));
-    }
-    if !(1..=62).contains(&args.max_depth) {
-        return Err(format!(
-            "--max-depth {}: must be between 1 and 62",
-            args.max_depth
         ));
     }
     if args.algorithm == AlgorithmArg::FixedParam {
