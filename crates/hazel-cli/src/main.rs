@@ -10,6 +10,7 @@ mod compare;
 mod front;
 mod log_density;
 mod progress;
+mod run_dir;
 mod sample;
 mod summary;
 

@@ -11,16 +11,34 @@ use crate::summary::{summarize, table_with_warnings, write_stdout};
 use crate::CliResult;
 use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
-use hazel_nuts::{DrawSink, Init, MetricKind, RunConfig};
-use hazel_output::{read_stan_csv, CsvHeaderInfo, StanCsvWriter};
+use crate::run_dir::{content_hash, Input, OutputLock, RunSettings, RUN_SETTINGS};
+use clap::Parser as _;
+use hazel_nuts::{
+    ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init, InverseMetric,
+    MetricKind, Progress, RunConfig, Timing,
+};
+use hazel_output::{checkpoint_path, read_checkpoint, read_stan_csv, ChainCsvFile, CsvHeaderInfo};
 use hazel_rng::{Purpose, StreamRng};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 pub struct SampleArgs {
     /// The Stan program.
-    pub model: PathBuf,
+    #[arg(required_unless_present = "resume")]
+    pub model: Option<PathBuf>,
+    /// Continue the interrupted run whose --output-dir is DIR, with the settings it was started
+    /// with (stored in DIR/hazel-run.json); no other argument is needed.
+    #[arg(long, value_name = "DIR", conflicts_with = "model")]
+    pub resume: Option<PathBuf>,
+    /// Write each chain's checkpoint (DIR/<model>-<chain>.checkpoint.json) at least this many
+    /// seconds apart (0 = not by time). The interval grows to 100× a checkpoint's cost, so
+    /// checkpoints never take more than 1% of the run.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub checkpoint_every_secs: f64,
+    /// Also write a checkpoint every N iterations of a chain (0 = not by count).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub checkpoint_every_iters: usize,
     /// The data, as a CmdStan JSON file (omit for a program without data).
     #[arg(long)]
     pub data: Option<PathBuf>,
@@ -170,14 +188,169 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     if args.max_depth == 0 {
         return Err("--max-depth must be at least 1".to_string());
     }
+    if !(args.checkpoint_every_secs.is_finite() && args.checkpoint_every_secs >= 0.0) {
+        return Err(format!(
+            "--checkpoint-every-secs {}: must be a finite number ≥ 0",
+            args.checkpoint_every_secs
+        ));
+    }
+    config.checkpoint = CheckpointPolicy {
+        every_iterations: args.checkpoint_every_iters,
+        every: (args.checkpoint_every_secs > 0.0)
+            .then(|| Duration::from_secs_f64(args.checkpoint_every_secs)),
+    };
     Ok(config)
 }
 
+/// The arguments after `hazel sample` as this process was given them.
+fn sample_arguments() -> Result<Vec<String>, String> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a != "sample") {
+        return Err("cannot record the arguments: `sample` is not the first one".to_string());
+    }
+    args.map(|a| {
+        a.into_string()
+            .map_err(|a| format!("argument {a:?} is not UTF-8: a run started with it cannot be resumed"))
+    })
+    .collect()
+}
+
+/// Parses stored `hazel sample` arguments.
+#[derive(clap::Parser)]
+#[command(name = "hazel sample")]
+struct StoredArguments {
+    #[command(flatten)]
+    sample: SampleArgs,
+}
+
+/// `--resume DIR`: the stored run, in the directory it was started from, into DIR.
+fn resume(dir: &Path) -> CliResult {
+    let settings = RunSettings::read(dir)?;
+    let output_dir = dir
+        .canonicalize()
+        .map_err(|e| format!("cannot resume from {}: {e}", dir.display()))?;
+    std::env::set_current_dir(&settings.working_directory).map_err(|e| {
+        format!(
+            "cannot resume: the run was started in {}, which cannot be entered: {e}",
+            settings.working_directory.display()
+        )
+    })?;
+    let parsed = StoredArguments::try_parse_from(
+        std::iter::once("hazel sample".to_string()).chain(settings.arguments.iter().cloned()),
+    )
+    .map_err(|e| {
+        format!(
+            "{}: the stored arguments do not parse: {e}",
+            dir.join(RUN_SETTINGS).display()
+        )
+    })?;
+    let mut args = parsed.sample;
+    // The stored --output-dir as given (the files' `file =` comments name it), unless the
+    // directory was moved since.
+    if args.output_dir.canonicalize().ok().as_ref() != Some(&output_dir) {
+        args.output_dir = output_dir;
+    }
+    args.seed = Some(settings.seed);
+    sample(&args, Some(settings))
+}
+
+/// The content hash of the program: the text of every source file, includes too.
+fn program_input(path: &Path, sources: &hazel_syntax::SourceMap) -> Input {
+    let parts: Vec<&[u8]> = sources.iter().map(|(_, file)| file.text.as_bytes()).collect();
+    Input {
+        path: path.to_path_buf(),
+        xxh3: content_hash(&parts),
+    }
+}
+
+fn file_input(path: &Path) -> Result<Input, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(Input {
+        path: path.to_path_buf(),
+        xxh3: content_hash(&[&bytes]),
+    })
+}
+
+/// A sink for a chain that finished before the run was interrupted: nothing is written.
+struct FinishedChain;
+
+impl DrawSink for FinishedChain {
+    fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn adaptation_done(&mut self, _: f64, _: &InverseMetric) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn draw(&mut self, _: bool, _: &DrawStats, _: &[f64]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &Timing) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Test hook: `HAZEL_TEST_ABORT_AFTER_ITERATION=K` aborts the process (as a crash would) once
+/// any chain completes iteration K, so tests can interrupt a run at a known point.
+struct AbortAfter<'a> {
+    inner: &'a dyn Progress,
+    iteration: usize,
+}
+
+impl Progress for AbortAfter<'_> {
+    fn iteration(&self, chain: usize, iteration: usize, warmup: bool, divergences: usize) {
+        self.inner.iteration(chain, iteration, warmup, divergences);
+        if iteration == self.iteration {
+            std::process::abort();
+        }
+    }
+    fn message(&self, chain: usize, message: &str) {
+        self.inner.message(chain, message);
+    }
+}
+
 pub fn run(args: &SampleArgs) -> CliResult {
+    match &args.resume {
+        Some(dir) => resume(dir),
+        None => sample(args, None),
+    }
+}
+
+/// A run from `args`; `resuming` holds the stored settings of the interrupted run it continues.
+fn sample(args: &SampleArgs, resuming: Option<RunSettings>) -> CliResult {
+    let model_path = args
+        .model
+        .as_deref()
+        .ok_or("give a Stan program, or --resume DIR")?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
-    let source = check_program(&args.model, &args.include_paths)?;
+    // The directory next, so a second run into it stops before anything else.
+    std::fs::create_dir_all(&args.output_dir).map_err(|e| {
+        format!(
+            "cannot create output directory {}: {e}",
+            args.output_dir.display()
+        )
+    })?;
+    let _lock = OutputLock::acquire(&args.output_dir)?;
+    let source = check_program(model_path, &args.include_paths)?;
+    let init_file = match parse_init(&args.init)? {
+        InitArg::File(path) => Some(file_input(&path)?),
+        InitArg::Radius(_) => None,
+    };
+    let settings = RunSettings::new(
+        match &resuming {
+            Some(stored) => stored.arguments.clone(),
+            None => sample_arguments()?,
+        },
+        seed,
+        program_input(model_path, &source.sources),
+        args.data.as_deref().map(file_input).transpose()?,
+        init_file,
+    )?;
+    match &resuming {
+        Some(stored) => stored.check_same_inputs(&settings)?,
+        None => settings.write(&args.output_dir)?,
+    }
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
         seed,
@@ -189,13 +362,7 @@ pub fn run(args: &SampleArgs) -> CliResult {
         config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
     }
 
-    let name = model_name(&args.model);
-    std::fs::create_dir_all(&args.output_dir).map_err(|e| {
-        format!(
-            "cannot create output directory {}: {e}",
-            args.output_dir.display()
-        )
-    })?;
+    let name = model_name(model_path);
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
@@ -208,7 +375,10 @@ pub fn run(args: &SampleArgs) -> CliResult {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    let names = hazel_density::Model::output_names(&model);
     let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
+    let mut starts = Vec::with_capacity(paths.len());
+    let mut resumed = 0;
     for (index, path) in paths.iter().enumerate() {
         let header = CsvHeaderInfo::new(
             &name,
@@ -217,7 +387,50 @@ pub fn run(args: &SampleArgs) -> CliResult {
             &config,
             index,
         );
-        sinks.push(Box::new(StanCsvWriter::create(path, header)?));
+        let stored = match resuming {
+            Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
+                format!(
+                    "cannot resume chain {}: {e} (delete it to run that chain again from its start)",
+                    chain_ids[index]
+                )
+            })?,
+            None => None,
+        };
+        let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
+            None => (
+                Box::new(ChainCsvFile::create(path, header, &names)?),
+                ChainStart::Fresh,
+            ),
+            Some(stored) if stored.chain.finished() => (
+                Box::new(FinishedChain),
+                ChainStart::Resume(Box::new(stored.chain)),
+            ),
+            Some(stored) => {
+                resumed += 1;
+                (
+                    Box::new(ChainCsvFile::resume(
+                        path,
+                        header,
+                        &names,
+                        stored.csv_bytes,
+                    )?),
+                    ChainStart::Resume(Box::new(stored.chain)),
+                )
+            }
+        };
+        sinks.push(sink);
+        starts.push(start);
+    }
+    if !args.quiet && resuming.is_some() {
+        let finished = starts
+            .iter()
+            .filter(|s| matches!(s, ChainStart::Resume(c) if c.finished()))
+            .count();
+        eprintln!(
+            "resuming {}: {resumed} chains from their checkpoints, {} from the start, {finished} already finished",
+            args.output_dir.display(),
+            starts.len() - resumed - finished
+        );
     }
 
     if !args.quiet && args.seed.is_none() {
@@ -229,8 +442,20 @@ pub fn run(args: &SampleArgs) -> CliResult {
         config.sampler.num_warmup,
         config.sampler.num_samples,
     );
+    let abort_after = std::env::var("HAZEL_TEST_ABORT_AFTER_ITERATION")
+        .ok()
+        .and_then(|k| k.parse().ok());
+    let abort = abort_after.map(|iteration| AbortAfter {
+        inner: progress.as_ref(),
+        iteration,
+    });
+    let progress_used: &dyn Progress = match &abort {
+        Some(abort) => abort,
+        None => progress.as_ref(),
+    };
     let start = Instant::now();
-    let report = hazel_nuts::run(&model, &config, sinks, progress.as_ref())?;
+    let report = hazel_nuts::run_from(&model, &config, starts, sinks, progress_used)?;
+    drop(abort);
     let elapsed = start.elapsed();
     drop(progress);
 
@@ -258,12 +483,15 @@ pub fn run(args: &SampleArgs) -> CliResult {
         );
     }
 
-    // A chain that failed before its first draw (no starting point) left an empty file:
-    // remove it so that no one mistakes it for output. Files with a header are kept.
+    // A chain that found no starting point left a file with only its header: remove it so
+    // that no one mistakes it for output.
     let mut unstarted = 0;
-    for path in &paths {
-        if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) && std::fs::remove_file(path).is_ok()
+    for (path, chain) in paths.iter().zip(&report.chains) {
+        if matches!(chain.error, Some(ChainError::Init(_)))
+            && chain.draws_written == 0
+            && std::fs::remove_file(path).is_ok()
         {
+            let _ = std::fs::remove_file(checkpoint_path(path));
             unstarted += 1;
         }
     }
