@@ -155,8 +155,15 @@ impl RunSettings {
         Ok(settings)
     }
 
-    /// An error naming every input whose content differs from the stored run's.
+    /// An error naming every input whose content differs from the stored run's, or the other
+    /// hazel version (whose sampler may draw differently).
     pub fn check_same_inputs(&self, now: &RunSettings) -> Result<(), String> {
+        if self.hazel_version != now.hazel_version {
+            return Err(format!(
+                "cannot resume: the run was started by hazel {}, this is hazel {}",
+                self.hazel_version, now.hazel_version
+            ));
+        }
         let mut changed = Vec::new();
         let mut compare = |what: &str, stored: &Option<Input>, current: &Option<Input>| {
             if stored.as_ref().map(|i| &i.xxh3) != current.as_ref().map(|i| &i.xxh3) {
@@ -167,7 +174,11 @@ impl RunSettings {
                 });
             }
         };
-        compare("program", &Some(self.model.clone()), &Some(now.model.clone()));
+        compare(
+            "program",
+            &Some(self.model.clone()),
+            &Some(now.model.clone()),
+        );
         compare("data", &self.data, &now.data);
         compare("initial values", &self.init, &now.init);
         if changed.is_empty() {
@@ -178,5 +189,16 @@ impl RunSettings {
                 changed.join(" and ")
             ))
         }
+    }
+}
+
+/// Removes a previous run's settings from `dir` (a new run is starting there).
+pub fn remove_run_settings(dir: &Path) -> Result<(), String> {
+    let path = dir.join(RUN_SETTINGS);
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", path.display()))
+        }
+        _ => Ok(()),
     }
 }

@@ -7,15 +7,17 @@
 
 use crate::front::{check_program, compile_model, model_name, read_data, Reported};
 use crate::progress::progress_for_run;
+use crate::run_dir::{
+    content_hash, remove_run_settings, Input, OutputLock, RunSettings, RUN_SETTINGS,
+};
 use crate::summary::{summarize, table_with_warnings, write_stdout};
 use crate::CliResult;
+use clap::Parser as _;
 use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
-use crate::run_dir::{content_hash, Input, OutputLock, RunSettings, RUN_SETTINGS};
-use clap::Parser as _;
 use hazel_nuts::{
-    ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init, InverseMetric,
-    MetricKind, Progress, RunConfig, Timing,
+    ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init, InverseMetric, MetricKind,
+    Progress, RunConfig, Timing,
 };
 use hazel_output::{checkpoint_path, read_checkpoint, read_stan_csv, ChainCsvFile, CsvHeaderInfo};
 use hazel_rng::{Purpose, StreamRng};
@@ -28,7 +30,8 @@ pub struct SampleArgs {
     #[arg(required_unless_present = "resume")]
     pub model: Option<PathBuf>,
     /// Continue the interrupted run whose --output-dir is DIR, with the settings it was started
-    /// with (stored in DIR/hazel-run.json); no other argument is needed.
+    /// with (stored in DIR/hazel-run.json); no other argument is needed, and other options
+    /// given with it are not used (except --quiet).
     #[arg(long, value_name = "DIR", conflicts_with = "model")]
     pub resume: Option<PathBuf>,
     /// Write each chain's checkpoint (DIR/<model>-<chain>.checkpoint.json) at least this many
@@ -209,8 +212,9 @@ fn sample_arguments() -> Result<Vec<String>, String> {
         return Err("cannot record the arguments: `sample` is not the first one".to_string());
     }
     args.map(|a| {
-        a.into_string()
-            .map_err(|a| format!("argument {a:?} is not UTF-8: a run started with it cannot be resumed"))
+        a.into_string().map_err(|a| {
+            format!("argument {a:?} is not UTF-8: a run started with it cannot be resumed")
+        })
     })
     .collect()
 }
@@ -224,7 +228,7 @@ struct StoredArguments {
 }
 
 /// `--resume DIR`: the stored run, in the directory it was started from, into DIR.
-fn resume(dir: &Path) -> CliResult {
+fn resume(dir: &Path, args_quiet: bool) -> CliResult {
     let settings = RunSettings::read(dir)?;
     let output_dir = dir
         .canonicalize()
@@ -241,10 +245,11 @@ fn resume(dir: &Path) -> CliResult {
     .map_err(|e| {
         format!(
             "{}: the stored arguments do not parse: {e}",
-            dir.join(RUN_SETTINGS).display()
+            output_dir.join(RUN_SETTINGS).display()
         )
     })?;
     let mut args = parsed.sample;
+    args.quiet |= args_quiet;
     // The stored --output-dir as given (the files' `file =` comments name it), unless the
     // directory was moved since.
     if args.output_dir.canonicalize().ok().as_ref() != Some(&output_dir) {
@@ -256,7 +261,10 @@ fn resume(dir: &Path) -> CliResult {
 
 /// The content hash of the program: the text of every source file, includes too.
 fn program_input(path: &Path, sources: &hazel_syntax::SourceMap) -> Input {
-    let parts: Vec<&[u8]> = sources.iter().map(|(_, file)| file.text.as_bytes()).collect();
+    let parts: Vec<&[u8]> = sources
+        .iter()
+        .map(|(_, file)| file.text.as_bytes())
+        .collect();
     Input {
         path: path.to_path_buf(),
         xxh3: content_hash(&parts),
@@ -310,7 +318,7 @@ impl Progress for AbortAfter<'_> {
 
 pub fn run(args: &SampleArgs) -> CliResult {
     match &args.resume {
-        Some(dir) => resume(dir),
+        Some(dir) => resume(dir, args.quiet),
         None => sample(args, None),
     }
 }
@@ -349,7 +357,9 @@ fn sample(args: &SampleArgs, resuming: Option<RunSettings>) -> CliResult {
     )?;
     match &resuming {
         Some(stored) => stored.check_same_inputs(&settings)?,
-        None => settings.write(&args.output_dir)?,
+        // A new run's settings are written once its files are created (which removes old
+        // checkpoints): a directory never pairs one run's settings with another's checkpoints.
+        None => remove_run_settings(&args.output_dir)?,
     }
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
@@ -420,6 +430,9 @@ fn sample(args: &SampleArgs, resuming: Option<RunSettings>) -> CliResult {
         };
         sinks.push(sink);
         starts.push(start);
+    }
+    if resuming.is_none() {
+        settings.write(&args.output_dir)?;
     }
     if !args.quiet && resuming.is_some() {
         let finished = starts

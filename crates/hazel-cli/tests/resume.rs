@@ -64,7 +64,9 @@ fn resume(dir: &Path) -> std::process::Output {
 }
 
 fn chain_files(out: &Path) -> Vec<PathBuf> {
-    (1..=2).map(|id| out.join(format!("model-{id}.csv"))).collect()
+    (1..=2)
+        .map(|id| out.join(format!("model-{id}.csv")))
+        .collect()
 }
 
 /// An uninterrupted run with `extra` options, in `root/reference`.
@@ -99,7 +101,9 @@ fn abort_and_resume(name: &str, extra: &[&str], abort_after: usize, tear: bool) 
     let out = cwd.join("out");
     let files = chain_files(&out);
     assert!(
-        files.iter().all(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0)),
+        files
+            .iter()
+            .all(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0)),
         "every chain file exists with its header"
     );
     assert!(
@@ -119,14 +123,27 @@ fn abort_and_resume(name: &str, extra: &[&str], abort_after: usize, tear: bool) 
 
 #[test]
 fn aborted_in_warmup_resumes_to_identical_files() {
-    abort_and_resume("resume-warmup", &["--warmup", "150", "--draws", "100"], 60, false);
+    abort_and_resume(
+        "resume-warmup",
+        &["--warmup", "150", "--draws", "100"],
+        60,
+        false,
+    );
 }
 
 #[test]
 fn aborted_in_sampling_with_saved_warmup_and_a_torn_row_resumes_to_identical_files() {
     abort_and_resume(
         "resume-sampling",
-        &["--warmup", "150", "--draws", "100", "--save-warmup", "--thin", "2"],
+        &[
+            "--warmup",
+            "150",
+            "--draws",
+            "100",
+            "--save-warmup",
+            "--thin",
+            "2",
+        ],
         200,
         true,
     );
@@ -135,7 +152,12 @@ fn aborted_in_sampling_with_saved_warmup_and_a_torn_row_resumes_to_identical_fil
 #[test]
 fn aborted_at_the_end_of_warmup_resumes_to_identical_files() {
     // Killed right after the last warmup iteration, before the adaptation block is written.
-    abort_and_resume("resume-boundary", &["--warmup", "150", "--draws", "100"], 150, false);
+    abort_and_resume(
+        "resume-boundary",
+        &["--warmup", "150", "--draws", "100"],
+        150,
+        false,
+    );
 }
 
 /// A real SIGKILL once chain 1's file has `rows` rows, then `--resume`.

@@ -34,8 +34,8 @@
 //! `(n/(n+5)) Σ̂ + 1e-3 (5/(n+5)) I` (diagonal: the same per variance), the step size is
 //! re-initialised by Stan's heuristic, `μ` is reset to `log(10 ε)` and dual averaging restarts.
 
-use crate::metric::{Metric, MetricError};
 use crate::checkpoint::{f64_bits, vec_f64_bits};
+use crate::metric::{Metric, MetricError};
 use crate::types::{AdaptConfig, MetricKind};
 use serde::{Deserialize, Serialize};
 

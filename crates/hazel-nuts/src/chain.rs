@@ -286,10 +286,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
                 "the checkpoint does not fit this model and these settings ({what})"
             ))
         };
-        if snapshot.dim != dim
-            || snapshot.position.len() != dim
-            || snapshot.gradient.len() != dim
-        {
+        if snapshot.dim != dim || snapshot.position.len() != dim || snapshot.gradient.len() != dim {
             return Err(mismatch(&format!(
                 "{} dimensions, the model has {dim}",
                 snapshot.dim

@@ -292,8 +292,7 @@ fn run_chain<M: Model + ?Sized>(
                 report.iterations = config.sampler.num_warmup + config.sampler.num_samples;
                 return Ok(());
             };
-            let mut chain =
-                Chain::restore(model, &config.sampler, config.seed, chain_id, state)?;
+            let mut chain = Chain::restore(model, &config.sampler, config.seed, chain_id, state)?;
             report.iterations = chain.completed();
             if chain.completed() >= config.sampler.num_warmup {
                 report.stepsize = Some(chain.stepsize());

@@ -97,10 +97,7 @@ fn run(config: &RunConfig, starts: Vec<ChainStart>, prior: Vec<Recorded>) -> Vec
     let report =
         hazel_nuts::run_from(&model, config, starts, sinks, &NoProgress).expect("run starts");
     assert!(report.all_ok(), "{:?}", report.chains);
-    handles
-        .iter()
-        .map(|h| h.lock().unwrap().clone())
-        .collect()
+    handles.iter().map(|h| h.lock().unwrap().clone()).collect()
 }
 
 fn assert_same_output(a: &Received, b: &Received, what: &str) {
@@ -150,7 +147,10 @@ fn check(metric: MetricKind, save_warmup: bool, thin: usize) {
         assert_eq!(checkpoints.len(), 209 / every + 1);
         let (last, _) = checkpoints.last().unwrap();
         assert!(last.finished());
-        assert_eq!(last.counters.draws_written, with[chain].received.draws.len());
+        assert_eq!(
+            last.counters.draws_written,
+            with[chain].received.draws.len()
+        );
     }
     // Resume chain 1 from every checkpoint (chain 0 from its final one: left alone).
     let resume_config = config(metric, save_warmup, thin, every);
