@@ -468,7 +468,6 @@ fn sample(args: &SampleArgs, resuming: Option<RunSettings>) -> CliResult {
     };
     let start = Instant::now();
     let report = hazel_nuts::run_from(&model, &config, starts, sinks, progress_used)?;
-    drop(abort);
     let elapsed = start.elapsed();
     drop(progress);
 

@@ -303,7 +303,7 @@ fn run_chain<M: Model + ?Sized>(
     };
     let result = sample_into(&mut chain, shared, index, sink, report, warmup_start);
     let finished = sink.finish(&report.timing).map_err(ChainError::Sink);
-    let result = result.and(finished)?;
+    result.and(finished)?;
     if !shared.config.checkpoint.is_off() {
         sink.checkpoint(&ChainCheckpoint {
             state: None,
@@ -311,7 +311,7 @@ fn run_chain<M: Model + ?Sized>(
         })
         .map_err(ChainError::Sink)?;
     }
-    Ok(result)
+    Ok(())
 }
 
 /// When the next checkpoint is due.
@@ -412,7 +412,7 @@ fn sample_into<M: Model + ?Sized>(
         if !warmup && stats.treedepth >= sampler.max_depth {
             report.max_treedepth_hits += 1;
         }
-        let keep = (!warmup || sampler.save_warmup) && phase_iteration % sampler.thin == 0;
+        let keep = (!warmup || sampler.save_warmup) && phase_iteration.is_multiple_of(sampler.thin);
         if keep {
             let (values, problem) = chain
                 .write_output()
