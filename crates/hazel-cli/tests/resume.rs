@@ -257,7 +257,7 @@ fn resume_refuses_changed_data_and_directories_of_no_run() {
 #[test]
 fn a_second_run_into_a_directory_in_use_fails_naming_the_first() {
     let root = scratch_dir("lock");
-    let args = sample_args(&["--warmup", "1000", "--draws", "1000"]);
+    let args = sample_args(&["--warmup", "500", "--draws", "500"]);
     let mut first = Command::new(env!("CARGO_BIN_EXE_hazel"))
         .current_dir(&root)
         .args(&args)
@@ -291,8 +291,28 @@ fn a_second_run_into_a_directory_in_use_fails_naming_the_first() {
     ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(
-        text(&output.stdout).contains("2 chains: each with 1000 post-warmup draws"),
+        text(&output.stdout).contains("2 chains: each with 500 post-warmup draws"),
         "{}",
         text(&output.stdout)
+    );
+
+    // A header-only file (a chain that had not started when its run was killed) is left out
+    // of a summary with a note.
+    let full = std::fs::read_to_string(&files[0]).unwrap();
+    let columns = full.find("\nlp__").unwrap() + 1;
+    let header_end = columns + full[columns..].find('\n').unwrap() + 1;
+    let unstarted = root.join("out").join("model-3.csv");
+    std::fs::write(&unstarted, &full[..header_end]).unwrap();
+    let output = hazel(&[
+        "summary",
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+        unstarted.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("model-3.csv has no post-warmup draws"),
+        "{}",
+        text(&output.stderr)
     );
 }

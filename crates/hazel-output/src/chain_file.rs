@@ -195,3 +195,92 @@ fn remove_if_present(path: &Path) -> io::Result<()> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hazel_nuts::{ChainCounters, RunConfig};
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("hazel-chain-file-{}-{name}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn header(path: &Path) -> CsvHeaderInfo {
+        CsvHeaderInfo::new(
+            "m",
+            "",
+            &path.display().to_string(),
+            &RunConfig::default(),
+            0,
+        )
+    }
+
+    fn stats(lp: f64) -> DrawStats {
+        DrawStats {
+            lp,
+            accept_stat: 0.9,
+            stepsize: 0.5,
+            treedepth: 2,
+            n_leapfrog: 3,
+            divergent: false,
+            energy: 1.0,
+        }
+    }
+
+    /// The header is on disk at creation; a checkpoint records the length written so far;
+    /// resuming cuts what came after it (here a whole row and half of another).
+    #[test]
+    fn checkpoint_records_the_length_and_resume_cuts_back_to_it() {
+        let dir = scratch("cut");
+        let path = dir.join("m-1.csv");
+        let names = vec!["x".to_string()];
+        let mut file = ChainCsvFile::create(&path, header(&path), &names).unwrap();
+        let header_len = std::fs::metadata(&path).unwrap().len();
+        assert!(header_len > 0, "the header is written at creation");
+        file.draw(false, &stats(-1.0), &[0.25]).unwrap();
+        let checkpoint = ChainCheckpoint {
+            state: None,
+            counters: ChainCounters::default(),
+        };
+        file.checkpoint(&checkpoint).unwrap();
+        let at_checkpoint = std::fs::read(&path).unwrap();
+        file.draw(false, &stats(-2.0), &[0.5]).unwrap();
+        drop(file);
+        let mut torn = std::fs::read(&path).unwrap();
+        torn.extend_from_slice(b"-3.5,0.1");
+        std::fs::write(&path, torn).unwrap();
+
+        let stored = read_checkpoint(&checkpoint_path(&path)).unwrap().unwrap();
+        assert_eq!(stored.csv_bytes, at_checkpoint.len() as u64);
+        assert_eq!(stored.chain, checkpoint);
+        let mut file =
+            ChainCsvFile::resume(&path, header(&path), &names, stored.csv_bytes).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), at_checkpoint);
+        file.draw(false, &stats(-2.0), &[0.5]).unwrap();
+        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+        assert!(text.ends_with("\n-2,0.9,0.5,2,3,0,1,0.5\n"), "{text}");
+    }
+
+    #[test]
+    fn bad_checkpoints_and_shortened_files_are_clear_errors() {
+        let dir = scratch("bad");
+        let path = dir.join("m-1.csv");
+        assert_eq!(read_checkpoint(&checkpoint_path(&path)), Ok(None));
+        std::fs::write(checkpoint_path(&path), "{\"format\": 1").unwrap();
+        let error = read_checkpoint(&checkpoint_path(&path)).unwrap_err();
+        assert!(error.contains("is not a hazel checkpoint"), "{error}");
+        std::fs::write(&path, "# short\n").unwrap();
+        let error = match ChainCsvFile::resume(&path, header(&path), &[], 100) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a file shorter than its checkpoint is refused"),
+        };
+        assert!(
+            error.contains("fewer than the 100 its checkpoint recorded"),
+            "{error}"
+        );
+    }
+}
