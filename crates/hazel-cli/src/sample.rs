@@ -332,14 +332,6 @@ fn sample(args: &SampleArgs, resuming: Option<RunSettings>) -> CliResult {
     let seed = args.seed.unwrap_or_else(clock_seed);
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
-    // The directory next, so a second run into it stops before anything else.
-    std::fs::create_dir_all(&args.output_dir).map_err(|e| {
-        format!(
-            "cannot create output directory {}: {e}",
-            args.output_dir.display()
-        )
-    })?;
-    let _lock = OutputLock::acquire(&args.output_dir)?;
     let source = check_program(model_path, &args.include_paths)?;
     let init_file = match parse_init(&args.init)? {
         InitArg::File(path) => Some(file_input(&path)?),
@@ -355,11 +347,8 @@ fn sample(args: &SampleArgs, resuming: Option<RunSettings>) -> CliResult {
         args.data.as_deref().map(file_input).transpose()?,
         init_file,
     )?;
-    match &resuming {
-        Some(stored) => stored.check_same_inputs(&settings)?,
-        // A new run's settings are written once its files are created (which removes old
-        // checkpoints): a directory never pairs one run's settings with another's checkpoints.
-        None => remove_run_settings(&args.output_dir)?,
+    if let Some(stored) = &resuming {
+        stored.check_same_inputs(&settings)?;
     }
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
@@ -370,6 +359,20 @@ fn sample(args: &SampleArgs, resuming: Option<RunSettings>) -> CliResult {
     let model = compile_model(&source, &data, args.data.as_deref(), &options)?;
     if let InitArg::File(path) = parse_init(&args.init)? {
         config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+    }
+
+    // Nothing in the output directory is touched before its lock is held.
+    std::fs::create_dir_all(&args.output_dir).map_err(|e| {
+        format!(
+            "cannot create output directory {}: {e}",
+            args.output_dir.display()
+        )
+    })?;
+    let _lock = OutputLock::acquire(&args.output_dir)?;
+    if resuming.is_none() {
+        // A new run's settings are written once its files are created (which removes old
+        // checkpoints): a directory never pairs one run's settings with another's checkpoints.
+        remove_run_settings(&args.output_dir)?;
     }
 
     let name = model_name(model_path);
