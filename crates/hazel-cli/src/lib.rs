@@ -11,6 +11,7 @@ pub mod compare;
 pub mod front;
 pub mod log_density;
 mod progress;
+mod run_dir;
 pub mod sample;
 pub mod summary;
 

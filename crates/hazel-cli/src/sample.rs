@@ -7,20 +7,41 @@
 
 use crate::front::{check_program, compile_model, model_name, read_data, Reported};
 use crate::progress::progress_for_run;
+use crate::run_dir::{
+    content_hash, remove_run_settings, Input, OutputLock, RunSettings, RUN_SETTINGS,
+};
 use crate::summary::{summarize, table_with_warnings, write_output};
 use crate::CliResult;
+use clap::Parser as _;
 use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
-use hazel_nuts::{Algorithm, DrawSink, Init, MetricKind, RunConfig};
-use hazel_output::{read_stan_csv, CsvHeaderInfo, StanCsvWriter};
+use hazel_nuts::{
+    Algorithm, ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init, InverseMetric,
+    MetricKind, Progress, RunConfig, Timing,
+};
+use hazel_output::{checkpoint_path, read_checkpoint, read_stan_csv, ChainCsvFile, CsvHeaderInfo};
 use hazel_rng::{Purpose, StreamRng};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 pub struct SampleArgs {
     /// The Stan program.
-    pub model: PathBuf,
+    #[arg(required_unless_present = "resume")]
+    pub model: Option<PathBuf>,
+    /// Continue the interrupted run whose --output-dir is DIR, with the settings it was started
+    /// with (stored in DIR/hazel-run.json); no other argument is needed, and other options
+    /// given with it are not used (except --quiet).
+    #[arg(long, value_name = "DIR", conflicts_with = "model")]
+    pub resume: Option<PathBuf>,
+    /// Write each chain's checkpoint (DIR/<model>-<chain>.checkpoint.json) at least this many
+    /// seconds apart (0 = not by time). The interval grows to 100× a checkpoint's cost, so
+    /// checkpoints never take more than 1% of the run.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub checkpoint_every_secs: f64,
+    /// Also write a checkpoint every N iterations of a chain (0 = not by count).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub checkpoint_every_iters: usize,
     /// The data, as a CmdStan JSON file (omit for a program without data).
     #[arg(long)]
     pub data: Option<PathBuf>,
@@ -240,6 +261,17 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     if args.algorithm == AlgorithmArg::FixedParam {
         use_fixed_param(&mut config);
     }
+    if !(args.checkpoint_every_secs.is_finite() && args.checkpoint_every_secs >= 0.0) {
+        return Err(format!(
+            "--checkpoint-every-secs {}: must be a finite number ≥ 0",
+            args.checkpoint_every_secs
+        ));
+    }
+    config.checkpoint = CheckpointPolicy {
+        every_iterations: args.checkpoint_every_iters,
+        every: (args.checkpoint_every_secs > 0.0)
+            .then(|| Duration::from_secs_f64(args.checkpoint_every_secs)),
+    };
     Ok(config)
 }
 
@@ -251,6 +283,120 @@ fn use_fixed_param(config: &mut RunConfig) {
     config.sampler.save_warmup = false;
 }
 
+/// The arguments after `hazel sample` as this process was given them; `None` when this process
+/// is not `hazel sample` (a library caller such as the fuzz targets), whose runs are then not
+/// resumable.
+fn sample_arguments() -> Result<Option<Vec<String>>, String> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_none_or(|a| a != "sample") {
+        return Ok(None);
+    }
+    args.map(|a| {
+        a.into_string().map_err(|a| {
+            format!("argument {a:?} is not UTF-8: a run started with it cannot be resumed")
+        })
+    })
+    .collect::<Result<_, _>>()
+    .map(Some)
+}
+
+/// Parses stored `hazel sample` arguments.
+#[derive(clap::Parser)]
+#[command(name = "hazel sample")]
+struct StoredArguments {
+    #[command(flatten)]
+    sample: SampleArgs,
+}
+
+/// `--resume DIR`: the stored run, in the directory it was started from, into DIR.
+fn resume(dir: &Path, args_quiet: bool, out: &mut dyn std::io::Write) -> CliResult {
+    let settings = RunSettings::read(dir)?;
+    let output_dir = dir
+        .canonicalize()
+        .map_err(|e| format!("cannot resume from {}: {e}", dir.display()))?;
+    std::env::set_current_dir(&settings.working_directory).map_err(|e| {
+        format!(
+            "cannot resume: the run was started in {}, which cannot be entered: {e}",
+            settings.working_directory.display()
+        )
+    })?;
+    let parsed = StoredArguments::try_parse_from(
+        std::iter::once("hazel sample".to_string()).chain(settings.arguments.iter().cloned()),
+    )
+    .map_err(|e| {
+        format!(
+            "{}: the stored arguments do not parse: {e}",
+            output_dir.join(RUN_SETTINGS).display()
+        )
+    })?;
+    let mut args = parsed.sample;
+    args.quiet |= args_quiet;
+    // The stored --output-dir as given (the files' `file =` comments name it), unless the
+    // directory was moved since.
+    if args.output_dir.canonicalize().ok().as_ref() != Some(&output_dir) {
+        args.output_dir = output_dir;
+    }
+    args.seed = Some(Seed::Given(settings.seed));
+    sample(&args, Some(settings), out)
+}
+
+/// The content hash of the program: the text of every source file, includes too.
+fn program_input(path: &Path, sources: &hazel_syntax::SourceMap) -> Input {
+    let parts: Vec<&[u8]> = sources
+        .iter()
+        .map(|(_, file)| file.text.as_bytes())
+        .collect();
+    Input {
+        path: path.to_path_buf(),
+        xxh3: content_hash(&parts),
+    }
+}
+
+fn file_input(path: &Path) -> Result<Input, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(Input {
+        path: path.to_path_buf(),
+        xxh3: content_hash(&[&bytes]),
+    })
+}
+
+/// A sink for a chain that finished before the run was interrupted: nothing is written.
+struct FinishedChain;
+
+impl DrawSink for FinishedChain {
+    fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn adaptation_done(&mut self, _: f64, _: &InverseMetric) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn draw(&mut self, _: bool, _: &DrawStats, _: &[f64]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &Timing) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Test hook: `HAZEL_TEST_ABORT_AFTER_ITERATION=K` aborts the process (as a crash would) once
+/// any chain completes iteration K, so tests can interrupt a run at a known point.
+struct AbortAfter<'a> {
+    inner: &'a dyn Progress,
+    iteration: usize,
+}
+
+impl Progress for AbortAfter<'_> {
+    fn iteration(&self, chain: usize, iteration: usize, warmup: bool, divergences: usize) {
+        self.inner.iteration(chain, iteration, warmup, divergences);
+        if iteration == self.iteration {
+            std::process::abort();
+        }
+    }
+    fn message(&self, chain: usize, message: &str) {
+        self.inner.message(chain, message);
+    }
+}
+
 pub fn run(args: &SampleArgs) -> CliResult {
     // Not `stdout().lock()`: the model's `print` statements write to stdout from the chains'
     // threads while the run is in progress.
@@ -260,6 +406,22 @@ pub fn run(args: &SampleArgs) -> CliResult {
 /// `hazel sample` with the summary table written to `out` instead of stdout (progress,
 /// warnings and errors still go to stderr).
 pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
+    match &args.resume {
+        Some(dir) => resume(dir, args.quiet, out),
+        None => sample(args, None, out),
+    }
+}
+
+/// A run from `args`; `resuming` holds the stored settings of the interrupted run it continues.
+fn sample(
+    args: &SampleArgs,
+    resuming: Option<RunSettings>,
+    out: &mut dyn std::io::Write,
+) -> CliResult {
+    let model_path = args
+        .model
+        .as_deref()
+        .ok_or("give a Stan program, or --resume DIR")?;
     let given_seed = match args.seed {
         Some(Seed::Given(seed)) => Some(seed),
         Some(Seed::FromClock) | None => None,
@@ -267,7 +429,29 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
     let seed = given_seed.unwrap_or_else(clock_seed);
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
-    let source = check_program(&args.model, &args.include_paths)?;
+    let source = check_program(model_path, &args.include_paths)?;
+    let init_file = match parse_init(&args.init)? {
+        InitArg::File(path) => Some(file_input(&path)?),
+        InitArg::Radius(_) => None,
+    };
+    let arguments = match &resuming {
+        Some(stored) => Some(stored.arguments.clone()),
+        None => sample_arguments()?,
+    };
+    let data_file = args.data.as_deref().map(file_input).transpose()?;
+    let settings = match arguments {
+        Some(arguments) => Some(RunSettings::new(
+            arguments,
+            seed,
+            program_input(model_path, &source.sources),
+            data_file,
+            init_file,
+        )?),
+        None => None,
+    };
+    if let (Some(stored), Some(settings)) = (&resuming, &settings) {
+        stored.check_same_inputs(settings)?;
+    }
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
         seed,
@@ -293,13 +477,21 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
         config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
     }
 
-    let name = model_name(&args.model);
+    // Nothing in the output directory is touched before its lock is held.
     std::fs::create_dir_all(&args.output_dir).map_err(|e| {
         format!(
             "cannot create output directory {}: {e}",
             args.output_dir.display()
         )
     })?;
+    let _lock = OutputLock::acquire(&args.output_dir)?;
+    if resuming.is_none() {
+        // A new run's settings are written once its files are created (which removes old
+        // checkpoints): a directory never pairs one run's settings with another's checkpoints.
+        remove_run_settings(&args.output_dir)?;
+    }
+
+    let name = model_name(model_path);
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
@@ -312,7 +504,10 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    let names = hazel_density::Model::output_names(&model);
     let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
+    let mut starts = Vec::with_capacity(paths.len());
+    let mut resumed = 0;
     for (index, path) in paths.iter().enumerate() {
         let header = CsvHeaderInfo::new(
             &name,
@@ -321,7 +516,53 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
             &config,
             index,
         );
-        sinks.push(Box::new(StanCsvWriter::create(path, header)?));
+        let stored = match resuming {
+            Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
+                format!(
+                    "cannot resume chain {}: {e} (delete it to run that chain again from its start)",
+                    chain_ids[index]
+                )
+            })?,
+            None => None,
+        };
+        let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
+            None => (
+                Box::new(ChainCsvFile::create(path, header, &names)?),
+                ChainStart::Fresh,
+            ),
+            Some(stored) if stored.chain.finished() => (
+                Box::new(FinishedChain),
+                ChainStart::Resume(Box::new(stored.chain)),
+            ),
+            Some(stored) => {
+                resumed += 1;
+                (
+                    Box::new(ChainCsvFile::resume(
+                        path,
+                        header,
+                        &names,
+                        stored.csv_bytes,
+                    )?),
+                    ChainStart::Resume(Box::new(stored.chain)),
+                )
+            }
+        };
+        sinks.push(sink);
+        starts.push(start);
+    }
+    if let (None, Some(settings)) = (&resuming, &settings) {
+        settings.write(&args.output_dir)?;
+    }
+    if !args.quiet && resuming.is_some() {
+        let finished = starts
+            .iter()
+            .filter(|s| matches!(s, ChainStart::Resume(c) if c.finished()))
+            .count();
+        eprintln!(
+            "resuming {}: {resumed} chains from their checkpoints, {} from the start, {finished} already finished",
+            args.output_dir.display(),
+            starts.len() - resumed - finished
+        );
     }
 
     if !args.quiet && given_seed.is_none() {
@@ -333,8 +574,19 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
         config.sampler.num_warmup,
         config.sampler.num_samples,
     );
+    let abort_after = std::env::var("HAZEL_TEST_ABORT_AFTER_ITERATION")
+        .ok()
+        .and_then(|k| k.parse().ok());
+    let abort = abort_after.map(|iteration| AbortAfter {
+        inner: progress.as_ref(),
+        iteration,
+    });
+    let progress_used: &dyn Progress = match &abort {
+        Some(abort) => abort,
+        None => progress.as_ref(),
+    };
     let start = Instant::now();
-    let report = hazel_nuts::run(&model, &config, sinks, progress.as_ref())?;
+    let report = hazel_nuts::run_from(&model, &config, starts, sinks, progress_used)?;
     let elapsed = start.elapsed();
     drop(progress);
 
@@ -362,12 +614,15 @@ pub fn run_to(args: &SampleArgs, out: &mut dyn std::io::Write) -> CliResult {
         );
     }
 
-    // A chain that failed before its first draw (no starting point) left an empty file:
-    // remove it so that no one mistakes it for output. Files with a header are kept.
+    // A chain that found no starting point left a file with only its header: remove it so
+    // that no one mistakes it for output.
     let mut unstarted = 0;
-    for path in &paths {
-        if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) && std::fs::remove_file(path).is_ok()
+    for (path, chain) in paths.iter().zip(&report.chains) {
+        if matches!(chain.error, Some(ChainError::Init(_)))
+            && chain.draws_written == 0
+            && std::fs::remove_file(path).is_ok()
         {
+            let _ = std::fs::remove_file(checkpoint_path(path));
             unstarted += 1;
         }
     }

@@ -98,10 +98,24 @@ pub fn write_output(out: &mut dyn std::io::Write, text: &str) -> CliResult {
 }
 
 /// Computes the summary of every column of already read chains.
-pub fn summarize(chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::Error>> {
-    let first = chains.first().ok_or("no files given")?;
+pub fn summarize(all_chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::Error>> {
+    let first = all_chains.first().ok_or("no files given")?;
     let mut notes = Vec::new();
-    for chain in chains {
+    // A file with a header and no draws is a chain that had not started sampling when its run
+    // stopped (or was killed): it is left out, as long as another file has draws.
+    let (chains, empty): (Vec<&StanCsv>, Vec<&StanCsv>) =
+        all_chains.iter().partition(|c| !c.draws.is_empty());
+    if !chains.is_empty() {
+        for chain in &empty {
+            notes.push(format!(
+                "{} has no post-warmup draws (its chain had not reached sampling): left out",
+                chain.path.display()
+            ));
+        }
+    }
+    let chains: Vec<&StanCsv> = if chains.is_empty() { empty } else { chains };
+    let first = chains.first().copied().unwrap_or(first);
+    for chain in &chains {
         if chain.truncated {
             notes.push(format!(
                 "{}: the last line is incomplete (a run cut short?) and was left out",

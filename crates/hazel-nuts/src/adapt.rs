@@ -34,19 +34,29 @@
 //! `(n/(n+5)) Σ̂ + 1e-3 (5/(n+5)) I` (diagonal: the same per variance), the step size is
 //! re-initialised by Stan's heuristic, `μ` is reset to `log(10 ε)` and dual averaging restarts.
 
+use crate::checkpoint::{f64_bits, vec_f64_bits};
 use crate::metric::{Metric, MetricError};
 use crate::types::{AdaptConfig, MetricKind};
+use serde::{Deserialize, Serialize};
 
 /// Dual averaging of the log step size.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepSizeAdaptation {
+    #[serde(with = "f64_bits")]
     pub mu: f64,
+    #[serde(with = "f64_bits")]
     pub delta: f64,
+    #[serde(with = "f64_bits")]
     pub gamma: f64,
+    #[serde(with = "f64_bits")]
     pub kappa: f64,
+    #[serde(with = "f64_bits")]
     pub t0: f64,
+    #[serde(with = "f64_bits")]
     counter: f64,
+    #[serde(with = "f64_bits")]
     s_bar: f64,
+    #[serde(with = "f64_bits")]
     x_bar: f64,
 }
 
@@ -91,7 +101,7 @@ impl StepSizeAdaptation {
 }
 
 /// Stan's schedule of slow adaptation windows over warmup.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowSchedule {
     num_warmup: usize,
     init_buffer: usize,
@@ -176,19 +186,28 @@ impl WindowSchedule {
 }
 
 /// Welford's running mean and (co)variance of the draws in one window, preallocated.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum CovarianceEstimator {
     Diag {
+        #[serde(with = "f64_bits")]
         n: f64,
+        #[serde(with = "vec_f64_bits")]
         mean: Vec<f64>,
+        #[serde(with = "vec_f64_bits")]
         m2: Vec<f64>,
+        #[serde(with = "vec_f64_bits")]
         out: Vec<f64>,
     },
     Dense {
+        #[serde(with = "f64_bits")]
         n: f64,
+        #[serde(with = "vec_f64_bits")]
         mean: Vec<f64>,
+        #[serde(with = "vec_f64_bits")]
         m2: Vec<f64>,
+        #[serde(with = "vec_f64_bits")]
         delta: Vec<f64>,
+        #[serde(with = "vec_f64_bits")]
         out: Vec<f64>,
     },
 }
@@ -302,7 +321,7 @@ pub struct AdaptOutcome {
 }
 
 /// Step size and metric adaptation over one chain's warmup.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowedAdaptation {
     pub stepsize: StepSizeAdaptation,
     pub schedule: WindowSchedule,

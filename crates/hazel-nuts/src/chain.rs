@@ -15,11 +15,12 @@
 //! used.
 
 use crate::adapt::WindowedAdaptation;
+use crate::checkpoint::ChainState;
 use crate::fixed_param;
 use crate::init::{initialize, InitError};
 use crate::metric::{Metric, MetricError};
 use crate::nuts::{find_reasonable_stepsize, nuts_step, NutsSettings, NutsState, StepsizeError};
-use crate::types::{Algorithm, DrawStats, InverseMetric, SamplerConfig};
+use crate::types::{Algorithm, DrawStats, InverseMetric, MetricKind, SamplerConfig};
 use hazel_density::{EvalError, Model};
 use hazel_rng::{Purpose, StreamRng};
 use std::io;
@@ -254,6 +255,103 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             num_warmup: config.num_warmup,
             num_samples: config.num_samples,
             completed: 0,
+            output: vec![0.0; n_out],
+            inv_metric_report,
+        })
+    }
+
+    /// The chain's whole state between iterations (see [`crate::checkpoint`]).
+    pub fn snapshot(&self) -> ChainState {
+        ChainState {
+            completed: self.completed,
+            dim: self.state.dim(),
+            position: self.state.position().to_vec(),
+            gradient: self.state.gradient().to_vec(),
+            logp: self.state.logp(),
+            stepsize: self.stepsize,
+            inv_metric: self.metric.to_inverse_metric(),
+            adaptation: self.adaptation.clone(),
+            sampler_rng: self.rng.position(),
+            gq_rng: self.gq_rng.position(),
+        }
+    }
+
+    /// Chain `chain_id` rebuilt from a snapshot taken by [`Chain::snapshot`] in a run with the
+    /// same model, settings and seed: it continues exactly as the original chain would have.
+    /// A snapshot that does not fit the model or the settings is a [`ChainError::Config`].
+    pub fn restore(
+        model: &'m M,
+        config: &SamplerConfig,
+        seed: u64,
+        chain_id: u64,
+        snapshot: &ChainState,
+    ) -> Result<Self, ChainError> {
+        validate_config(config).map_err(ChainError::Config)?;
+        let dim = model.dim();
+        let mismatch = |what: &str| {
+            ChainError::Config(format!(
+                "the checkpoint does not fit this model and these settings ({what})"
+            ))
+        };
+        if snapshot.dim != dim || snapshot.position.len() != dim || snapshot.gradient.len() != dim {
+            return Err(mismatch(&format!(
+                "{} dimensions, the model has {dim}",
+                snapshot.dim
+            )));
+        }
+        if snapshot.completed > config.num_warmup + config.num_samples {
+            return Err(mismatch("more iterations than the run has"));
+        }
+        let adapting =
+            config.algorithm == Algorithm::Nuts && config.adapt.engaged && config.num_warmup > 0;
+        if snapshot.adaptation.is_some() != adapting {
+            return Err(mismatch("adaptation state"));
+        }
+        if !matches!(
+            (&snapshot.inv_metric, config.metric),
+            (InverseMetric::Diag(_), MetricKind::Diag)
+                | (InverseMetric::Dense { .. }, MetricKind::Dense)
+        ) {
+            return Err(mismatch("metric kind"));
+        }
+        // The same inverse metric gives the same derived factors, bit for bit.
+        let metric =
+            Metric::from_inverse(config.metric, dim, &snapshot.inv_metric).map_err(|error| {
+                ChainError::Metric {
+                    iteration: snapshot.completed,
+                    error,
+                }
+            })?;
+        let state = NutsState::from_point(
+            &snapshot.position,
+            &snapshot.gradient,
+            snapshot.logp,
+            config.max_depth,
+        );
+        let n_out = model.output_names().len();
+        let inv_metric_report = metric.to_inverse_metric();
+        Ok(Chain {
+            model,
+            algorithm: config.algorithm,
+            ws: model.new_workspace(),
+            state,
+            metric,
+            settings: NutsSettings {
+                max_depth: config.max_depth,
+                max_energy_error: config.max_energy_error,
+            },
+            stepsize: snapshot.stepsize,
+            adaptation: snapshot.adaptation.clone(),
+            rng: StreamRng::at_position(seed, chain_id, Purpose::Sampler, snapshot.sampler_rng),
+            gq_rng: StreamRng::at_position(
+                seed,
+                chain_id,
+                Purpose::GeneratedQuantities,
+                snapshot.gq_rng,
+            ),
+            num_warmup: config.num_warmup,
+            num_samples: config.num_samples,
+            completed: snapshot.completed,
             output: vec![0.0; n_out],
             inv_metric_report,
         })

@@ -20,6 +20,8 @@
 //!   no parameters).
 //! * [`chain`] — a [`chain::Chain`] strings these together for one chain, iteration by iteration,
 //!   following Stan's `run_adaptive_sampler`.
+//! * [`checkpoint`] — a chain's whole state between iterations ([`chain::Chain::snapshot`] /
+//!   [`chain::Chain::restore`]), to checkpoint a run and resume it bit for bit.
 //! * [`run()`] — all chains of a run on a private rayon pool, each into its own
 //!   [`types::DrawSink`].
 //!
@@ -40,6 +42,7 @@
 pub mod adapt;
 pub mod chain;
 pub mod fixed_param;
+pub mod checkpoint;
 pub mod init;
 pub mod metric;
 pub mod nuts;
@@ -47,8 +50,9 @@ pub mod run;
 pub mod types;
 
 pub use chain::{Chain, ChainError, Iteration};
+pub use checkpoint::{ChainCheckpoint, ChainCounters, ChainStart, ChainState, CheckpointPolicy};
 pub use init::InitError;
 pub use metric::Metric;
 pub use nuts::{nuts_step, NutsSettings, NutsState, StepStatus, Transition};
-pub use run::{run, ChainReport, RunError, RunReport};
+pub use run::{run, run_from, ChainReport, RunError, RunReport};
 pub use types::*;

@@ -18,11 +18,12 @@
 //! flush what it has.
 
 use crate::chain::{validate_config, Chain, ChainError, Iteration};
+use crate::checkpoint::{ChainCheckpoint, ChainCounters, ChainStart, CheckpointPolicy};
 use crate::types::{DrawSink, Init, InverseMetric, Progress, RunConfig, Timing};
 use hazel_density::Model;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A problem with the run as a whole (nothing was sampled).
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +73,30 @@ pub struct ChainReport {
 }
 
 impl ChainReport {
+    /// The counters a checkpoint stores.
+    fn counters(&self) -> ChainCounters {
+        ChainCounters {
+            draws_written: self.draws_written,
+            warmup_divergences: self.warmup_divergences,
+            divergences: self.divergences,
+            max_treedepth_hits: self.max_treedepth_hits,
+            warmup_secs: self.timing.warmup.as_secs_f64(),
+            sampling_secs: self.timing.sampling.as_secs_f64(),
+        }
+    }
+
+    /// Continues from a checkpoint's counters.
+    fn restore(&mut self, counters: &ChainCounters) {
+        self.draws_written = counters.draws_written;
+        self.warmup_divergences = counters.warmup_divergences;
+        self.divergences = counters.divergences;
+        self.max_treedepth_hits = counters.max_treedepth_hits;
+        self.timing = Timing {
+            warmup: counters.warmup_time(),
+            sampling: counters.sampling_time(),
+        };
+    }
+
     fn new(chain_id: u64) -> Self {
         ChainReport {
             chain_id,
@@ -117,10 +142,26 @@ pub fn run<M: Model + ?Sized>(
     sinks: Vec<Box<dyn DrawSink>>,
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
-    if sinks.len() != config.chains {
+    let starts = vec![ChainStart::Fresh; sinks.len()];
+    run_from(model, config, starts, sinks, progress)
+}
+
+/// [`run()`] with each chain starting as `starts[k]` says: fresh, or from a checkpoint of an
+/// interrupted run with the same model, data and settings, whose sink already holds exactly
+/// the output written up to that checkpoint. A resumed chain writes what the uninterrupted
+/// chain would have written from there on (its sink's `begin` is not called again; a chain
+/// whose checkpoint says it finished is not run and its sink is left untouched).
+pub fn run_from<M: Model + ?Sized>(
+    model: &M,
+    config: &RunConfig,
+    starts: Vec<ChainStart>,
+    sinks: Vec<Box<dyn DrawSink>>,
+    progress: &dyn Progress,
+) -> Result<RunReport, RunError> {
+    if sinks.len() != config.chains || starts.len() != config.chains {
         return Err(RunError::SinkCount {
             chains: config.chains,
-            sinks: sinks.len(),
+            sinks: sinks.len().min(starts.len()),
         });
     }
     validate_config(&config.sampler).map_err(RunError::Config)?;
@@ -156,13 +197,22 @@ pub fn run<M: Model + ?Sized>(
         use rayon::prelude::*;
         sinks
             .into_par_iter()
+            .zip(starts)
             .enumerate()
             .with_max_len(1)
-            .map(|(index, mut sink)| {
+            .map(|(index, (mut sink, start))| {
                 let chain_id = config.first_chain_id + index as u64;
                 let mut report = ChainReport::new(chain_id);
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    run_chain(model, &shared, index, chain_id, sink.as_mut(), &mut report)
+                    run_chain(
+                        model,
+                        &shared,
+                        index,
+                        chain_id,
+                        start,
+                        sink.as_mut(),
+                        &mut report,
+                    )
                 }));
                 report.error = match outcome {
                     Ok(Ok(())) => None,
@@ -217,6 +267,7 @@ fn run_chain<M: Model + ?Sized>(
     shared: &Shared<'_>,
     index: usize,
     chain_id: u64,
+    start: ChainStart,
     sink: &mut dyn DrawSink,
     report: &mut ChainReport,
 ) -> Result<(), ChainError> {
@@ -228,15 +279,76 @@ fn run_chain<M: Model + ?Sized>(
             by_chain,
         });
     }
-    let mut chain = Chain::new(model, &config.sampler, config.seed, chain_id, index)?;
-    sink.begin(&model.output_names())
-        .map_err(ChainError::Sink)?;
+    let mut chain = match &start {
+        ChainStart::Fresh => {
+            let chain = Chain::new(model, &config.sampler, config.seed, chain_id, index)?;
+            sink.begin(&model.output_names())
+                .map_err(ChainError::Sink)?;
+            chain
+        }
+        ChainStart::Resume(checkpoint) => {
+            report.restore(&checkpoint.counters);
+            let Some(state) = &checkpoint.state else {
+                // Finished before the interruption: its output is complete.
+                report.iterations = config.sampler.num_warmup + config.sampler.num_samples;
+                return Ok(());
+            };
+            let mut chain = Chain::restore(model, &config.sampler, config.seed, chain_id, state)?;
+            report.iterations = chain.completed();
+            if chain.completed() >= config.sampler.num_warmup {
+                report.stepsize = Some(chain.stepsize());
+                report.inv_metric = Some(chain.inverse_metric().clone());
+            }
+            chain
+        }
+    };
     let result = sample_into(&mut chain, shared, index, sink, report, warmup_start);
     let finished = sink.finish(&report.timing).map_err(ChainError::Sink);
-    result.and(finished)
+    result.and(finished)?;
+    if !shared.config.checkpoint.is_off() {
+        sink.checkpoint(&ChainCheckpoint {
+            state: None,
+            counters: report.counters(),
+        })
+        .map_err(ChainError::Sink)?;
+    }
+    Ok(())
 }
 
-/// The iteration loop of one chain after `begin`.
+/// When the next checkpoint is due.
+struct CheckpointClock {
+    policy: CheckpointPolicy,
+    last_iteration: usize,
+    last: Instant,
+    /// The time-based interval, stretched to 100 × the last checkpoint's cost.
+    interval: Option<Duration>,
+}
+
+impl CheckpointClock {
+    fn new(policy: CheckpointPolicy, iteration: usize) -> Self {
+        CheckpointClock {
+            policy,
+            last_iteration: iteration,
+            last: Instant::now(),
+            interval: policy.every,
+        }
+    }
+
+    fn due(&self, iteration: usize) -> bool {
+        let by_count = self.policy.every_iterations > 0
+            && iteration >= self.last_iteration + self.policy.every_iterations;
+        by_count || self.interval.is_some_and(|t| self.last.elapsed() >= t)
+    }
+
+    fn taken(&mut self, iteration: usize, started: Instant) {
+        let cost = started.elapsed();
+        self.last_iteration = iteration;
+        self.last = Instant::now();
+        self.interval = self.policy.every.map(|t| t.max(cost * 100));
+    }
+}
+
+/// The iteration loop of one chain after `begin` (or after restoring it).
 fn sample_into<M: Model + ?Sized>(
     chain: &mut Chain<'_, M>,
     shared: &Shared<'_>,
@@ -246,17 +358,24 @@ fn sample_into<M: Model + ?Sized>(
     warmup_start: Instant,
 ) -> Result<(), ChainError> {
     let (sampler, progress) = (&shared.config.sampler, shared.progress);
+    // Time already spent before a resume counts towards the phase it was spent in.
+    let (warmup_before, sampling_before) = (report.timing.warmup, report.timing.sampling);
     let mut sampling_start = None;
-    let mut phase_iteration = 0usize;
+    // Iterations into the current phase (thinning counts from each phase's first iteration).
+    let mut phase_iteration = chain.completed();
+    let mut clock = CheckpointClock::new(shared.config.checkpoint, chain.completed());
     let record_time =
         |report: &mut ChainReport, sampling_start: Option<Instant>| match sampling_start {
-            None => report.timing.warmup = warmup_start.elapsed(),
-            Some(start) => report.timing.sampling = start.elapsed(),
+            None => report.timing.warmup = warmup_before + warmup_start.elapsed(),
+            Some(start) => report.timing.sampling = sampling_before + start.elapsed(),
         };
     // Adaptation is over before the first sampling iteration, also when num_warmup = 0.
-    if sampler.num_warmup == 0 {
+    if chain.completed() == 0 && sampler.num_warmup == 0 {
         finish_warmup(chain, sink, report)?;
+    }
+    if chain.completed() >= sampler.num_warmup {
         sampling_start = Some(Instant::now());
+        phase_iteration -= sampler.num_warmup;
     }
     while !chain.is_done() {
         if let Some(by_chain) = shared.stopped_by() {
@@ -292,7 +411,7 @@ fn sample_into<M: Model + ?Sized>(
         if !warmup && stats.treedepth >= sampler.max_depth {
             report.max_treedepth_hits += 1;
         }
-        let keep = (!warmup || sampler.save_warmup) && phase_iteration % sampler.thin == 0;
+        let keep = (!warmup || sampler.save_warmup) && phase_iteration.is_multiple_of(sampler.thin);
         if keep {
             let (values, problem) = chain
                 .write_output()
@@ -321,6 +440,18 @@ fn sample_into<M: Model + ?Sized>(
             finish_warmup(chain, sink, report)?;
             sampling_start = Some(Instant::now());
             phase_iteration = 0;
+        }
+        // Between iterations, after everything this iteration writes; never at the end (the
+        // final checkpoint follows `finish`). Taking one reads the state and changes nothing.
+        if !chain.is_done() && clock.due(iteration) {
+            let started = Instant::now();
+            record_time(report, sampling_start);
+            sink.checkpoint(&ChainCheckpoint {
+                state: Some(chain.snapshot()),
+                counters: report.counters(),
+            })
+            .map_err(ChainError::Sink)?;
+            clock.taken(iteration, started);
         }
     }
     record_time(report, sampling_start);

@@ -1,6 +1,8 @@
 //! Configuration, statistics and the draw sink: what the sampler shares with the output side.
 //! Every setting of a run is a field here; hazel has no process-global configuration.
 
+use crate::checkpoint::{vec_f64_bits, ChainCheckpoint, CheckpointPolicy};
+use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::Duration;
 
@@ -24,12 +26,16 @@ pub enum Algorithm {
 }
 
 /// An inverse metric (the mass matrix's inverse, an estimate of the posterior covariance).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum InverseMetric {
     /// Diagonal: one variance per dimension.
-    Diag(Vec<f64>),
+    Diag(#[serde(with = "vec_f64_bits")] Vec<f64>),
     /// Dense: `dim × dim`, row-major, symmetric positive definite.
-    Dense { dim: usize, values: Vec<f64> },
+    Dense {
+        dim: usize,
+        #[serde(with = "vec_f64_bits")]
+        values: Vec<f64>,
+    },
 }
 
 /// Stan's step-size and windowed adaptation settings, with Stan's names and defaults.
@@ -122,6 +128,8 @@ pub struct RunConfig {
     /// Chain ids are `first_chain_id .. first_chain_id + chains` (CmdStan's `id`, default 1).
     pub first_chain_id: u64,
     pub sampler: SamplerConfig,
+    /// When chains hand checkpoints to their sinks (off by default). Never changes the draws.
+    pub checkpoint: CheckpointPolicy,
 }
 
 impl Default for RunConfig {
@@ -132,6 +140,7 @@ impl Default for RunConfig {
             threads: 0,
             first_chain_id: 1,
             sampler: SamplerConfig::default(),
+            checkpoint: CheckpointPolicy::default(),
         }
     }
 }
@@ -186,6 +195,13 @@ pub trait DrawSink: Send {
     /// sink, or another chain's fatal error) after `begin` succeeded, so that what was written can
     /// be flushed.
     fn finish(&mut self, timing: &Timing) -> io::Result<()>;
+    /// Makes everything written so far durable and stores `checkpoint` as the point to resume
+    /// from: between iterations at the cadence of [`RunConfig::checkpoint`], and once more,
+    /// with no chain state, after a successful `finish`. A sink that cannot resume ignores it.
+    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
+        let _ = checkpoint;
+        Ok(())
+    }
 }
 
 /// Observes progress of all chains (a progress bar, periodic log lines). Shared across threads,

@@ -24,6 +24,7 @@ fn correlated_gaussian_with_dense_metric() {
         threads: 0,
         first_chain_id: 1,
         sampler,
+        ..RunConfig::default()
     };
     let (report, chains) = run_in_memory(target, &config, &NoProgress);
     assert!(report.all_ok());
@@ -100,6 +101,7 @@ fn warm_start_uses_supplied_metric_and_stepsize() {
         threads: 1,
         first_chain_id: 1,
         sampler,
+        ..RunConfig::default()
     };
     let (report, chains) = run_in_memory(target, &config, &NoProgress);
     assert!(report.all_ok());

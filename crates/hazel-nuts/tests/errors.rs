@@ -75,6 +75,7 @@ fn config(chains: usize) -> RunConfig {
         threads: 0,
         first_chain_id: 1,
         sampler,
+        ..RunConfig::default()
     }
 }
 

@@ -38,6 +38,7 @@ fn funnel_divergences_are_detected_and_reported() {
         threads: 0,
         first_chain_id: 1,
         sampler: SamplerConfig::default(),
+        ..RunConfig::default()
     };
     let progress = RecordingProgress::default();
     let (report, chains) = run_in_memory(Funnel, &config, &progress);

@@ -17,6 +17,7 @@ fn config(seed: u64) -> RunConfig {
         threads: 0,
         first_chain_id: 1,
         sampler,
+        ..RunConfig::default()
     }
 }
 

@@ -65,6 +65,7 @@ fn conjugate_normal_ranks_are_uniform() {
             threads: 1,
             first_chain_id: 1,
             sampler,
+            ..RunConfig::default()
         };
         let (report, chains) = run_in_memory(
             ConjugateNormal {

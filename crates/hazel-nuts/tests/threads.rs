@@ -53,6 +53,7 @@ fn thread_count_does_not_change_draws() {
         threads: 1,
         first_chain_id: 1,
         sampler,
+        ..RunConfig::default()
     };
     let four = RunConfig {
         threads: 4,
@@ -101,6 +102,7 @@ fn thinning_keeps_every_nth_iteration() {
         threads: 1,
         first_chain_id: 1,
         sampler,
+        ..RunConfig::default()
     };
     let thinned = RunConfig {
         sampler: SamplerConfig {

@@ -7,7 +7,7 @@ use hazel_nuts::{
 };
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 /// The Stan version hazel's files claim in `stan_version_*`: the language version whose
@@ -201,22 +201,28 @@ fn format_setting(value: f64) -> String {
 ///
 /// Numbers are written with the shortest decimal representation that parses back to the same
 /// `f64` (CmdStan rounds to 6 significant digits by default; hazel's files are exact, so a
-/// reader gets bit-identical draws). After every draw the row is flushed, so a run that is
-/// killed leaves every finished draw readable.
+/// reader gets bit-identical draws). Each block (the header, a row, the adaptation block, the
+/// timing block) is formatted whole into a buffer and handed to the writer with one
+/// `write_all`, then flushed: give it an unbuffered writer (a [`File`]) so that no buffer ever
+/// splits a row, and a run that is killed leaves every finished draw readable (a kill inside
+/// the system call can still leave one torn last row; readers drop it, and a resume cuts it).
 pub struct StanCsvWriter<W: Write + Send> {
     out: W,
     header: CsvHeaderInfo,
-    columns: usize,
+    /// Column names after the `__` columns, once the header is written.
+    names: Option<Vec<String>>,
     row: String,
+    /// Bytes written so far (the file's length for a file written from its start).
+    bytes: u64,
 }
 
-impl StanCsvWriter<BufWriter<File>> {
+impl StanCsvWriter<File> {
     /// Creates (truncates) the file at `path`.
     pub fn create(path: &Path, header: CsvHeaderInfo) -> io::Result<Self> {
         let file = File::create(path).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
         })?;
-        Ok(Self::new(BufWriter::new(file), header))
+        Ok(Self::new(file, header))
     }
 }
 
@@ -226,8 +232,9 @@ impl<W: Write + Send> StanCsvWriter<W> {
         StanCsvWriter {
             out,
             header,
-            columns: 0,
+            names: None,
             row: String::new(),
+            bytes: 0,
         }
     }
 
@@ -244,14 +251,56 @@ impl<W: Write + Send> StanCsvWriter<W> {
         }
     }
 
+    /// Continues a file that already holds `bytes` bytes of this chain's output, header
+    /// included (a resumed run): `out` must be positioned at its end.
+    pub fn continuing(out: W, header: CsvHeaderInfo, names: &[String], bytes: u64) -> Self {
+        StanCsvWriter {
+            out,
+            header,
+            names: Some(names.to_vec()),
+            row: String::new(),
+            bytes,
+        }
+    }
+
+    /// Bytes written so far, counting those a continued file already had.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The underlying writer.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
     /// The underlying writer (e.g. the bytes written to a `Vec<u8>`).
     pub fn into_inner(self) -> W {
         self.out
     }
+
+    /// One whole block with one `write_all`, then a flush.
+    fn write_block(&mut self, block: &[u8]) -> io::Result<()> {
+        self.out.write_all(block)?;
+        self.out.flush()?;
+        self.bytes += block.len() as u64;
+        Ok(())
+    }
 }
 
 impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
+    /// Writes the configuration block and the header line. Writing the header before the
+    /// chain starts (`hazel sample` does, so no file is ever empty) makes the runner's own call
+    /// a no-op; other names than the header's are an error.
     fn begin(&mut self, names: &[String]) -> io::Result<()> {
+        if let Some(written) = &self.names {
+            if written.as_slice() == names {
+                return Ok(());
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the header was written with other column names",
+            ));
+        }
         let mut text = self.header.config_block();
         text.push_str(&self.stats_names().join(","));
         for name in names {
@@ -259,9 +308,8 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             text.push_str(name);
         }
         text.push('\n');
-        self.columns = names.len();
-        self.out.write_all(text.as_bytes())?;
-        self.out.flush()
+        self.names = Some(names.to_vec());
+        self.write_block(text.as_bytes())
     }
 
     fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
@@ -284,46 +332,45 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
                 }
             }
         }
-        self.out.write_all(text.as_bytes())?;
-        self.out.flush()
+        self.write_block(text.as_bytes())
     }
 
     fn draw(&mut self, _warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        if values.len() != self.columns {
+        let columns = self.names.as_ref().map_or(0, Vec::len);
+        if values.len() != columns {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "a draw has {} values for {} columns",
-                    values.len(),
-                    self.columns
-                ),
+                format!("a draw has {} values for {columns} columns", values.len()),
             ));
         }
         let fixed_param = self.fixed_param();
-        let row = &mut self.row;
-        row.clear();
-        write_number(row, stats.lp);
-        row.push(',');
-        write_number(row, stats.accept_stat);
+        // The row buffer is reused across draws (no allocation per draw).
+        let mut row = std::mem::take(&mut self.row);
+        let row_ref = &mut row;
+        row_ref.clear();
+        write_number(row_ref, stats.lp);
+        row_ref.push(',');
+        write_number(row_ref, stats.accept_stat);
         if !fixed_param {
-            row.push(',');
-            write_number(row, stats.stepsize);
+            row_ref.push(',');
+            write_number(row_ref, stats.stepsize);
             let _ = write!(
-                row,
+                row_ref,
                 ",{},{},{},",
                 stats.treedepth,
                 stats.n_leapfrog,
                 u8::from(stats.divergent)
             );
-            write_number(row, stats.energy);
+            write_number(row_ref, stats.energy);
         }
         for &v in values {
-            row.push(',');
-            write_number(row, v);
+            row_ref.push(',');
+            write_number(row_ref, v);
         }
-        row.push('\n');
-        self.out.write_all(row.as_bytes())?;
-        self.out.flush()
+        row_ref.push('\n');
+        let written = self.write_block(row.as_bytes());
+        self.row = row;
+        written
     }
 
     fn finish(&mut self, timing: &Timing) -> io::Result<()> {
@@ -335,8 +382,7 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
              #                {:.3} seconds (Total)\n# \n",
             warmup + sampling
         );
-        self.out.write_all(text.as_bytes())?;
-        self.out.flush()
+        self.write_block(text.as_bytes())
     }
 }
 

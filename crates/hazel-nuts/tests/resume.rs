@@ -1,0 +1,240 @@
+//! Checkpoint and resume: taking checkpoints never changes the draws, and a chain resumed from
+//! any checkpoint (in the initial buffer, inside a slow window, at the end of warmup, during
+//! sampling; diagonal and dense metrics; with thinning and saved warmup) continues bit for bit
+//! as the uninterrupted chain. Each checkpoint goes through JSON on the way, as on disk.
+
+mod common;
+
+use common::*;
+use hazel_density::Unconstrained;
+use hazel_nuts::{
+    ChainCheckpoint, ChainStart, CheckpointPolicy, DrawSink, DrawStats, InverseMetric, MetricKind,
+    NoProgress, RunConfig, SamplerConfig, Timing,
+};
+use std::io;
+use std::sync::{Arc, Mutex};
+
+/// A memory sink that also keeps every checkpoint with the output received before it.
+#[derive(Clone, Default)]
+struct Recorded {
+    received: Received,
+    checkpoints: Vec<(ChainCheckpoint, Received)>,
+}
+
+struct CheckpointSink(Arc<Mutex<Recorded>>);
+
+impl DrawSink for CheckpointSink {
+    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+        self.0.lock().unwrap().received.names = names.to_vec();
+        Ok(())
+    }
+    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+        self.0.lock().unwrap().received.adaptation = Some((stepsize, inv_metric.clone()));
+        Ok(())
+    }
+    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+        self.0.lock().unwrap().received.draws.push(Draw {
+            warmup,
+            stats: *stats,
+            values: values.to_vec(),
+        });
+        Ok(())
+    }
+    fn finish(&mut self, _: &Timing) -> io::Result<()> {
+        self.0.lock().unwrap().received.finished = true;
+        Ok(())
+    }
+    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
+        let json = serde_json::to_string(checkpoint).map_err(io::Error::other)?;
+        let back: ChainCheckpoint = serde_json::from_str(&json).map_err(io::Error::other)?;
+        assert_eq!(&back, checkpoint, "JSON round trip is exact");
+        let mut r = self.0.lock().unwrap();
+        let so_far = r.received.clone();
+        r.checkpoints.push((back, so_far));
+        Ok(())
+    }
+}
+
+fn target() -> Unconstrained<Bivariate> {
+    Unconstrained::new(
+        Bivariate {
+            mean: [1.0, -2.0],
+            sd: [0.5, 3.0],
+            rho: 0.6,
+        },
+        "x",
+    )
+}
+
+fn config(metric: MetricKind, save_warmup: bool, thin: usize, every: usize) -> RunConfig {
+    RunConfig {
+        seed: 42,
+        chains: 2,
+        threads: 1,
+        sampler: SamplerConfig {
+            num_warmup: 150,
+            num_samples: 60,
+            save_warmup,
+            thin,
+            metric,
+            ..SamplerConfig::default()
+        },
+        checkpoint: CheckpointPolicy {
+            every_iterations: every,
+            every: None,
+        },
+        ..RunConfig::default()
+    }
+}
+
+fn run(config: &RunConfig, starts: Vec<ChainStart>, prior: Vec<Recorded>) -> Vec<Recorded> {
+    let model = target();
+    let handles: Vec<_> = prior.into_iter().map(|r| Arc::new(Mutex::new(r))).collect();
+    let sinks = handles
+        .iter()
+        .map(|h| Box::new(CheckpointSink(h.clone())) as Box<dyn DrawSink>)
+        .collect();
+    let report =
+        hazel_nuts::run_from(&model, config, starts, sinks, &NoProgress).expect("run starts");
+    assert!(report.all_ok(), "{:?}", report.chains);
+    handles.iter().map(|h| h.lock().unwrap().clone()).collect()
+}
+
+fn assert_same_output(a: &Received, b: &Received, what: &str) {
+    assert_eq!(a.draws.len(), b.draws.len(), "{what}: number of draws");
+    for (i, (x, y)) in a.draws.iter().zip(&b.draws).enumerate() {
+        let bits = |d: &Draw| {
+            let s = d.stats;
+            let mut v = vec![
+                s.lp.to_bits(),
+                s.accept_stat.to_bits(),
+                s.stepsize.to_bits(),
+                s.treedepth as u64,
+                s.n_leapfrog as u64,
+                s.divergent as u64,
+                s.energy.to_bits(),
+                d.warmup as u64,
+            ];
+            v.extend(d.values.iter().map(|x| x.to_bits()));
+            v
+        };
+        assert_eq!(bits(x), bits(y), "{what}: draw {i}");
+    }
+    assert_eq!(a.adaptation, b.adaptation, "{what}: adaptation");
+    assert!(a.finished && b.finished, "{what}: finished");
+}
+
+fn check(metric: MetricKind, save_warmup: bool, thin: usize) {
+    let plain = run(
+        &config(metric, save_warmup, thin, 0),
+        vec![ChainStart::Fresh; 2],
+        vec![Recorded::default(); 2],
+    );
+    let every = 13;
+    let with = run(
+        &config(metric, save_warmup, thin, every),
+        vec![ChainStart::Fresh; 2],
+        vec![Recorded::default(); 2],
+    );
+    for chain in 0..2 {
+        assert_same_output(
+            &plain[chain].received,
+            &with[chain].received,
+            "checkpoints on vs off",
+        );
+        let checkpoints = &with[chain].checkpoints;
+        // 210 iterations, one checkpoint every 13 before the end, then the final one.
+        assert_eq!(checkpoints.len(), 209 / every + 1);
+        let (last, _) = checkpoints.last().unwrap();
+        assert!(last.finished());
+        assert_eq!(
+            last.counters.draws_written,
+            with[chain].received.draws.len()
+        );
+    }
+    // Resume chain 1 from every checkpoint (chain 0 from its final one: left alone).
+    let resume_config = config(metric, save_warmup, thin, every);
+    for (checkpoint, before) in &with[1].checkpoints {
+        let (done, _) = with[0].checkpoints.last().unwrap().clone();
+        let done_prior = Recorded {
+            received: with[0].received.clone(),
+            ..Recorded::default()
+        };
+        let starts = vec![
+            ChainStart::Resume(Box::new(done)),
+            ChainStart::Resume(Box::new(checkpoint.clone())),
+        ];
+        // What the sink held at the checkpoint (a finished chain's sink was finished).
+        let mut prior = before.clone();
+        prior.finished = checkpoint.finished();
+        let resumed = run(
+            &resume_config,
+            starts,
+            vec![
+                done_prior,
+                Recorded {
+                    received: prior,
+                    ..Recorded::default()
+                },
+            ],
+        );
+        let at = checkpoint
+            .state
+            .as_ref()
+            .map_or("the end".to_string(), |s| format!("{}", s.completed));
+        assert_same_output(
+            &plain[1].received,
+            &resumed[1].received,
+            &format!("resumed after iteration {at}"),
+        );
+        assert_same_output(&plain[0].received, &resumed[0].received, "finished chain");
+        assert!(
+            resumed[0].checkpoints.is_empty(),
+            "a finished chain is not run"
+        );
+    }
+}
+
+#[test]
+fn resume_diag_metric() {
+    check(MetricKind::Diag, false, 1);
+}
+
+#[test]
+fn resume_dense_metric_with_saved_warmup_and_thinning() {
+    check(MetricKind::Dense, true, 3);
+}
+
+/// A checkpoint of another model (other dimension) is refused with a clear error.
+#[test]
+fn checkpoint_of_another_model_is_refused() {
+    let config = config(MetricKind::Diag, false, 1, 50);
+    let with = run(
+        &config,
+        vec![ChainStart::Fresh; 2],
+        vec![Recorded::default(); 2],
+    );
+    let (checkpoint, _) = with[0].checkpoints[0].clone();
+    let other = Unconstrained::new(
+        IndependentNormal {
+            mean: vec![0.0; 3],
+            sd: vec![1.0; 3],
+        },
+        "x",
+    );
+    let config = RunConfig {
+        chains: 1,
+        ..config
+    };
+    let sinks = vec![Box::new(CheckpointSink(Arc::default())) as Box<dyn DrawSink>];
+    let report = hazel_nuts::run_from(
+        &other,
+        &config,
+        vec![ChainStart::Resume(Box::new(checkpoint))],
+        sinks,
+        &NoProgress,
+    )
+    .expect("run starts");
+    let message = report.chains[0].error.as_ref().unwrap().to_string();
+    assert!(message.contains("checkpoint does not fit"), "{message}");
+}
