@@ -12,7 +12,7 @@ use crate::CliResult;
 use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
 use hazel_nuts::{DrawSink, Init, MetricKind, RunConfig};
-use hazel_output::{read_stan_csv, CsvHeaderInfo, StanCsvWriter};
+use hazel_output::{read_draws, CsvHeaderInfo, Format, StanCsvWriter};
 use hazel_rng::{Purpose, StreamRng};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -63,9 +63,14 @@ pub struct SampleArgs {
     /// (parameters it leaves out start uniformly in (-2, 2) on the unconstrained scale).
     #[arg(long, default_value = "2")]
     pub init: String,
-    /// Directory for the CSV files `<model>-<chain>.csv` (created if needed).
+    /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
+    /// `<model>.zarr` (created if needed).
     #[arg(long, default_value = ".")]
     pub output_dir: PathBuf,
+    /// Output format: Stan CSV, Parquet (one file per chain, the CSV's columns) or Zarr (one
+    /// ArviZ InferenceData store). Parquet and Zarr need a build with `--features parquet,zarr`.
+    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
     /// No progress output (the summary is still printed).
     #[arg(long)]
     pub quiet: bool,
@@ -80,6 +85,23 @@ pub enum MetricArg {
     Diag,
     /// Dense mass matrix (CmdStan's `dense_e`).
     Dense,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Csv,
+    Parquet,
+    Zarr,
+}
+
+impl FormatArg {
+    fn format(self) -> Format {
+        match self {
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Parquet => Format::Parquet,
+            FormatArg::Zarr => Format::Zarr,
+        }
+    }
 }
 
 /// A seed from the clock, for runs that did not ask for one (it is written to every file).
@@ -175,6 +197,10 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
 
 pub fn run(args: &SampleArgs) -> CliResult {
     let seed = args.seed.unwrap_or_else(clock_seed);
+    let format = args.format.format();
+    if !format.is_available() {
+        return Err(format!("--format: {}", format.unavailable_message()).into());
+    }
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
     let source = check_program(&args.model, &args.include_paths)?;
@@ -199,26 +225,12 @@ pub fn run(args: &SampleArgs) -> CliResult {
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
-    let paths: Vec<PathBuf> = chain_ids
-        .iter()
-        .map(|id| args.output_dir.join(format!("{name}-{id}.csv")))
-        .collect();
     let data_file = args
         .data
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
-    for (index, path) in paths.iter().enumerate() {
-        let header = CsvHeaderInfo::new(
-            &name,
-            &data_file,
-            &path.display().to_string(),
-            &config,
-            index,
-        );
-        sinks.push(Box::new(StanCsvWriter::create(path, header)?));
-    }
+    let (paths, sinks) = create_sinks(format, &args.output_dir, &name, &data_file, &config)?;
 
     if !args.quiet && args.seed.is_none() {
         eprintln!("seed = {seed} (pass --seed {seed} to repeat this run)");
@@ -261,7 +273,7 @@ pub fn run(args: &SampleArgs) -> CliResult {
     // A chain that failed before its first draw (no starting point) left an empty file:
     // remove it so that no one mistakes it for output. Files with a header are kept.
     let mut unstarted = 0;
-    for path in &paths {
+    for path in paths.iter().filter(|_| format == Format::Csv) {
         if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) && std::fs::remove_file(path).is_ok()
         {
             unstarted += 1;
@@ -270,9 +282,8 @@ pub fn run(args: &SampleArgs) -> CliResult {
     // The summary covers every chain that has draws, also when others failed.
     let mut with_draws = Vec::new();
     for path in paths.iter().filter(|p| p.exists()) {
-        match read_stan_csv(path) {
-            Ok(csv) if !csv.draws.is_empty() => with_draws.push(csv),
-            Ok(_) => {}
+        match read_draws(std::slice::from_ref(path)) {
+            Ok(chains) => with_draws.extend(chains.into_iter().filter(|c| !c.draws.is_empty())),
             Err(e) if failures.is_empty() => return Err(e.into()),
             Err(_) => {}
         }
@@ -282,11 +293,11 @@ pub fn run(args: &SampleArgs) -> CliResult {
         for note in &summary.notes {
             eprintln!("note: {note}");
         }
-        if with_draws.len() < paths.len() {
+        if with_draws.len() < chain_ids.len() {
             eprintln!(
                 "note: the summary covers the {} of {} chains that have draws",
                 with_draws.len(),
-                paths.len()
+                chain_ids.len()
             );
         }
         write_stdout(&table_with_warnings(&summary))?;
@@ -302,10 +313,64 @@ pub fn run(args: &SampleArgs) -> CliResult {
         Err(Reported(format!(
             "{} of {} chains failed{kept}",
             failures.len(),
-            paths.len()
+            chain_ids.len()
         ))
         .into())
     }
+}
+
+/// The output paths (one per chain, or one store) and one sink per chain.
+fn create_sinks(
+    format: Format,
+    dir: &Path,
+    name: &str,
+    data_file: &str,
+    config: &RunConfig,
+) -> Result<(Vec<PathBuf>, Vec<Box<dyn DrawSink>>), Box<dyn std::error::Error>> {
+    let chain_ids: Vec<u64> = (0..config.chains as u64)
+        .map(|k| config.first_chain_id + k)
+        .collect();
+    let header = |index: usize, path: &Path| {
+        CsvHeaderInfo::new(name, data_file, &path.display().to_string(), config, index)
+    };
+    let chain_path = |id: u64, extension: &str| dir.join(format!("{name}-{id}.{extension}"));
+    let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(chain_ids.len());
+    let paths = match format {
+        Format::Csv => {
+            let paths: Vec<PathBuf> = chain_ids.iter().map(|&id| chain_path(id, "csv")).collect();
+            for (index, path) in paths.iter().enumerate() {
+                sinks.push(Box::new(StanCsvWriter::create(path, header(index, path))?));
+            }
+            paths
+        }
+        #[cfg(feature = "parquet")]
+        Format::Parquet => {
+            let paths: Vec<PathBuf> = chain_ids
+                .iter()
+                .map(|&id| chain_path(id, "parquet"))
+                .collect();
+            for (index, path) in paths.iter().enumerate() {
+                sinks.push(Box::new(hazel_output::parquet_sink::ParquetWriter::create(
+                    path,
+                    header(index, path),
+                )?));
+            }
+            paths
+        }
+        #[cfg(feature = "zarr")]
+        Format::Zarr => {
+            let path = dir.join(format!("{name}.zarr"));
+            let store =
+                hazel_output::zarr_sink::ZarrRun::create(&path, &header(0, &path), chain_ids.clone())?;
+            for index in 0..chain_ids.len() {
+                sinks.push(Box::new(store.chain_writer(index)));
+            }
+            vec![path]
+        }
+        #[allow(unreachable_patterns)]
+        unavailable => return Err(unavailable.unavailable_message().into()),
+    };
+    Ok((paths, sinks))
 }
 
 /// `dir/m-1.csv … dir/m-4.csv` for a list of chain files.
