@@ -2,15 +2,16 @@
 //! of synthetic values written as Stan CSV, Parquet and Zarr, each format in its own process so
 //! that each peak RSS (`VmHWM` in /proc/self/status) is its own.
 //!
-//! The target is the draw buffer the sampler itself holds (the model's workspace stands in as
-//! one draw of D values, allocated before the baseline is read) plus two row groups (Parquet) or
-//! two chunks (Zarr). No model is sampled: the sink sees the same calls as in a run.
+//! The target is the memory before the sink exists (the model's workspace stands in as one draw
+//! of D values, allocated before the baseline is read) plus two row groups (Parquet: the actual
+//! row-group size, which grows for wide tables, see `parquet_sink`) or two chunks (Zarr). No
+//! model is sampled: the sink sees the same calls as in a run.
 //!
 //! `cargo run --release -p hazel-bench --features parquet,zarr --bin columnar_memory -- [D N]`
 
 use hazel_nuts::{DrawSink, DrawStats, InverseMetric, RunConfig, Timing};
-use hazel_output::parquet_sink::{ParquetWriter, ROW_GROUP_BYTES};
-use hazel_output::zarr_sink::{ZarrRun, CHUNK_BYTES};
+use hazel_output::parquet_sink::ParquetWriter;
+use hazel_output::zarr_sink::ZarrRun;
 use hazel_output::{CsvHeaderInfo, StanCsvWriter};
 use std::path::Path;
 use std::time::Instant;
@@ -54,27 +55,35 @@ fn measure(format: &str, dim: usize, draws: usize, dir: &Path) {
     config.sampler.num_warmup = 0;
     let baseline = vm_rss_kib();
     let start = Instant::now();
+    // The buffer each sink holds: one row group (its actual size, which grows for wide tables),
+    // one Zarr chunk, nothing for CSV.
+    let width = 7 + dim;
     let (path, mut sink, buffer_bytes): (_, Box<dyn DrawSink>, usize) = match format {
         "csv" => {
             let path = dir.join("m-1.csv");
             let header = CsvHeaderInfo::new("m", "", "m-1.csv", &config, 0);
-            let sink = StanCsvWriter::create(&path, header).expect("csv");
+            let mut sink = StanCsvWriter::create(&path, header).expect("csv");
+            sink.begin(&names).expect("begin");
             (path, Box::new(sink), 0)
         }
         "parquet" => {
             let path = dir.join("m-1.parquet");
             let header = CsvHeaderInfo::new("m", "", "m-1.parquet", &config, 0);
-            let sink = ParquetWriter::create(&path, header).expect("parquet");
-            (path, Box::new(sink), ROW_GROUP_BYTES)
+            let mut sink = ParquetWriter::create(&path, header).expect("parquet");
+            sink.begin(&names).expect("begin");
+            let bytes = sink.rows_per_group() * width * 8;
+            (path, Box::new(sink), bytes)
         }
         _ => {
             let path = dir.join("m.zarr");
             let header = CsvHeaderInfo::new("m", "", "m.zarr", &config, 0);
             let run = ZarrRun::create(&path, &header, vec![1]).expect("zarr");
-            (path, Box::new(run.chain_writer(0)), CHUNK_BYTES)
+            let mut sink = run.chain_writer(0);
+            sink.begin(&names).expect("begin");
+            let chunk_draws = sink.chunk_draws().expect("begun") as usize;
+            (path, Box::new(sink), chunk_draws * width * 8)
         }
     };
-    sink.begin(&names).expect("begin");
     sink.adaptation_done(0.1, &InverseMetric::Diag(vec![1.0; dim]))
         .expect("adaptation");
     for d in 0..draws {

@@ -3,9 +3,11 @@
 //! first), and the CSV's configuration block and adaptation results as key-value metadata
 //! (see [`crate::settings`]; also `hazel.warmup_rows`).
 //!
-//! Streamed: draws are buffered column by column in one row group of at most
-//! [`ROW_GROUP_BYTES`] (at least one draw) and written when it fills, so memory stays at one row
-//! group whatever the run's length. Written with parquet's low-level column writer (no arrow,
+//! Streamed: draws are buffered column by column in one row group of [`ROW_GROUP_BYTES`] (at
+//! least one draw) and written when it fills, so memory does not grow with the run's length.
+//! parquet's writer keeps every column chunk's metadata until the footer
+//! ([`METADATA_BYTES_PER_COLUMN_CHUNK`]); for very wide models row groups are made larger so
+//! that this metadata stays no larger than the buffer (see `begin`). Written with parquet's low-level column writer (no arrow,
 //! no compression codecs: sampled f64 values barely compress, and the build stays small).
 //! Unlike the CSV, a file is readable only once `finish` has written its footer.
 
@@ -28,6 +30,10 @@ use std::sync::Arc;
 
 /// Target size of one row group's values (the writer's buffer).
 pub const ROW_GROUP_BYTES: usize = 32 << 20;
+/// Memory parquet's writer keeps per column chunk until the footer (its metadata; measured
+/// with `bench/src/bin/columnar_memory.rs` at 10⁵ columns). For wide models this, times
+/// columns × row groups, outgrows the row-group buffer, so row groups grow to balance them.
+pub const METADATA_BYTES_PER_COLUMN_CHUNK: usize = 720;
 /// Key of the number of leading rows that are saved warmup.
 pub const WARMUP_ROWS_KEY: &str = "hazel.warmup_rows";
 
@@ -36,6 +42,8 @@ pub struct ParquetWriter {
     path: PathBuf,
     header: CsvHeaderInfo,
     row_group_bytes: usize,
+    /// Grow row groups of wide tables so that retained metadata does not outgrow the buffer.
+    balance_metadata: bool,
     /// Rows per row group, from `row_group_bytes` once `begin` knows the width.
     rows_per_group: usize,
     writer: Option<SerializedFileWriter<BufWriter<File>>>,
@@ -50,10 +58,13 @@ pub struct ParquetWriter {
 impl ParquetWriter {
     /// Creates (truncates) the file at `path`, so that a bad path fails before sampling.
     pub fn create(path: &Path, header: CsvHeaderInfo) -> io::Result<Self> {
-        Self::with_row_group_bytes(path, header, ROW_GROUP_BYTES)
+        let mut writer = Self::with_row_group_bytes(path, header, ROW_GROUP_BYTES)?;
+        writer.balance_metadata = true;
+        Ok(writer)
     }
 
-    /// As [`ParquetWriter::create`] with another row-group size (tests use tiny groups).
+    /// As [`ParquetWriter::create`] with row groups of exactly `row_group_bytes` (at least one
+    /// row), not grown to balance the retained metadata (tests use tiny groups).
     pub fn with_row_group_bytes(
         path: &Path,
         header: CsvHeaderInfo,
@@ -66,6 +77,7 @@ impl ParquetWriter {
             path: path.to_path_buf(),
             header,
             row_group_bytes,
+            balance_metadata: false,
             rows_per_group: 1,
             writer: None,
             buffer: Vec::new(),
@@ -74,6 +86,11 @@ impl ParquetWriter {
             warmup_rows: 0,
             metadata: Vec::new(),
         })
+    }
+
+    /// Rows per row group (known after `begin`).
+    pub fn rows_per_group(&self) -> usize {
+        self.rows_per_group
     }
 
     fn write_row_group(&mut self) -> io::Result<()> {
@@ -139,7 +156,24 @@ impl DrawSink for ParquetWriter {
             SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema), properties.into())
                 .map_err(to_io)?;
         self.writer = Some(writer);
-        self.rows_per_group = (self.row_group_bytes / (8 * self.columns)).max(1);
+        // Memory ≈ columns × (8 × rows_per_group + METADATA × expected_rows / rows_per_group):
+        // the byte budget, unless the row-group count it implies would make the retained
+        // metadata larger than the buffer; the balance point is √(METADATA × rows / 8).
+        let sampler = &self.header.sampler;
+        let thin = sampler.thin.max(1);
+        let mut expected_rows = sampler.num_samples.div_ceil(thin);
+        if sampler.save_warmup {
+            expected_rows += sampler.num_warmup.div_ceil(thin);
+        }
+        let balanced =
+            ((METADATA_BYTES_PER_COLUMN_CHUNK * expected_rows) as f64 / 8.0).sqrt().ceil() as usize;
+        let by_bytes = self.row_group_bytes / (8 * self.columns);
+        self.rows_per_group = if self.balance_metadata {
+            by_bytes.max(balanced.min(expected_rows))
+        } else {
+            by_bytes
+        }
+        .max(1);
         self.buffer = vec![0.0; self.rows_per_group * self.columns];
         Ok(())
     }

@@ -147,8 +147,8 @@ impl ZarrRun {
             chain_index,
             phases: Vec::new(),
             layout: None,
-            buffer: Vec::new(),
-            width: 0,
+            stats: Default::default(),
+            values: Vec::new(),
             rows: 0,
             buffered_warmup: false,
             written: [0, 0],
@@ -314,9 +314,10 @@ pub struct ZarrChainWriter {
     chain_index: usize,
     phases: Vec<PhaseArrays>,
     layout: Option<Arc<Layout>>,
-    /// Buffered draws of one phase, row-major: the 7 statistics then the model's values.
-    buffer: Vec<f64>,
-    width: usize,
+    /// Buffered draws of one phase, already in each array's layout (draw-major, then the
+    /// variable's elements in C order), so they are written without another copy.
+    stats: [Vec<f64>; 7],
+    values: Vec<Vec<f64>>,
     rows: usize,
     buffered_warmup: bool,
     /// Draws already written: warmup, post-warmup.
@@ -324,6 +325,11 @@ pub struct ZarrChainWriter {
 }
 
 impl ZarrChainWriter {
+    /// Draws per chunk along `draw` (known after `begin`).
+    pub fn chunk_draws(&self) -> Option<u64> {
+        self.layout.as_ref().map(|l| l.chunk_draws)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         if self.rows == 0 {
             return Ok(());
@@ -338,35 +344,36 @@ impl ZarrChainWriter {
         let rows = self.rows as u64;
         let chain = self.chain_index as u64;
         let range = [chain..chain + 1, start..start + rows];
-        let rows_of = |column: usize| {
-            self.buffer
-                .chunks_exact(self.width)
-                .take(self.rows)
-                .map(move |row| row[column])
-        };
-        for (k, array) in phase.stats.iter().enumerate() {
+        for ((k, array), values) in phase.stats.iter().enumerate().zip(&self.stats) {
             match STAT_KINDS[k] {
-                StatKind::Real => array.store_array_subset(&range, rows_of(k).collect::<Vec<f64>>()),
-                StatKind::Count => array
-                    .store_array_subset(&range, rows_of(k).map(|v| v as i64).collect::<Vec<_>>()),
-                StatKind::Flag => array
-                    .store_array_subset(&range, rows_of(k).map(|v| v != 0.0).collect::<Vec<_>>()),
+                StatKind::Real => array.store_array_subset(&range, &values[..]),
+                StatKind::Count => array.store_array_subset(
+                    &range,
+                    values.iter().map(|&v| v as i64).collect::<Vec<_>>(),
+                ),
+                StatKind::Flag => array.store_array_subset(
+                    &range,
+                    values.iter().map(|&v| v != 0.0).collect::<Vec<_>>(),
+                ),
             }
             .map_err(to_io)?;
         }
-        let first = DrawStats::NAMES.len();
-        for (variable, array) in layout.variables.iter().zip(&phase.variables) {
-            let mut values = Vec::with_capacity(self.rows * variable.columns.len());
-            for row in self.buffer.chunks_exact(self.width).take(self.rows) {
-                values.extend(variable.columns.iter().map(|&c| row[first + c]));
-            }
+        for ((variable, array), values) in layout
+            .variables
+            .iter()
+            .zip(&phase.variables)
+            .zip(&self.values)
+        {
             let mut subset = range.to_vec();
             subset.extend(variable.shape.iter().map(|&extent| 0..extent));
-            array.store_array_subset(&subset, values).map_err(to_io)?;
+            array
+                .store_array_subset(&subset, &values[..])
+                .map_err(to_io)?;
         }
         self.written[usize::from(!self.buffered_warmup)] += rows;
         self.rows = 0;
-        self.buffer.clear();
+        self.stats.iter_mut().for_each(Vec::clear);
+        self.values.iter_mut().for_each(Vec::clear);
         Ok(())
     }
 }
@@ -404,8 +411,12 @@ impl DrawSink for ZarrChainWriter {
                     .collect::<Result<_, _>>()?,
             });
         }
-        self.width = DrawStats::NAMES.len() + names.len();
-        self.buffer = Vec::with_capacity(layout.chunk_draws as usize * self.width);
+        let rows = layout.chunk_draws as usize;
+        self.values = layout
+            .variables
+            .iter()
+            .map(|v| Vec::with_capacity(rows * v.columns.len()))
+            .collect();
         self.layout = Some(layout);
         Ok(())
     }
@@ -456,7 +467,7 @@ impl DrawSink for ZarrChainWriter {
             )));
         }
         self.buffered_warmup = warmup;
-        self.buffer.extend_from_slice(&[
+        let stat_values = [
             stats.lp,
             stats.accept_stat,
             stats.stepsize,
@@ -464,8 +475,14 @@ impl DrawSink for ZarrChainWriter {
             f64::from(stats.n_leapfrog),
             f64::from(u8::from(stats.divergent)),
             stats.energy,
-        ]);
-        self.buffer.extend_from_slice(values);
+        ];
+        for (buffer, v) in self.stats.iter_mut().zip(stat_values) {
+            buffer.push(v);
+        }
+        let layout = self.layout.as_ref().ok_or_else(not_begun)?;
+        for (buffer, variable) in self.values.iter_mut().zip(&layout.variables) {
+            buffer.extend(variable.columns.iter().map(|&c| values[c]));
+        }
         self.rows += 1;
         // Chunks stay aligned: a phase's draws start at chunk 0, and each flush but a phase's last
         // writes whole chunks.
@@ -477,7 +494,7 @@ impl DrawSink for ZarrChainWriter {
 
     fn finish(&mut self, _timing: &Timing) -> io::Result<()> {
         self.flush()?;
-        self.buffer = Vec::new();
+        self.values = Vec::new();
         Ok(())
     }
 }
