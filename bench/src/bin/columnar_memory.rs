@@ -153,7 +153,13 @@ fn main() {
             mib(peak),
             mib(baseline),
             mib(target),
-            if format == "csv" { "-" } else if peak <= target { "yes" } else { "NO" },
+            if format == "csv" {
+                "-"
+            } else if peak <= target {
+                "yes"
+            } else {
+                "NO"
+            },
             bytes / (1 << 20) as f64
         );
     }

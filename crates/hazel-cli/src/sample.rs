@@ -360,8 +360,11 @@ fn create_sinks(
         #[cfg(feature = "zarr")]
         Format::Zarr => {
             let path = dir.join(format!("{name}.zarr"));
-            let store =
-                hazel_output::zarr_sink::ZarrRun::create(&path, &header(0, &path), chain_ids.clone())?;
+            let store = hazel_output::zarr_sink::ZarrRun::create(
+                &path,
+                &header(0, &path),
+                chain_ids.clone(),
+            )?;
             for index in 0..chain_ids.len() {
                 sinks.push(Box::new(store.chain_writer(index)));
             }

@@ -39,17 +39,29 @@ fn the_three_formats_give_the_same_summary() {
     for format in ["csv", "parquet", "zarr"] {
         let dir = base.join(format);
         let output = run_sample(&dir, format);
-        assert!(output.status.success(), "{format}: {}", text(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{format}: {}",
+            text(&output.stderr)
+        );
         let files: Vec<String> = match format {
             "zarr" => vec![dir.join("model.zarr").display().to_string()],
             _ => (1..=2)
-                .map(|c| dir.join(format!("model-{c}.{format}")).display().to_string())
+                .map(|c| {
+                    dir.join(format!("model-{c}.{format}"))
+                        .display()
+                        .to_string()
+                })
                 .collect(),
         };
         let mut args = vec!["summary"];
         args.extend(files.iter().map(String::as_str));
         let summary = hazel(&args);
-        assert!(summary.status.success(), "{format}: {}", text(&summary.stderr));
+        assert!(
+            summary.status.success(),
+            "{format}: {}",
+            text(&summary.stderr)
+        );
         assert_eq!(text(&output.stdout), text(&summary.stdout), "{format}");
         tables.push(text(&summary.stdout));
     }

@@ -150,7 +150,10 @@ impl DrawSink for ParquetWriter {
             .set_dictionary_enabled(false)
             .build();
         let file = File::create(&self.path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot create {}: {e}", self.path.display()))
+            io::Error::new(
+                e.kind(),
+                format!("cannot create {}: {e}", self.path.display()),
+            )
         })?;
         let writer =
             SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema), properties.into())
@@ -165,8 +168,9 @@ impl DrawSink for ParquetWriter {
         if sampler.save_warmup {
             expected_rows += sampler.num_warmup.div_ceil(thin);
         }
-        let balanced =
-            ((METADATA_BYTES_PER_COLUMN_CHUNK * expected_rows) as f64 / 8.0).sqrt().ceil() as usize;
+        let balanced = ((METADATA_BYTES_PER_COLUMN_CHUNK * expected_rows) as f64 / 8.0)
+            .sqrt()
+            .ceil() as usize;
         let by_bytes = self.row_group_bytes / (8 * self.columns);
         self.rows_per_group = if self.balance_metadata {
             by_bytes.max(balanced.min(expected_rows))

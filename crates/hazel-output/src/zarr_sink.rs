@@ -246,12 +246,19 @@ impl ZarrRun {
                 let mut dims = vec!["chain".to_string(), "draw".to_string()];
                 for (k, &extent) in variable.shape.iter().enumerate() {
                     let dim = format!("{}_dim_{k}", variable.name);
-                    self.create_coordinate(posterior, &dim, &(0..extent as i64).collect::<Vec<_>>())?;
+                    self.create_coordinate(
+                        posterior,
+                        &dim,
+                        &(0..extent as i64).collect::<Vec<_>>(),
+                    )?;
                     dims.push(dim);
                 }
                 let array = ArrayBuilder::new(shape, chunk, data_type::float64(), f64::NAN)
                     .dimension_names(Some(dims))
-                    .build(self.store.clone(), &format!("/{posterior}/{}", variable.name))
+                    .build(
+                        self.store.clone(),
+                        &format!("/{posterior}/{}", variable.name),
+                    )
                     .map_err(to_io)?;
                 array.store_metadata().map_err(to_io)?;
             }
@@ -276,9 +283,7 @@ impl ZarrRun {
             .map_err(to_io)?;
         array.store_metadata().map_err(to_io)?;
         if len > 0 {
-            array
-                .store_array_subset(&[0..len], values)
-                .map_err(to_io)?;
+            array.store_array_subset(&[0..len], values).map_err(to_io)?;
         }
         Ok(())
     }
@@ -444,11 +449,7 @@ impl DrawSink for ZarrChainWriter {
         if values.len() != columns {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "a draw has {} values for {} columns",
-                    values.len(),
-                    columns
-                ),
+                format!("a draw has {} values for {} columns", values.len(), columns),
             ));
         }
         if self.rows > 0 && warmup != self.buffered_warmup {
@@ -595,7 +596,10 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
             }
         }
         // Draws a stopped chain never made still hold the fill value.
-        let made = rows.iter().position(|row| row[0].is_nan()).unwrap_or(rows.len());
+        let made = rows
+            .iter()
+            .position(|row| row[0].is_nan())
+            .unwrap_or(rows.len());
         rows.truncate(made);
         let adaptation_pairs = attributes
             .get("adaptation")

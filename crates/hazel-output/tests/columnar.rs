@@ -76,7 +76,10 @@ struct Outputs {
 fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
     let model = Unconstrained::new(Normals, "x");
     let ids: Vec<u64> = (0..config.chains as u64).map(|k| 1 + k).collect();
-    let csv: Vec<PathBuf> = ids.iter().map(|id| dir.join(format!("m-{id}.csv"))).collect();
+    let csv: Vec<PathBuf> = ids
+        .iter()
+        .map(|id| dir.join(format!("m-{id}.csv")))
+        .collect();
     let parquet: Vec<PathBuf> = ids
         .iter()
         .map(|id| dir.join(format!("m-{id}.parquet")))
@@ -103,7 +106,11 @@ fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
         })
         .collect();
     let report = run(&model, config, sinks, &NoProgress).expect("run");
-    assert!(report.all_ok(), "{:?}", report.failures().collect::<Vec<_>>());
+    assert!(
+        report.all_ok(),
+        "{:?}",
+        report.failures().collect::<Vec<_>>()
+    );
     Outputs { csv, parquet, zarr }
 }
 
@@ -117,8 +124,20 @@ fn assert_same_draws(expected: &[StanCsv], got: &[StanCsv], what: &str) {
             assert_eq!(bits(row_e), bits(row_g), "{what}: a draw differs");
         }
         assert_eq!(e.adaptation, g.adaptation, "{what}: adaptation");
-        for key in ["num_samples", "num_warmup", "thin", "seed", "delta", "max_depth", "id"] {
-            assert_eq!(e.config_value(key), g.config_value(key), "{what}: setting {key}");
+        for key in [
+            "num_samples",
+            "num_warmup",
+            "thin",
+            "seed",
+            "delta",
+            "max_depth",
+            "id",
+        ] {
+            assert_eq!(
+                e.config_value(key),
+                g.config_value(key),
+                "{what}: setting {key}"
+            );
         }
     }
 }
@@ -191,14 +210,19 @@ fn zarr_keeps_declared_shapes_and_a_stopped_chain_keeps_its_draws() {
             let values: Vec<f64> = (0..names.len())
                 .map(|c| (chain * 1000 + d * 10 + c) as f64)
                 .collect();
-            sink.draw(false, &stats(-(d as f64)), &values).expect("draw");
+            sink.draw(false, &stats(-(d as f64)), &values)
+                .expect("draw");
         }
         sink.finish(&Timing::default()).expect("finish");
     }
     let chains = read_draws(std::slice::from_ref(&path)).expect("read");
     assert_eq!(chains.len(), 2);
     assert_eq!(chains[0].draws.len(), 10);
-    assert_eq!(chains[1].draws.len(), 6, "unmade draws are not read as draws");
+    assert_eq!(
+        chains[1].draws.len(),
+        6,
+        "unmade draws are not read as draws"
+    );
     let row = &chains[1].draws[5];
     assert_eq!(row[..7], [-5.0, 0.5, 0.25, 3.0, 7.0, 0.0, 5.0]);
     let expected: Vec<f64> = (0..names.len()).map(|c| (1050 + c) as f64).collect();
