@@ -320,13 +320,16 @@ pub fn run(args: &SampleArgs) -> CliResult {
 }
 
 /// The output paths (one per chain, or one store) and one sink per chain.
+type OutputSinks = (Vec<PathBuf>, Vec<Box<dyn DrawSink>>);
+
+/// Creates the output files (or store) of the run before sampling starts.
 fn create_sinks(
     format: Format,
     dir: &Path,
     name: &str,
     data_file: &str,
     config: &RunConfig,
-) -> Result<(Vec<PathBuf>, Vec<Box<dyn DrawSink>>), Box<dyn std::error::Error>> {
+) -> Result<OutputSinks, Box<dyn std::error::Error>> {
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();

@@ -283,7 +283,9 @@ impl ZarrRun {
             .map_err(to_io)?;
         array.store_metadata().map_err(to_io)?;
         if len > 0 {
-            array.store_array_subset(&[0..len], values).map_err(to_io)?;
+            array
+                .store_array_subset(&std::slice::from_ref(&(0..len)), values)
+                .map_err(to_io)?;
         }
         Ok(())
     }
@@ -546,8 +548,9 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
     let open = |name: String| {
         Array::open(store.clone(), &name).map_err(|e| error(format!("array {name}: {e}")))
     };
-    let chain_ids: Vec<i64> = open("/posterior/chain".to_string())?
-        .retrieve_array_subset(&[0..store_len(&open("/posterior/chain".to_string())?)])
+    let chain_array = open("/posterior/chain".to_string())?;
+    let chain_ids: Vec<i64> = chain_array
+        .retrieve_array_subset(&std::slice::from_ref(&(0..store_len(&chain_array))))
         .map_err(|e| error(format!("array /posterior/chain: {e}")))?;
     let draws = store_len(&open("/posterior/draw".to_string())?);
     let layout = variables(&names);
