@@ -19,7 +19,9 @@ use hazel_nuts::{
     Algorithm, ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init, InverseMetric,
     MetricKind, Progress, RunConfig, Timing,
 };
-use hazel_output::{checkpoint_path, read_checkpoint, read_stan_csv, ChainCsvFile, CsvHeaderInfo};
+use hazel_output::{
+    checkpoint_path, read_checkpoint, read_draws, ChainCsvFile, CsvHeaderInfo, Format,
+};
 use hazel_rng::{Purpose, StreamRng};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -90,9 +92,14 @@ pub struct SampleArgs {
     /// (parameters it leaves out start uniformly in (-2, 2) on the unconstrained scale).
     #[arg(long, default_value = "2", allow_negative_numbers = true)]
     pub init: String,
-    /// Directory for the CSV files `<model>-<chain>.csv` (created if needed).
+    /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
+    /// `<model>.zarr` (created if needed).
     #[arg(long, default_value = ".")]
     pub output_dir: PathBuf,
+    /// Output format: Stan CSV, Parquet (one file per chain, the CSV's columns) or Zarr (one
+    /// ArviZ InferenceData store). Parquet and Zarr need a build with `--features parquet,zarr`.
+    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
     /// No progress output (the summary is still printed).
     #[arg(long)]
     pub quiet: bool,
@@ -171,6 +178,23 @@ fn thread_count(text: &str) -> Result<usize, String> {
     text.trim()
         .parse::<usize>()
         .map_err(|_| "expected a whole number of threads (0 = one per core)".to_string())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Csv,
+    Parquet,
+    Zarr,
+}
+
+impl FormatArg {
+    fn format(self) -> Format {
+        match self {
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Parquet => Format::Parquet,
+            FormatArg::Zarr => Format::Zarr,
+        }
+    }
 }
 
 /// A seed from the clock, for runs that did not ask for one (it is written to every file).
@@ -427,6 +451,10 @@ fn sample(
         Some(Seed::FromClock) | None => None,
     };
     let seed = given_seed.unwrap_or_else(clock_seed);
+    let format = args.format.format();
+    if !format.is_available() {
+        return Err(format!("--format: {}", format.unavailable_message()).into());
+    }
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
     let source = check_program(model_path, &args.include_paths)?;
@@ -495,61 +523,72 @@ fn sample(
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
-    let paths: Vec<PathBuf> = chain_ids
-        .iter()
-        .map(|id| args.output_dir.join(format!("{name}-{id}.csv")))
-        .collect();
     let data_file = args
         .data
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     let names = hazel_density::Model::output_names(&model);
-    let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
-    let mut starts = Vec::with_capacity(paths.len());
     let mut resumed = 0;
-    for (index, path) in paths.iter().enumerate() {
-        let header = CsvHeaderInfo::new(
-            &name,
-            &data_file,
-            &path.display().to_string(),
-            &config,
-            index,
-        );
-        let stored = match resuming {
-            Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
-                format!(
-                    "cannot resume chain {}: {e} (delete it to run that chain again from its start)",
-                    chain_ids[index]
-                )
-            })?,
-            None => None,
-        };
-        let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
-            None => (
-                Box::new(ChainCsvFile::create(path, header, &names)?),
-                ChainStart::Fresh,
-            ),
-            Some(stored) if stored.chain.finished() => (
-                Box::new(FinishedChain),
-                ChainStart::Resume(Box::new(stored.chain)),
-            ),
-            Some(stored) => {
-                resumed += 1;
-                (
-                    Box::new(ChainCsvFile::resume(
-                        path,
-                        header,
-                        &names,
-                        stored.csv_bytes,
-                    )?),
-                    ChainStart::Resume(Box::new(stored.chain)),
-                )
+    // CSV files carry checkpoints and can be resumed; the columnar sinks cannot yet.
+    let (paths, sinks, starts) = if format == Format::Csv {
+        let paths: Vec<PathBuf> = chain_ids
+            .iter()
+            .map(|id| args.output_dir.join(format!("{name}-{id}.csv")))
+            .collect();
+        let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
+        let mut starts = Vec::with_capacity(paths.len());
+            for (index, path) in paths.iter().enumerate() {
+                let header = CsvHeaderInfo::new(
+                    &name,
+                    &data_file,
+                    &path.display().to_string(),
+                    &config,
+                    index,
+                );
+                let stored = match resuming {
+                    Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
+                        format!(
+                            "cannot resume chain {}: {e} (delete it to run that chain again from its start)",
+                            chain_ids[index]
+                        )
+                    })?,
+                    None => None,
+                };
+                let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
+                    None => (
+                        Box::new(ChainCsvFile::create(path, header, &names)?),
+                        ChainStart::Fresh,
+                    ),
+                    Some(stored) if stored.chain.finished() => (
+                        Box::new(FinishedChain),
+                        ChainStart::Resume(Box::new(stored.chain)),
+                    ),
+                    Some(stored) => {
+                        resumed += 1;
+                        (
+                            Box::new(ChainCsvFile::resume(
+                                path,
+                                header,
+                                &names,
+                                stored.csv_bytes,
+                            )?),
+                            ChainStart::Resume(Box::new(stored.chain)),
+                        )
+                    }
+                };
+                sinks.push(sink);
+                starts.push(start);
             }
-        };
-        sinks.push(sink);
-        starts.push(start);
-    }
+        (paths, sinks, starts)
+    } else {
+        if resuming.is_some() {
+            return Err("--resume: only runs with --format csv can be resumed".into());
+        }
+        let (paths, sinks) = create_sinks(format, &args.output_dir, &name, &data_file, &config)?;
+        let starts = paths.iter().map(|_| ChainStart::Fresh).collect();
+        (paths, sinks, starts)
+    };
     if let (None, Some(settings)) = (&resuming, &settings) {
         settings.write(&args.output_dir)?;
     }
@@ -618,7 +657,8 @@ fn sample(
     // that no one mistakes it for output.
     let mut unstarted = 0;
     for (path, chain) in paths.iter().zip(&report.chains) {
-        if matches!(chain.error, Some(ChainError::Init(_)))
+        if format == Format::Csv
+            && matches!(chain.error, Some(ChainError::Init(_)))
             && chain.draws_written == 0
             && std::fs::remove_file(path).is_ok()
         {
@@ -629,9 +669,8 @@ fn sample(
     // The summary covers every chain that has draws, also when others failed.
     let mut with_draws = Vec::new();
     for path in paths.iter().filter(|p| p.exists()) {
-        match read_stan_csv(path) {
-            Ok(csv) if !csv.draws.is_empty() => with_draws.push(csv),
-            Ok(_) => {}
+        match read_draws(std::slice::from_ref(path)) {
+            Ok(chains) => with_draws.extend(chains.into_iter().filter(|c| !c.draws.is_empty())),
             Err(e) if failures.is_empty() => return Err(e.into()),
             Err(_) => {}
         }
@@ -641,11 +680,11 @@ fn sample(
         for note in &summary.notes {
             eprintln!("note: {note}");
         }
-        if with_draws.len() < paths.len() {
+        if with_draws.len() < chain_ids.len() {
             eprintln!(
                 "note: the summary covers the {} of {} chains that have draws",
                 with_draws.len(),
-                paths.len()
+                chain_ids.len()
             );
         }
         write_output(out, &table_with_warnings(&summary))?;
@@ -661,9 +700,63 @@ fn sample(
         Err(Reported(format!(
             "{} of {} chains failed{kept}",
             failures.len(),
-            paths.len()
+            chain_ids.len()
         ))
         .into())
+    }
+}
+
+/// The output paths (one per chain, or one store) and one sink per chain.
+type OutputSinks = (Vec<PathBuf>, Vec<Box<dyn DrawSink>>);
+
+/// Creates the columnar output files (or store) of the run before sampling starts.
+fn create_sinks(
+    format: Format,
+    dir: &Path,
+    name: &str,
+    data_file: &str,
+    config: &RunConfig,
+) -> Result<OutputSinks, Box<dyn std::error::Error>> {
+    let chain_ids: Vec<u64> = (0..config.chains as u64)
+        .map(|k| config.first_chain_id + k)
+        .collect();
+    let header = |index: usize, path: &Path| {
+        CsvHeaderInfo::new(name, data_file, &path.display().to_string(), config, index)
+    };
+    match format {
+        #[cfg(feature = "parquet")]
+        Format::Parquet => {
+            let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(chain_ids.len());
+            let paths: Vec<PathBuf> = chain_ids
+                .iter()
+                .map(|&id| dir.join(format!("{name}-{id}.parquet")))
+                .collect();
+            for (index, path) in paths.iter().enumerate() {
+                sinks.push(Box::new(hazel_output::parquet_sink::ParquetWriter::create(
+                    path,
+                    header(index, path),
+                )?));
+            }
+            Ok((paths, sinks))
+        }
+        #[cfg(feature = "zarr")]
+        Format::Zarr => {
+            let path = dir.join(format!("{name}.zarr"));
+            let store = hazel_output::zarr_sink::ZarrRun::create(
+                &path,
+                &header(0, &path),
+                chain_ids.clone(),
+            )?;
+            let sinks: Vec<Box<dyn DrawSink>> = (0..chain_ids.len())
+                .map(|index| Box::new(store.chain_writer(index)) as Box<dyn DrawSink>)
+                .collect();
+            Ok((vec![path], sinks))
+        }
+        // CSV files are made by the caller (`ChainCsvFile`, with their checkpoints).
+        _ => {
+            let _ = (dir, header, chain_ids);
+            Err(format.unavailable_message().into())
+        }
     }
 }
 

@@ -1,18 +1,19 @@
-//! `hazel summary`: the summary table of Stan CSV files and the sampler diagnostics.
+//! `hazel summary`: the summary table of sampler output (Stan CSV files, Parquet files, Zarr
+//! stores) and the sampler diagnostics.
 
 use crate::CliResult;
 use clap::{Args, ValueEnum};
 use hazel_diagnostics::{
     ChainDraws, ColumnSummary, DiagnosticReport, SamplerStats, Thresholds, Warning,
 };
-use hazel_output::{read_stan_csvs, StanCsv};
+use hazel_output::{read_draws, StanCsv};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct SummaryArgs {
-    /// Stan CSV files, one per chain.
+    /// Stan CSV or Parquet files (one per chain) or Zarr stores (`.zarr`, every chain of a run).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -43,7 +44,7 @@ pub struct Summary {
 }
 
 pub fn run(args: &SummaryArgs) -> CliResult {
-    let chains = read_stan_csvs(&args.files)?;
+    let chains = read_draws(&args.files)?;
     let summary = summarize(&chains)?;
     for note in &summary.notes {
         eprintln!("note: {note}");

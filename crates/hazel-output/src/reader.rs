@@ -125,19 +125,24 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, CsvError> {
 pub fn read_stan_csvs(paths: &[PathBuf]) -> Result<Vec<StanCsv>, CsvError> {
     let mut chains: Vec<StanCsv> = Vec::with_capacity(paths.len());
     for path in paths {
-        let chain = read_stan_csv(path)?;
-        if let Some(first) = chains.first() {
-            if first.column_names != chain.column_names {
-                return Err(CsvError {
-                    path: path.clone(),
-                    line: None,
-                    message: format!("its columns differ from those of {}", first.path.display()),
-                });
-            }
-        }
-        chains.push(chain);
+        push_chain(&mut chains, read_stan_csv(path)?)?;
     }
     Ok(chains)
+}
+
+/// Appends `chain` to `chains` if it has the same columns as the first.
+pub(crate) fn push_chain(chains: &mut Vec<StanCsv>, chain: StanCsv) -> Result<(), CsvError> {
+    if let Some(first) = chains.first() {
+        if first.column_names != chain.column_names {
+            return Err(CsvError {
+                path: chain.path.clone(),
+                line: None,
+                message: format!("its columns differ from those of {}", first.path.display()),
+            });
+        }
+    }
+    chains.push(chain);
+    Ok(())
 }
 
 /// Where the parser is in the file.
@@ -299,6 +304,19 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
 
 /// Parses one configuration comment (without its `#`), keeping track of the sections the
 /// indentation puts it in.
+/// The entries of a configuration block (comment lines as [`crate::CsvHeaderInfo::config_block`]
+/// writes them), e.g. to carry the same settings as columnar files' metadata.
+pub fn parse_config_block(text: &str) -> Vec<ConfigEntry> {
+    let mut sections = Vec::new();
+    let mut config = Vec::new();
+    for line in text.lines() {
+        if let Some(comment) = line.strip_prefix('#') {
+            parse_config_line(comment, &mut sections, &mut config);
+        }
+    }
+    config
+}
+
 fn parse_config_line(
     comment: &str,
     sections: &mut Vec<(usize, String)>,

@@ -1,0 +1,127 @@
+//! The run's settings and adaptation results as flat `key = value` pairs, for the columnar
+//! formats' metadata (Parquet key-value metadata, Zarr attributes).
+//!
+//! The settings are exactly the CSV's configuration block, flattened: each entry's sections and
+//! key joined by `.` (`sample.adapt.delta = 0.8`, `random.seed = 7`), so the three formats
+//! carry the same information and [`config_from_pairs`] rebuilds the CSV reader's entries.
+
+use crate::reader::{parse_config_block, Adaptation, ConfigEntry};
+use crate::writer::CsvHeaderInfo;
+use hazel_nuts::InverseMetric;
+
+/// Key of the adapted step size.
+pub const STEP_SIZE_KEY: &str = "adaptation.step_size";
+/// Key of the adapted inverse metric: comma-separated values, row-major for a dense metric.
+pub const INV_METRIC_KEY: &str = "adaptation.inv_metric";
+/// Key of the metric's kind: `diag` or `dense`.
+pub const METRIC_KIND_KEY: &str = "adaptation.metric";
+/// Prefix of keys that are not CSV configuration entries.
+const NON_CONFIG_PREFIXES: [&str; 2] = ["adaptation.", "hazel."];
+
+/// The configuration block of `header` as flat pairs, in the block's order.
+pub fn settings_pairs(header: &CsvHeaderInfo) -> Vec<(String, String)> {
+    parse_config_block(&header.config_block())
+        .into_iter()
+        .map(|entry| {
+            let mut key = entry.sections.join(".");
+            if !key.is_empty() {
+                key.push('.');
+            }
+            key.push_str(&entry.key);
+            (key, entry.value)
+        })
+        .collect()
+}
+
+/// The CSV reader's configuration entries from flat pairs (other keys are skipped).
+pub fn config_from_pairs<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<ConfigEntry> {
+    pairs
+        .into_iter()
+        .filter(|(key, _)| !NON_CONFIG_PREFIXES.iter().any(|p| key.starts_with(p)))
+        .map(|(key, value)| {
+            let mut parts: Vec<String> = key.split('.').map(str::to_string).collect();
+            let key = parts.pop().unwrap_or_default();
+            ConfigEntry {
+                sections: parts,
+                key,
+                value: value.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The adaptation results as flat pairs.
+pub fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec<(String, String)> {
+    let (kind, values) = match inv_metric {
+        InverseMetric::Diag(values) => ("diag", values),
+        InverseMetric::Dense { values, .. } => ("dense", values),
+    };
+    let mut list = String::new();
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            list.push(',');
+        }
+        crate::number::write_number(&mut list, v);
+    }
+    vec![
+        (STEP_SIZE_KEY.to_string(), format_number(stepsize)),
+        (METRIC_KIND_KEY.to_string(), kind.to_string()),
+        (INV_METRIC_KEY.to_string(), list),
+    ]
+}
+
+/// The adaptation results from flat pairs (`None` when the step size is absent).
+pub fn adaptation_from_pairs<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+) -> Result<Option<Adaptation>, String> {
+    let find = |wanted: &str| {
+        pairs
+            .clone()
+            .into_iter()
+            .find(|(key, _)| *key == wanted)
+            .map(|(_, value)| value)
+    };
+    let Some(stepsize) = find(STEP_SIZE_KEY) else {
+        return Ok(None);
+    };
+    let stepsize: f64 = stepsize
+        .parse()
+        .map_err(|_| format!("{STEP_SIZE_KEY} `{stepsize}` is not a number"))?;
+    let values: Vec<f64> = match find(INV_METRIC_KEY) {
+        None | Some("") => Vec::new(),
+        Some(list) => list
+            .split(',')
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .map_err(|_| format!("{INV_METRIC_KEY}: `{v}` is not a number"))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let inv_metric = match find(METRIC_KIND_KEY) {
+        Some("dense") => {
+            let dim = (values.len() as f64).sqrt().round() as usize;
+            if dim * dim != values.len() {
+                return Err(format!(
+                    "{INV_METRIC_KEY}: a dense metric needs a square number of values, not {}",
+                    values.len()
+                ));
+            }
+            Some(InverseMetric::Dense { dim, values })
+        }
+        Some("diag") => Some(InverseMetric::Diag(values)),
+        _ => None,
+    };
+    Ok(Some(Adaptation {
+        stepsize,
+        inv_metric,
+    }))
+}
+
+fn format_number(value: f64) -> String {
+    let mut text = String::new();
+    crate::number::write_number(&mut text, value);
+    text
+}

@@ -1,0 +1,642 @@
+//! Zarr output (feature `zarr`): one Zarr v3 store per run, laid out as ArviZ InferenceData so
+//! that `xarray.open_datatree(path, engine="zarr")` and `arviz.InferenceData.from_datatree`
+//! read it.
+//!
+//! ```text
+//! <model>.zarr/                 root attributes: the CSV's settings (see crate::settings),
+//!                               adaptation results per chain id
+//!   posterior/                  attribute stan_columns: the CSV's model column names, in order
+//!     chain, draw               coordinates (chain ids; 0-based draw index)
+//!     theta                     f64 (chain, draw, theta_dim_0, …) in the declared shape
+//!     theta_dim_0 …             coordinates (0-based, as ArviZ numbers them)
+//!   sample_stats/               lp, acceptance_rate, step_size, energy (f64), tree_depth,
+//!                               n_steps (i64), diverging (bool), each (chain, draw)
+//!   warmup_posterior/, warmup_sample_stats/   the same for saved warmup (`--save-warmup`)
+//! ```
+//!
+//! Streamed: each chain buffers at most [`CHUNK_BYTES`] of draws (at least one) and writes them
+//! as one chunk along `draw` (chunks are `1 × n × <whole variable>`, so chains never write the
+//! same chunk). Arrays are sized for the run's draws up front; draws a stopped chain never made
+//! keep the fill value (NaN, 0, false), and the reader ends a chain at its first NaN `lp`.
+//! Variables' shapes come from the column names ([`crate::layout`]).
+
+use crate::layout::{variables, Variable};
+use crate::reader::{CsvError, StanCsv};
+use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
+use crate::writer::CsvHeaderInfo;
+use hazel_nuts::{DrawSink, DrawStats, InverseMetric, Timing};
+use serde_json::{json, Map, Value};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use zarrs::array::{data_type, Array, ArrayBuilder, FillValue};
+use zarrs::filesystem::FilesystemStore;
+use zarrs::group::{Group, GroupBuilder};
+
+/// Target size of one chain's buffered draws (one chunk along `draw`).
+pub const CHUNK_BYTES: usize = 8 << 20;
+
+/// ArviZ's names of the sampler statistics, in [`DrawStats::NAMES`] order.
+pub const SAMPLE_STATS: [&str; 7] = [
+    "lp",
+    "acceptance_rate",
+    "step_size",
+    "tree_depth",
+    "n_steps",
+    "diverging",
+    "energy",
+];
+
+type Store = FilesystemStore;
+
+/// One run's store, shared by its chains' writers.
+pub struct ZarrRun {
+    path: PathBuf,
+    store: Arc<Store>,
+    chain_ids: Vec<u64>,
+    /// Draws per chain kept after warmup, and of warmup (0 unless saved).
+    draws: u64,
+    warmup_draws: u64,
+    chunk_bytes: usize,
+    shared: Mutex<Shared>,
+}
+
+struct Shared {
+    /// Created by the first chain to begin; the others check their columns against it.
+    layout: Option<Arc<Layout>>,
+    root_attributes: Map<String, Value>,
+}
+
+struct Layout {
+    names: Vec<String>,
+    variables: Vec<Variable>,
+    chunk_draws: u64,
+}
+
+impl ZarrRun {
+    /// Creates the store at `path` (replacing an earlier Zarr store there) with its settings,
+    /// for the run's chains; `header` is chain 1's (its chain-specific lines are not kept).
+    pub fn create(
+        path: &Path,
+        header: &CsvHeaderInfo,
+        chain_ids: Vec<u64>,
+    ) -> io::Result<Arc<Self>> {
+        Self::with_chunk_bytes(path, header, chain_ids, CHUNK_BYTES)
+    }
+
+    /// As [`ZarrRun::create`] with another chunk size (tests use tiny chunks).
+    pub fn with_chunk_bytes(
+        path: &Path,
+        header: &CsvHeaderInfo,
+        chain_ids: Vec<u64>,
+        chunk_bytes: usize,
+    ) -> io::Result<Arc<Self>> {
+        if path.exists() {
+            if !path.join("zarr.json").is_file() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} exists and is not a Zarr store: not replacing it",
+                        path.display()
+                    ),
+                ));
+            }
+            std::fs::remove_dir_all(path)?;
+        }
+        std::fs::create_dir_all(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+        })?;
+        let store = Arc::new(Store::new(path).map_err(to_io)?);
+        let mut root_attributes = Map::new();
+        root_attributes.insert("inference_library".into(), json!("hazel"));
+        root_attributes.insert(
+            "inference_library_version".into(),
+            json!(env!("CARGO_PKG_VERSION")),
+        );
+        let settings: Map<String, Value> = settings_pairs(header)
+            .into_iter()
+            .filter(|(key, _)| key != "id" && key != "output.file")
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        root_attributes.insert("settings".into(), Value::Object(settings));
+        let sampler = &header.sampler;
+        let run = Arc::new(ZarrRun {
+            path: path.to_path_buf(),
+            store,
+            chain_ids,
+            draws: sampler.num_samples.div_ceil(sampler.thin.max(1)) as u64,
+            warmup_draws: if sampler.save_warmup {
+                sampler.num_warmup.div_ceil(sampler.thin.max(1)) as u64
+            } else {
+                0
+            },
+            chunk_bytes,
+            shared: Mutex::new(Shared {
+                layout: None,
+                root_attributes,
+            }),
+        });
+        run.store_root(&run.lock()?.root_attributes)?;
+        Ok(run)
+    }
+
+    /// The writer of chain `chain_index` (0-based within the run).
+    pub fn chain_writer(self: &Arc<Self>, chain_index: usize) -> ZarrChainWriter {
+        ZarrChainWriter {
+            run: Arc::clone(self),
+            chain_index,
+            phases: Vec::new(),
+            layout: None,
+            stats: Default::default(),
+            values: Vec::new(),
+            rows: 0,
+            buffered_warmup: false,
+            written: [0, 0],
+        }
+    }
+
+    /// The store's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> io::Result<std::sync::MutexGuard<'_, Shared>> {
+        self.shared
+            .lock()
+            .map_err(|_| io::Error::other("another chain's Zarr writer panicked"))
+    }
+
+    fn store_root(&self, attributes: &Map<String, Value>) -> io::Result<()> {
+        GroupBuilder::new()
+            .attributes(attributes.clone())
+            .build(self.store.clone(), "/")
+            .map_err(to_io)?
+            .store_metadata()
+            .map_err(to_io)
+    }
+
+    /// The groups `(draws, posterior group, sample_stats group)` of each phase written.
+    fn phases(&self) -> Vec<(bool, u64, &'static str, &'static str)> {
+        let mut phases = Vec::new();
+        if self.warmup_draws > 0 {
+            phases.push((
+                true,
+                self.warmup_draws,
+                "warmup_posterior",
+                "warmup_sample_stats",
+            ));
+        }
+        phases.push((false, self.draws, "posterior", "sample_stats"));
+        phases
+    }
+
+    /// Creates every group and array for the model's columns `names`.
+    fn create_layout(&self, names: &[String]) -> io::Result<Layout> {
+        let width = (DrawStats::NAMES.len() + names.len()) as u64;
+        let chunk_draws = (self.chunk_bytes as u64 / (8 * width)).max(1);
+        let layout = Layout {
+            names: names.to_vec(),
+            variables: variables(names),
+            chunk_draws,
+        };
+        let chains = self.chain_ids.len() as u64;
+        for (_, draws, posterior, sample_stats) in self.phases() {
+            let mut attributes = Map::new();
+            attributes.insert("inference_library".into(), json!("hazel"));
+            let mut posterior_attributes = attributes.clone();
+            posterior_attributes.insert("stan_columns".into(), json!(names));
+            self.create_group(posterior, posterior_attributes)?;
+            self.create_group(sample_stats, attributes)?;
+            for group in [posterior, sample_stats] {
+                let chain_ids: Vec<i64> = self.chain_ids.iter().map(|&id| id as i64).collect();
+                self.create_coordinate(group, "chain", &chain_ids)?;
+                self.create_coordinate(group, "draw", &(0..draws as i64).collect::<Vec<_>>())?;
+            }
+            for (stat, kind) in SAMPLE_STATS.iter().zip(STAT_KINDS) {
+                let array = match kind {
+                    StatKind::Real => ArrayBuilder::new(
+                        vec![chains, draws],
+                        vec![1, chunk_draws],
+                        data_type::float64(),
+                        f64::NAN,
+                    ),
+                    StatKind::Count => ArrayBuilder::new(
+                        vec![chains, draws],
+                        vec![1, chunk_draws],
+                        data_type::int64(),
+                        0i64,
+                    ),
+                    StatKind::Flag => ArrayBuilder::new(
+                        vec![chains, draws],
+                        vec![1, chunk_draws],
+                        data_type::bool(),
+                        FillValue::from(false),
+                    ),
+                }
+                .dimension_names(Some(["chain", "draw"]))
+                .build(self.store.clone(), &format!("/{sample_stats}/{stat}"))
+                .map_err(to_io)?;
+                array.store_metadata().map_err(to_io)?;
+            }
+            for variable in &layout.variables {
+                let mut shape = vec![chains, draws];
+                shape.extend(&variable.shape);
+                let mut chunk = vec![1, chunk_draws];
+                chunk.extend(&variable.shape);
+                let mut dims = vec!["chain".to_string(), "draw".to_string()];
+                for (k, &extent) in variable.shape.iter().enumerate() {
+                    let dim = format!("{}_dim_{k}", variable.name);
+                    self.create_coordinate(
+                        posterior,
+                        &dim,
+                        &(0..extent as i64).collect::<Vec<_>>(),
+                    )?;
+                    dims.push(dim);
+                }
+                let array = ArrayBuilder::new(shape, chunk, data_type::float64(), f64::NAN)
+                    .dimension_names(Some(dims))
+                    .build(
+                        self.store.clone(),
+                        &format!("/{posterior}/{}", variable.name),
+                    )
+                    .map_err(to_io)?;
+                array.store_metadata().map_err(to_io)?;
+            }
+        }
+        Ok(layout)
+    }
+
+    fn create_group(&self, name: &str, attributes: Map<String, Value>) -> io::Result<()> {
+        GroupBuilder::new()
+            .attributes(attributes)
+            .build(self.store.clone(), &format!("/{name}"))
+            .map_err(to_io)?
+            .store_metadata()
+            .map_err(to_io)
+    }
+
+    fn create_coordinate(&self, group: &str, name: &str, values: &[i64]) -> io::Result<()> {
+        let len = values.len() as u64;
+        let array = ArrayBuilder::new(vec![len], vec![len.max(1)], data_type::int64(), 0i64)
+            .dimension_names(Some([name]))
+            .build(self.store.clone(), &format!("/{group}/{name}"))
+            .map_err(to_io)?;
+        array.store_metadata().map_err(to_io)?;
+        if len > 0 {
+            array
+                .store_array_subset(&std::slice::from_ref(&(0..len)), values)
+                .map_err(to_io)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum StatKind {
+    Real,
+    Count,
+    Flag,
+}
+
+const STAT_KINDS: [StatKind; 7] = [
+    StatKind::Real,
+    StatKind::Real,
+    StatKind::Real,
+    StatKind::Count,
+    StatKind::Count,
+    StatKind::Flag,
+    StatKind::Real,
+];
+
+/// One phase's open arrays: the statistics', then the variables'.
+struct PhaseArrays {
+    warmup: bool,
+    stats: Vec<Array<Store>>,
+    variables: Vec<Array<Store>>,
+}
+
+/// A [`DrawSink`] writing one chain's slice of a [`ZarrRun`].
+pub struct ZarrChainWriter {
+    run: Arc<ZarrRun>,
+    chain_index: usize,
+    phases: Vec<PhaseArrays>,
+    layout: Option<Arc<Layout>>,
+    /// Buffered draws of one phase, already in each array's layout (draw-major, then the
+    /// variable's elements in C order), so they are written without another copy.
+    stats: [Vec<f64>; 7],
+    values: Vec<Vec<f64>>,
+    rows: usize,
+    buffered_warmup: bool,
+    /// Draws already written: warmup, post-warmup.
+    written: [u64; 2],
+}
+
+impl ZarrChainWriter {
+    /// Draws per chunk along `draw` (known after `begin`).
+    pub fn chunk_draws(&self) -> Option<u64> {
+        self.layout.as_ref().map(|l| l.chunk_draws)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let layout = self.layout.clone().ok_or_else(not_begun)?;
+        let phase = self
+            .phases
+            .iter()
+            .find(|p| p.warmup == self.buffered_warmup)
+            .ok_or_else(|| io::Error::other("a warmup draw in a run that does not save warmup"))?;
+        let start = self.written[usize::from(!self.buffered_warmup)];
+        let rows = self.rows as u64;
+        let chain = self.chain_index as u64;
+        let range = [chain..chain + 1, start..start + rows];
+        for ((k, array), values) in phase.stats.iter().enumerate().zip(&self.stats) {
+            match STAT_KINDS[k] {
+                StatKind::Real => array.store_array_subset(&range, &values[..]),
+                StatKind::Count => array.store_array_subset(
+                    &range,
+                    values.iter().map(|&v| v as i64).collect::<Vec<_>>(),
+                ),
+                StatKind::Flag => array.store_array_subset(
+                    &range,
+                    values.iter().map(|&v| v != 0.0).collect::<Vec<_>>(),
+                ),
+            }
+            .map_err(to_io)?;
+        }
+        for ((variable, array), values) in layout
+            .variables
+            .iter()
+            .zip(&phase.variables)
+            .zip(&self.values)
+        {
+            let mut subset = range.to_vec();
+            subset.extend(variable.shape.iter().map(|&extent| 0..extent));
+            array
+                .store_array_subset(&subset, &values[..])
+                .map_err(to_io)?;
+        }
+        self.written[usize::from(!self.buffered_warmup)] += rows;
+        self.rows = 0;
+        self.stats.iter_mut().for_each(Vec::clear);
+        self.values.iter_mut().for_each(Vec::clear);
+        Ok(())
+    }
+}
+
+impl DrawSink for ZarrChainWriter {
+    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+        let layout = {
+            let mut shared = self.run.lock()?;
+            match &shared.layout {
+                Some(layout) if layout.names != names => {
+                    return Err(io::Error::other(
+                        "this chain's columns differ from the other chains' in the Zarr store",
+                    ))
+                }
+                Some(layout) => layout.clone(),
+                None => {
+                    let layout = Arc::new(self.run.create_layout(names)?);
+                    shared.layout = Some(layout.clone());
+                    layout
+                }
+            }
+        };
+        let open = |path: String| Array::open(self.run.store.clone(), &path).map_err(to_io);
+        for (warmup, _, posterior, sample_stats) in self.run.phases() {
+            self.phases.push(PhaseArrays {
+                warmup,
+                stats: SAMPLE_STATS
+                    .iter()
+                    .map(|stat| open(format!("/{sample_stats}/{stat}")))
+                    .collect::<Result<_, _>>()?,
+                variables: layout
+                    .variables
+                    .iter()
+                    .map(|v| open(format!("/{posterior}/{}", v.name)))
+                    .collect::<Result<_, _>>()?,
+            });
+        }
+        let rows = layout.chunk_draws as usize;
+        self.values = layout
+            .variables
+            .iter()
+            .map(|v| Vec::with_capacity(rows * v.columns.len()))
+            .collect();
+        self.layout = Some(layout);
+        Ok(())
+    }
+
+    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+        let pairs: Map<String, Value> = adaptation_pairs(stepsize, inv_metric)
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        let chain_id = self.run.chain_ids[self.chain_index].to_string();
+        let mut shared = self.run.lock()?;
+        let adaptation = shared
+            .root_attributes
+            .entry("adaptation")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(by_chain) = adaptation {
+            by_chain.insert(chain_id, Value::Object(pairs));
+        }
+        self.run.store_root(&shared.root_attributes)
+    }
+
+    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+        let layout = self.layout.as_ref().ok_or_else(not_begun)?;
+        let (columns, chunk_draws) = (layout.names.len(), layout.chunk_draws as usize);
+        if values.len() != columns {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a draw has {} values for {} columns", values.len(), columns),
+            ));
+        }
+        if self.rows > 0 && warmup != self.buffered_warmup {
+            self.flush()?;
+        }
+        let phase_draws = if warmup {
+            self.run.warmup_draws
+        } else {
+            self.run.draws
+        };
+        let next = self.written[usize::from(!warmup)] + self.rows as u64;
+        if next >= phase_draws {
+            return Err(io::Error::other(format!(
+                "more {} draws than the {phase_draws} the Zarr store was sized for",
+                if warmup { "warmup" } else { "post-warmup" }
+            )));
+        }
+        self.buffered_warmup = warmup;
+        let stat_values = [
+            stats.lp,
+            stats.accept_stat,
+            stats.stepsize,
+            f64::from(stats.treedepth),
+            f64::from(stats.n_leapfrog),
+            f64::from(u8::from(stats.divergent)),
+            stats.energy,
+        ];
+        for (buffer, v) in self.stats.iter_mut().zip(stat_values) {
+            buffer.push(v);
+        }
+        let layout = self.layout.as_ref().ok_or_else(not_begun)?;
+        for (buffer, variable) in self.values.iter_mut().zip(&layout.variables) {
+            buffer.extend(variable.columns.iter().map(|&c| values[c]));
+        }
+        self.rows += 1;
+        // Chunks stay aligned: a phase's draws start at chunk 0, and each flush but a phase's last
+        // writes whole chunks.
+        if self.rows == chunk_draws {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _timing: &Timing) -> io::Result<()> {
+        self.flush()?;
+        self.values = Vec::new();
+        Ok(())
+    }
+}
+
+fn to_io(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("zarr: {e}"))
+}
+
+fn not_begun() -> io::Error {
+    io::Error::other("the Zarr writer was used before `begin`")
+}
+
+/// Reads the post-warmup draws of every chain in a store written by [`ZarrRun`], one
+/// [`StanCsv`] per chain with the CSV's columns.
+pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
+    let error = |message: String| CsvError {
+        path: path.to_path_buf(),
+        line: None,
+        message,
+    };
+    let store = Arc::new(Store::new(path).map_err(|e| error(format!("cannot open: {e}")))?);
+    let root = Group::open(store.clone(), "/")
+        .map_err(|e| error(format!("not a readable Zarr store: {e}")))?;
+    let attributes = root.attributes();
+    let string_pairs = |value: Option<&Value>| -> Vec<(String, String)> {
+        value
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let settings = string_pairs(attributes.get("settings"));
+    let posterior = Group::open(store.clone(), "/posterior")
+        .map_err(|e| error(format!("no readable `posterior` group: {e}")))?;
+    let names: Vec<String> = posterior
+        .attributes()
+        .get("stan_columns")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .ok_or_else(|| error("`posterior` has no `stan_columns` attribute".to_string()))?;
+    let open = |name: String| {
+        Array::open(store.clone(), &name).map_err(|e| error(format!("array {name}: {e}")))
+    };
+    let chain_array = open("/posterior/chain".to_string())?;
+    let chain_ids: Vec<i64> = chain_array
+        .retrieve_array_subset(&std::slice::from_ref(&(0..store_len(&chain_array))))
+        .map_err(|e| error(format!("array /posterior/chain: {e}")))?;
+    let draws = store_len(&open("/posterior/draw".to_string())?);
+    let layout = variables(&names);
+    let width = DrawStats::NAMES.len() + names.len();
+    let mut chains = Vec::with_capacity(chain_ids.len());
+    for (index, &chain_id) in chain_ids.iter().enumerate() {
+        let chain = index as u64;
+        let range = [chain..chain + 1, 0..draws];
+        let mut rows = vec![vec![0.0; width]; draws as usize];
+        for (k, stat) in SAMPLE_STATS.iter().enumerate() {
+            let name = format!("/sample_stats/{stat}");
+            let array = open(name.clone())?;
+            let read_error = |e: zarrs::array::ArrayError| error(format!("array {name}: {e}"));
+            let values: Vec<f64> = match STAT_KINDS[k] {
+                StatKind::Real => array.retrieve_array_subset(&range).map_err(read_error)?,
+                StatKind::Count => array
+                    .retrieve_array_subset::<Vec<i64>>(&range)
+                    .map_err(read_error)?
+                    .into_iter()
+                    .map(|v| v as f64)
+                    .collect(),
+                StatKind::Flag => array
+                    .retrieve_array_subset::<Vec<bool>>(&range)
+                    .map_err(read_error)?
+                    .into_iter()
+                    .map(|v| f64::from(u8::from(v)))
+                    .collect(),
+            };
+            for (row, v) in rows.iter_mut().zip(values) {
+                row[k] = v;
+            }
+        }
+        for variable in &layout {
+            let name = format!("/posterior/{}", variable.name);
+            let array = open(name.clone())?;
+            let mut subset = range.to_vec();
+            subset.extend(variable.shape.iter().map(|&extent| 0..extent));
+            let values: Vec<f64> = array
+                .retrieve_array_subset(&subset)
+                .map_err(|e| error(format!("array {name}: {e}")))?;
+            let elements = variable.columns.len();
+            for (row, draw) in rows.iter_mut().zip(values.chunks_exact(elements)) {
+                for (&column, &v) in variable.columns.iter().zip(draw) {
+                    row[DrawStats::NAMES.len() + column] = v;
+                }
+            }
+        }
+        // Draws a stopped chain never made still hold the fill value.
+        let made = rows
+            .iter()
+            .position(|row| row[0].is_nan())
+            .unwrap_or(rows.len());
+        rows.truncate(made);
+        let adaptation_pairs = attributes
+            .get("adaptation")
+            .and_then(|a| a.get(chain_id.to_string()));
+        let adaptation_pairs = string_pairs(adaptation_pairs);
+        let adaptation = adaptation_from_pairs(
+            adaptation_pairs
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .map_err(error)?;
+        let mut config = config_from_pairs(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        config.push(crate::reader::ConfigEntry {
+            sections: Vec::new(),
+            key: "id".to_string(),
+            value: chain_id.to_string(),
+        });
+        let mut column_names: Vec<String> =
+            DrawStats::NAMES.iter().map(|s| s.to_string()).collect();
+        column_names.extend(names.iter().cloned());
+        chains.push(StanCsv {
+            path: path.to_path_buf(),
+            config,
+            column_names,
+            warmup_rows: 0,
+            draws: rows,
+            adaptation,
+            elapsed_seconds: None,
+            truncated: false,
+        });
+    }
+    Ok(chains)
+}
+
+fn store_len(array: &Array<Store>) -> u64 {
+    array.shape().first().copied().unwrap_or(0)
+}

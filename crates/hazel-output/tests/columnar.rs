@@ -1,0 +1,253 @@
+//! Parquet and Zarr sinks: one sampler run written to all three formats at once (tiny row
+//! groups and chunks, so several fill and the last is partial) reads back through
+//! `read_draws` with the CSV's columns, bit-identical draws, adaptation and settings; Zarr
+//! keeps declared shapes; a chain stopped early keeps the draws it made.
+#![cfg(all(feature = "parquet", feature = "zarr"))]
+
+use hazel_density::{EvalError, LogDensity, Unconstrained};
+use hazel_nuts::{run, DrawSink, DrawStats, InverseMetric, NoProgress, RunConfig, Timing};
+use hazel_output::layout::variables;
+use hazel_output::parquet_sink::ParquetWriter;
+use hazel_output::zarr_sink::ZarrRun;
+use hazel_output::{read_draws, CsvHeaderInfo, StanCsv, StanCsvWriter};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Independent normals (output `x.1` … `x.5`).
+struct Normals;
+
+impl LogDensity for Normals {
+    type Workspace = ();
+    fn dim(&self) -> usize {
+        5
+    }
+    fn new_workspace(&self) {}
+    fn log_density_gradient(
+        &self,
+        _: &mut (),
+        q: &[f64],
+        grad: &mut [f64],
+    ) -> Result<f64, EvalError> {
+        let mut lp = 0.0;
+        for (i, (&x, g)) in q.iter().zip(grad.iter_mut()).enumerate() {
+            let z = x - i as f64;
+            lp -= 0.5 * z * z;
+            *g = -z;
+        }
+        Ok(lp)
+    }
+}
+
+/// Forwards every call to several sinks (the same draws in every format).
+struct Tee(Vec<Box<dyn DrawSink>>);
+
+impl DrawSink for Tee {
+    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|s| s.begin(names))
+    }
+    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+        self.0
+            .iter_mut()
+            .try_for_each(|s| s.adaptation_done(stepsize, inv_metric))
+    }
+    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+        self.0
+            .iter_mut()
+            .try_for_each(|s| s.draw(warmup, stats, values))
+    }
+    fn finish(&mut self, timing: &Timing) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|s| s.finish(timing))
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hazel-columnar-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+struct Outputs {
+    csv: Vec<PathBuf>,
+    parquet: Vec<PathBuf>,
+    zarr: PathBuf,
+}
+
+fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
+    let model = Unconstrained::new(Normals, "x");
+    let ids: Vec<u64> = (0..config.chains as u64).map(|k| 1 + k).collect();
+    let csv: Vec<PathBuf> = ids
+        .iter()
+        .map(|id| dir.join(format!("m-{id}.csv")))
+        .collect();
+    let parquet: Vec<PathBuf> = ids
+        .iter()
+        .map(|id| dir.join(format!("m-{id}.parquet")))
+        .collect();
+    let zarr = dir.join("m.zarr");
+    let header = |index: usize, path: &Path| {
+        CsvHeaderInfo::new("m", "", &path.display().to_string(), config, index)
+    };
+    // 7 + 5 columns of 8 bytes: 3 draws per row group and per chunk.
+    let small = 3 * 8 * 12;
+    let store = ZarrRun::with_chunk_bytes(&zarr, &header(0, &zarr), ids.clone(), small)
+        .expect("zarr store");
+    let sinks: Vec<Box<dyn DrawSink>> = (0..ids.len())
+        .map(|k| {
+            let sinks: Vec<Box<dyn DrawSink>> = vec![
+                Box::new(StanCsvWriter::create(&csv[k], header(k, &csv[k])).expect("csv")),
+                Box::new(
+                    ParquetWriter::with_row_group_bytes(&parquet[k], header(k, &parquet[k]), small)
+                        .expect("parquet"),
+                ),
+                Box::new(store.chain_writer(k)),
+            ];
+            Box::new(Tee(sinks)) as Box<dyn DrawSink>
+        })
+        .collect();
+    let report = run(&model, config, sinks, &NoProgress).expect("run");
+    assert!(
+        report.all_ok(),
+        "{:?}",
+        report.failures().collect::<Vec<_>>()
+    );
+    Outputs { csv, parquet, zarr }
+}
+
+fn assert_same_draws(expected: &[StanCsv], got: &[StanCsv], what: &str) {
+    assert_eq!(expected.len(), got.len(), "{what}: chains");
+    for (e, g) in expected.iter().zip(got) {
+        assert_eq!(e.column_names, g.column_names, "{what}: columns");
+        assert_eq!(e.draws.len(), g.draws.len(), "{what}: draws");
+        for (row_e, row_g) in e.draws.iter().zip(&g.draws) {
+            let bits = |row: &[f64]| row.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(row_e), bits(row_g), "{what}: a draw differs");
+        }
+        assert_eq!(e.adaptation, g.adaptation, "{what}: adaptation");
+        for key in [
+            "num_samples",
+            "num_warmup",
+            "thin",
+            "seed",
+            "delta",
+            "max_depth",
+            "id",
+        ] {
+            assert_eq!(
+                e.config_value(key),
+                g.config_value(key),
+                "{what}: setting {key}"
+            );
+        }
+    }
+}
+
+#[test]
+fn parquet_and_zarr_read_back_equal_to_the_csv_of_the_same_run() {
+    let dir = temp_dir("equal");
+    let mut config = RunConfig {
+        seed: 2024,
+        chains: 3,
+        threads: 3,
+        ..RunConfig::default()
+    };
+    config.sampler.num_warmup = 50;
+    config.sampler.num_samples = 41;
+    config.sampler.thin = 2;
+    config.sampler.save_warmup = true;
+    let out = sample_all_formats(&dir, &config);
+    let csv = read_draws(&out.csv).expect("csv");
+    assert_eq!(csv[0].draws.len(), 21);
+    assert_eq!(csv[0].warmup_rows, 25);
+    let parquet = read_draws(&out.parquet).expect("parquet");
+    assert_same_draws(&csv, &parquet, "parquet");
+    for p in &parquet {
+        assert_eq!(p.warmup_rows, 25, "parquet keeps the warmup rows");
+    }
+    let zarr = read_draws(std::slice::from_ref(&out.zarr)).expect("zarr");
+    assert_same_draws(&csv, &zarr, "zarr");
+    // The warmup groups exist when warmup is saved.
+    assert!(out.zarr.join("warmup_posterior/x/zarr.json").is_file());
+    assert!(out.zarr.join("warmup_sample_stats/lp/zarr.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Synthetic draws of a 2×3 matrix, a scalar and a complex number, straight into the sinks.
+#[test]
+fn zarr_keeps_declared_shapes_and_a_stopped_chain_keeps_its_draws() {
+    let dir = temp_dir("shapes");
+    let names: Vec<String> = [
+        "S.1.1", "S.2.1", "S.1.2", "S.2.2", "S.1.3", "S.2.3", "mu", "z.real", "z.imag",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let vars = variables(&names);
+    assert_eq!(vars[0].shape, vec![2, 3]);
+    let mut config = RunConfig {
+        chains: 2,
+        ..RunConfig::default()
+    };
+    config.sampler.num_samples = 10;
+    let path = dir.join("m.zarr");
+    let header = CsvHeaderInfo::new("m", "", "m.zarr", &config, 0);
+    let store = ZarrRun::with_chunk_bytes(&path, &header, vec![1, 2], 4 * 8 * 16).expect("store");
+    let stats = |lp: f64| DrawStats {
+        lp,
+        accept_stat: 0.5,
+        stepsize: 0.25,
+        treedepth: 3,
+        n_leapfrog: 7,
+        divergent: lp < -5.0,
+        energy: -lp,
+    };
+    for (chain, made) in [(0usize, 10usize), (1, 6)] {
+        let mut sink = store.chain_writer(chain);
+        sink.begin(&names).expect("begin");
+        sink.adaptation_done(0.25, &InverseMetric::Diag(vec![1.0; 9]))
+            .expect("adaptation");
+        for d in 0..made {
+            let values: Vec<f64> = (0..names.len())
+                .map(|c| (chain * 1000 + d * 10 + c) as f64)
+                .collect();
+            sink.draw(false, &stats(-(d as f64)), &values)
+                .expect("draw");
+        }
+        sink.finish(&Timing::default()).expect("finish");
+    }
+    let chains = read_draws(std::slice::from_ref(&path)).expect("read");
+    assert_eq!(chains.len(), 2);
+    assert_eq!(chains[0].draws.len(), 10);
+    assert_eq!(
+        chains[1].draws.len(),
+        6,
+        "unmade draws are not read as draws"
+    );
+    let row = &chains[1].draws[5];
+    assert_eq!(row[..7], [-5.0, 0.5, 0.25, 3.0, 7.0, 0.0, 5.0]);
+    let expected: Vec<f64> = (0..names.len()).map(|c| (1050 + c) as f64).collect();
+    assert_eq!(row[7..], expected[..]);
+    assert_eq!(chains[1].config_value("id"), Some("2"));
+    // The matrix is stored row-major in its declared shape: S[2,1] is column 1 (`S.2.1`).
+    let meta = std::fs::read_to_string(path.join("posterior/S/zarr.json")).expect("S");
+    let meta: serde_json::Value = serde_json::from_str(&meta).expect("json");
+    assert_eq!(meta["shape"], serde_json::json!([2, 10, 2, 3]));
+    assert_eq!(
+        meta["dimension_names"],
+        serde_json::json!(["chain", "draw", "S_dim_0", "S_dim_1"])
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_truncated_parquet_file_is_a_clear_error() {
+    let dir = temp_dir("bad");
+    let path = dir.join("m-1.parquet");
+    std::fs::write(&path, b"PAR1 not really").expect("write");
+    let error = read_draws(&[path]).expect_err("not parquet");
+    assert!(
+        error.to_string().contains("not a readable Parquet file"),
+        "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,143 @@
+"""Oracle for hazel's columnar output: pyarrow reads the Parquet files and xarray + ArviZ read
+the Zarr store, and both must equal the Stan CSV of the same run (same seed) exactly.
+
+Usage: python check_columnar.py HAZEL_BINARY WORK_DIR
+Runs `hazel sample` three times (csv, parquet, zarr) with one seed, then compares:
+  * Parquet: column names and order, every value bit-for-bit, warmup rows included, and the
+    settings / adaptation results in the file's key-value metadata;
+  * Zarr: opened with xr.open_datatree(engine="zarr") and az.InferenceData.from_datatree;
+    groups, ArviZ dims (chain, draw, <var>_dim_k), declared shapes, each element against its
+    CSV column, sample_stats under ArviZ's names, warmup groups;
+  * `hazel summary` prints the same table for the three formats.
+"""
+import csv
+import json
+import pathlib
+import subprocess
+import sys
+
+import arviz as az
+import numpy as np
+import pyarrow.parquet as pq
+import xarray as xr
+
+HERE = pathlib.Path(__file__).resolve().parent
+CHAINS, WARMUP, DRAWS, SEED = 2, 150, 77, 4242
+
+STATS = {  # CSV column -> ArviZ sample_stats name
+    "lp__": "lp",
+    "accept_stat__": "acceptance_rate",
+    "stepsize__": "step_size",
+    "treedepth__": "tree_depth",
+    "n_leapfrog__": "n_steps",
+    "divergent__": "diverging",
+    "energy__": "energy",
+}
+
+
+def run(hazel, *args):
+    result = subprocess.run([hazel, *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"hazel {' '.join(args)} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def read_csv(path):
+    """Header, rows (floats), config dict, step size of a hazel Stan CSV file."""
+    config, rows, header, stepsize = {}, [], None, None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                body = line[1:].strip()
+                if body.startswith("Step size ="):
+                    stepsize = float(body.split("=")[1])
+                elif "=" in body and header is None:
+                    key, value = body.split("=", 1)
+                    config[key.strip()] = value.replace("(Default)", "").strip()
+                continue
+            if header is None:
+                header = next(csv.reader([line]))
+            else:
+                rows.append([float(v) for v in line.strip().split(",")])
+    return header, np.array(rows), config, stepsize
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit(f"FAIL: {message}")
+
+
+def main():
+    hazel, work = sys.argv[1], pathlib.Path(sys.argv[2])
+    common = [
+        "sample", str(HERE / "model.stan"), "--data", str(HERE / "data.json"),
+        "--chains", str(CHAINS), "--warmup", str(WARMUP), "--draws", str(DRAWS),
+        "--seed", str(SEED), "--save-warmup", "--quiet",
+    ]
+    outputs = {}
+    for fmt in ["csv", "parquet", "zarr"]:
+        out = work / fmt
+        outputs[fmt] = run(hazel, *common, "--format", fmt, "--output-dir", str(out))
+
+    csvs = [read_csv(work / "csv" / f"model-{c}.csv") for c in range(1, CHAINS + 1)]
+    header = csvs[0][0]
+
+    # Parquet: same columns, same values (warmup rows first), settings as metadata.
+    for chain, (hdr, rows, config, stepsize) in enumerate(csvs, start=1):
+        table = pq.read_table(work / "parquet" / f"model-{chain}.parquet")
+        check(table.column_names == hdr, f"parquet columns {table.column_names} != {hdr}")
+        values = np.column_stack([table.column(n).to_numpy() for n in hdr])
+        check(values.shape == rows.shape, f"parquet shape {values.shape} != {rows.shape}")
+        check(np.array_equal(values, rows), f"chain {chain}: parquet values differ from CSV")
+        meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
+        check(meta["random.seed"] == str(SEED), f"seed metadata {meta.get('random.seed')}")
+        check(meta["method.sample.num_warmup"] == config["num_warmup"], "num_warmup metadata")
+        check(meta["id"] == config["id"], "chain id metadata")
+        check(float(meta["adaptation.step_size"]) == stepsize, "step size metadata")
+        check(int(meta["hazel.warmup_rows"]) == WARMUP, "warmup_rows metadata")
+        check(len(meta["adaptation.inv_metric"].split(",")) == 9, "inverse metric metadata")
+
+    # Zarr through xarray and ArviZ.
+    tree = xr.open_datatree(work / "zarr" / "model.zarr", engine="zarr")
+    idata = az.InferenceData.from_datatree(tree)
+    groups = set(idata.groups())
+    want = {"posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats"}
+    check(want <= groups, f"groups {groups}")
+    post = idata.posterior
+    check(post["B"].dims == ("chain", "draw", "B_dim_0", "B_dim_1"), f"B dims {post['B'].dims}")
+    check(post["B"].shape == (CHAINS, DRAWS, 2, 3), f"B shape {post['B'].shape}")
+    check(post["mu"].dims == ("chain", "draw"), "mu dims")
+    check(post["z"].shape == (CHAINS, DRAWS, 2), "z shape")
+    check(list(post["chain"].values) == list(range(1, CHAINS + 1)), "chain coordinate")
+    for group, stats_group, first, count in [
+        (idata.posterior, idata.sample_stats, WARMUP, DRAWS),
+        (idata.warmup_posterior, idata.warmup_sample_stats, 0, WARMUP),
+    ]:
+        for c, (hdr, rows, _, _) in enumerate(csvs):
+            rows = rows[first:first + count]
+            for j, name in enumerate(hdr):
+                if name in STATS:
+                    got = stats_group[STATS[name]].values[c].astype(float)
+                else:
+                    var, *index = name.split(".")
+                    got = group[var].values[(c, slice(None), *[int(i) - 1 for i in index])]
+                check(np.array_equal(got, rows[:, j]), f"chain {c + 1} {name} differs in zarr")
+    check(idata.sample_stats["diverging"].dtype == bool, "diverging is boolean")
+    summary = az.summary(idata, var_names=["mu", "B"])
+    check(len(summary) == 7, "ArviZ summarises the posterior")
+
+    # The same summary table from the three formats.
+    tables = {
+        "csv": run(hazel, "summary", *[str(work / "csv" / f"model-{c}.csv") for c in range(1, CHAINS + 1)]),
+        "parquet": run(hazel, "summary", *[str(work / "parquet" / f"model-{c}.parquet") for c in range(1, CHAINS + 1)]),
+        "zarr": run(hazel, "summary", str(work / "zarr" / "model.zarr")),
+    }
+    check(tables["csv"] == tables["parquet"], "summary of parquet differs from csv")
+    check(tables["csv"] == tables["zarr"], "summary of zarr differs from csv")
+    check(outputs["csv"] == outputs["parquet"] == outputs["zarr"], "sample's summaries differ")
+    print(f"columnar output OK: {CHAINS} chains x ({WARMUP} warmup + {DRAWS}) draws, "
+          f"{len(header)} columns equal in csv, parquet and zarr")
+
+
+if __name__ == "__main__":
+    main()
