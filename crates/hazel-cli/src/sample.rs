@@ -538,15 +538,15 @@ fn sample(
             .collect();
         let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
         let mut starts = Vec::with_capacity(paths.len());
-            for (index, path) in paths.iter().enumerate() {
-                let header = CsvHeaderInfo::new(
-                    &name,
-                    &data_file,
-                    &path.display().to_string(),
-                    &config,
-                    index,
-                );
-                let stored = match resuming {
+        for (index, path) in paths.iter().enumerate() {
+            let header = CsvHeaderInfo::new(
+                &name,
+                &data_file,
+                &path.display().to_string(),
+                &config,
+                index,
+            );
+            let stored = match resuming {
                     Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
                         format!(
                             "cannot resume chain {}: {e} (delete it to run that chain again from its start)",
@@ -555,31 +555,31 @@ fn sample(
                     })?,
                     None => None,
                 };
-                let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
-                    None => (
-                        Box::new(ChainCsvFile::create(path, header, &names)?),
-                        ChainStart::Fresh,
-                    ),
-                    Some(stored) if stored.chain.finished() => (
-                        Box::new(FinishedChain),
+            let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
+                None => (
+                    Box::new(ChainCsvFile::create(path, header, &names)?),
+                    ChainStart::Fresh,
+                ),
+                Some(stored) if stored.chain.finished() => (
+                    Box::new(FinishedChain),
+                    ChainStart::Resume(Box::new(stored.chain)),
+                ),
+                Some(stored) => {
+                    resumed += 1;
+                    (
+                        Box::new(ChainCsvFile::resume(
+                            path,
+                            header,
+                            &names,
+                            stored.csv_bytes,
+                        )?),
                         ChainStart::Resume(Box::new(stored.chain)),
-                    ),
-                    Some(stored) => {
-                        resumed += 1;
-                        (
-                            Box::new(ChainCsvFile::resume(
-                                path,
-                                header,
-                                &names,
-                                stored.csv_bytes,
-                            )?),
-                            ChainStart::Resume(Box::new(stored.chain)),
-                        )
-                    }
-                };
-                sinks.push(sink);
-                starts.push(start);
-            }
+                    )
+                }
+            };
+            sinks.push(sink);
+            starts.push(start);
+        }
         (paths, sinks, starts)
     } else {
         if resuming.is_some() {

@@ -123,7 +123,11 @@ pub fn generate_run(bytes: &[u8], dir: &std::path::Path) -> GeneratedRun {
 pub fn sample_run(bytes: &[u8]) -> Result<(), String> {
     let dir = run_dir();
     let run = generate_run(bytes, &dir);
-    let model = run.args.model.as_ref().expect("a generated run names its program");
+    let model = run
+        .args
+        .model
+        .as_ref()
+        .expect("a generated run names its program");
     std::fs::write(model, &run.program).expect("write the generated program");
     std::fs::write(run.args.data.as_ref().expect("data path"), &run.data)
         .expect("write the generated data");

@@ -41,8 +41,8 @@
 
 pub mod adapt;
 pub mod chain;
-pub mod fixed_param;
 pub mod checkpoint;
+pub mod fixed_param;
 pub mod init;
 pub mod metric;
 pub mod nuts;
