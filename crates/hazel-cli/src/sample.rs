@@ -586,7 +586,7 @@ fn sample(
             return Err("--resume: only runs with --format csv can be resumed".into());
         }
         let (paths, sinks) = create_sinks(format, &args.output_dir, &name, &data_file, &config)?;
-        let starts = paths.iter().map(|_| ChainStart::Fresh).collect();
+        let starts = sinks.iter().map(|_| ChainStart::Fresh).collect();
         (paths, sinks, starts)
     };
     if let (None, Some(settings)) = (&resuming, &settings) {
