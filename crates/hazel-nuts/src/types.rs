@@ -172,6 +172,20 @@ impl DrawStats {
         "divergent__",
         "energy__",
     ];
+
+    /// The statistics as numbers, in the order of [`DrawStats::NAMES`] (integers and the
+    /// divergence flag as f64), for outputs that store every column as f64.
+    pub fn values(&self) -> [f64; 7] {
+        [
+            self.lp,
+            self.accept_stat,
+            self.stepsize,
+            f64::from(self.treedepth),
+            f64::from(self.n_leapfrog),
+            f64::from(u8::from(self.divergent)),
+            self.energy,
+        ]
+    }
 }
 
 /// Wall-clock time spent in each phase of a chain.

@@ -200,15 +200,7 @@ impl DrawSink for ParquetWriter {
         }
         let row = self.rows;
         let stride = self.rows_per_group;
-        let stat_values = [
-            stats.lp,
-            stats.accept_stat,
-            stats.stepsize,
-            f64::from(stats.treedepth),
-            f64::from(stats.n_leapfrog),
-            f64::from(u8::from(stats.divergent)),
-            stats.energy,
-        ];
+        let stat_values = stats.values();
         for (column, &v) in stat_values.iter().chain(values).enumerate() {
             self.buffer[column * stride + row] = v;
         }

@@ -470,15 +470,7 @@ impl DrawSink for ZarrChainWriter {
             )));
         }
         self.buffered_warmup = warmup;
-        let stat_values = [
-            stats.lp,
-            stats.accept_stat,
-            stats.stepsize,
-            f64::from(stats.treedepth),
-            f64::from(stats.n_leapfrog),
-            f64::from(u8::from(stats.divergent)),
-            stats.energy,
-        ];
+        let stat_values = stats.values();
         for (buffer, v) in self.stats.iter_mut().zip(stat_values) {
             buffer.push(v);
         }
