@@ -5,107 +5,25 @@
 //! every argument Stan allows, in the `~` form (constants dropped) and the `target += _lpdf`
 //! form (constants kept).
 
+mod common;
+
+use common::{build, FdRule};
 use hazel_density::{LogDensity, Model};
-use hazel_graph::{compile, CompileOptions, CompiledModel};
-use serde_json::Value;
 
-const TOL: f64 = 1e-8;
 /// Where Stan's own gradient is approximate (`std_normal_lcdf`'s rational derivative inside
-/// `ordered_probit`; the 3F2 series of `beta_neg_binomial_lcdf`), hazel's exact gradient is held to central differences of stanli's log
-/// density (`fd_gradient`, step 1e-6) and to stanli's gradient at this looser tolerance.
-const FD_TOL: f64 = 1e-6;
+/// `ordered_probit`; the 3F2 series of `beta_neg_binomial_lcdf`), hazel's exact gradient is
+/// held to central differences of stanli's log density and to stanli's gradient at this
+/// looser tolerance.
 const APPROX_TOL: f64 = 1e-4;
-
-/// The one place this file calls `compile`.
-fn build(src: &str, data: &str) -> Result<CompiledModel, String> {
-    let parsed = hazel_check::check_source("model.stan", src);
-    let program = parsed
-        .checked
-        .as_ref()
-        .ok_or_else(|| format!("check error: {}", parsed.render_diagnostics()))?;
-    let data = hazel_data::DataFile::parse(data).map_err(|e| format!("data: {e}"))?;
-    compile(program, &data, &CompileOptions::default())
-        .map_err(|e| format!("compile: {}", e.render(&parsed.sources)))
-}
-
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / a.abs().max(b.abs()).max(1.0)
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_f64().expect("number"))
-        .collect()
-}
-
-fn fixtures() -> Vec<Value> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/dist_library.json"
-    );
-    let text = std::fs::read_to_string(path).expect("fixture file");
-    let v: Value = serde_json::from_str(&text).expect("fixture json");
-    v["programs"].as_array().expect("programs").clone()
-}
-
-fn check(p: &Value) -> Result<(), String> {
-    let model = build(
-        p["program"].as_str().expect("program"),
-        p["data"].as_str().expect("data"),
-    )?;
-    let n = p["n_unconstrained"].as_u64().expect("dim") as usize;
-    if model.dim() != n {
-        return Err(format!("dimension {} vs stanli {n}", model.dim()));
-    }
-    let mut ws = model.new_workspace();
-    let mut grad = vec![0.0; n];
-    for (k, pt) in p["points"].as_array().expect("points").iter().enumerate() {
-        let q = floats(&pt["q"]);
-        let lp_ref = pt["log_density"].as_f64().expect("lp");
-        let g_ref = floats(&pt["gradient"]);
-        let lp = model
-            .log_density_gradient(&mut ws, &q, &mut grad)
-            .map_err(|e| format!("point {k}: {e}"))?;
-        if rel(lp, lp_ref) > TOL {
-            return Err(format!("point {k}: log density {lp} vs stanli {lp_ref}"));
-        }
-        let fd = pt.get("fd_gradient").map(floats);
-        for i in 0..n {
-            if let Some(fd) = &fd {
-                if rel(grad[i], fd[i]) > FD_TOL || rel(grad[i], g_ref[i]) > APPROX_TOL {
-                    return Err(format!(
-                        "point {k}: gradient[{i}] {} vs stanli {} / its finite difference {}",
-                        grad[i], g_ref[i], fd[i]
-                    ));
-                }
-                continue;
-            }
-            if rel(grad[i], g_ref[i]) > TOL {
-                return Err(format!(
-                    "point {k}: gradient[{i}] {} vs stanli {}",
-                    grad[i], g_ref[i]
-                ));
-            }
-        }
-    }
-    Ok(())
-}
 
 #[test]
 fn multivariate_and_ordinal_families_match_stanli() {
-    let progs = fixtures();
-    assert!(progs.len() >= 27, "fixture has {} programs", progs.len());
-    let mut failures = Vec::new();
-    for p in &progs {
-        let name = p["name"].as_str().unwrap_or("?");
-        match check(p) {
-            Ok(()) => println!("{name}: ok"),
-            Err(e) => failures.push(format!("{name}: {e}")),
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::run_group(
+        "dist_library.json",
+        &[],
+        27,
+        FdRule::ApproximateStan(APPROX_TOL),
+    );
 }
 
 /// Invalid parameter values reject the point with a message naming the function and the

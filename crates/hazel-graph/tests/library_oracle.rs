@@ -6,105 +6,19 @@
 //! a form, the fixture was computed from `oracle_program`, the definition written out in Stan
 //! (the script checks those definitions against stanli's own functions where it has them).
 
+mod common;
+
+use common::{build, fixture_programs, rel, FdRule};
 use hazel_density::LogDensity;
-use hazel_graph::{compile, CompileOptions, CompiledModel};
-use serde_json::Value;
 
-const TOL: f64 = 1e-8;
-/// Against central differences of stanli's log density (`fd_gradient`, step 1e-6).
-const FD_TOL: f64 = 1e-6;
+const FIXTURES: &str = "library.json";
 
-fn build(src: &str, data: &str) -> Result<CompiledModel, String> {
-    let parsed = hazel_check::check_source("model.stan", src);
-    let program = parsed
-        .checked
-        .as_ref()
-        .ok_or_else(|| format!("check error: {}", parsed.render_diagnostics()))?;
-    let data = hazel_data::DataFile::parse(data).map_err(|e| format!("data: {e}"))?;
-    compile(program, &data, &CompileOptions::default())
-        .map_err(|e| format!("compile: {}", e.render(&parsed.sources)))
-}
-
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / a.abs().max(b.abs()).max(1.0)
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_f64().expect("number"))
-        .collect()
-}
-
-fn fixtures() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/library.json");
-    let text = std::fs::read_to_string(path).expect("fixture file");
-    let v: Value = serde_json::from_str(&text).expect("fixture json");
-    v["programs"].as_array().expect("programs").clone()
-}
-
-fn check(p: &Value) -> Result<(), String> {
-    let model = build(
-        p["program"].as_str().expect("program"),
-        p["data"].as_str().expect("data"),
-    )?;
-    let n = p["n_unconstrained"].as_u64().expect("dim") as usize;
-    if model.dim() != n {
-        return Err(format!("dimension {} vs stanli {n}", model.dim()));
-    }
-    let mut ws = model.new_workspace();
-    let mut grad = vec![0.0; n];
-    for (k, pt) in p["points"].as_array().expect("points").iter().enumerate() {
-        let q = floats(&pt["q"]);
-        let lp_ref = pt["log_density"].as_f64().expect("lp");
-        let g_ref = floats(&pt["gradient"]);
-        let lp = model
-            .log_density_gradient(&mut ws, &q, &mut grad)
-            .map_err(|e| format!("point {k}: {e}"))?;
-        if rel(lp, lp_ref) > TOL {
-            return Err(format!("point {k}: log density {lp} vs stanli {lp_ref}"));
-        }
-        for i in 0..n {
-            if rel(grad[i], g_ref[i]) > TOL {
-                return Err(format!(
-                    "point {k}: gradient[{i}] {} vs stanli {}",
-                    grad[i], g_ref[i]
-                ));
-            }
-        }
-        if let Some(fd) = pt.get("fd_gradient").map(floats) {
-            for i in 0..n {
-                if rel(grad[i], fd[i]) > FD_TOL {
-                    return Err(format!(
-                        "point {k}: gradient[{i}] {} vs finite difference {}",
-                        grad[i], fd[i]
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
+fn fixtures() -> Vec<serde_json::Value> {
+    fixture_programs(FIXTURES)
 }
 
 fn run_group(prefixes: &[&str], min: usize) {
-    let progs: Vec<Value> = fixtures()
-        .into_iter()
-        .filter(|p| {
-            let name = p["name"].as_str().unwrap_or("");
-            prefixes.iter().any(|x| name.starts_with(x))
-        })
-        .collect();
-    assert!(progs.len() >= min, "fixture has {} programs", progs.len());
-    let mut failures = Vec::new();
-    for p in &progs {
-        let name = p["name"].as_str().unwrap_or("?");
-        match check(p) {
-            Ok(()) => println!("{name}: ok"),
-            Err(e) => failures.push(format!("{name}: {e}")),
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::run_group(FIXTURES, prefixes, min, FdRule::Both);
 }
 
 #[test]
