@@ -59,9 +59,12 @@ fn constrain_and_unconstrain_functions_match_stanli() {
 /// its exact mean.
 #[test]
 fn rngs_match_their_moments() {
-    let path = format!("{}/tests/fixtures/coverage.json", env!("CARGO_MANIFEST_DIR"));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read"))
-        .expect("fixture json");
+    let path = format!(
+        "{}/tests/fixtures/coverage.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("fixture json");
     let cases = v["rng"].as_array().expect("rng cases");
     assert!(cases.len() >= 5);
     let mut failures = Vec::new();
@@ -77,8 +80,11 @@ fn rngs_match_their_moments() {
         let mut row = vec![0.0; names.len()];
         let mut sums = vec![0.0; names.len()];
         let draws = case["draws"].as_u64().expect("draws") as usize;
-        let mut rng =
-            hazel_density::StreamRng::new(1000 + k as u64, 0, hazel_rng::Purpose::GeneratedQuantities);
+        let mut rng = hazel_density::StreamRng::new(
+            1000 + k as u64,
+            0,
+            hazel_rng::Purpose::GeneratedQuantities,
+        );
         let q = vec![0.0; model.dim()];
         for _ in 0..draws {
             model

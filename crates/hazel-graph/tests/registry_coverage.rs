@@ -210,10 +210,7 @@ fn tested_names() -> BTreeSet<String> {
             tested.insert(row["name"].as_str().expect("name").into());
         }
     }
-    for row in json(&math.join("dist_lpdf.json"))
-        .as_array()
-        .expect("rows")
-    {
+    for row in json(&math.join("dist_lpdf.json")).as_array().expect("rows") {
         let family = row["name"].as_str().expect("name");
         for suffix in ["_lpdf", "_lupdf", "_lpmf", "_lupmf"] {
             tested.insert(format!("{family}{suffix}"));
@@ -265,14 +262,8 @@ fn untested_functions_are_exactly_the_listed_ones() {
         return;
     }
     let listed = blessed_list(&path);
-    let now_tested: Vec<&String> = listed
-        .iter()
-        .filter(|l| !untested.contains(l))
-        .collect();
-    let not_listed: Vec<&&String> = untested
-        .iter()
-        .filter(|n| !listed.contains(**n))
-        .collect();
+    let now_tested: Vec<&String> = listed.iter().filter(|l| !untested.contains(l)).collect();
+    let not_listed: Vec<&&String> = untested.iter().filter(|n| !listed.contains(**n)).collect();
     assert!(
         now_tested.is_empty() && not_listed.is_empty(),
         "the fixtures and tests/untested_functions.txt disagree \

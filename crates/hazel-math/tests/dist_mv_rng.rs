@@ -345,7 +345,10 @@ fn the_rng_list_is_what_these_tests_draw() {
         text.push_str(n);
         text.push('\n');
     }
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mv_rng_tested.txt");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mv_rng_tested.txt"
+    );
     if std::env::var_os("HAZEL_BLESS").is_some() {
         std::fs::write(path, &text).expect("write the list");
         return;
