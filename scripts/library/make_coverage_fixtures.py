@@ -377,6 +377,58 @@ oracle_trip = WSUM + "}\n" + trip_params + "model {\n" + trip_model + "".join(
     for i, (_, _, ref) in enumerate(ROUND_TRIPS)) + "}\n"
 add("unconstrain_round_trips", hazel_trip, oracle=oracle_trip)
 
+# ------------------------------------------------------------------------------- mpmath
+# Where stanli itself is wrong, the oracle is mpmath at 50 digits: the log density written in
+# Python (no constrained parameters, so no Jacobian), its gradient by mpmath's numerical
+# differentiation at that precision, at the given points. `main` prints stanli's error there.
+import mpmath as mp  # noqa: E402
+
+mp.mp.dps = 50
+MPMATH = {}
+
+
+def add_mpmath(name, program, data, logp, points, why):
+    assert name not in PROGRAMS and name not in MPMATH, name
+    MPMATH[name] = {"program": program, "data": data, "logp": logp, "points": points,
+                    "why": why}
+
+
+def emn_cdf(y, mu, sigma, lam):
+    z = (y - mu) / sigma
+    return mp.ncdf(z) - mp.exp(-lam * (y - mu) + lam ** 2 * sigma ** 2 / 2 + mp.log(mp.ncdf(z - lam * sigma)))
+
+
+EMN_YD = [-0.5, 0.4, 2.0]
+add_mpmath("mpmath_cdf_exp_mod_normal", """
+data { vector[3] yd; }
+parameters { real mu; real log_sigma; real log_lambda; real y; }
+model {
+  target += log(exp_mod_normal_cdf(y | mu, exp(log_sigma), exp(log_lambda)));
+  target += log(exp_mod_normal_cdf(yd | mu, exp(log_sigma), exp(log_lambda)));
+}
+""", {"yd": EMN_YD},
+    lambda mu, ls, ll, y: sum(mp.log(emn_cdf(v, mu, mp.exp(ls), mp.exp(ll))) for v in [y] + EMN_YD),
+    [[2.1089501036244, 2.947553638776524, -0.20139829628631745, 0.5795034941666715],
+     [0.3, 1.0, 2.5, 0.1], [-1.0, 2.0, 1.5, 3.0], [0.5, 0.2, 0.3, -0.4]],
+    "stanli 0.24's exp_mod_normal_cdf loses accuracy once lambda * sigma is large (~10 and "
+    "more): log cdf off by 0.06 at lambda * sigma = 15.6 (first point)")
+
+
+def gumbel_lcdf(y, mu, beta):
+    return -mp.exp(-(y - mu) / beta)
+
+
+add_mpmath("mpmath_cdf_gumbel", """
+parameters { real mu; real log_beta; real y; }
+model {
+  target += log(gumbel_cdf(y | mu, exp(log_beta)));
+}
+""", {}, lambda mu, lb, y: gumbel_lcdf(y, mu, mp.exp(lb)),
+    [[0.0, 0.0, -6.5], [0.5, 0.3, -4.0], [1.0, -0.5, -1.5]],
+    "stanli 0.24's gumbel_cdf gradient is 0 once the cdf is below ~1e-289 (first point, "
+    "cdf = exp(-665)), while its value is right")
+
+
 # ------------------------------------------------------------------------------- rngs
 RNG = []
 
@@ -495,6 +547,26 @@ def main():
             entry["oracle_program"] = oracle_code
         out.append(entry)
         print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
+    for name, spec in MPMATH.items():
+        data_json = json.dumps(spec["data"])
+        model = stanli.Model(stan_code=spec["program"], data=data_json)
+        points = []
+        worst = 0.0
+        for q in spec["points"]:
+            qq = [mp.mpf(x) for x in q]
+            lp = spec["logp"](*qq)
+            grad = [mp.diff(lambda t, i=i: spec["logp"](*(qq[:i] + [t] + qq[i + 1:])), qq[i])
+                    for i in range(len(q))]
+            points.append({"q": q, "log_density": float(lp),
+                           "gradient": [float(g) for g in grad]})
+            s_lp, s_grad = model.log_prob_grad(np.array(q, dtype=float))
+            worst = max([worst, abs(s_lp - float(lp)) / max(1, abs(float(lp)))] +
+                        [abs(a - float(b)) / max(1, abs(float(b))) for a, b in zip(s_grad, grad)])
+        assert model.n_unconstrained == len(spec["points"][0])
+        out.append({"name": name, "program": spec["program"], "data": data_json,
+                    "n_unconstrained": len(spec["points"][0]), "points": points,
+                    "oracle": "mpmath 50 digits", "why_not_stanli": spec["why"]})
+        print(f"{name}: stanli's largest relative error {worst:.1e}")
     OUT.write_text(json.dumps({"generator": "scripts/library/make_coverage_fixtures.py",
                                "stanli": stanli.__version__, "programs": out, "rng": RNG},
                               indent=1) + "\n")

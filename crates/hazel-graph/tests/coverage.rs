@@ -29,6 +29,13 @@ fn cdfs_with_approximate_stan_gradients_match_finite_differences() {
     );
 }
 
+/// Where stanli itself is wrong (exp_mod_normal_cdf at large λσ, gumbel_cdf's gradient near
+/// underflow; the fixture's `why_not_stanli` says how), against mpmath at 50 digits.
+#[test]
+fn cdfs_where_stanli_is_wrong_match_mpmath() {
+    run_group("coverage.json", &["mpmath_"], 2, FdRule::Both);
+}
+
 #[test]
 fn scalar_functions_match_stanli() {
     run_group(
