@@ -217,6 +217,9 @@ model {
   target += x^2 * (floor(a) + ceil(a) + round(a) + trunc(a) + floor(-a) + ceil(-a) + round(-a) + trunc(-a));
   target += floor(3 * x) + ceil(3 * x) + round(3 * x) + trunc(3 * x);
   target += sum(floor([x, -x]')) + sum(ceil({x, 2 * x})) + sum(round([x, -x])) + sum(trunc([x, 0.5 * x]'));
+  // Edges: step(0) = 1, round half away from zero, fmod/fdim signs.
+  target += x * (step(0) + 2 * step(-0.0) + 4 * step(-1e-300) + round(-0.5) + round(0.5) + round(1.5));
+  target += x^2 * (fmod(-4.1, 1.3) + fmod(4.1, -1.3) + fdim(-1, 2) + fdim(2, -1) + trunc(-0.5));
 }
 """
 add("scalar_integer_functions", SCALAR_INT, {"a": 2.5, "b": 1.0, "xs": [1.9, -1.9, 0.2]},
