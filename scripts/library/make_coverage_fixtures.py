@@ -133,6 +133,29 @@ for fam, (params, args, extra, ns) in DISCRETE.items():
     prefix = "approx_" if fam in APPROX else ""
     add(f"{prefix}cdf_{fam}", f"{decl}parameters {{ {params} }}\nmodel {{\n{model}}}\n", data)
 
+# Every cdf with data arguments only (constant-folded), scaling a parameter.
+CONST_ARGS = {
+    "beta": "0.3 | 2, 3", "cauchy": "0.5 | -1, 2", "chi_square": "1.5 | 3",
+    "double_exponential": "0.5 | -1, 2", "exp_mod_normal": "0.5 | -1, 2, 0.7",
+    "exponential": "0.5 | 1.5", "frechet": "1.5 | 2, 1.2", "gamma": "1.5 | 2, 1.2",
+    "gumbel": "0.5 | -1, 2", "inv_chi_square": "0.5 | 3", "inv_gamma": "1.5 | 2, 1.2",
+    "logistic": "0.5 | -1, 2", "lognormal": "1.5 | 0.2, 0.7", "normal": "0.5 | -1, 2",
+    "pareto": "1.5 | 0.5, 2", "pareto_type_2": "1.5 | 0.5, 2, 3", "rayleigh": "1.5 | 1.2",
+    "scaled_inv_chi_square": "1.5 | 3, 0.8", "skew_normal": "0.5 | -1, 2, 1.5",
+    "std_normal": "0.5", "student_t": "0.5 | 3, -1, 2", "uniform": "0.5 | -1, 2",
+    "weibull": "1.5 | 2, 1.2", "bernoulli": "0 | 0.3", "binomial": "3 | 10, 0.4",
+    "beta_binomial": "3 | 10, 2, 3", "beta_neg_binomial": "2 | 3, 4, 2",
+    "neg_binomial": "2 | 3, 0.5", "neg_binomial_2": "2 | 3, 1.5", "poisson": "2 | 3.5",
+    "discrete_range": "2 | 1, 5",
+}
+_const_terms = "".join(
+    f"  target += x * {0.1 * (i + 1):.1f} * {fam}_cdf({args});\n"
+    for i, (fam, args) in enumerate(CONST_ARGS.items()))
+_const_program = "parameters { real x; }\nmodel {\n  x ~ normal(0, 1);\n" + _const_terms + "}\n"
+# stanli 0.24 lacks discrete_range_cdf: (2 - 1 + 1) / (5 - 1 + 1) written out in the oracle.
+add("cdf_constant_arguments", _const_program,
+    oracle=_const_program.replace("discrete_range_cdf(2 | 1, 5)", "(2.0 / 5)"))
+
 # discrete_range: every argument is an integer; the value scales a parameter.
 DISCRETE_RANGE = """
 data { array[3] int n; }
