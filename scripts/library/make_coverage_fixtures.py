@@ -459,9 +459,11 @@ model {
 RNG = []
 
 
-def add_rng(function, program, data, expected, draws=20000):
-    RNG.append({"function": function, "program": program, "data": json.dumps(data),
-                "draws": draws, "expected": expected})
+def add_rng(name, program, data, expected, draws=20000):
+    """`name`: the case; `functions`: every `_rng` its program calls (from the program)."""
+    functions = sorted(set(re.findall(r"\b([a-z_0-9]+_rng)\(", program)))
+    RNG.append({"name": name, "functions": functions, "program": program,
+                "data": json.dumps(data), "draws": draws, "expected": expected})
 
 
 theta = np.array([0.2, 0.5, 0.3])
@@ -535,6 +537,36 @@ generated quantities {{
   array[2] vector[2] z = {fn}({{mu', mu' + 1}}, {arg});
 }}
 """, {"mu": mu.tolist(), arg: cov.tolist()}, mvn_expected())
+
+
+# Vectorised forms (one draw per element, broadcasting scalars), whose scalar kernels
+# hazel-math's dist_rng tests: the coordinates' means and squared deviations.
+VM = [0.0, 1.0, 2.5]
+VS = 2.0
+vexp = {}
+for k in range(3):
+    vexp[f"y.{k + 1}"] = [VM[k], VS]
+    vexp[f"s2.{k + 1}"] = [VS ** 2, math.sqrt(2) * VS ** 2]
+    lam = math.exp(VM[k] - 1)
+    vexp[f"n.{k + 1}"] = [lam, math.sqrt(lam)]
+    p_ = 1 / (1 + math.exp(-(VM[k] - 1)))
+    vexp[f"b.{k + 1}"] = [p_, math.sqrt(p_ * (1 - p_))]
+    rate = k + 1.0
+    vexp[f"e.{k + 1}"] = [1 / rate, 1 / rate]
+    N = [5, 10, 20][k]
+    vexp[f"c.{k + 1}"] = [N * 0.3, math.sqrt(N * 0.3 * 0.7)]
+add_rng("vectorised_rngs", """
+data { vector[3] m; real s; }
+generated quantities {
+  array[3] real y = normal_rng(m, s);
+  array[3] real s2;
+  for (k in 1:3) s2[k] = square(y[k] - m[k]);
+  array[3] int n = poisson_log_rng(m - 1);
+  array[3] int b = bernoulli_logit_rng(m - 1);
+  array[3] real e = exponential_rng({1.0, 2.0, 3.0});
+  array[3] int c = binomial_rng({5, 10, 20}, 0.3);
+}
+""", {"m": VM, "s": VS}, vexp)
 
 
 # ------------------------------------------------------------------------------- main

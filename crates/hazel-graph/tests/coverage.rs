@@ -76,7 +76,7 @@ fn rngs_match_their_moments() {
     assert!(cases.len() >= 5);
     let mut failures = Vec::new();
     for (k, case) in cases.iter().enumerate() {
-        let function = case["function"].as_str().expect("function");
+        let function = case["name"].as_str().expect("name");
         let model = build(
             case["program"].as_str().expect("program"),
             case["data"].as_str().expect("data"),

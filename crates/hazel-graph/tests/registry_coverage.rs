@@ -24,8 +24,8 @@
 //! - an rng moment test draws from it: the blessed lists
 //!   `crates/hazel-math/tests/fixtures/rng_tested.txt` (`dist_rng`) and
 //!   `mv_rng_tested.txt` (`dist_mv_rng`), which those tests check against what they draw;
-//! - the coverage fixture's rng cases (`tests/fixtures/coverage.json`, `rng[]`, tested by
-//!   `tests/coverage.rs`) draw from it.
+//! - a coverage fixture rng case (`tests/fixtures/coverage.json`, `rng[].functions`, tested
+//!   by `tests/coverage.rs`) draws from it.
 
 use hazel_check::{CallTarget, CheckedProgram, SignatureTable};
 use hazel_syntax::ast::{Expr, Stmt};
@@ -148,7 +148,9 @@ fn tested_names() -> BTreeSet<String> {
         }
         if let Some(cases) = v["rng"].as_array() {
             for c in cases {
-                tested.insert(c["function"].as_str().expect("rng case function").into());
+                for f in c["functions"].as_array().expect("rng case functions") {
+                    tested.insert(f.as_str().expect("function name").into());
+                }
             }
         }
     }
