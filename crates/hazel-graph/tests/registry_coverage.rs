@@ -7,7 +7,8 @@
 //! A name counts as tested when
 //! - a stanli-fixture program calls it outside generated quantities (generated quantities
 //!   are not compared by those oracles): `tests/fixtures/*.json` of this crate with
-//!   `programs[].program` (or `.code`), the corpus and example oracles
+//!   `programs[].program` (or `.code`), `tests/<dir>/oracle.json` beside its `.stan` files
+//!   (`fixtures[].program`: the integrate_ode fixtures), the corpus and example oracles
 //!   (`corpus/posteriordb/*/oracle.json`, `examples/*/oracle*.json`) and the difftest
 //!   fixtures (`crates/hazel-cli/tests/fixtures/difftest/*/model.stan`). Calls are found by
 //!   hazel's own checker (the resolved built-in of every call, `~` statement and operator);
@@ -152,6 +153,23 @@ fn tested_names() -> BTreeSet<String> {
                     tested.insert(f.as_str().expect("function name").into());
                 }
             }
+        }
+    }
+    // Stanli oracles kept beside their `.stan` files (`tests/<dir>/oracle.json` with
+    // `fixtures[].program` naming a file of that directory: the integrate_ode fixtures).
+    for sub in entries(&root.join("crates/hazel-graph/tests")) {
+        let oracle = sub.join("oracle.json");
+        if !sub.is_dir() || !oracle.exists() {
+            continue;
+        }
+        for f in json(&oracle)["fixtures"].as_array().expect("fixtures") {
+            let file = sub.join(f["program"].as_str().expect("fixture program"));
+            called(
+                &file.display().to_string(),
+                &read(&file),
+                false,
+                &mut tested,
+            );
         }
     }
     // Corpus and example oracles.
