@@ -36,7 +36,7 @@ use zarrs::array::codec::BytesCodec;
 use zarrs::array::{data_type, Array, ArrayBuilder, FillValue};
 use zarrs::filesystem::FilesystemStore;
 use zarrs::group::{Group, GroupBuilder};
-use zarrs::storage::Bytes;
+use zarrs::storage::{Bytes, StoreKey, WritableStorageTraits};
 
 /// Target size of one chain's buffered draws (one chunk along `draw`).
 pub const CHUNK_BYTES: usize = 8 << 20;
@@ -77,9 +77,37 @@ struct Shared {
 }
 
 struct Layout {
-    names: Vec<String>,
+    /// The model's column count and a hash of their names (the other chains must match; the
+    /// names themselves are not kept: for wide models they cost more than a chunk).
+    columns: usize,
+    names_hash: u64,
     variables: Vec<Variable>,
     chunk_draws: u64,
+}
+
+fn names_hash(names: &[String]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    names.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A group's `zarr.json` as zarrs writes it, with the attributes `inference_library` and, for a
+/// posterior group, `stan_columns`. Serialized straight from the borrowed names: building it as
+/// a `serde_json::Value` for zarrs' `GroupBuilder` clones the whole list several times (tens of
+/// MiB at 10⁵ columns, more than the chunks the writer holds).
+#[derive(serde::Serialize)]
+struct GroupJson<'a> {
+    zarr_format: u8,
+    node_type: &'static str,
+    attributes: GroupAttributes<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct GroupAttributes<'a> {
+    inference_library: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stan_columns: Option<&'a [String]>,
 }
 
 impl ZarrRun {
@@ -206,18 +234,15 @@ impl ZarrRun {
         let width = (self.stats + names.len()) as u64;
         let chunk_draws = (self.chunk_bytes as u64 / (8 * width)).max(1);
         let layout = Layout {
-            names: names.to_vec(),
+            columns: names.len(),
+            names_hash: names_hash(names),
             variables: variables(names),
             chunk_draws,
         };
         let chains = self.chain_ids.len() as u64;
         for (_, draws, posterior, sample_stats) in self.phases() {
-            let mut attributes = Map::new();
-            attributes.insert("inference_library".into(), json!("hazel"));
-            let mut posterior_attributes = attributes.clone();
-            posterior_attributes.insert("stan_columns".into(), json!(names));
-            self.create_group(posterior, posterior_attributes)?;
-            self.create_group(sample_stats, attributes)?;
+            self.create_group(posterior, Some(names))?;
+            self.create_group(sample_stats, None)?;
             for group in [posterior, sample_stats] {
                 let chain_ids: Vec<i64> = self.chain_ids.iter().map(|&id| id as i64).collect();
                 self.create_coordinate(group, "chain", &chain_ids)?;
@@ -279,13 +304,19 @@ impl ZarrRun {
         Ok(layout)
     }
 
-    fn create_group(&self, name: &str, attributes: Map<String, Value>) -> io::Result<()> {
-        GroupBuilder::new()
-            .attributes(attributes)
-            .build(self.store.clone(), &format!("/{name}"))
-            .map_err(to_io)?
-            .store_metadata()
-            .map_err(to_io)
+    /// Creates the group `name`; a posterior group lists the CSV's columns `stan_columns`.
+    fn create_group(&self, name: &str, stan_columns: Option<&[String]>) -> io::Result<()> {
+        let json = serde_json::to_vec(&GroupJson {
+            zarr_format: 3,
+            node_type: "group",
+            attributes: GroupAttributes {
+                inference_library: "hazel",
+                stan_columns,
+            },
+        })
+        .map_err(to_io)?;
+        let key = StoreKey::new(format!("{name}/zarr.json")).map_err(to_io)?;
+        self.store.set(&key, Bytes::from(json)).map_err(to_io)
     }
 
     fn create_coordinate(&self, group: &str, name: &str, values: &[i64]) -> io::Result<()> {
@@ -426,7 +457,9 @@ impl DrawSink for ZarrChainWriter {
         let layout = {
             let mut shared = self.run.lock()?;
             match &shared.layout {
-                Some(layout) if layout.names != names => {
+                Some(layout)
+                    if layout.columns != names.len() || layout.names_hash != names_hash(names) =>
+                {
                     return Err(io::Error::other(
                         "this chain's columns differ from the other chains' in the Zarr store",
                     ))
@@ -488,7 +521,7 @@ impl DrawSink for ZarrChainWriter {
 
     fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
         let layout = self.layout.as_ref().ok_or_else(not_begun)?;
-        let (columns, chunk_draws) = (layout.names.len(), layout.chunk_draws as usize);
+        let (columns, chunk_draws) = (layout.columns, layout.chunk_draws as usize);
         if values.len() != columns {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
