@@ -32,9 +32,12 @@ use std::sync::Arc;
 
 /// Target size of one row group's values (the writer's buffer).
 pub const ROW_GROUP_BYTES: usize = 32 << 20;
-/// Memory parquet's writer keeps per column chunk until the footer (its metadata; measured
-/// with `bench/src/bin/columnar_memory.rs` at 10⁵ columns). For wide models this, times
-/// columns × row groups, outgrows the row-group buffer, so row groups grow to balance them.
+/// Memory parquet's writer keeps per column chunk until the footer, measured with
+/// `bench/src/bin/columnar_memory.rs` and heaptrack at 10⁵ columns (parquet 60.1): its
+/// `ColumnChunkMetaData` (424 B) and one slot each in its per-row-group column-index (232 B),
+/// offset-index and bloom-filter vectors, which exist even with all three disabled. For wide
+/// models this, times columns × row groups, outgrows the row-group buffer, so row groups grow
+/// ([`rows_per_group`]).
 pub const METADATA_BYTES_PER_COLUMN_CHUNK: usize = 720;
 /// Key of the number of leading rows that are saved warmup.
 pub const WARMUP_ROWS_KEY: &str = "hazel.warmup_rows";

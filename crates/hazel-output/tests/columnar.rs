@@ -305,3 +305,26 @@ fn a_truncated_parquet_file_is_a_clear_error() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Row-group sizing: the byte budget unless the metadata parquet keeps per column chunk would
+/// outgrow three quarters of a group; then fewer, equal groups.
+#[test]
+fn wide_runs_get_few_enough_row_groups_for_their_metadata() {
+    use hazel_output::parquet_sink::{rows_per_group, METADATA_BYTES_PER_COLUMN_CHUNK};
+    // The benchmark's 10⁵ columns × 2,000 draws: 41 rows fit 32 MiB, but 49 groups would keep
+    // 35 KB of metadata per column; 3 groups of 667 rows keep 2.9 KB against 5.3 KB of values.
+    assert_eq!(rows_per_group(41, 2000), 667);
+    // A narrow model keeps the byte budget.
+    assert_eq!(rows_per_group(400_000, 1000), 400_000);
+    assert_eq!(rows_per_group(1000, 5000), 1000);
+    for (by_bytes, rows) in [(1, 10), (41, 2000), (3, 100_000), (1000, 500), (7, 7), (2, 3)] {
+        let r = rows_per_group(by_bytes, rows);
+        assert!(r >= by_bytes, "{by_bytes} {rows}: {r}");
+        let groups = rows.div_ceil(r);
+        let retained = (groups + 1) * METADATA_BYTES_PER_COLUMN_CHUNK;
+        assert!(
+            groups == 1 || 4 * retained <= 3 * 8 * r,
+            "{by_bytes} {rows}: {groups} groups of {r} rows"
+        );
+    }
+}
