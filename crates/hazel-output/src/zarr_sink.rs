@@ -419,7 +419,7 @@ impl ZarrChainWriter {
         {
             let chunk_len = chunk_draws as usize * variable.columns.len() * 8;
             let mut bytes = std::mem::take(buffer);
-            if start % chunk_draws == 0 {
+            if start.is_multiple_of(chunk_draws) {
                 // One whole chunk; a phase's last, partial one is padded with the fill value.
                 bytes.resize(chunk_len, 0);
                 for pad in bytes[rows as usize * variable.columns.len() * 8..].chunks_exact_mut(8) {

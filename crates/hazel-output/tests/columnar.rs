@@ -317,7 +317,14 @@ fn wide_runs_get_few_enough_row_groups_for_their_metadata() {
     // A narrow model keeps the byte budget.
     assert_eq!(rows_per_group(400_000, 1000), 400_000);
     assert_eq!(rows_per_group(1000, 5000), 1000);
-    for (by_bytes, rows) in [(1, 10), (41, 2000), (3, 100_000), (1000, 500), (7, 7), (2, 3)] {
+    for (by_bytes, rows) in [
+        (1, 10),
+        (41, 2000),
+        (3, 100_000),
+        (1000, 500),
+        (7, 7),
+        (2, 3),
+    ] {
         let r = rows_per_group(by_bytes, rows);
         assert!(r >= by_bytes, "{by_bytes} {rows}: {r}");
         let groups = rows.div_ceil(r);
