@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use zarrs::array::codec::BytesCodec;
 use zarrs::array::{data_type, Array, ArrayBuilder, FillValue};
 use zarrs::filesystem::FilesystemStore;
-use zarrs::group::{Group, GroupBuilder};
+use zarrs::group::Group;
 use zarrs::storage::{Bytes, StoreKey, WritableStorageTraits};
 
 /// Target size of one chain's buffered draws (one chunk along `draw`).
@@ -92,15 +92,29 @@ fn names_hash(names: &[String]) -> u64 {
     hasher.finish()
 }
 
-/// A group's `zarr.json` as zarrs writes it, with the attributes `inference_library` and, for a
-/// posterior group, `stan_columns`. Serialized straight from the borrowed names: building it as
-/// a `serde_json::Value` for zarrs' `GroupBuilder` clones the whole list several times (tens of
-/// MiB at 10⁵ columns, more than the chunks the writer holds).
+/// A group's `zarr.json` as zarrs writes it. Serialized straight from borrowed attributes:
+/// building them as a `serde_json::Value` for zarrs' `GroupBuilder` clones them several times,
+/// and for wide models they are large (a posterior's `stan_columns`, the root's adapted
+/// inverse metric): tens of MiB at 10⁵ columns, more than the chunks the writer holds.
 #[derive(serde::Serialize)]
-struct GroupJson<'a> {
+struct GroupJson<A> {
     zarr_format: u8,
     node_type: &'static str,
-    attributes: GroupAttributes<'a>,
+    attributes: A,
+}
+
+impl<A: serde::Serialize> GroupJson<A> {
+    /// Writes `<path>zarr.json` (`path` empty for the root, else ending in `/`).
+    fn store(store: &Store, path: &str, attributes: A) -> io::Result<()> {
+        let json = serde_json::to_vec(&GroupJson {
+            zarr_format: 3,
+            node_type: "group",
+            attributes,
+        })
+        .map_err(to_io)?;
+        let key = StoreKey::new(format!("{path}zarr.json")).map_err(to_io)?;
+        store.set(&key, Bytes::from(json)).map_err(to_io)
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -206,12 +220,7 @@ impl ZarrRun {
     }
 
     fn store_root(&self, attributes: &Map<String, Value>) -> io::Result<()> {
-        GroupBuilder::new()
-            .attributes(attributes.clone())
-            .build(self.store.clone(), "/")
-            .map_err(to_io)?
-            .store_metadata()
-            .map_err(to_io)
+        GroupJson::store(&self.store, "", attributes)
     }
 
     /// The groups `(draws, posterior group, sample_stats group)` of each phase written.
@@ -306,17 +315,11 @@ impl ZarrRun {
 
     /// Creates the group `name`; a posterior group lists the CSV's columns `stan_columns`.
     fn create_group(&self, name: &str, stan_columns: Option<&[String]>) -> io::Result<()> {
-        let json = serde_json::to_vec(&GroupJson {
-            zarr_format: 3,
-            node_type: "group",
-            attributes: GroupAttributes {
-                inference_library: "hazel",
-                stan_columns,
-            },
-        })
-        .map_err(to_io)?;
-        let key = StoreKey::new(format!("{name}/zarr.json")).map_err(to_io)?;
-        self.store.set(&key, Bytes::from(json)).map_err(to_io)
+        let attributes = GroupAttributes {
+            inference_library: "hazel",
+            stan_columns,
+        };
+        GroupJson::store(&self.store, &format!("{name}/"), attributes)
     }
 
     fn create_coordinate(&self, group: &str, name: &str, values: &[i64]) -> io::Result<()> {
