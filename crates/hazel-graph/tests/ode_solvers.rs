@@ -122,3 +122,73 @@ fn bad_adjoint_controls_are_errors_naming_the_argument() {
         assert!(e.contains(what), "{e}");
     }
 }
+
+/// The oscillator with a right-hand side whose control flow reads the state (a branch on
+/// `y[1]` that gives the same value either way) against the plain one: the first puts the
+/// model on the dynamic path (re-traced per evaluation), the second is one op of a static
+/// model; both give the same log density and gradient.
+#[test]
+fn static_op_and_dynamic_fallback_agree() {
+    let plain = SHO.replace(
+        "CALL",
+        "ode_bdf_tol(sho, [1, 0]', 0.0, ts, 1e-9, 1e-9, 10000, theta)",
+    );
+    let branching = plain.replace(
+        "return [y[2], -y[1] - theta * y[2]]';",
+        "if (y[1] > 0) return [y[2], -y[1] - theta * y[2]]';\n    return [y[2], -theta * y[2] - y[1]]';",
+    );
+    let data = r#"{"ts": [1.0, 2.0]}"#;
+    let fast = build(&plain, data).unwrap();
+    let slow = build(&branching, data).unwrap();
+    assert!(!fast.is_dynamic(), "static right-hand side: static model");
+    assert!(slow.is_dynamic(), "a branch on the state: dynamic fallback");
+    for q in [[-0.5], [0.3], [1.2]] {
+        let (mut g1, mut g2) = ([0.0], [0.0]);
+        let lp1 = fast
+            .log_density_gradient(&mut fast.new_workspace(), &q, &mut g1)
+            .unwrap();
+        let lp2 = slow
+            .log_density_gradient(&mut slow.new_workspace(), &q, &mut g2)
+            .unwrap();
+        assert!(rel(lp1, lp2) < 1e-12, "{lp1} vs {lp2}");
+        assert!(rel(g1[0], g2[0]) < 1e-10, "{} vs {}", g1[0], g2[0]);
+    }
+}
+
+#[test]
+fn every_fixture_program_is_static() {
+    for p in fixture_programs("ode_solvers.json") {
+        let model = build(p["program"].as_str().unwrap(), p["data"].as_str().unwrap()).unwrap();
+        assert!(!model.is_dynamic(), "{}", p["name"]);
+    }
+}
+
+/// A right-hand side whose control flow reads only `t` (as one_comp_mm_elim_abs's dosing
+/// term does) keeps the model static: the op re-traces it per call with `t` a constant. Its
+/// values and gradient equal those of the same right-hand side written without the branch.
+#[test]
+fn branch_on_time_keeps_the_model_static() {
+    let plain = SHO.replace(
+        "CALL",
+        "ode_rk45_tol(sho, [1, 0]', 0.0, ts, 1e-9, 1e-9, 10000, theta)",
+    );
+    let on_t = plain.replace(
+        "return [y[2], -y[1] - theta * y[2]]';",
+        "real damp = 0;\n    if (t >= 0) damp = theta;\n    return [y[2], -y[1] - damp * y[2]]';",
+    );
+    let data = r#"{"ts": [1.0, 2.0]}"#;
+    let a = build(&plain, data).unwrap();
+    let b = build(&on_t, data).unwrap();
+    assert!(!a.is_dynamic() && !b.is_dynamic());
+    for q in [[-0.5], [0.3], [1.2]] {
+        let (mut g1, mut g2) = ([0.0], [0.0]);
+        let lp1 = a
+            .log_density_gradient(&mut a.new_workspace(), &q, &mut g1)
+            .unwrap();
+        let lp2 = b
+            .log_density_gradient(&mut b.new_workspace(), &q, &mut g2)
+            .unwrap();
+        assert!(rel(lp1, lp2) < 1e-14, "{lp1} vs {lp2}");
+        assert!(rel(g1[0], g2[0]) < 1e-12, "{} vs {}", g1[0], g2[0]);
+    }
+}

@@ -41,6 +41,7 @@ use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::BinaryFn;
+use crate::ode_op::{OdeSpec, PerCallRhs, RhsSource};
 use hazel_math::ode::{solve, OdeMethod, OdeRhs, OdeTolerances};
 use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
@@ -88,14 +89,57 @@ const STIFF_TIGHTEN: f64 = 1e-2;
 
 /// The user function as an [`OdeRhs`]: a [`TracedFn`] over `[t, y, p]` with `t` passive and
 /// `y` active.
-struct TracedRhs<'a, 'p> {
-    f: TracedFn<'a, 'p>,
+pub(crate) struct TracedRhs<'a, 'p> {
+    pub(crate) f: TracedFn<'a, 'p>,
     n: usize,
     lead: Vec<f64>,
 }
 
-impl TracedRhs<'_, '_> {
-    fn fill(&mut self, t: f64, y: &[f64]) {
+impl<'a, 'p> TracedRhs<'a, 'p> {
+    /// The right-hand side `function(t, y, args...)` with `n` states (`array[] real` ones when
+    /// `array_state`); `p`: the current values of `args`'s parameter-dependent scalars.
+    pub(crate) fn new(
+        prog: &'p hazel_check::CheckedProgram,
+        function: usize,
+        span: Span,
+        n: usize,
+        array_state: bool,
+        args: &'a [Val],
+        p: Vec<f64>,
+    ) -> Self {
+        let state = if array_state {
+            Shape::RealArray(n)
+        } else {
+            Shape::Vector(n)
+        };
+        let lead = vec![
+            LeadArg {
+                shape: Shape::Real,
+                active: false,
+            },
+            LeadArg {
+                shape: state,
+                active: true,
+            },
+        ];
+        let f = TracedFn::new(
+            prog,
+            function,
+            span,
+            "the ODE right-hand side",
+            lead,
+            state,
+            args,
+            p,
+        );
+        TracedRhs {
+            f,
+            n,
+            lead: Vec::with_capacity(1 + n),
+        }
+    }
+
+    pub(crate) fn fill(&mut self, t: f64, y: &[f64]) {
         self.lead.clear();
         self.lead.push(t);
         self.lead.extend_from_slice(y);
@@ -461,54 +505,70 @@ impl<'p> Tracer<'p> {
         }
         let p_scalars = split_params(extra).scalars;
         var_scalars.extend(p_scalars.iter().copied());
-        if !var_scalars.is_empty() && !self.dynamic {
-            // The solution is recomputed at every evaluation.
-            return Err(TraceErr::Dynamic(span));
-        }
-        let y0_vals = y0
-            .to_scalars()
-            .into_iter()
-            .map(|s| self.value_of(s, span))
-            .collect::<R<Vec<_>>>()?;
-        let p_vals = p_scalars
-            .iter()
-            .map(|s| self.value_of(*s, span))
-            .collect::<R<Vec<_>>>()?;
-        let state = if array_state {
-            Shape::RealArray(n)
-        } else {
-            Shape::Vector(n)
+        // Current values (the builder's eager ones for parameter-dependent scalars: on the
+        // static path they only seed the right-hand side's trace).
+        let now = |s: Sc| match s {
+            Sc::C(c) => c,
+            Sc::V(o) => self.b.buf.vals[o as usize],
         };
-        let lead = vec![
-            LeadArg {
-                shape: Shape::Real,
-                active: false,
-            },
-            LeadArg {
-                shape: state,
-                active: true,
-            },
-        ];
-        let f = TracedFn::new(
+        let y0_vals: Vec<f64> = y0.to_scalars().into_iter().map(now).collect();
+        let p_vals: Vec<f64> = p_scalars.iter().map(|s| now(*s)).collect();
+        let mut rhs = TracedRhs::new(
             self.prog,
             function,
             span,
-            "the ODE right-hand side",
-            lead,
-            state,
+            n,
+            array_state,
             extra,
             p_vals.clone(),
         );
-        let mut rhs = TracedRhs {
-            f,
-            n,
-            lead: Vec::with_capacity(1 + n),
-        };
+        let n_t = ts.len();
+        if !var_scalars.is_empty() {
+            // One graph op when the right-hand side traces statically.
+            rhs.fill(t0, &y0_vals);
+            let source = if let Some(g) = rhs.f.trace_static(&rhs.lead)? {
+                Some(RhsSource::Static(g.clone()))
+            } else if rhs.f.probe_passive_constants(&rhs.lead)? {
+                // Control flow reads `t` only: traced afresh at each call, inside the op.
+                Some(RhsSource::PerCall(Box::new(PerCallRhs {
+                    prog: Arc::new(self.prog.clone()),
+                    function,
+                    span,
+                    array_state,
+                    args: extra.into(),
+                })))
+            } else {
+                None
+            };
+            if let Some(source) = source {
+                let spec = OdeSpec {
+                    name: name.into(),
+                    method,
+                    tol,
+                    rhs: source,
+                    n,
+                    t0,
+                    ts: ts.into(),
+                    y0: if y0_var {
+                        Box::new([])
+                    } else {
+                        y0_vals.clone().into()
+                    },
+                };
+                let v_arg = self.elems_arg(&Elems::from_scalars(var_scalars));
+                let all = Elems::V(self.b.ode(Arc::new(spec), v_arg));
+                return Ok((0..n_t).map(|j| all.slice(j * n, (j + 1) * n)).collect());
+            }
+            if !self.dynamic {
+                // Control flow in the right-hand side reads values: the model re-traces and
+                // the solution is recomputed at every evaluation.
+                return Err(TraceErr::Dynamic(span));
+            }
+        }
         let sol = match solve(method, &mut rhs, &y0_vals, y0_var, t0, ts, &tol) {
             Ok(s) => s,
             Err(e) => return eerr(format!("{name}: {e}"), span),
         };
-        let n_t = ts.len();
         Ok(if var_scalars.is_empty() {
             (0..n_t)
                 .map(|j| Elems::C(Arc::new(sol.values[j * n..(j + 1) * n].to_vec())))
