@@ -6,6 +6,7 @@ pub mod constraints;
 pub mod containers;
 pub mod exec;
 pub mod gp;
+pub mod hof;
 pub mod linalg;
 pub mod multivariate;
 pub mod ode;
