@@ -301,3 +301,32 @@ fn hmm_arguments_are_checked() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------- integrate_1d
+
+#[test]
+fn integrate_1d_matches_stanli() {
+    // Finite, half-infinite and infinite limits; a parameter upper and lower limit; the
+    // default and explicit tolerances; the _double_exponential_tol and _gauss_kronrod_tol forms.
+    common::run_group(FIXTURES, &["integrate_1d"], 5, FdRule::Both);
+}
+
+#[test]
+fn integrate_1d_of_data_is_a_constant_and_errors_name_the_function() {
+    let src = r#"
+functions {
+  real f(real x, real xc, array[] real th, array[] real xr, array[] int xi) { return exp(-th[1] * x); }
+}
+data { real lo; real hi; }
+transformed data { real q = integrate_1d(f, lo, hi, {2.0}, {0.0}, {0}); }
+parameters { real mu; }
+model { mu ~ normal(q, 1); }
+"#;
+    let m = compile_with(src, r#"{"lo": 0, "hi": 1}"#, 1);
+    assert!(!m.is_dynamic());
+    let (lp, _) = eval(&m, &[0.0]);
+    let q = (1.0 - (-2.0f64).exp()) / 2.0;
+    assert!((lp - (-0.5 * q * q)).abs() < 1e-12, "{lp}");
+    let e = build(src, r#"{"lo": 1, "hi": 0}"#).err().expect("fails");
+    assert!(e.contains("integrate_1d: lower limit is 1"), "{e}");
+}

@@ -11,6 +11,7 @@
 //!   drops them where the caller does — exactly as a direct call of `f`.
 //! - `map_rect(f, phi, thetas, x_rs, x_is)`: the concatenation of `f(phi, thetas[j], x_rs[j],
 //!   x_is[j])` over the jobs, each traced in job order.
+//! - `integrate_1d` and its `_tol` forms: `lower/integrate`.
 //! - `hmm_marginal(log_omega, Gamma, rho)`: one [`crate::tape::Op::MvDist`] whose value and
 //!   gradient rules are `hazel_math::linalg::hmm::hmm_marginal` (the scaled forward algorithm
 //!   and its backward pass); data arguments fold to a constant. `hmm_hidden_state_prob` and
@@ -33,6 +34,7 @@ pub const REDUCE_SUM_SLICE: usize = 1024;
 /// function).
 pub fn is_higher_order(name: &str) -> bool {
     matches!(name, "reduce_sum" | "reduce_sum_static" | "map_rect")
+        || super::integrate::is_integrate_1d(name)
 }
 
 fn domain(span: Span) -> impl Fn(hazel_math::dist::MathError) -> TraceErr {
@@ -60,7 +62,8 @@ impl<'p> Tracer<'p> {
     pub fn higher_order_call(&mut self, name: &str, args: &[Expr], span: Span) -> R<Val> {
         match name {
             "reduce_sum" | "reduce_sum_static" => self.reduce_sum(name, args, span),
-            _ => self.map_rect(args, span),
+            "map_rect" => self.map_rect(args, span),
+            _ => self.integrate_1d_call(name, args, span),
         }
     }
 
