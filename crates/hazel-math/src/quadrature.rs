@@ -16,7 +16,13 @@
 //! (the value) and the others are accumulated on the same points. Nothing allocates except an
 //! error message; the caller passes `work` of [`work_len`]`(dim)` values.
 
+// Negated comparisons are deliberate: a NaN must fail every check.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 use crate::dist::MathError;
+
+/// The integrand: `(x, xc, out)` writes the value and its partials.
+pub type Integrand<'f, E> = dyn FnMut(f64, f64, &mut [f64]) -> Result<(), E> + 'f;
 
 /// Which rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,7 +48,7 @@ const HALF_PI: f64 = std::f64::consts::FRAC_PI_2;
 #[allow(clippy::too_many_arguments)]
 pub fn integrate<E: std::fmt::Display>(
     name: &str,
-    f: &mut dyn FnMut(f64, f64, &mut [f64]) -> Result<(), E>,
+    f: &mut Integrand<'_, E>,
     a: f64,
     b: f64,
     rule: Rule,
@@ -108,7 +114,7 @@ pub fn integrate<E: std::fmt::Display>(
 #[allow(clippy::too_many_arguments)]
 fn de_segment<E: std::fmt::Display>(
     name: &str,
-    f: &mut dyn FnMut(f64, f64, &mut [f64]) -> Result<(), E>,
+    f: &mut Integrand<'_, E>,
     a: f64,
     b: f64,
     max_levels: usize,
@@ -252,7 +258,7 @@ impl GkMap {
 }
 
 struct GkState<'f, E> {
-    f: &'f mut dyn FnMut(f64, f64, &mut [f64]) -> Result<(), E>,
+    f: &'f mut Integrand<'f, E>,
     map: GkMap,
     rel_tol: f64,
     abs_tol: f64,
@@ -359,13 +365,7 @@ fn gk_recurse<E: std::fmt::Display>(
 mod tests {
     use super::*;
 
-    fn run(
-        f: &mut dyn FnMut(f64, f64, &mut [f64]) -> Result<(), String>,
-        a: f64,
-        b: f64,
-        rule: Rule,
-        dim: usize,
-    ) -> Vec<f64> {
+    fn run(f: &mut Integrand<'_, String>, a: f64, b: f64, rule: Rule, dim: usize) -> Vec<f64> {
         let mut out = vec![0.0; dim];
         let mut work = vec![0.0; work_len(dim)];
         integrate("t", f, a, b, rule, 1e-10, 0.0, dim, &mut out, &mut work).unwrap();

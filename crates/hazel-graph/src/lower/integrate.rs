@@ -88,7 +88,7 @@ impl<'p> Tracer<'p> {
                 &vals[2..5],
             )
         };
-        if !(rel_tol > 0.0) || !(abs_tol >= 0.0) {
+        if rel_tol.is_nan() || rel_tol <= 0.0 || abs_tol.is_nan() || abs_tol < 0.0 {
             return eerr(
                 format!("{name}: relative tolerance is {rel_tol} (must be positive), absolute tolerance {abs_tol} (must be non-negative)"),
                 span,
