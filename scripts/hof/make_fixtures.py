@@ -73,11 +73,12 @@ data { int N; array[N] real y; }
 parameters { real mu; real<lower=0> sigma; }
 model { target += part_u_lupdf(y | 1, N, mu, sigma); }
 """)
-# More than one of hazel's fixed slices (1024 elements).
+# A longer array (hazel's slices are 65,536 elements: tests/hof.rs checks several slices
+# against the un-sliced call).
 N_BIG = 2100
 big = {"N": N_BIG, "y": rng0.normal(size=N_BIG).round(3).tolist(),
        "x": rng0.normal(size=N_BIG).round(3).tolist()}
-add("reduce_sum_many_slices", """
+add("reduce_sum_long_array", """
 functions {
   real part(array[] real ys, int s, int e, real a, real b, real sigma, vector x) {
     return normal_lpdf(ys | a + b * x[s:e], sigma);
@@ -247,6 +248,22 @@ add("integrate_1d_infinite", INT_F + """
 parameters { real m; real<lower=0> s; }
 model { m ~ normal(0, 1); s ~ lognormal(0, 1);
         target += log(integrate_1d(h, negative_infinity(), positive_infinity(), {m, s}, {0.0}, {0}, 1e-8)); }
+""", {}, scale=0.5)
+# Stan's beta-function example: xc gives 1 - x without cancellation near the upper end;
+# on the lower half xc = a - x = -x (a positive sign there would make pow(-xc, .) NaN; at the
+# midpoint xc = b - x, as in Boost), and the
+# branch on x makes the integrand re-traced at every point.
+add("integrate_1d_uses_xc", """
+functions {
+  real beta_f(real x, real xc, array[] real theta, array[] real xr, array[] int xi) {
+    real a = theta[1];
+    real b = theta[2];
+    if (x >= 0.5) return pow(x, a - 1) * pow(xc, b - 1);
+    return pow(-xc, a - 1) * pow(1 - x, b - 1);
+  }
+}
+parameters { real<lower=1.5, upper=4> a; real<lower=1.5, upper=4> b; }
+model { target += log(integrate_1d(beta_f, 0.0, 1.0, {a, b}, {0.0}, {0}, 1e-8)); }
 """, {}, scale=0.5)
 add("integrate_1d_gauss_kronrod_tol", INT_F + """
 parameters { real<lower=0> a; real<lower=0> b; }

@@ -27,8 +27,11 @@ use hazel_syntax::Span;
 use std::sync::Arc;
 
 /// `reduce_sum` calls its partial-sum function on slices of this many elements (the last one
-/// shorter), independently of `grainsize` and of the thread count.
-pub const REDUCE_SUM_SLICE: usize = 1024;
+/// shorter), independently of `grainsize` and of the thread count. Large on purpose: hazel
+/// parallelises inside ops (those of at least `par::PAR_MIN` elements, split into the fixed
+/// chunks of every reduction), so one long slice gives long vectorised ops that the chain's
+/// threads share, where many short slices would give many short serial ones.
+pub const REDUCE_SUM_SLICE: usize = 32 * crate::kernels::CHUNK;
 
 /// Whether `name` is a higher-order built-in lowered here (its first argument names a user
 /// function).
