@@ -215,6 +215,56 @@ model {
 }
 """, pdb_data, oracle=PDB.read_text(), scale=0.5)
 
+# posteriordb's bball_drive_event_0-hmm_drive_0 (exponential emissions, no initial
+# distribution: uniform rho plus log K) and hmm_gaussian_simulated-hmm_gaussian (initial
+# distribution pi1; the original's first log density is one number, normal_lpdf of y[1] over
+# all K states, added to every state: kept), each rewritten with hmm_marginal against the
+# original program.
+PDB2 = [
+    ("bball_drive_event_0-hmm_drive_0", """
+data { int<lower=1> K; int<lower=1> N; array[N] real u; array[N] real v; matrix<lower=0>[K, K] alpha; }
+parameters { simplex[K] theta1; simplex[K] theta2; positive_ordered[K] phi; positive_ordered[K] lambda; }
+transformed parameters { array[K] simplex[K] theta; theta[1] = theta1; theta[2] = theta2; }
+model {
+  matrix[K, N] log_omega;
+  matrix[K, K] Gamma;
+  for (k in 1:K) theta[k] ~ dirichlet(alpha[k]');
+  phi[1] ~ normal(0, 1);
+  phi[2] ~ normal(3, 1);
+  lambda[1] ~ normal(0, 1);
+  lambda[2] ~ normal(3, 1);
+  for (k in 1:K) {
+    Gamma[k] = theta[k]';
+    for (t in 1:N) log_omega[k, t] = exponential_lpdf(u[t] | phi[k]) + exponential_lpdf(v[t] | lambda[k]);
+  }
+  target += hmm_marginal(log_omega, Gamma, rep_vector(1.0 / K, K)) + log(K);
+}
+"""),
+    ("hmm_gaussian_simulated-hmm_gaussian", """
+data { int<lower=1> T; int<lower=1> K; array[T] real y; }
+parameters { simplex[K] pi1; array[K] simplex[K] A; ordered[K] mu; array[K] real<lower=0> sigma; }
+model {
+  matrix[K, T] log_omega;
+  matrix[K, K] Gamma;
+  log_omega[:, 1] = rep_vector(normal_lpdf(y[1] | mu, sigma), K);
+  for (j in 1:K) {
+    Gamma[j] = A[j]';
+    for (t in 2:T) log_omega[j, t] = normal_lpdf(y[t] | mu[j], sigma[j]);
+  }
+  target += hmm_marginal(log_omega, Gamma, pi1);
+}
+"""),
+]
+for pdb_name, rewrite in PDB2:
+    data_path = ROOT.parent / f"shared/posteriordb/{pdb_name}/data.json"
+    if data_path.exists():
+        add("hmm_marginal_posteriordb_" + pdb_name.split("-")[1], rewrite,
+            json.loads(data_path.read_text()),
+            oracle=(ROOT / f"corpus/posteriordb/{pdb_name}/model.stan").read_text(), scale=0.3,
+            # |lp| ~ 1e4..1e5: central differences carry ~1e-5 of rounding; stanli's
+            # gradient (1e-8) is the check here.
+            fd=False)
+
 # ---------------------------------------------------------------- integrate_1d
 INT_F = """
 functions {

@@ -52,9 +52,9 @@ fn map_rect_matches_stanli() {
 
 #[test]
 fn hmm_marginal_matches_the_forward_algorithm_written_in_stan() {
-    // Includes posteriordb's hmm_example rewritten with hmm_marginal against the original
-    // program, when the fixture script found its data.
-    common::run_group(FIXTURES, &["hmm_marginal"], 2, FdRule::Both);
+    // Includes posteriordb's hmm_example, hmm_drive_0 and hmm_gaussian rewritten with
+    // hmm_marginal, against the original programs (hand-written forward algorithms).
+    common::run_group(FIXTURES, &["hmm_marginal"], 5, FdRule::Both);
 }
 
 #[test]
