@@ -106,6 +106,8 @@ fn forward(
         }
     }
     let mut log_p = 0.0;
+    let mut shift = 0.0;
+    let mut prod = 1.0;
     for t in 0..n {
         let mut s = 0.0;
         for j in 0..k {
@@ -125,11 +127,18 @@ fn forward(
         }
         c[t] = s;
         if s > 0.0 {
-            alpha[t * k..(t + 1) * k].iter_mut().for_each(|a| *a /= s);
+            let inv = 1.0 / s;
+            alpha[t * k..(t + 1) * k].iter_mut().for_each(|a| *a *= inv);
         }
-        log_p += s.ln() + m[t];
+        // log Π c_t, one logarithm per run of factors that stays well inside the range.
+        prod *= s;
+        shift += m[t];
+        if !(prod > 1e-250 && prod < 1e250) || t + 1 == n {
+            log_p += prod.ln();
+            prod = 1.0;
+        }
     }
-    log_p
+    log_p + shift
 }
 
 /// Runs the backward pass over the forward pass in `ws`, calling `visit(t, β_t)` for
