@@ -239,6 +239,14 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// An ODE solve ([`crate::ode_op`]): the states at the requested times from the
+    /// parameter-dependent scalars `v`; `scratch` holds the sensitivities for the backward rule.
+    Ode {
+        spec: std::sync::Arc<crate::ode_op::OdeSpec>,
+        v: Arg,
+        scratch: u32,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -266,7 +274,8 @@ impl Op {
             | Op::Linalg { out, .. }
             | Op::Check { out, .. }
             | Op::Reject { out, .. }
-            | Op::MvDist { out, .. } => *out,
+            | Op::MvDist { out, .. }
+            | Op::Ode { out, .. } => *out,
         }
     }
 
@@ -280,6 +289,7 @@ impl Op {
             | Op::LogSumExp { x, .. }
             | Op::Sd { x, .. }
             | Op::Sort { x, .. }
+            | Op::Ode { v: x, .. }
             | Op::Gather { x, .. } => f(x),
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
@@ -326,6 +336,7 @@ impl Op {
             | Op::LogSumExp { x, .. }
             | Op::Sd { x, .. }
             | Op::Sort { x, .. }
+            | Op::Ode { v: x, .. }
             | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
             Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],
