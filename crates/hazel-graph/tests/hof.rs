@@ -58,10 +58,14 @@ fn hmm_marginal_matches_the_forward_algorithm_written_in_stan() {
 }
 
 #[test]
-fn hmm_marginal_and_reduce_sum_models_stay_static() {
+fn hmm_marginal_reduce_sum_and_integrate_1d_models_stay_static() {
+    // integrate_1d_uses_xc branches on x: guarded traces inside the op.
     for p in common::fixture_programs(FIXTURES) {
         let name = p["name"].as_str().unwrap();
-        if !(name.starts_with("hmm_marginal") || name.starts_with("reduce_sum")) {
+        if !["hmm_marginal", "reduce_sum", "integrate_1d", "map_rect"]
+            .iter()
+            .any(|x| name.starts_with(x))
+        {
             continue;
         }
         let m = build(p["program"].as_str().unwrap(), p["data"].as_str().unwrap()).unwrap();
@@ -329,4 +333,42 @@ model { mu ~ normal(q, 1); }
     assert!((lp - (-0.5 * q * q)).abs() < 1e-12, "{lp}");
     let e = build(src, r#"{"lo": 1, "hi": 0}"#).err().expect("fails");
     assert!(e.contains("integrate_1d: lower limit is 1"), "{e}");
+}
+
+#[test]
+fn integrate_1d_with_an_integrand_branching_on_a_parameter_is_dynamic_and_exact() {
+    // ∫_0^1 exp(-c x) dx = (1 − e^{−c}) / c with c = θ or 2θ depending on θ (a branch on a
+    // parameter: the model re-traces); the limit b is a parameter too (∂/∂b = f(b)).
+    let src = r#"
+functions {
+  real f(real x, real xc, array[] real th, array[] real xr, array[] int xi) {
+    if (th[1] > 1) return exp(-th[1] * x);
+    return exp(-2 * th[1] * x);
+  }
+}
+parameters { real<lower=0> t; real<lower=0.5, upper=2> b; }
+model { target += integrate_1d(f, 0.0, b, {t}, {0.0}, {0}); }
+"#;
+    let m = compile_with(src, "{}", 1);
+    assert!(m.is_dynamic());
+    let closed = |q: &[f64]| {
+        let t = q[0].exp();
+        let inv = 1.0 / (1.0 + (-q[1]).exp());
+        let b = 0.5 + 1.5 * inv;
+        let c = if t > 1.0 { t } else { 2.0 * t };
+        // Jacobians: log t = q0; log(1.5 · inv · (1 − inv)).
+        (1.0 - (-c * b).exp()) / c + q[0] + (1.5 * inv * (1.0 - inv)).ln()
+    };
+    for q in [[0.3, -0.4], [-0.5, 0.8]] {
+        let (lp, g) = eval(&m, &q);
+        assert!((lp - closed(&q)).abs() < 1e-10, "{lp} vs {}", closed(&q));
+        for i in 0..2 {
+            let h = 1e-6;
+            let (mut a, mut b) = (q, q);
+            a[i] += h;
+            b[i] -= h;
+            let fd = (closed(&a) - closed(&b)) / (2.0 * h);
+            assert!((g[i] - fd).abs() < 1e-7, "gradient[{i}] {} vs {fd}", g[i]);
+        }
+    }
 }

@@ -11,17 +11,21 @@
 //! (`xc` = NaN). A parameter limit gets `∂/∂b = f(b)`, `∂/∂a = −f(a)` (with `xc` = 0).
 //!
 //! Data-only calls are integrated once at build time. A call with parameter-dependent
-//! arguments makes the model dynamic (re-traced at every evaluation) and lowers to the
-//! first-order expansion `Q + g·(v − v_now)` at the current point, exactly as the ODE solvers
-//! do (see `lower/ode.rs`).
+//! arguments becomes one [`crate::tape::Op::Integrate`] ([`crate::integrate_op`]) when the
+//! integrand traces statically or its control flow reads only `x` and `xc` (guarded traces),
+//! so the model stays static; when its control flow reads parameter values the model is
+//! dynamic (re-traced at every evaluation) and the call lowers to the first-order expansion
+//! `Q + g·(v − v_now)` at the current point, as the ODE solvers' fallback does.
 
-use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
+use super::fn_graph::{split_params, Shape, TracedFn};
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
+use crate::integrate_op::{integrand_lead, IntegrandSource, IntegrateSpec, PerCallIntegrand};
 use crate::kernels::BinaryFn;
 use hazel_math::quadrature::{integrate, work_len, Rule};
 use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
+use std::sync::Arc;
 
 /// Whether `name` is lowered here.
 pub fn is_integrate_1d(name: &str) -> bool {
@@ -102,37 +106,67 @@ impl<'p> Tracer<'p> {
         }
         let p_scalars = split_params(extra).scalars;
         var_scalars.extend(p_scalars.iter().copied());
-        if !var_scalars.is_empty() && !self.dynamic {
-            // The integral is recomputed at every evaluation.
-            return Err(TraceErr::Dynamic(span));
-        }
-        let a_val = self.value_of(a, span)?;
-        let b_val = self.value_of(b, span)?;
-        let p_vals = p_scalars
-            .iter()
-            .map(|s| self.value_of(*s, span))
-            .collect::<R<Vec<_>>>()?;
+        // Current values (the builder's eager ones for parameter-dependent scalars: on the
+        // static path they only seed the integrand's trace).
+        let now = |s: Sc| match s {
+            Sc::C(c) => c,
+            Sc::V(o) => self.b.buf.vals[o as usize],
+        };
+        let a_val = now(a);
+        let b_val = now(b);
+        let p_vals: Vec<f64> = p_scalars.iter().map(|s| now(*s)).collect();
         let n_p = p_vals.len();
-        let lead = vec![
-            LeadArg {
-                shape: Shape::Real,
-                active: false,
-            },
-            LeadArg {
-                shape: Shape::Real,
-                active: false,
-            },
-        ];
         let mut f = TracedFn::new(
             self.prog,
             function,
             span,
             "the integrand",
-            lead,
+            integrand_lead(),
             Shape::Real,
             extra,
             p_vals.clone(),
         );
+        if !var_scalars.is_empty() {
+            // One graph op when the integrand traces statically (or branches on x, xc only).
+            let x0 = match (a_val.is_finite(), b_val.is_finite()) {
+                (true, true) => 0.5 * (a_val + b_val),
+                (true, false) => a_val + 1.0,
+                (false, true) => b_val - 1.0,
+                (false, false) => 0.0,
+            };
+            let lead = [x0, b_val - x0];
+            let source = if let Some(g) = f.trace_static(&lead)? {
+                Some(IntegrandSource::Static(g.clone()))
+            } else if f.trace_guarded(&lead)?.is_some() {
+                Some(IntegrandSource::PerCall(Box::new(PerCallIntegrand {
+                    prog: Arc::new(self.prog.clone()),
+                    function,
+                    span,
+                    args: extra.into(),
+                })))
+            } else {
+                None
+            };
+            if let Some(integrand) = source {
+                let spec = IntegrateSpec {
+                    name: name.into(),
+                    rule,
+                    rel_tol,
+                    abs_tol,
+                    a: a.is_const().then_some(a_val),
+                    b: b.is_const().then_some(b_val),
+                    integrand,
+                };
+                let v_arg = self.elems_arg(&Elems::from_scalars(var_scalars));
+                let out = self.b.integrate(Arc::new(spec), v_arg);
+                return Ok(Val::Real(Sc::V(out.off)));
+            }
+            if !self.dynamic {
+                // Control flow in the integrand reads parameter values: the model re-traces
+                // and the integral is recomputed at every evaluation.
+                return Err(TraceErr::Dynamic(span));
+            }
+        }
         let dim = 1 + n_p;
         let mut integrand = |x: f64, xc: f64, o: &mut [f64]| -> Result<(), String> {
             let (v, g) = o.split_at_mut(1);
