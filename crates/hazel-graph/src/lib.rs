@@ -51,6 +51,7 @@
 
 pub mod builder;
 pub mod dists;
+pub mod integrate_op;
 pub mod kernels;
 mod linalg_kernels;
 pub mod lower;

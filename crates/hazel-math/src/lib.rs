@@ -14,5 +14,6 @@
 pub mod dist;
 pub mod linalg;
 pub mod ode;
+pub mod quadrature;
 pub mod special;
 pub mod transforms;

@@ -173,6 +173,9 @@ impl<'p> Tracer<'p> {
         if Self::is_complex_call(name, &args) {
             return self.complex_call(name, args, span);
         }
+        if let Some(v) = self.hmm_call(name, &args, span)? {
+            return Ok(v);
+        }
         for (suffix, propto) in [
             ("_lpdf", false),
             ("_lpmf", false),

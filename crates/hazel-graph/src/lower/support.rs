@@ -187,7 +187,7 @@ fn probe_signature(checked: &CheckedProgram, sig: &Signature) -> Result<(), Stri
 /// Higher-order built-ins take their function as an expression: the ODE solvers have a
 /// lowering of their own, nothing else does yet.
 fn higher_order(name: &str) -> Result<(), String> {
-    if is_ode_solver(name) {
+    if is_ode_solver(name) || super::hof::is_higher_order(name) {
         Ok(())
     } else {
         Err(format!("'{name}' is not supported"))
