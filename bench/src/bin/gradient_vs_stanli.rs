@@ -11,46 +11,16 @@
 //! the log density and gradient at the first point of the posterior's oracle fixture. Without
 //! Python or stanli, the stanli column says so and only hazel is timed.
 
+use hazel_bench::time_call;
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Median seconds per call over 5 batches of about 0.1 s.
-fn time_call(mut f: impl FnMut()) -> f64 {
-    f();
-    let mut n = 1usize;
-    let mut dt;
-    loop {
-        let t0 = Instant::now();
-        for _ in 0..n {
-            f();
-        }
-        dt = t0.elapsed().as_secs_f64();
-        if dt >= 0.025 || n >= 1 << 24 {
-            break;
-        }
-        n *= 4;
-    }
-    let reps = ((n as f64) * 0.1 / dt.max(1e-9)).max(1.0) as usize;
-    let mut batches: Vec<f64> = (0..5)
-        .map(|_| {
-            let t0 = Instant::now();
-            for _ in 0..reps {
-                f();
-            }
-            t0.elapsed().as_secs_f64() / reps as f64
-        })
-        .collect();
-    batches.sort_by(|a, b| a.total_cmp(b));
-    batches[2]
 }
 
 struct Row {
