@@ -8,8 +8,9 @@
 //!
 //! hazel is timed in-process (median of 5 batches of ~0.1 s each); stanli through
 //! `bench/gradient_vs_stanli.py` (same protocol, Python call overhead included). Both evaluate
-//! the log density and gradient at the first point of the posterior's oracle fixture. Without
-//! Python or stanli, the stanli column says so and only hazel is timed.
+//! the log density and gradient at the first point of the posterior's oracle fixture. The Python
+//! is `HAZEL_BENCH_PYTHON` if set, else `python3`. Without Python or stanli, the stanli column
+//! says so and only hazel is timed.
 
 use hazel_bench::time_call;
 use hazel_density::LogDensity;
@@ -192,14 +193,15 @@ fn main() {
 
     // stanli, in the same run.
     let script = root.join("bench/gradient_vs_stanli.py");
+    let python = std::env::var("HAZEL_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
     let stanli: Result<Value, String> = (|| {
-        let mut child = Command::new("python3")
+        let mut child = Command::new(&python)
             .arg(&script)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("python3 not runnable: {e}"))?;
+            .map_err(|e| format!("{python} not runnable: {e}"))?;
         child
             .stdin
             .take()
