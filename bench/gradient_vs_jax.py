@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """JAX and stanli peers of bench/src/bin/gradient_vs_jax.rs, which times hazel in the same run.
 
-stdin: JSON list of {"name", "program", "data", "jax", "q"}: a Stan program, its data.json, the
-name of the JAX translation below and the unconstrained point. stdout: JSON
-{"config": {...}, "results": [{"name", "jax": R, "stanli": R}]} with R = {"lp", "grad",
-"ns_per_grad"} or {"error"}; or {"unavailable": why} when neither peer can be imported.
+Protocol: one JSON object per line each way. The script first writes {"config": {...}} (or
+{"unavailable": why} when neither peer can be imported, and exits). Then, per request on stdin:
+{"setup": {"name", "program", "data", "jax", "q"}} (a Stan program, its data.json, the name of
+the JAX translation below, the unconstrained point) builds both peers' models and answers
+{"jax": R, "stanli": R} with R = {"lp", "grad"} at the point or {"error"};
+{"time": name} times the case's peers once more and answers {"jax": T, "stanli": T} with
+T = {"ns_per_grad"} or {"error"}. End of input ends the script.
 
 stanli: Model(stan_file, data).log_prob_grad(q) called from Python (call overhead included),
 one thread (threads_per_chain=1), timed with gradient_vs_stanli.time_call (median of 5 batches
@@ -120,7 +123,10 @@ def jax_log_density(kind, d, jnp):
     raise ValueError(f"no JAX translation named {kind!r}")
 
 
-def run_jax(job, data):
+def prepare_jax(job, data):
+    """({"lp", "grad"} at the point, a function timing one evaluation in ns)."""
+    import time
+
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -148,8 +154,6 @@ def run_jax(job, data):
         return out
 
     # Calibrate n so that one call takes about 20 ms.
-    import time
-
     call(1)
     n = 1
     while True:
@@ -161,66 +165,84 @@ def run_jax(job, data):
         n = min(1 << 24, max(2 * n, int(n * 0.02 / max(dt, 1e-9))))
     q_end, _ = call(n)
     assert np.array_equal(np.asarray(q_end), np.asarray(q)), "the loop moved the point"
-    ns = time_call(lambda: call(n)) / n
-    return {"lp": float(lp), "grad": [float(g) for g in np.asarray(grad)], "ns_per_grad": ns}
+    result = {"lp": float(lp), "grad": [float(g) for g in np.asarray(grad)]}
+    return result, lambda: time_call(lambda: call(n)) / n
 
 
-def run_stanli(job):
+def prepare_stanli(job):
+    """({"lp", "grad"} at the point, a function timing one evaluation in ns)."""
     import numpy as np
     import stanli
 
     model = stanli.Model(stan_file=job["program"], data=job["data"], threads_per_chain=1)
     q = np.asarray(job["q"], dtype=float)
     lp, grad = model.log_prob_grad(q)
-    ns = time_call(lambda: model.log_prob_grad(q))
-    return {"lp": float(lp), "grad": [float(g) for g in np.asarray(grad)], "ns_per_grad": ns}
+    result = {"lp": float(lp), "grad": [float(g) for g in np.asarray(grad)]}
+    return result, lambda: time_call(lambda: model.log_prob_grad(q))
 
 
 def main():
+    # Answers go to the original stdout; anything else written to file descriptor 1 (by a
+    # library, from C or Python) goes to stderr, so it cannot break the protocol.
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def answer(obj):
+        answers.write(json.dumps(obj) + "\n")
+        answers.flush()
+
     missing = {}
+    config = {"python": sys.version.split()[0], "XLA_FLAGS": os.environ.get("XLA_FLAGS")}
     try:
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        jax_version = jax.__version__
+        config["jax"] = jax.__version__
     except ImportError as e:
         missing["jax"] = f"jax unavailable: {e}"
-        jax_version = None
     try:
         import stanli
 
-        stanli_version = stanli.__version__
+        config["stanli"] = stanli.__version__
     except ImportError as e:
         missing["stanli"] = f"stanli unavailable: {e}"
-        stanli_version = None
     if len(missing) == 2:
-        print(json.dumps({"unavailable": "; ".join(missing.values())}))
+        answer({"unavailable": "; ".join(missing.values())})
         return
-    jobs = json.load(sys.stdin)
-    results = []
-    for job in jobs:
-        print(f"peers: {job['name']}", file=sys.stderr, flush=True)
-        row = {"name": job["name"]}
-        with open(job["data"]) as fh:
-            data = json.load(fh)
-        runs = [("jax", lambda: run_jax(job, data)), ("stanli", lambda: run_stanli(job))]
-        for engine, run in runs:
-            if engine in missing:
-                row[engine] = {"error": missing[engine]}
-                continue
-            try:
-                row[engine] = run()
-            except Exception as e:  # report and continue with the next engine / case
-                row[engine] = {"error": f"{type(e).__name__}: {e}"}
-        del data
-        results.append(row)
-    config = {
-        "python": sys.version.split()[0],
-        "jax": jax_version,
-        "stanli": stanli_version,
-        "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
-    }
-    print(json.dumps({"config": config, "results": results}))
+    answer({"config": config})
+    timers = {}  # case name -> {engine: timer}
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "setup" in request:
+            job = request["setup"]
+            with open(job["data"]) as fh:
+                data = json.load(fh)
+            row, timers[job["name"]] = {}, {}
+            steps = [
+                ("jax", lambda: prepare_jax(job, data)),
+                ("stanli", lambda: prepare_stanli(job)),
+            ]
+            for engine, prepare in steps:
+                if engine in missing:
+                    row[engine] = {"error": missing[engine]}
+                    continue
+                try:
+                    row[engine], timers[job["name"]][engine] = prepare()
+                except Exception as e:  # report it and go on with the next engine
+                    row[engine] = {"error": f"{type(e).__name__}: {e}"}
+            del data
+            answer(row)
+        elif "time" in request:
+            row = {}
+            for engine, timer in timers.get(request["time"], {}).items():
+                try:
+                    row[engine] = {"ns_per_grad": timer()}
+                except Exception as e:
+                    row[engine] = {"error": f"{type(e).__name__}: {e}"}
+            answer(row)
+        else:
+            answer({"error": f"unknown request {request!r}"})
 
 
 if __name__ == "__main__":

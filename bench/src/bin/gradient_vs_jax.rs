@@ -3,8 +3,8 @@
 //! and for the GLM cases the bytes of the design matrix read per gradient against the memory
 //! bandwidth of the machine measured in the same run (a STREAM-style triad).
 //!
-//! Usage: `cargo run --release -p hazel-bench --bin gradient_vs_jax -- [--python PATH] [filter]`
-//! (`filter`: only the cases whose name contains it). The peers run in
+//! Usage: `cargo run --release -p hazel-bench --bin gradient_vs_jax -- [--python PATH]
+//! [--rounds R] [filter]` (`filter`: only the cases whose name contains it). The peers run in
 //! `bench/gradient_vs_jax.py` under the Python named by `--python`, else `HAZEL_BENCH_PYTHON`,
 //! else `python3`; it needs `jax` (CPU) and/or `stanli`, and a peer that is missing is reported
 //! as unavailable while the others are still timed.
@@ -25,16 +25,21 @@
 //! limited to one thread (see the Python script). The three must agree at the point: the
 //! harness prints the relative difference of the log density and the norm-wise relative
 //! difference of the gradient (max |Δgᵢ| / max |gᵢ|) of each peer against hazel.
+//!
+//! Every model is built once; then `R` rounds (default 3) each time the three engines on one
+//! case back to back (the peers' script stays up and answers one request per line), so that
+//! the engines compared share the machine's load of that moment. The table gives the median
+//! time over the rounds and the median of the rounds' ratios.
 
 use hazel_bench::{time_call, triad_bandwidth};
 use hazel_density::LogDensity;
-use hazel_graph::{compile, CompileOptions};
+use hazel_graph::{compile, CompileOptions, CompiledModel};
 use hazel_rng::{Purpose, StreamRng};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -48,6 +53,8 @@ const SCHOOLS_SIGMA: [f64; 8] = [15.0, 10.0, 16.0, 10.0, 9.0, 11.0, 10.0, 18.0];
 /// of the JAX translation in `gradient_vs_jax.py`, and for GLMs the design matrix's shape.
 struct Case {
     name: String,
+    /// Fixed per case (not its position in a filtered list): seeds its data and its point.
+    id: u64,
     program: &'static str,
     jax: &'static str,
     data: String,
@@ -193,6 +200,7 @@ fn cases(filter: Option<&str>) -> Vec<Case> {
         if wanted(&name) {
             out.push(Case {
                 data: logistic_data(n, 20, &mut rng(i as u64)),
+                id: i as u64,
                 name,
                 program: "examples/logistic_regression/model.stan",
                 jax: "logistic",
@@ -224,6 +232,7 @@ fn cases(filter: Option<&str>) -> Vec<Case> {
         };
         out.push(Case {
             name: name.into(),
+            id: 10 + i as u64,
             program,
             jax,
             data,
@@ -233,14 +242,15 @@ fn cases(filter: Option<&str>) -> Vec<Case> {
     out
 }
 
-/// hazel's result at the point: log density, gradient, seconds per evaluation.
-struct HazelResult {
+/// A case compiled by hazel, with its log density and gradient at the point.
+struct Hazel {
+    model: CompiledModel,
+    q: Vec<f64>,
     lp: f64,
     grad: Vec<f64>,
-    seconds: f64,
 }
 
-fn run_hazel(program: &Path, data_path: &Path, case_idx: u64) -> Result<HazelResult, String> {
+fn prepare_hazel(program: &Path, data_path: &Path, case_id: u64) -> Result<Hazel, String> {
     let src = std::fs::read_to_string(program).map_err(|e| e.to_string())?;
     let parsed = hazel_check::check_source("model.stan", &src);
     let prog = parsed.checked.ok_or("parse/check error")?;
@@ -249,26 +259,103 @@ fn run_hazel(program: &Path, data_path: &Path, case_idx: u64) -> Result<HazelRes
     drop(text);
     let model = compile(&prog, &data, &CompileOptions::default()).map_err(|e| e.to_string())?;
     drop(data);
-    let q = point(model.dim(), case_idx);
+    let q = point(model.dim(), case_id);
     let mut ws = model.new_workspace();
     let mut grad = vec![0.0; q.len()];
     let lp = model
         .log_density_gradient(&mut ws, &q, &mut grad)
         .map_err(|e| e.to_string())?;
-    let mut scratch = vec![0.0; q.len()];
-    let seconds = time_call(|| {
-        let _ = std::hint::black_box(model.log_density_gradient(
-            &mut ws,
-            std::hint::black_box(&q),
-            &mut scratch,
-        ));
-    });
-    Ok(HazelResult { lp, grad, seconds })
+    Ok(Hazel { model, q, lp, grad })
 }
 
-/// The unconstrained point of case `case_idx`: uniform on (−0.5, 0.5)ᵈ from a fixed seed.
-fn point(dim: usize, case_idx: u64) -> Vec<f64> {
-    let mut rng = StreamRng::new(7, case_idx, Purpose::Init);
+/// Seconds per log density + gradient (median of 5 batches of ~0.1 s).
+fn time_hazel(h: &Hazel) -> f64 {
+    let mut ws = h.model.new_workspace();
+    let mut scratch = vec![0.0; h.q.len()];
+    time_call(|| {
+        let _ = std::hint::black_box(h.model.log_density_gradient(
+            &mut ws,
+            std::hint::black_box(&h.q),
+            &mut scratch,
+        ));
+    })
+}
+
+/// The peers' process (`gradient_vs_jax.py`): one JSON request per line on its stdin, one JSON
+/// answer per line on its stdout.
+struct Peers {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Peers {
+    /// Starts the script; returns it with its first line (the configuration), or why not.
+    fn start(python: &str, script: &Path) -> Result<(Peers, Value), String> {
+        let mut child = Command::new(python)
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("{python} not runnable: {e}"))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut peers = Peers {
+            child,
+            stdin,
+            stdout,
+        };
+        let hello = peers.read()?;
+        if let Some(why) = hello.get("unavailable") {
+            return Err(format!("peers unavailable: {why}"));
+        }
+        Ok((peers, hello))
+    }
+
+    fn read(&mut self) -> Result<Value, String> {
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        if line.is_empty() {
+            return Err("the peers' script ended early (see its stderr)".into());
+        }
+        serde_json::from_str(&line).map_err(|e| format!("bad answer from the peers: {e}"))
+    }
+
+    fn ask(&mut self, request: &Value) -> Result<Value, String> {
+        let stdin = self.stdin.as_mut().ok_or("closed")?;
+        writeln!(stdin, "{request}").map_err(|e| e.to_string())?;
+        stdin.flush().map_err(|e| e.to_string())?;
+        self.read()
+    }
+}
+
+impl Drop for Peers {
+    fn drop(&mut self) {
+        drop(self.stdin.take()); // end of input: the script exits
+        let _ = self.child.wait();
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 0 {
+        0.5 * (v[m - 1] + v[m])
+    } else {
+        v[m]
+    })
+}
+
+/// The unconstrained point of case `case_id`: uniform on (−0.5, 0.5)ᵈ from a fixed seed.
+fn point(dim: usize, case_id: u64) -> Vec<f64> {
+    let mut rng = StreamRng::new(7, case_id, Purpose::Init);
     (0..dim).map(|_| rng.uniform_range(-0.5, 0.5)).collect()
 }
 
@@ -293,15 +380,24 @@ fn agreement(lp: f64, grad: &[f64], peer: &Value) -> Option<(f64, f64)> {
     Some((d_lp, d_g))
 }
 
+const ENGINES: [&str; 3] = ["hazel", "jax", "stanli"];
+
 fn main() {
     let mut python = std::env::var("HAZEL_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut filter = None;
+    let mut rounds = 3usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--python" => python = args.next().expect("--python needs a path"),
+            "--rounds" => {
+                rounds = args
+                    .next()
+                    .and_then(|r| r.parse().ok())
+                    .expect("--rounds needs a number")
+            }
             "--help" | "-h" => {
-                println!("gradient_vs_jax [--python PATH] [filter]");
+                println!("gradient_vs_jax [--python PATH] [--rounds R] [filter]");
                 return;
             }
             _ => filter = Some(a),
@@ -311,78 +407,70 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("hazel-gradient-vs-jax-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
 
-    // Memory bandwidth first, on a quiet process: 3 × 2^24 doubles = 384 MiB ≫ the caches.
+    // Memory bandwidth first: 3 × 2^24 doubles = 384 MiB, far larger than the caches.
     let triad = triad_bandwidth(1 << 24, 10);
     println!("STREAM-style triad (one thread, 3 × 128 MiB, best of 10): {triad:.1} GB/s");
 
+    // Data, hazel's models and the peers' models, each built once.
     let cases = cases(filter.as_deref());
+    let script = root.join("bench/gradient_vs_jax.py");
+    let mut peers = Peers::start(&python, &script);
+    if let Ok((_, hello)) = &peers {
+        println!("peers: {}", hello["config"]);
+    }
     let mut hazel = Vec::new();
-    let mut jobs = Vec::new();
+    let mut setups: Vec<Result<Value, String>> = Vec::new();
     for (i, case) in cases.iter().enumerate() {
-        let case_dir = dir.join(format!("case{i}"));
-        std::fs::create_dir_all(&case_dir).expect("case directory");
-        let data_path = case_dir.join("data.json");
+        let data_path = dir.join(format!("case{i}")).join("data.json");
+        std::fs::create_dir_all(data_path.parent().expect("parent")).expect("case directory");
         std::fs::write(&data_path, &case.data).expect("write data.json");
         let program = root.join(case.program);
-        eprintln!("hazel: {}", case.name);
-        let r = run_hazel(&program, &data_path, i as u64);
-        let dim = match &r {
-            Ok(h) => h.grad.len(),
-            Err(e) => {
-                eprintln!("  hazel failed: {e}");
-                0
-            }
-        };
-        jobs.push(json!({
+        eprintln!("preparing {}", case.name);
+        let h = prepare_hazel(&program, &data_path, case.id);
+        let dim = h.as_ref().map(|h| h.grad.len()).unwrap_or(0);
+        let job = json!({
             "name": case.name,
             "program": program,
             "data": data_path,
             "jax": case.jax,
-            "q": point(dim, i as u64),
-        }));
-        hazel.push(r);
+            "q": point(dim, case.id),
+        });
+        setups.push(match &mut peers {
+            Ok((p, _)) => p.ask(&json!({ "setup": job })),
+            Err(e) => Err(e.clone()),
+        });
+        hazel.push(h);
     }
-
-    // The peers, in the same run.
-    let script = root.join("bench/gradient_vs_jax.py");
-    let peers: Result<Value, String> = (|| {
-        let mut child = Command::new(&python)
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("{python} not runnable: {e}"))?;
-        child
-            .stdin
-            .take()
-            .ok_or("no stdin")?
-            .write_all(Value::Array(jobs).to_string().as_bytes())
-            .map_err(|e| e.to_string())?;
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        serde_json::from_slice(&out.stdout)
-            .map_err(|e| format!("bad output from {}: {e}", script.display()))
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    if let Ok(Value::Object(o)) = &peers {
-        if let Some(cfg) = o.get("config") {
-            println!("peers: {cfg}");
-        }
-    }
-    // The result of `engine` ("jax" or "stanli") for a case, or why there is none.
-    let peer = |name: &str, engine: &str| -> Result<Value, String> {
-        let o = peers.as_ref().map_err(|e| e.clone())?;
-        if let Some(why) = o.get("unavailable") {
-            return Err(format!("peers unavailable: {why}"));
-        }
-        let list = o["results"].as_array().ok_or("unexpected output")?;
-        let item = list.iter().find(|v| v["name"] == name).ok_or("no result")?;
-        let r = &item[engine];
+    // The result of a peer at the point for case `i`, or why there is none.
+    let peer_setup = |i: usize, engine: &str| -> Result<Value, String> {
+        let r = &setups[i].as_ref().map_err(|e| e.clone())?[engine];
         match r.get("error").and_then(|e| e.as_str()) {
             Some(e) => Err(e.to_string()),
             None => Ok(r.clone()),
         }
     };
+
+    // Timing: `rounds` rounds; in each, the three engines on one case back to back, so that
+    // they share the machine's load of that moment. seconds[case][engine][round].
+    let mut seconds = vec![[vec![], vec![], vec![]]; cases.len()];
+    for round in 0..rounds {
+        for (i, case) in cases.iter().enumerate() {
+            eprintln!("round {}/{rounds}: {}", round + 1, case.name);
+            let h = hazel[i].as_ref().map(time_hazel).unwrap_or(f64::NAN);
+            seconds[i][0].push(h);
+            let answer = match &mut peers {
+                Ok((p, _)) => p.ask(&json!({ "time": case.name })).unwrap_or(Value::Null),
+                Err(_) => Value::Null,
+            };
+            for (e, engine) in ENGINES.iter().enumerate().skip(1) {
+                let ns = answer[engine]["ns_per_grad"].as_f64().unwrap_or(f64::NAN);
+                seconds[i][e].push(ns * 1e-9);
+            }
+        }
+    }
+    drop(peers);
+    let _ = std::fs::remove_dir_all(&dir);
+
     let us = |s: f64| {
         if s < 1e-5 {
             format!("{:.3}", s * 1e6)
@@ -396,20 +484,30 @@ fn main() {
     println!("\nAgreement at the point (rel. difference of lp; max |Δgrad| / max |grad|):\n");
     println!("| case | dim | hazel lp | JAX Δlp | JAX Δgrad | stanli Δlp | stanli Δgrad |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for (case, h) in cases.iter().zip(&hazel) {
-        let Ok(h) = h else {
-            println!("| {} | - | hazel failed | | | | |", case.name);
-            continue;
+    let mut notes = Vec::new();
+    for (i, (case, h)) in cases.iter().zip(&hazel).enumerate() {
+        let h = match h {
+            Ok(h) => h,
+            Err(e) => {
+                println!("| {} | - | hazel failed: {e} | | | | |", case.name);
+                continue;
+            }
         };
         let mut cells = Vec::new();
         for engine in ["jax", "stanli"] {
-            match peer(&case.name, engine).map(|p| agreement(h.lp, &h.grad, &p)) {
+            match peer_setup(i, engine).map(|p| agreement(h.lp, &h.grad, &p)) {
                 Ok(Some((a, b))) => {
                     cells.push(format!("{a:.1e}"));
                     cells.push(format!("{b:.1e}"));
                 }
                 Ok(None) => cells.extend(["no value".to_string(), String::new()]),
-                Err(_) => cells.extend(["-".to_string(), "-".to_string()]),
+                Err(e) => {
+                    cells.extend(["-".to_string(), "-".to_string()]);
+                    let note = format!("{engine}: {e}");
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                }
             }
         }
         println!(
@@ -420,75 +518,59 @@ fn main() {
             cells.join(" | ")
         );
     }
-
-    println!("\nLog density + gradient, µs per evaluation (one thread each):\n");
-    println!("| case | hazel µs | JAX µs | stanli µs | hazel / JAX | hazel / stanli |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    let mut notes = Vec::new();
-    for (case, h) in cases.iter().zip(&hazel) {
-        let hs = h.as_ref().ok().map(|h| h.seconds);
-        let mut cells = vec![hs.map(us).unwrap_or("-".into())];
-        let mut ratios = Vec::new();
-        for engine in ["jax", "stanli"] {
-            match peer(&case.name, engine) {
-                Ok(p) => {
-                    let s = p["ns_per_grad"].as_f64().unwrap_or(f64::NAN) * 1e-9;
-                    cells.push(us(s));
-                    ratios.push(hs.map(|h| format!("{:.2}", h / s)).unwrap_or("-".into()));
-                }
-                Err(e) => {
-                    cells.push("-".into());
-                    ratios.push("-".into());
-                    let note = format!("{engine}: {e}");
-                    if !notes.contains(&note) {
-                        notes.push(note);
-                    }
-                }
-            }
-        }
-        println!(
-            "| {} | {} | {} |",
-            case.name,
-            cells.join(" | "),
-            ratios.join(" | ")
-        );
-    }
     for n in &notes {
         println!("  ({n})");
     }
 
+    println!(
+        "\nLog density + gradient, µs per evaluation (one thread each; median over {rounds} \
+         rounds; a ratio is the median of the rounds' ratios):\n"
+    );
+    println!("| case | hazel µs | JAX µs | stanli µs | hazel / JAX | hazel / stanli |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (case, s) in cases.iter().zip(&seconds) {
+        let mut cells: Vec<String> = s
+            .iter()
+            .map(|v| median(v).map(us).unwrap_or("-".into()))
+            .collect();
+        for peer in [1, 2] {
+            let ratios: Vec<f64> = s[0].iter().zip(&s[peer]).map(|(h, p)| h / p).collect();
+            cells.push(
+                median(&ratios)
+                    .map(|r| format!("{r:.2}"))
+                    .unwrap_or("-".into()),
+            );
+        }
+        println!("| {} | {} |", case.name, cells.join(" | "));
+    }
+
     let glm: Vec<_> = cases
         .iter()
-        .zip(&hazel)
-        .filter_map(|(c, h)| Some((c, c.glm?, h)))
+        .zip(&seconds)
+        .filter_map(|(c, s)| Some((c, c.glm?, s)))
         .collect();
     if !glm.is_empty() {
         println!(
-            "\nBytes of X per gradient (one ideal pass, N·K·8) and the bandwidth that implies, \
-             against the triad's {triad:.1} GB/s:\n"
+            "\nBytes of X per gradient (one ideal pass, N·K·8) and the bandwidth that implies at \
+             the median time, against the triad's {triad:.1} GB/s:\n"
         );
         println!("| case | X MB | hazel GB/s | hazel / triad | JAX GB/s | JAX / triad |");
         println!("|---|---:|---:|---:|---:|---:|");
-        for (case, (n, k), h) in glm {
+        for (case, (n, k), s) in glm {
             let bytes = (n * k * 8) as f64;
-            let cell = |s: Option<f64>| match s {
-                Some(s) => {
-                    let gbs = bytes / s / 1e9;
+            let cell = |v: &[f64]| match median(v) {
+                Some(t) => {
+                    let gbs = bytes / t / 1e9;
                     format!("{gbs:.1} | {:.0}%", 100.0 * gbs / triad)
                 }
                 None => "- | -".into(),
             };
-            let hs = h.as_ref().ok().map(|h| h.seconds);
-            let js = peer(&case.name, "jax")
-                .ok()
-                .and_then(|p| p["ns_per_grad"].as_f64())
-                .map(|ns| ns * 1e-9);
             println!(
                 "| {} | {:.1} | {} | {} |",
                 case.name,
                 bytes / 1e6,
-                cell(hs),
-                cell(js)
+                cell(&s[0]),
+                cell(&s[1])
             );
         }
     }
