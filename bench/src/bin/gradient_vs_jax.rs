@@ -346,7 +346,7 @@ fn median(v: &[f64]) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let m = v.len() / 2;
-    Some(if v.len() % 2 == 0 {
+    Some(if v.len().is_multiple_of(2) {
         0.5 * (v[m - 1] + v[m])
     } else {
         v[m]
