@@ -109,6 +109,11 @@ pub struct CompiledModel {
     /// The graph always rejects (a data-only `reject` reached in the model block).
     always_reject: Option<EvalError>,
     threads: usize,
+    /// Output rows compiled once (`None`: every row re-traces the output blocks).
+    output_plan: Option<crate::output::OutputPlan>,
+    /// Output variables declared in the parameters and transformed parameters blocks (the
+    /// first entries of `outputs`).
+    n_upper_vars: usize,
 }
 
 /// Per-chain buffers.
@@ -119,6 +124,8 @@ pub struct Workspace {
     pool: Option<rayon::ThreadPool>,
     /// Buffers of the within-chain parallel sweeps.
     par: crate::par::ParScratch,
+    /// Values of the output graph (rows of draws).
+    out_buf: Buffers,
 }
 
 impl fmt::Debug for Workspace {
@@ -306,7 +313,7 @@ fn fill_real(blank: &Val, get: impl Fn(usize) -> Option<f64>, pos: &mut usize) -
 
 /// Checks declared bounds of block variables (transformed data, transformed parameters,
 /// generated quantities): constants directly, parameter-dependent values with check ops.
-fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> {
+pub(crate) fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> {
     for d in declarations(block) {
         tr.check_bound_order(&d.name, &d.ty, false)?;
         let transform = match &d.ty.elem {
@@ -503,11 +510,18 @@ fn compile_inner(
         .map_err(|e| trace_to_compile(e, "parameters"))?;
     let mut names = Vec::new();
     let mut outputs = Vec::new();
-    for block in [
+    let mut n_upper_vars = 0;
+    for (k, block) in [
         &program.parameters,
         &program.transformed_parameters,
         &program.generated_quantities,
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if k == 2 {
+            n_upper_vars = outputs.len();
+        }
         for d in declarations(block) {
             let blank = tr
                 .blank(&d.ty)
@@ -529,6 +543,8 @@ fn compile_inner(
         dynamic_reason: None,
         always_reject: None,
         threads: options.threads_per_chain.max(1),
+        output_plan: None,
+        n_upper_vars,
     };
     let zeros = vec![0.0; dim];
     match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
@@ -545,6 +561,7 @@ fn compile_inner(
             TraceErr::Eval(e, _) => model.always_reject = Some(e),
         },
     }
+    model.output_plan = model.build_output_plan();
     Ok(model)
 }
 
@@ -820,10 +837,135 @@ impl CompiledModel {
         Ok(q)
     }
 
+    /// Whether output rows come from a compiled graph: `Some(false)` when the whole row does,
+    /// `Some(true)` when the generated quantities are still re-traced per row (they need
+    /// values: `_rng` draws, `print`, branches on parameters), `None` when every row re-traces
+    /// the transformed parameters too.
+    pub fn output_plan_split(&self) -> Option<bool> {
+        self.output_plan.as_ref().map(|p| p.is_split())
+    }
+
+    /// The output row by re-tracing the parameters, transformed parameters and generated
+    /// quantities with the draw's values (the path every row took before the output plan, and
+    /// still takes without one): the reference the compiled rows are tested against.
+    pub fn write_output_retraced(
+        &self,
+        q: &[f64],
+        rng: &mut StreamRng,
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        let v = self.trace_output(q, rng)?;
+        if v.len() != out.len() {
+            return Err(EvalError::reject(format!(
+                "output row has {} values, expected {}",
+                v.len(),
+                out.len()
+            )));
+        }
+        out.copy_from_slice(&v);
+        Ok(())
+    }
+
+    /// Builds the output plan and checks it against the re-traced rows at two points (the
+    /// origin and a fixed point in (-2, 2)^dim); a plan that disagrees in any bit, or one that
+    /// no point confirms, is dropped.
+    fn build_output_plan(&self) -> Option<crate::output::OutputPlan> {
+        let plan = crate::output::OutputPlan::build(&crate::output::PlanInput {
+            checked: &self.checked,
+            sources: self.sources.clone(),
+            env: &self.env,
+            dim: self.dim,
+            outputs: &self.outputs,
+            n_upper_vars: self.n_upper_vars,
+            check_bounds,
+        })?;
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut uniform = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+        };
+        let points = [
+            vec![0.0; self.dim],
+            (0..self.dim).map(|_| uniform()).collect(),
+        ];
+        let mut buf = Buffers::for_graph(&plan.graph);
+        let mut confirmed = false;
+        for q in &points {
+            let mut rng_a = crate::output::placeholder_rng();
+            let mut rng_b = crate::output::placeholder_rng();
+            let reference = self.trace_output(q, &mut rng_a);
+            let mut row = vec![0.0; self.names.len()];
+            let planned = self.planned_row(&plan, &mut buf, q, &mut rng_b, &mut row);
+            match (reference, planned) {
+                (Ok(r), Ok(())) if crate::output::same_row(&r, &row) => confirmed = true,
+                (Err(_), Err(_)) => {}
+                _ => return None,
+            }
+        }
+        confirmed.then_some(plan)
+    }
+
+    fn write_planned(
+        &self,
+        plan: &crate::output::OutputPlan,
+        ws: &mut Workspace,
+        q: &[f64],
+        rng: &mut StreamRng,
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        if q.len() != self.dim || out.len() != self.names.len() {
+            return Err(EvalError::reject(format!(
+                "output row has {} values, expected {}",
+                out.len(),
+                self.names.len()
+            )));
+        }
+        self.planned_row(plan, &mut ws.out_buf, q, rng, out)
+    }
+
+    /// One row through `plan`: the graph's columns, then (split plan) the generated
+    /// quantities traced with the graph's values.
+    fn planned_row(
+        &self,
+        plan: &crate::output::OutputPlan,
+        buf: &mut Buffers,
+        q: &[f64],
+        rng: &mut StreamRng,
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        let n = plan.write_static(buf, q, out)?;
+        let Some(env) = plan.split_env(buf) else {
+            return Ok(());
+        };
+        let gq = self.trace_output_from(q, rng, Some(env))?;
+        if gq.len() != out.len() - n {
+            return Err(EvalError::reject(format!(
+                "generated quantities have {} values, expected {}",
+                gq.len(),
+                out.len() - n
+            )));
+        }
+        out[n..].copy_from_slice(&gq);
+        Ok(())
+    }
+
     /// Constrained values of the parameters, transformed parameters and generated quantities.
     fn trace_output(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
+        self.trace_output_from(q, rng, None)
+    }
+
+    /// [`Self::trace_output`]; with `split` (the parameters' and transformed parameters'
+    /// values, from the output graph) only the generated quantities are traced and returned.
+    fn trace_output_from(
+        &self,
+        q: &[f64],
+        rng: &mut StreamRng,
+        split: Option<Env>,
+    ) -> Result<Vec<f64>, EvalError> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.trace_output_inner(q, rng)
+            self.trace_output_inner(q, rng, split)
         }))
         .unwrap_or_else(|p| {
             Err(EvalError::reject(format!(
@@ -833,8 +975,16 @@ impl CompiledModel {
         })
     }
 
-    fn trace_output_inner(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
-        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
+    fn trace_output_inner(
+        &self,
+        q: &[f64],
+        rng: &mut StreamRng,
+        split: Option<Env>,
+    ) -> Result<Vec<f64>, EvalError> {
+        let is_split = split.is_some();
+        let mut env = self.env.clone();
+        env.extend(split.unwrap_or_default());
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, env);
         tr.sources = self.sources.clone();
         tr.dynamic = true;
         tr.jacobian = false;
@@ -842,11 +992,13 @@ impl CompiledModel {
         tr.rng = Some(std::mem::replace(rng, placeholder));
         let program = &self.checked.program;
         let run = |tr: &mut Tracer| -> Result<(), TraceErr> {
-            let qe = Elems::C(Arc::new(q.to_vec()));
-            tr.read_params(&program.parameters, Some(&qe))?;
-            if let Some(tp) = &program.transformed_parameters {
-                tr.block_stmts(&tp.stmts)?;
-                check_bounds(tr, &program.transformed_parameters)?;
+            if !is_split {
+                let qe = Elems::C(Arc::new(q.to_vec()));
+                tr.read_params(&program.parameters, Some(&qe))?;
+                if let Some(tp) = &program.transformed_parameters {
+                    tr.block_stmts(&tp.stmts)?;
+                    check_bounds(tr, &program.transformed_parameters)?;
+                }
             }
             if let Some(gq) = &program.generated_quantities {
                 // Generated quantities may not see the model block's locals, only the blocks
@@ -868,7 +1020,8 @@ impl CompiledModel {
             }
         })?;
         let mut out = Vec::with_capacity(self.names.len());
-        for (name, n) in &self.outputs {
+        let first = if is_split { self.n_upper_vars } else { 0 };
+        for (name, n) in &self.outputs[first..] {
             let v = tr.lookup(name).cloned().unwrap_or(Val::real(f64::NAN));
             let mut sc = Vec::new();
             v.flatten_output(&mut sc);
@@ -914,6 +1067,10 @@ impl LogDensity for CompiledModel {
             dyn_builder: GraphBuilder::default(),
             pool,
             par: crate::par::ParScratch::default(),
+            out_buf: self
+                .output_plan
+                .as_ref()
+                .map_or_else(Buffers::default, |p| Buffers::for_graph(&p.graph)),
         }
     }
 
@@ -959,11 +1116,14 @@ impl Model for CompiledModel {
 
     fn write_output(
         &self,
-        _ws: &mut Workspace,
+        ws: &mut Workspace,
         q: &[f64],
         rng: &mut StreamRng,
         out: &mut [f64],
     ) -> Result<(), EvalError> {
+        if let Some(plan) = &self.output_plan {
+            return self.write_planned(plan, ws, q, rng, out);
+        }
         let v = self.trace_output(q, rng)?;
         if v.len() != out.len() {
             return Err(EvalError::reject(format!(

@@ -1,0 +1,88 @@
+//! The CSV writer's draw path allocates nothing once it has written one row: the row buffer is
+//! reused and numbers are formatted without `fmt` machinery. A counting global allocator sees
+//! every allocation of this test binary, which holds a single test.
+
+use hazel_nuts::{DrawSink, DrawStats, RunConfig};
+use hazel_output::{CsvHeaderInfo, StanCsvWriter};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+struct CountingAlloc;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Allocations made while `f` runs.
+fn count_allocations(f: impl FnOnce()) -> usize {
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    COUNTING.store(true, Ordering::SeqCst);
+    f();
+    COUNTING.store(false, Ordering::SeqCst);
+    ALLOCATIONS.load(Ordering::SeqCst)
+}
+
+#[test]
+fn csv_rows_allocate_nothing() {
+    let run = RunConfig::default();
+    let header = CsvHeaderInfo::new("m", "", "out.csv", &run, 0);
+    let mut w = StanCsvWriter::new(std::io::sink(), header);
+    let names: Vec<String> = (1..=300).map(|i| format!("theta.{i}")).collect();
+    w.begin(&names).expect("header");
+    let rows: Vec<Vec<f64>> = (0..40)
+        .map(|k| {
+            (0..names.len())
+                .map(|i| match (i + k) % 7 {
+                    0 => f64::NAN,
+                    1 => (i as f64 + 0.5) * 1e-9,
+                    2 => -(i as f64) * 1e20,
+                    3 => i as f64,
+                    _ => ((i * 7919 + k * 104729) as f64).sin() * 123.456,
+                })
+                .collect()
+        })
+        .collect();
+    let stats = DrawStats {
+        lp: -123.456789,
+        accept_stat: 0.91,
+        stepsize: 0.0123,
+        treedepth: 4,
+        n_leapfrog: 15,
+        divergent: false,
+        energy: 130.5,
+    };
+    w.draw(false, &stats, &rows[0]).expect("warm-up row");
+    let n_alloc = count_allocations(|| {
+        for r in &rows {
+            w.draw(false, &stats, r).expect("row");
+        }
+    });
+    assert_eq!(n_alloc, 0, "allocations while writing {} rows", rows.len());
+}
