@@ -108,7 +108,7 @@ impl<'p> Tracer<'p> {
         Sc::V(self.b.log_sum_exp(a).off)
     }
 
-    fn dot_elems(&mut self, a: &Elems, b: &Elems, span: Span) -> R<Sc> {
+    pub(crate) fn dot_elems(&mut self, a: &Elems, b: &Elems, span: Span) -> R<Sc> {
         if a.len() != b.len() {
             return eerr(
                 format!("dot_product: size mismatch ({} vs {})", a.len(), b.len()),
@@ -1161,6 +1161,7 @@ impl<'p> Tracer<'p> {
     fn multivariate_rng(&mut self, base: &str, args: &[Val], span: Span) -> R<Option<Val>> {
         match base {
             _ if super::multivariate::has_mv_rng(base) => self.mv_rng(base, args, span),
+            _ if super::glm::has_glm_rng(base) => self.glm_rng(base, args, span),
             "categorical" | "categorical_logit" => {
                 if args.len() != 1 {
                     return cerr(format!("{base}_rng takes 1 argument"), span);
@@ -1237,6 +1238,7 @@ impl<'p> Tracer<'p> {
             _ if super::multivariate::mv_family(name).is_some() => {
                 self.mv_density(name, args, propto, span)
             }
+            _ if super::glm::is_glm(name) => self.glm_density(name, args, propto, span),
             "multi_normal_cholesky" => {
                 if args.len() != 3 {
                     return cerr("multi_normal_cholesky takes 3 arguments", span);
@@ -1299,35 +1301,6 @@ impl<'p> Tracer<'p> {
                     );
                 }
                 Ok(Some(total))
-            }
-            "bernoulli_logit_glm" | "poisson_log_glm" | "normal_id_glm" => {
-                // GLMs are their base density at the linear predictor alpha + x beta.
-                let need = if name == "normal_id_glm" { 5 } else { 4 };
-                if args.len() != need {
-                    return cerr(format!("{name} takes {need} arguments"), span);
-                }
-                let xb = match (&args[1], &args[3]) {
-                    (Val::RowVector(_), b) => {
-                        let x = self.to_elems(&args[1]);
-                        let be = self.to_elems(b);
-                        Val::Real(self.dot_elems(&x, &be, span)?)
-                    }
-                    (x, b) => {
-                        let b = Val::Vector(self.to_elems(b));
-                        self.matmul(x, &b, span)?
-                    }
-                };
-                let eta = self.binop(hazel_syntax::ast::BinOp::Add, &xb, &args[2], span)?;
-                let base = match name {
-                    "bernoulli_logit_glm" => crate::dists::DistKind::BernoulliLogit,
-                    "poisson_log_glm" => crate::dists::DistKind::PoissonLog,
-                    _ => crate::dists::DistKind::Normal,
-                };
-                let mut a = vec![args[0].clone(), eta];
-                if name == "normal_id_glm" {
-                    a.push(args[4].clone());
-                }
-                Ok(Some(self.dist_sum(base, &a, propto, span)?))
             }
             "dirichlet" => {
                 if args.len() != 2 {

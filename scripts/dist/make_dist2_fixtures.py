@@ -1,0 +1,151 @@
+"""Writes crates/hazel-graph/tests/fixtures/dist2.json: stanli 0.24 log densities and gradients
+(CmdStan's lp__ convention: `~` drops constants, `target += *_lpdf` keeps them, Jacobians
+included) of small programs using the GLM families and the remaining special functions /
+distributions of issue 8, at seeded unconstrained points. Rerun with
+/work/venv-stanli/bin/python scripts/dist/make_dist2_fixtures.py; the points are seeded, so a
+rerun reproduces the file.
+
+Programs named in APPROXIMATE_GRADIENT also carry central differences of stanli's log density
+(`fd_gradient`), for families where Stan's own gradient is a series or an approximation.
+"""
+import json
+import pathlib
+
+import numpy as np
+import stanli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "crates/hazel-graph/tests/fixtures/dist2.json"
+N_POINTS = 4
+SCALE = 1.0
+FD_STEP = 1e-6
+APPROXIMATE_GRADIENT = ()
+
+rng0 = np.random.default_rng(20261125)
+N, K, C = 6, 2, 3
+X = rng0.normal(size=(N, K)).round(3).tolist()
+GLM_DATA = {
+    "N": N, "K": K, "C": C, "X": X, "xr": X[0],
+    "yb": [1, 0, 0, 1, 1, 0],
+    "trials": [5, 3, 8, 2, 6, 4],
+    "ns": [2, 1, 7, 0, 3, 4],
+    "cnt": [0, 3, 1, 7, 2, 12],
+    "yo": [1, 2, 4, 3, 2, 1],
+    "yc": [1, 3, 2, 2, 3, 1],
+}
+GLM_HEAD = """
+data { int N; int K; int C; matrix[N, K] X; row_vector[K] xr; array[N] int yb;
+       array[N] int trials; array[N] int ns; array[N] int cnt; array[N] int yo;
+       array[N] int yc; }
+"""
+
+PROGRAMS = {
+    # binomial_logit_glm(n | N, x, alpha, beta)
+    "binomial_logit_glm": (GLM_HEAD + """
+parameters { real a; vector[K] b; vector[N] av; matrix[N, K] Xp; }
+model {
+  a ~ normal(0, 1); b ~ normal(0, 1); av ~ normal(0, 1); to_vector(Xp) ~ normal(0, 1);
+  ns ~ binomial_logit_glm(trials, X, a, b);
+  target += binomial_logit_glm_lpmf(ns | trials, X, av, b);
+  target += binomial_logit_glm_lupmf(ns | trials, Xp, 0.3, b);
+  ns ~ binomial_logit_glm(trials, Xp, av, [0.5, -0.2]');
+  target += binomial_logit_glm_lpmf(ns[2:2] | trials[2:2], xr, a, b);
+  ns[3:3] ~ binomial_logit_glm(trials[3:3], xr, a, b);
+  ns[4:4] ~ binomial_logit_glm(trials[4:4], xr, av[1:1], b);
+}""", GLM_DATA),
+    "neg_binomial_2_log_glm": (GLM_HEAD + """
+parameters { real a; vector[K] b; vector[N] av; real<lower=0> phi; matrix[N, K] Xp; }
+model {
+  a ~ normal(0, 1); b ~ normal(0, 1); av ~ normal(0, 1); phi ~ gamma(2, 1);
+  to_vector(Xp) ~ normal(0, 1);
+  cnt ~ neg_binomial_2_log_glm(X, a, b, phi);
+  cnt ~ neg_binomial_2_log_glm(X, av, b, 2.5);
+  cnt ~ neg_binomial_2_log_glm(X, 0.3, [0.1, 0.2]', phi);
+  cnt ~ neg_binomial_2_log_glm(Xp, av, b, 1.5);
+  target += neg_binomial_2_log_glm_lpmf(cnt | X, av, b, phi);
+  target += neg_binomial_2_log_glm_lupmf(cnt | Xp, a, b, phi);
+  target += neg_binomial_2_log_glm_lupmf(cnt | X, a, b, 1.7);
+  cnt[4] ~ neg_binomial_2_log_glm(X[4:4], a, b, phi);
+  target += neg_binomial_2_log_glm_lpmf(cnt[5] | Xp[5:5], a, b, phi);
+  target += neg_binomial_2_log_glm_lpmf(cnt[5:5] | xr, a, b, phi);
+  cnt[2:2] ~ neg_binomial_2_log_glm(xr, av[2:2], b, phi);
+  target += neg_binomial_2_log_glm_lupmf(cnt[3:3] | xr, a, b, 0.8);
+}""", GLM_DATA),
+    "ordered_logistic_glm": (GLM_HEAD + """
+parameters { vector[K] b; ordered[3] c; matrix[N, K] Xp; row_vector[K] xp; }
+model {
+  b ~ normal(0, 1); c ~ normal(0, 3); to_vector(Xp) ~ normal(0, 1); xp ~ normal(0, 1);
+  yo ~ ordered_logistic_glm(X, b, c);
+  target += ordered_logistic_glm_lpmf(yo | Xp, b, c);
+  target += ordered_logistic_glm_lupmf(yo | X, [0.3, -0.4]', c);
+  yo[2] ~ ordered_logistic_glm(xp, b, c);
+  target += ordered_logistic_glm_lpmf(yo[5:5] | xr, b, c);
+  target += ordered_logistic_glm_lpmf(yo[3] | xp, b, [-0.5, 0.2, 1.0]');
+}""", GLM_DATA),
+    "categorical_logit_glm": (GLM_HEAD + """
+parameters { vector[C] a; matrix[K, C] B; matrix[N, K] Xp; row_vector[K] xp; }
+model {
+  a ~ normal(0, 1); to_vector(B) ~ normal(0, 1); to_vector(Xp) ~ normal(0, 1);
+  xp ~ normal(0, 1);
+  yc ~ categorical_logit_glm(X, a, B);
+  target += categorical_logit_glm_lpmf(yc | Xp, a, B);
+  target += categorical_logit_glm_lupmf(yc | X, [0.1, 0.2, -0.3]', B);
+  yc[2] ~ categorical_logit_glm(xp, a, B);
+  target += categorical_logit_glm_lpmf(yc[5:5] | xr, a, B);
+  target += categorical_logit_glm_lpmf(yc[4] | Xp[4], a, B);
+}""", GLM_DATA),
+    "glm_existing_forms": (GLM_HEAD + """
+parameters { real a; vector[K] b; vector[N] av; real<lower=0> s; }
+model {
+  a ~ normal(0, 1); b ~ normal(0, 1); av ~ normal(0, 1); s ~ gamma(2, 1);
+  yb ~ bernoulli_logit_glm(X, a, b);
+  target += bernoulli_logit_glm_lpmf(yb[1:1] | xr, av[1:1], b);
+  cnt ~ poisson_log_glm(X, av, b);
+  target += poisson_log_glm_lupmf(cnt[2:2] | xr, a, b);
+  to_vector(ns) ~ normal_id_glm(X, a, b, s);
+  target += normal_id_glm_lpdf(to_vector(ns) | X, av, b, 1.5);
+}""", GLM_DATA),
+}
+
+
+def main():
+    out = []
+    for i, (name, spec) in enumerate(PROGRAMS.items()):
+        code, data = spec[0], spec[1]
+        oracle_code = spec[2] if len(spec) > 2 else code
+        data_json = json.dumps(data)
+        model = stanli.Model(stan_code=oracle_code, data=data_json)
+        dim = model.n_unconstrained
+        rng = np.random.default_rng(2000 + i)
+        points = []
+        tries = 0
+        while len(points) < N_POINTS:
+            tries += 1
+            assert tries < 1000, name
+            q = rng.uniform(-SCALE, SCALE, size=dim)
+            try:
+                lp, grad = model.log_prob_grad(q)
+            except RuntimeError:  # a point the density rejects
+                continue
+            if not np.isfinite(lp):
+                continue
+            point = {"q": q.tolist(), "log_density": float(lp),
+                     "gradient": [float(g) for g in grad]}
+            if name in APPROXIMATE_GRADIENT:
+                fd = []
+                for j in range(dim):
+                    e = np.zeros(dim)
+                    e[j] = FD_STEP
+                    fd.append((model.log_prob_grad(q + e)[0] - model.log_prob_grad(q - e)[0])
+                              / (2 * FD_STEP))
+                point["fd_gradient"] = fd
+            points.append(point)
+        out.append({"name": name, "program": code, "oracle_program": oracle_code,
+                    "data": data_json, "n_unconstrained": dim, "points": points})
+        print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
+    OUT.write_text(json.dumps({"generator": "scripts/dist/make_dist2_fixtures.py",
+                               "stanli": stanli.__version__, "programs": out}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
