@@ -11,7 +11,9 @@ Programs named in APPROXIMATE_GRADIENT also carry central differences of stanli'
 import json
 import pathlib
 
+import mpmath as mp
 import numpy as np
+import scipy.special
 import stanli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -108,6 +110,73 @@ model {
 }
 
 
+# Functions stanli 0.24 does not have (inc_beta, inv_inc_beta, …): programs whose parameters are
+# unconstrained and whose model is `target += <expression>`, so the log density is the
+# expression itself; its value comes from mpmath at 50 digits and its gradient from mpmath's
+# numerical differentiation of that value (exact to far below the test's tolerance).
+mp.mp.dps = 50
+
+
+def I(a, b, x):
+    return mp.betainc(a, b, 0, x, regularized=True)
+
+
+def inv_I(a, b, p):
+    a, b, p = mp.mpf(a), mp.mpf(b), mp.mpf(p)
+    x0 = mp.mpf(float(scipy.special.betaincinv(float(a), float(b), float(p))))
+    return mp.findroot(lambda x: I(a, b, x) - p, (x0, x0 * (1 + mp.mpf(10) ** -9)),
+                       tol=mp.mpf(10) ** -45)
+
+
+def box(lo_hi):
+    return lambda rng: [rng.uniform(lo, hi) for lo, hi in lo_hi]
+
+
+MP_PROGRAMS = {
+    "inc_beta": ("""
+parameters { real a; real b; real x; vector[2] xs; }
+model {
+  target += inc_beta(a, b, x);
+  target += sum(inc_beta(a, b, xs));
+  target += sum(inc_beta({a, b}, {2.5, 2.5}, {0.3, x}));
+  target += inc_beta(2.0, 3.0, 0.4);
+}""", {}, lambda q: (I(q[0], q[1], q[2]) + I(q[0], q[1], q[3]) + I(q[0], q[1], q[4])
+                     + I(q[0], 2.5, 0.3) + I(q[1], 2.5, q[2]) + I(2, 3, mp.mpf("0.4"))),
+        box([(0.5, 4), (0.5, 4), (0.05, 0.95), (0.05, 0.95), (0.05, 0.95)])),
+    "inv_inc_beta": ("""
+parameters { real a; real b; real p; vector[2] ps; }
+model {
+  target += inv_inc_beta(a, b, p);
+  target += sum(inv_inc_beta(a, b, ps));
+  target += inv_inc_beta(2.0, b, 0.3) + inv_inc_beta(0.5, 0.5, 0.2);
+}""", {}, lambda q: (inv_I(q[0], q[1], q[2]) + inv_I(q[0], q[1], q[3]) + inv_I(q[0], q[1], q[4])
+                     + inv_I(2, q[1], mp.mpf("0.3")) + inv_I(mp.mpf("0.5"), mp.mpf("0.5"),
+                                                           mp.mpf("0.2"))),
+        box([(0.5, 4), (0.5, 4), (0.05, 0.95), (0.05, 0.95), (0.05, 0.95)])),
+}
+
+
+def mp_program(i, name, spec):
+    code, data, lp_fn, sampler = spec
+    rng = np.random.default_rng(3000 + i)
+    points = []
+    for _ in range(N_POINTS):
+        q = [float(v) for v in sampler(rng)]
+        qm = [mp.mpf(v) for v in q]
+        lp = lp_fn(qm)
+        grad = []
+        for j in range(len(q)):
+            def f(t, j=j):
+                r = list(qm)
+                r[j] = t
+                return lp_fn(r)
+            grad.append(float(mp.diff(f, qm[j])))
+        points.append({"q": q, "log_density": float(lp), "gradient": grad})
+    print(f"{name} (mpmath): dim {len(points[0]['q'])}, lp {points[0]['log_density']:.6f}")
+    return {"name": name, "program": code, "oracle": "mpmath", "data": json.dumps(data),
+            "n_unconstrained": len(points[0]["q"]), "points": points}
+
+
 def main():
     out = []
     for i, (name, spec) in enumerate(PROGRAMS.items()):
@@ -143,6 +212,8 @@ def main():
         out.append({"name": name, "program": code, "oracle_program": oracle_code,
                     "data": data_json, "n_unconstrained": dim, "points": points})
         print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
+    for i, (name, spec) in enumerate(MP_PROGRAMS.items()):
+        out.append(mp_program(i, name, spec))
     OUT.write_text(json.dumps({"generator": "scripts/dist/make_dist2_fixtures.py",
                                "stanli": stanli.__version__, "programs": out}, indent=1) + "\n")
 

@@ -666,6 +666,10 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             o[0] = crate::mvdist::forward(spec, args, *propto, *sc, lo, consts, scratch)?;
         }
+        Op::Nary { f, args, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            crate::nary::forward(*f, args, lo, consts, o)?;
+        }
     }
     Ok(())
 }
@@ -1073,6 +1077,9 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
         Op::MvDist {
             args, scratch: sc, ..
         } => crate::mvdist::backward(args, *sc, g[0], scratch, adj_lo),
+        Op::Nary { f, args, out } => {
+            crate::nary::backward(*f, args, lo, consts, &vals[out.range()], g, adj_lo)
+        }
         Op::Check { .. } | Op::Reject { .. } => {}
     }
 }

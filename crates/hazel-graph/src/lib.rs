@@ -56,6 +56,7 @@ mod linalg_kernels;
 pub mod lower;
 mod model;
 pub mod mvdist;
+pub mod nary;
 mod par;
 mod special;
 pub mod tape;

@@ -25,6 +25,50 @@ fn glm_families_match_stanli() {
     );
 }
 
+/// Functions stanli lacks, against mpmath at 50 digits (value of `target += f(...)` with
+/// unconstrained parameters, gradient by mpmath's differentiation): every argument varying,
+/// vectorised forms, and a data-only call folded to a constant.
+#[test]
+fn special_functions_match_mpmath() {
+    common::run_group("dist2.json", &["inc_beta", "inv_inc_beta"], 2, FdRule::Both);
+}
+
+/// Outside its domain a special function fails the evaluation, naming itself.
+#[test]
+fn special_function_domain_errors_name_the_function() {
+    for (src, want) in [
+        (
+            "parameters { real a; } model { target += inc_beta(a, 2, 0.5); }",
+            "inc_beta: arguments (-1, 2, 0.5)",
+        ),
+        (
+            "parameters { real a; } model { target += sum(inv_inc_beta(2, 3, [0.5, a]')); }",
+            "inv_inc_beta: arguments (2, 3, -1)",
+        ),
+    ] {
+        let model = build(src, "{}").expect("compiles");
+        let mut ws = model.new_workspace();
+        let mut g = vec![0.0; 1];
+        let err = model
+            .log_density_gradient(&mut ws, &[-1.0], &mut g)
+            .expect_err("outside the domain")
+            .to_string();
+        assert!(err.contains(want), "{src}: `{err}` lacks `{want}`");
+    }
+    // A data-only call outside the domain: an error at compilation or at evaluation.
+    let err = match build("model { target += inc_beta(2, 3, 1.5); }", "{}") {
+        Err(e) => e,
+        Ok(model) => {
+            let mut ws = model.new_workspace();
+            model
+                .log_density_gradient(&mut ws, &[], &mut [])
+                .expect_err("outside the domain")
+                .to_string()
+        }
+    };
+    assert!(err.contains("inc_beta: arguments (2, 3, 1.5)"), "{err}");
+}
+
 /// Column `name`'s values over `draws` evaluations of generated quantities (fresh streams).
 fn gq_draws(src: &str, data: &str, q: &[f64], draws: u64) -> (Vec<String>, Vec<Vec<f64>>) {
     let model = build(src, data).expect("compiles");

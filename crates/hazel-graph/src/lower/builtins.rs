@@ -234,6 +234,11 @@ impl<'p> Tracer<'p> {
             self.n_args(name, &args, 2, span)?;
             return self.map_binary(f, &args[0], &args[1], span);
         }
+        // `fma` and `log_mix` are compositions below.
+        let nary = crate::nary::MathNary::lookup(name, args.len());
+        if let Some(f) = nary.filter(|_| name != "fma" && name != "log_mix") {
+            return self.map_nary(f, &args, span);
+        }
         match name {
             "pi" => Ok(Val::real(std::f64::consts::PI)),
             "e" => Ok(Val::real(std::f64::consts::E)),

@@ -9,6 +9,7 @@ pub mod glm;
 pub mod gp;
 pub mod linalg;
 pub mod multivariate;
+pub mod nary;
 pub mod ode;
 pub mod params;
 pub mod sparse;
