@@ -107,6 +107,22 @@ model {
   to_vector(ns) ~ normal_id_glm(X, a, b, s);
   target += normal_id_glm_lpdf(to_vector(ns) | X, av, b, 1.5);
 }""", GLM_DATA),
+    "loglogistic": ("""
+data { int N; vector<lower=0>[N] y; }
+parameters { real<lower=0> a; real<lower=0> b; vector<lower=0>[2] z; }
+model {
+  a ~ gamma(2, 1); b ~ gamma(4, 1);
+  y ~ loglogistic(a, b);
+  y ~ loglogistic(a, 3.0);
+  y ~ loglogistic(1.5, b);
+  z ~ loglogistic(2.0, 2.5);
+  z ~ loglogistic(a, b);
+  target += loglogistic_lpdf(y | a, b);
+  target += loglogistic_lupdf(y | a, 3.0);
+  for (i in 1:N) target += loglogistic_lpdf(y[i] | 1.2, b);
+  target += log(loglogistic_cdf(y[2] | a, b));
+  target += loglogistic_cdf(z[1] | a, b) + loglogistic_cdf(y | 0.8, b);
+}""", {"N": 4, "y": [0.3, 1.2, 2.5, 0.9]}),
 }
 
 

@@ -356,6 +356,10 @@ DISTS = {
                                 - 2 * ((1 - t) * (m - y) if y < m else t * (y - m)) / s,
                                 [(0.3, 1.0, 2.0, 0.3), (2.5, 1.0, 0.7, 0.8), (-4.0, 0.5, 1.5, 0.05)], (1, 1, 1, 1),
                                 None),
+    "loglogistic": (lambda y, a, b: mp.log(b) - mp.log(a) + (b - 1) * (mp.log(y) - mp.log(a))
+                    - 2 * mp.log1p((y / a) ** b),
+                    [(1.5, 2.0, 3.0), (0.02, 0.5, 1.2), (40.0, 3.0, 0.7)], (1, 1, 1),
+                    lambda y, a, b: st.fisk.logpdf(y, b, scale=a)),
     "discrete_range": (lambda y, lo, hi: -mp.log(hi - lo + 1), [(3, 1, 6), (-2, -2, 10)], (0, 0, 0),
                        lambda y, lo, hi: st.randint.logpmf(y, lo, hi + 1)),
     "hypergeometric": (lambda n, N, a, b: lchoose(a, n) + lchoose(b, N - n) - lchoose(a + b, N),

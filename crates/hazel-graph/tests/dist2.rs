@@ -25,6 +25,11 @@ fn glm_families_match_stanli() {
     );
 }
 
+#[test]
+fn univariate_families_match_stanli() {
+    common::run_group("dist2.json", &["loglogistic"], 1, FdRule::Both);
+}
+
 /// Functions stanli lacks, against mpmath at 50 digits (value of `target += f(...)` with
 /// unconstrained parameters, gradient by mpmath's differentiation): every argument varying,
 /// vectorised forms, and a data-only call folded to a constant.
@@ -165,4 +170,25 @@ fn glm_errors_name_the_function() {
         };
         assert!(err.contains(want), "{src}: `{err}` lacks `{want}`");
     }
+}
+
+/// Draws of the new univariate rngs against their exact means and variances.
+#[test]
+fn univariate_rngs_match_their_moments() {
+    let src = r#"
+parameters { real mu; }
+model { mu ~ normal(0, 1); }
+generated quantities {
+  real ll = loglogistic_rng(2.0, 5.0);
+}
+"#;
+    let (names, rows) = gq_draws(src, "{}", &[0.0], 20_000);
+    let col = |n: &str| names.iter().position(|x| x == n).expect(n);
+    // loglogistic(α, β): mean α b / sin b, variance α² (2b / sin 2b − b² / sin² b), b = π/β.
+    let (a, b) = (2.0, std::f64::consts::PI / 5.0);
+    let mean = a * b / b.sin();
+    let var = a * a * (2.0 * b / (2.0 * b).sin() - (b / b.sin()).powi(2));
+    let (m, ok) = mean_within(&rows, col("ll"), mean, var);
+    assert!(ok, "loglogistic_rng mean {m} vs {mean}");
+    assert!(rows.iter().all(|r| r[col("ll")] > 0.0));
 }

@@ -759,6 +759,16 @@ static TABLE: &[Distribution] = &[
         rng = Some(rng::skew_double_exponential)
     ),
     dist!(
+        "loglogistic",
+        Continuous,
+        3,
+        ints = 0,
+        c::loglogistic,
+        lcdf = Some(cdf::loglogistic_lcdf),
+        lccdf = None,
+        rng = Some(rng::loglogistic)
+    ),
+    dist!(
         "beta_binomial",
         Discrete,
         4,

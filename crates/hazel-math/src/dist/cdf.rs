@@ -1152,3 +1152,30 @@ cdf_pair!(
     beta_neg_binomial_lccdf,
     beta_neg_binomial_cdfs
 );
+
+/// loglogistic lcdf: `−log1p((y/α)^−β)` (Stan has only the cdf, its exponential).
+pub fn loglogistic_lcdf(args: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "loglogistic_cdf",
+    };
+    let [y, alpha, beta] = check.args(args, grad)?;
+    check.nonnegative("Random variable", y)?;
+    check.positive_finite("Scale parameter", alpha)?;
+    check.positive_finite("Shape parameter", beta)?;
+    if y == 0.0 {
+        zero_grad(grad, 3);
+        return Ok(f64::NEG_INFINITY);
+    }
+    if y.is_infinite() {
+        zero_grad(grad, 3);
+        return Ok(0.0);
+    }
+    // u = log (y/α)^−β; lcdf = −log1p(e^u), d lcdf/du = −inv_logit(u).
+    let log_ratio = y.ln() - alpha.ln();
+    let u = -beta * log_ratio;
+    let d = -inv_logit(u);
+    grad[0] = d * (-beta / y);
+    grad[1] = d * (beta / alpha);
+    grad[2] = d * (-log_ratio);
+    Ok(-crate::special::log1p_exp(u))
+}
