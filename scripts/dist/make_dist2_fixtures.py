@@ -123,6 +123,25 @@ model {
   target += log(loglogistic_cdf(y[2] | a, b));
   target += loglogistic_cdf(z[1] | a, b) + loglogistic_cdf(y | 0.8, b);
 }""", {"N": 4, "y": [0.3, 1.2, 2.5, 0.9]}),
+    "von_mises_cdfs": ("""
+data { int N; vector<lower=-pi(), upper=pi()>[N] y; }
+parameters { real<lower=-1, upper=1> mu; real<lower=0> k; real<lower=-pi(), upper=pi()> z; }
+model {
+  k ~ gamma(3, 1);
+  target += von_mises_lcdf(y | mu, k);
+  target += von_mises_lccdf(y | mu, k);
+  target += log(von_mises_cdf(y[2] | mu, k));
+  target += von_mises_lcdf(z | 0.3, k) + von_mises_lccdf(z | mu, 2.5);
+  target += von_mises_cdf(y | mu, 1.5) + von_mises_lcdf(y[3] | 2.5, k);
+}""", {"N": 4, "y": [0.3, -1.2, 2.5, -3.0]}),
+    "von_mises_cdfs_large_kappa": ("""
+data { int N; vector<lower=-pi(), upper=pi()>[N] y; }
+parameters { real<lower=-0.2, upper=0.2> mu; }
+model {
+  target += von_mises_lcdf(y | mu, 60.0) + von_mises_lccdf(y | mu, 60.0);
+  target += von_mises_lcdf(y | mu, 49.5) + von_mises_lccdf(y | mu, 49.5);
+  target += von_mises_lcdf(y | mu, 20.0) + von_mises_lccdf(y | mu, 20.0);
+}""", {"N": 3, "y": [0.1, -0.15, 0.02]}),
 }
 
 

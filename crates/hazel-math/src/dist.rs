@@ -644,8 +644,8 @@ static TABLE: &[Distribution] = &[
         3,
         ints = 0,
         c::von_mises,
-        lcdf = None,
-        lccdf = None,
+        lcdf = Some(cdf::von_mises_lcdf),
+        lccdf = Some(cdf::von_mises_lccdf),
         rng = Some(rng::von_mises)
     ),
     dist!(
