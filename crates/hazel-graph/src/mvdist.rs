@@ -42,6 +42,8 @@ pub enum MvFamily {
     MultiGpCholesky,
     /// args: y, mu, sigma, eta; `n` = K.
     LkjCov,
+    /// args: theta (`n_obs` vectors of `n`); ints: outcomes.
+    PoissonBinomial(hazel_math::dist::poisson_binomial::PbTail),
 }
 
 /// Everything about one density op that is fixed when the graph is built.
@@ -66,7 +68,8 @@ impl MvSpec {
             | MvFamily::OrderedProbit
             | MvFamily::Multinomial
             | MvFamily::MultinomialLogit
-            | MvFamily::DirichletMultinomial => 1,
+            | MvFamily::DirichletMultinomial
+            | MvFamily::PoissonBinomial(_) => 1,
             _ => 0,
         }
     }
@@ -99,6 +102,9 @@ impl MvSpec {
             MvFamily::MultiGp => la::multi_gp_workspace_len(self.n),
             MvFamily::MultiGpCholesky => la::multi_gp_cholesky_workspace_len(self.n),
             MvFamily::LkjCov => la::lkj_cov_workspace_len(self.n),
+            MvFamily::PoissonBinomial(_) => {
+                hazel_math::dist::poisson_binomial::poisson_binomial_workspace_len(self.n)
+            }
             _ => 0,
         }
     }
@@ -244,6 +250,18 @@ impl MvSpec {
                 first(g3),
                 ws,
             ),
+            MvFamily::PoissonBinomial(tail) => {
+                hazel_math::dist::poisson_binomial::poisson_binomial(
+                    tail,
+                    &self.ints,
+                    args[0],
+                    n,
+                    n_obs,
+                    terms,
+                    g0.as_deref_mut(),
+                    ws,
+                )
+            }
             MvFamily::LkjCorr => la::lkj_corr_lpdf(
                 args[0],
                 n,

@@ -29,8 +29,8 @@ fn glm_families_match_stanli() {
 fn univariate_families_match_stanli() {
     common::run_group(
         "dist2.json",
-        &["loglogistic", "von_mises_cdfs"],
-        3,
+        &["loglogistic", "von_mises_cdfs", "poisson_binomial"],
+        4,
         FdRule::Both,
     );
 }
@@ -185,6 +185,7 @@ parameters { real mu; }
 model { mu ~ normal(0, 1); }
 generated quantities {
   real ll = loglogistic_rng(2.0, 5.0);
+  int pb = poisson_binomial_rng([0.1, 0.5, 0.9, 0.3]');
 }
 "#;
     let (names, rows) = gq_draws(src, "{}", &[0.0], 20_000);
@@ -196,4 +197,11 @@ generated quantities {
     let (m, ok) = mean_within(&rows, col("ll"), mean, var);
     assert!(ok, "loglogistic_rng mean {m} vs {mean}");
     assert!(rows.iter().all(|r| r[col("ll")] > 0.0));
+    // poisson_binomial(θ): mean Σθ, variance Σθ(1 − θ).
+    let th = [0.1, 0.5, 0.9, 0.3];
+    let mean: f64 = th.iter().sum();
+    let var: f64 = th.iter().map(|t| t * (1.0 - t)).sum();
+    let (m, ok) = mean_within(&rows, col("pb"), mean, var);
+    assert!(ok, "poisson_binomial_rng mean {m} vs {mean}");
+    assert!(rows.iter().all(|r| (0.0..=4.0).contains(&r[col("pb")])));
 }

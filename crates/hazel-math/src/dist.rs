@@ -49,6 +49,7 @@ mod continuous;
 mod discrete;
 pub mod kernel;
 pub mod mv_rng;
+pub mod poisson_binomial;
 mod rng;
 
 use hazel_rng::StreamRng;

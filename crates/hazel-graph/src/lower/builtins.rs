@@ -193,6 +193,21 @@ impl<'p> Tracer<'p> {
             ("_cdf", None),
         ] {
             if let Some(base) = name.strip_suffix(suffix) {
+                if base == "poisson_binomial" {
+                    let tail = if ccdf == Some(true) {
+                        "_lccdf"
+                    } else {
+                        "_lcdf"
+                    };
+                    let family = format!("{base}{tail}");
+                    let v = self.mv_density(&family, &args, false, span)?;
+                    let v = v.unwrap_or(Sc::C(f64::NAN));
+                    return Ok(Val::Real(if ccdf.is_none() {
+                        self.sc_unary(UnaryFn::Exp, v)
+                    } else {
+                        v
+                    }));
+                }
                 let Some(kind) = crate::dists::DistKind::cdf(base, ccdf.unwrap_or(false)) else {
                     return cerr(format!("function '{name}' is not supported"), span);
                 };
@@ -1167,6 +1182,18 @@ impl<'p> Tracer<'p> {
         match base {
             _ if super::multivariate::has_mv_rng(base) => self.mv_rng(base, args, span),
             _ if super::glm::has_glm_rng(base) => self.glm_rng(base, args, span),
+            "poisson_binomial" => {
+                if args.len() != 1 {
+                    return cerr("poisson_binomial_rng takes 1 argument", span);
+                }
+                let theta = self.const_vec(&args[0], span)?;
+                let rng = self.rng.as_mut().expect("checked by caller");
+                let k = hazel_math::dist::poisson_binomial::poisson_binomial_rng(&theta, rng)
+                    .map_err(|e| {
+                        TraceErr::Eval(hazel_density::EvalError::domain(e.message), span)
+                    })?;
+                Ok(Some(Val::Int(k as i64)))
+            }
             "categorical" | "categorical_logit" => {
                 if args.len() != 1 {
                     return cerr(format!("{base}_rng takes 1 argument"), span);
