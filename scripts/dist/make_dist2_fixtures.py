@@ -172,6 +172,25 @@ model {
   for (i in 1:N) target += log(poisson_binomial_cdf(y[i] | ts[i]));
   target += poisson_binomial_lpmf(2 | [0.2, 0.5, 0.7]');
 }"""),
+    "modified_bessel_second_kind": ("""
+parameters { real<lower=0> x; vector<lower=0>[2] xs; }
+model {
+  x ~ gamma(2, 1);
+  target += log(modified_bessel_second_kind(0, x)) + modified_bessel_second_kind(1, x);
+  target += log(modified_bessel_second_kind(3, x + 0.5));
+  target += sum(modified_bessel_second_kind(2, xs));
+  target += sum(modified_bessel_second_kind({1, 4}, {xs[1], xs[2]}));
+  target += modified_bessel_second_kind(2, 1.5);
+}""", {}, """
+parameters { real<lower=0> x; vector<lower=0>[2] xs; }
+model {
+  x ~ gamma(2, 1);
+  target += log(modified_bessel_second_kind(0, x)) + modified_bessel_second_kind(1, x);
+  target += log(modified_bessel_second_kind(3, x + 0.5));
+  for (i in 1:2) target += modified_bessel_second_kind(2, xs[i]);
+  target += modified_bessel_second_kind(1, xs[1]) + modified_bessel_second_kind(4, xs[2]);
+  target += modified_bessel_second_kind(2, 1.5);
+}"""),
 }
 
 
