@@ -240,6 +240,129 @@ model {
 }
 
 
+HALF_LOG_2PI = mp.log(2 * mp.pi) / 2
+
+
+def matrix_normal_prec(y, mu, sigma, d):
+    """Stan Math's matrix_normal_prec_lpdf (log|Sigma| times N/2, its rows, as Stan)."""
+    n, p = y.rows, y.cols
+    e = y - mu
+    quad = sum((d * e.T * sigma * e)[i, i] for i in range(p))
+    return (-HALF_LOG_2PI * n * p + mp.log(mp.det(sigma)) * n / 2 + mp.log(mp.det(d)) * p / 2
+            - quad / 2)
+
+
+def mvn_logpdf(x, mean, cov):
+    l = mp.cholesky(cov)
+    k = cov.rows
+    # forward substitution
+    z = mp.matrix(k, 1)
+    for i in range(k):
+        z[i] = (x[i] - mean[i] - sum(l[i, j] * z[j] for j in range(i))) / l[i, i]
+    return (-HALF_LOG_2PI * k - sum(mp.log(l[i, i]) for i in range(k))
+            - sum(z[i] ** 2 for i in range(k)) / 2)
+
+
+def dlm_logpdf(y, F, G, V, W, m0, C0):
+    """gaussian_dlm_obs as the joint normal density of the stacked observations."""
+    r, T = y.rows, y.cols
+    n = G.rows
+    means, covs = [], []
+    m, c = m0, C0
+    for t in range(T):
+        m = G * m
+        c = G * c * G.T + W
+        means.append(m)
+        covs.append(c)
+    k = r * T
+    mean = mp.matrix(k, 1)
+    cov = mp.matrix(k, k)
+    x = mp.matrix(k, 1)
+    for t in range(T):
+        mt = F.T * means[t]
+        for i in range(r):
+            mean[t * r + i] = mt[i]
+            x[t * r + i] = y[i, t]
+        for s in range(t + 1):
+            # Cov(theta_s, theta_t) = Var(theta_s) (G^(t-s))'
+            gp = mp.eye(n)
+            for _ in range(t - s):
+                gp = G * gp
+            block = F.T * covs[s] * gp.T * F
+            if s == t:
+                block = block + V
+            for i in range(r):
+                for j in range(r):
+                    cov[s * r + i, t * r + j] = block[i, j]
+                    cov[t * r + j, s * r + i] = block[i, j]
+    return mvn_logpdf(x, mean, cov)
+
+
+MN_YD = [[0.3, -1.1, 0.4], [1.2, 0.1, -0.6]]
+DLM_Y = [[0.5, 1.1, -0.3, 0.8], [1.0, 0.2, 0.6, -0.4]]
+
+
+def mn_lp(q):
+    y = mp.matrix(2, 3)
+    mu = mp.matrix(2, 3)
+    for j in range(3):  # column-major, as Stan's unconstrained layout
+        for i in range(2):
+            y[i, j] = q[i + 2 * j]
+            mu[i, j] = q[6 + i + 2 * j]
+    s, dd = q[12], q[13]
+    sigma = mp.matrix([[mp.exp(s), 0.3], [0.3, 1.5]])
+    d = mp.matrix([[2.0, 0.2, dd / 4], [0.2, 1.0, 0.1], [dd / 4, 0.1, 1.2]])
+    yd = mp.matrix(MN_YD)
+    const = -HALF_LOG_2PI * 6
+    sig_data = mp.matrix([[2.0, 0], [0, 2.0]])
+    return (matrix_normal_prec(y, mu, sigma, d)
+            + matrix_normal_prec(yd, mu, sigma, mp.diag([1.5, 1.5, 1.5]))
+            + matrix_normal_prec(yd, mu, sigma, d) - const
+            + matrix_normal_prec(yd, mu, sig_data, d) - const - mp.log(mp.det(sig_data)) * 2 / 2)
+
+
+def dlm_lp(q):
+    g, lw, lv, m1, m2, f = q
+    F = mp.matrix([[1.0, f], [0.5, 1.0]])
+    G = mp.matrix([[g, 0.1], [0.0, 0.8]])
+    W = mp.matrix([[mp.exp(lw), 0.1], [0.1, 0.5]])
+    V = mp.matrix([[mp.exp(lv), 0.2], [0.2, 1.0]])
+    C0 = mp.matrix([[1.0, 0.3], [0.3, 2.0]])
+    m0 = mp.matrix([m1, m2])
+    y = mp.matrix(DLM_Y)
+    full = dlm_logpdf(y, F, G, V, W, m0, C0)
+    diag = dlm_logpdf(y, F, G, mp.diag([mp.exp(lv), 0.7]), W, m0, C0)
+    return full + diag + (full + HALF_LOG_2PI * 8)
+
+
+MP_PROGRAMS.update({
+    "matrix_normal_prec": ("""
+data { matrix[2, 3] yd; }
+parameters { matrix[2, 3] y; matrix[2, 3] mu; real s; real d; }
+model {
+  matrix[2, 2] Sigma = [[exp(s), 0.3], [0.3, 1.5]];
+  matrix[3, 3] D = [[2.0, 0.2, d / 4], [0.2, 1.0, 0.1], [d / 4, 0.1, 1.2]];
+  target += matrix_normal_prec_lpdf(y | mu, Sigma, D);
+  target += matrix_normal_prec_lpdf(yd | mu, Sigma, diag_matrix(rep_vector(1.5, 3)));
+  yd ~ matrix_normal_prec(mu, Sigma, D);
+  yd ~ matrix_normal_prec(mu, diag_matrix(rep_vector(2.0, 2)), D);
+}""", {"yd": MN_YD}, mn_lp, box([(-1, 1)] * 14)),
+    "gaussian_dlm_obs": ("""
+data { matrix[2, 4] y; }
+parameters { real g; real lw; real lv; vector[2] m0; real f; }
+model {
+  matrix[2, 2] F = [[1.0, f], [0.5, 1.0]];
+  matrix[2, 2] G = [[g, 0.1], [0.0, 0.8]];
+  matrix[2, 2] W = [[exp(lw), 0.1], [0.1, 0.5]];
+  matrix[2, 2] V = [[exp(lv), 0.2], [0.2, 1.0]];
+  matrix[2, 2] C0 = [[1.0, 0.3], [0.3, 2.0]];
+  target += gaussian_dlm_obs_lpdf(y | F, G, V, W, m0, C0);
+  target += gaussian_dlm_obs_lpdf(y | F, G, [exp(lv), 0.7]', W, m0, C0);
+  y ~ gaussian_dlm_obs(F, G, V, W, m0, C0);
+}""", {"y": DLM_Y}, dlm_lp, box([(-1, 1)] * 6)),
+})
+
+
 def mp_program(i, name, spec):
     code, data, lp_fn, sampler = spec
     rng = np.random.default_rng(3000 + i)

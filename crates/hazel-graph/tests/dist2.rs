@@ -40,6 +40,20 @@ fn univariate_families_match_stanli() {
     );
 }
 
+/// Matrix densities stanli lacks, against mpmath at 50 digits: matrix_normal_prec by its
+/// closed form (with Stan Math's `N/2 log|Σ|`), gaussian_dlm_obs as the joint normal density
+/// of the stacked observations (so the Kalman filter's recursion is checked against an
+/// independent formula), both forms of V, `~` and `target +=`.
+#[test]
+fn matrix_densities_match_mpmath() {
+    common::run_group(
+        "dist2.json",
+        &["matrix_normal_prec", "gaussian_dlm_obs"],
+        2,
+        FdRule::Both,
+    );
+}
+
 /// Functions stanli lacks, against mpmath at 50 digits (value of `target += f(...)` with
 /// unconstrained parameters, gradient by mpmath's differentiation): every argument varying,
 /// vectorised forms, and a data-only call folded to a constant.

@@ -1271,6 +1271,9 @@ impl<'p> Tracer<'p> {
                 self.mv_density(name, args, propto, span)
             }
             _ if super::glm::is_glm(name) => self.glm_density(name, args, propto, span),
+            _ if super::dist2::is_composed_matrix_density(name) => {
+                self.composed_matrix_density(name, args, propto, span)
+            }
             "multi_normal_cholesky" => {
                 if args.len() != 3 {
                     return cerr("multi_normal_cholesky takes 3 arguments", span);

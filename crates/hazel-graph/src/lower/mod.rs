@@ -4,6 +4,7 @@ pub mod builtins;
 pub mod complex;
 pub mod constraints;
 pub mod containers;
+pub mod dist2;
 pub mod exec;
 pub mod glm;
 pub mod gp;
