@@ -191,6 +191,13 @@ model {
   target += modified_bessel_second_kind(1, xs[1]) + modified_bessel_second_kind(4, xs[2]);
   target += modified_bessel_second_kind(2, 1.5);
 }"""),
+    "hypergeometric_1F0": ("""
+parameters { real a; real<lower=-1, upper=1> z; }
+model {
+  a ~ normal(0, 1);
+  target += hypergeometric_1F0(a, z) + log(hypergeometric_1F0(2.5, z));
+  target += hypergeometric_1F0(a, 0.4) + hypergeometric_1F0(1.5, -0.3);
+}""", {}),
 }
 
 

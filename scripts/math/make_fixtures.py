@@ -190,6 +190,7 @@ BINARY = {
     "log_modified_bessel_first_kind": (lambda v, z: mp.log(mp.besseli(v, z)), [(0.0, 0.5), (0.0, 10.0), (1.5, 3.0), (2.0, 100.0), (0.0, 1000.0), (3.0, 1e-3)], (False, True)),
     "bessel_first_kind": (lambda n, x: mp.besselj(int(n), x), [(0.0, 1.5), (1.0, 2.5), (3.0, 10.0)], (False, True)),
     "modified_bessel_first_kind": (lambda n, x: mp.besseli(int(n), x), [(0.0, 1.5), (1.0, 2.5), (3.0, 10.0)], (False, True)),
+    "hypergeometric_1F0": (lambda a, z: mp.hyper([a], [], z), [(2.0, 0.3), (-1.5, -0.7), (0.7, 0.95)], (True, True)),
     "modified_bessel_second_kind": (lambda n, x: mp.besselk(int(n), x), [(0.0, 1.5), (1.0, 2.5), (3.0, 10.0), (0.0, 1e-3), (5.0, 0.2), (2.0, 700.0)], (False, True)),
     "lmgamma": (lmgamma, [(1.0, 2.5), (3.0, 4.2), (5.0, 10.0)], (False, True)),
     "binary_log_loss": (lambda y, yh: -mp.log(yh) if y else -mp.log(1 - yh), [(1.0, 0.3), (0.0, 0.3)], (False, True)),

@@ -34,8 +34,9 @@ fn univariate_families_match_stanli() {
             "von_mises_cdfs",
             "poisson_binomial",
             "modified_bessel_second_kind",
+            "hypergeometric_1F0",
         ],
-        5,
+        6,
         FdRule::Both,
     );
 }

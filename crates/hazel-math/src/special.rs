@@ -1063,6 +1063,14 @@ pub fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
     (scale * s * h, -(scale * d * h))
 }
 
+/// hypergeometric_1F0(a, z) = (1 − z)^(−a) for |z| < 1 (NaN outside, where Stan throws).
+pub fn hypergeometric_1f0(a: f64, z: f64) -> f64 {
+    if !(z.abs() < 1.0) || a.is_nan() {
+        return f64::NAN;
+    }
+    (-a * (-z).ln_1p()).exp()
+}
+
 /// Modified Bessel function of the second kind K_n(x) for integer order n.
 pub fn modified_bessel_second_kind(n: f64, x: f64) -> f64 {
     modified_bessel_second_kind_grad(n, x).0
@@ -1557,6 +1565,11 @@ static BINARY: &[BinaryFn] = &[
         name: "bessel_first_kind",
         value: bessel_first_kind,
         grad: |n, x, v| (0.0, n / x * v - bessel_first_kind(n + 1.0, x)),
+    },
+    BinaryFn {
+        name: "hypergeometric_1F0",
+        value: hypergeometric_1f0,
+        grad: |a, z, v| (-(-z).ln_1p() * v, a * v / (1.0 - z)),
     },
     BinaryFn {
         name: "modified_bessel_second_kind",
