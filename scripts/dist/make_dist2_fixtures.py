@@ -370,6 +370,30 @@ model {
 })
 
 
+
+def hyper_lp(q):
+    a, b, c, z = q[0], q[1], q[2], q[3]
+    a3, b3 = q[4:7], q[7:9]
+    return (mp.hyp2f1(a, b, c, z) + mp.hyper(a3, b3, z)
+            + mp.hyper([a, 1.5], [c, 2, 3], 2 * z + 1) + mp.hyper([a], [c], z)
+            + mp.hyp2f1(1, 2, 3, mp.mpf("0.4")) + mp.hyp2f1(a, b, c, -3 + z))
+
+
+MP_PROGRAMS.update({
+    "hypergeometric": ("""
+parameters { real a; real b; real c; real z; vector[3] a3; vector[2] b3; }
+model {
+  target += hypergeometric_2F1(a, b, c, z);
+  target += hypergeometric_3F2(a3, b3, z);
+  target += hypergeometric_pFq([a, 1.5]', [c, 2.0, 3.0]', 2 * z + 1);
+  target += hypergeometric_pFq({a}, {c}, z);
+  target += hypergeometric_2F1(1.0, 2.0, 3.0, 0.4);
+  target += hypergeometric_2F1(a, b, c, -3 + z);
+}""", {}, hyper_lp, box([(0.5, 2), (0.5, 2), (2.5, 4), (-0.8, 0.8), (0.5, 2), (0.5, 2),
+                         (0.5, 2), (2, 4), (2, 4)])),
+})
+
+
 def mp_program(i, name, spec):
     code, data, lp_fn, sampler = spec
     rng = np.random.default_rng(3000 + i)

@@ -44,6 +44,9 @@ pub enum MvFamily {
     LkjCov,
     /// args: theta (`n_obs` vectors of `n`); ints: outcomes.
     PoissonBinomial(hazel_math::dist::poisson_binomial::PbTail),
+    /// Not a density: `pFq(a; b; z)` with its partials (`hypergeometric_2F1`, `_3F2`,
+    /// `_pFq`). args: a (`n`), b (`n_obs`), z.
+    Hypergeometric,
 }
 
 /// Everything about one density op that is fixed when the graph is built.
@@ -261,6 +264,38 @@ impl MvSpec {
                     g0.as_deref_mut(),
                     ws,
                 )
+            }
+            MvFamily::Hypergeometric => {
+                let z = args[2][0];
+                if n == 2 && n_obs == 1 {
+                    let (v, g) = hazel_math::special::hypergeometric_2f1_grad(
+                        args[0][0], args[0][1], args[1][0], z,
+                    )?;
+                    if let Some(d) = g0.as_deref_mut() {
+                        d[0] += g[0];
+                        d[1] += g[1];
+                    }
+                    if let Some(d) = g1.as_deref_mut() {
+                        d[0] += g[2];
+                    }
+                    if let Some(d) = first(g2) {
+                        *d += g[3];
+                    }
+                    Ok(v)
+                } else {
+                    let (v, dz) = hazel_math::special::hypergeometric_pfq_grad(
+                        "hypergeometric_pFq",
+                        args[0],
+                        args[1],
+                        z,
+                        g0.as_deref_mut(),
+                        g1.as_deref_mut(),
+                    )?;
+                    if let Some(d) = first(g2) {
+                        *d += dz;
+                    }
+                    Ok(v)
+                }
             }
             MvFamily::LkjCorr => la::lkj_corr_lpdf(
                 args[0],

@@ -60,7 +60,12 @@ fn matrix_densities_match_mpmath() {
 /// vectorised forms, and a data-only call folded to a constant.
 #[test]
 fn special_functions_match_mpmath() {
-    common::run_group("dist2.json", &["inc_beta", "inv_inc_beta"], 2, FdRule::Both);
+    common::run_group(
+        "dist2.json",
+        &["inc_beta", "inv_inc_beta", "hypergeometric"],
+        3,
+        FdRule::Both,
+    );
 }
 
 /// Outside its domain a special function fails the evaluation, naming itself.
@@ -74,6 +79,14 @@ fn special_function_domain_errors_name_the_function() {
         (
             "parameters { real a; } model { target += sum(inv_inc_beta(2, 3, [0.5, a]')); }",
             "inv_inc_beta: arguments (2, 3, -1)",
+        ),
+        (
+            "parameters { real a; } model { target += hypergeometric_3F2([1, 2, a + 1.5]', [3, 4]', 1.5); }",
+            "hypergeometric_pFq: the series of a 3F2 function does not converge at z = 1.5",
+        ),
+        (
+            "parameters { real a; } model { target += hypergeometric_2F1(1, a, -1, 0.5); }",
+            "b[1] is -1, but must not be a non-positive integer",
         ),
     ] {
         let model = build(src, "{}").expect("compiles");

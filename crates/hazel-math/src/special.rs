@@ -37,7 +37,10 @@
 //! prefactors x^a e^{-x}/Γ(a) and x^a (1-x)^b/B(a, b) are formed from Stirling remainders so
 //! that large shapes do not cancel).
 
+mod hypergeometric;
 mod incomplete;
+
+pub use hypergeometric::{hypergeometric_2f1_grad, hypergeometric_pfq_grad};
 
 pub use incomplete::{
     gamma_p, gamma_p_grad, gamma_q, gamma_q_grad, inc_beta, inc_beta_grad, inv_inc_beta,

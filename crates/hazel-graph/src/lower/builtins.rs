@@ -254,6 +254,9 @@ impl<'p> Tracer<'p> {
         if let Some(f) = nary.filter(|_| name != "fma" && name != "log_mix") {
             return self.map_nary(f, &args, span);
         }
+        if let Some(v) = self.hypergeometric_call(name, &args, span)? {
+            return Ok(v);
+        }
         match name {
             "pi" => Ok(Val::real(std::f64::consts::PI)),
             "e" => Ok(Val::real(std::f64::consts::E)),

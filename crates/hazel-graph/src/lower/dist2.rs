@@ -222,3 +222,70 @@ impl<'p> Tracer<'p> {
         Ok(lp)
     }
 }
+
+impl<'p> Tracer<'p> {
+    /// `hypergeometric_2F1(a, b, c, z)`, `hypergeometric_3F2(a, b, z)` and
+    /// `hypergeometric_pFq(a, b, z)` (a and b any vector-like container): one
+    /// [`crate::tape::Op::MvDist`] of family `Hypergeometric` whose value and partials come
+    /// from `hazel_math::special::hypergeometric_pfq_grad`, or a constant when all are data.
+    pub fn hypergeometric_call(&mut self, name: &str, args: &[Val], span: Span) -> R<Option<Val>> {
+        use super::value::Elems;
+        use crate::mvdist::{MvFamily, MvSpec};
+        let (a, b, z) = match name {
+            "hypergeometric_2F1" => {
+                if args.len() != 4 {
+                    return cerr("hypergeometric_2F1 takes 4 arguments", span);
+                }
+                let ab: Vec<Sc> = [&args[0], &args[1]]
+                    .iter()
+                    .map(|v| self.to_elems(v).get(0))
+                    .collect();
+                (
+                    Elems::from_scalars_or_empty(ab),
+                    self.to_elems(&args[2]),
+                    self.to_elems(&args[3]),
+                )
+            }
+            "hypergeometric_3F2" | "hypergeometric_pFq" => {
+                if args.len() != 3 {
+                    return cerr(format!("{name} takes 3 arguments"), span);
+                }
+                (
+                    self.to_elems(&args[0]),
+                    self.to_elems(&args[1]),
+                    self.to_elems(&args[2]),
+                )
+            }
+            _ => return Ok(None),
+        };
+        if name == "hypergeometric_3F2" && (a.len() != 3 || b.len() != 2) {
+            return eerr(
+                format!(
+                    "hypergeometric_3F2: a must have 3 elements and b 2, found {} and {}",
+                    a.len(),
+                    b.len()
+                ),
+                span,
+            );
+        }
+        let spec = MvSpec {
+            family: MvFamily::Hypergeometric,
+            ints: Box::new([]),
+            n: a.len(),
+            n_obs: b.len(),
+        };
+        let elems = [a, b, z];
+        if let Some(consts) = elems.iter().map(|e| e.consts()).collect::<Option<Vec<_>>>() {
+            let vals: Vec<&[f64]> = consts.iter().map(|v| v.as_slice()).collect();
+            let terms = spec.terms(false, &[false; 3]);
+            let mut grads = [None, None, None, None];
+            let v = spec.eval(&vals, terms, &mut grads, &mut []).map_err(|e| {
+                super::trace::TraceErr::Eval(hazel_density::EvalError::domain(e.message), span)
+            })?;
+            return Ok(Some(Val::real(v)));
+        }
+        let argv: Vec<_> = elems.iter().map(|e| self.elems_arg(e)).collect();
+        let out = self.b.mv_dist(spec, argv, false);
+        Ok(Some(Val::Real(Sc::V(out.off))))
+    }
+}

@@ -165,6 +165,8 @@ impl<'p> Tracer<'p> {
             | MvFamily::MultiGpCholesky => 3,
             MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky | MvFamily::LkjCov => 4,
             MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => 2,
+            // Not a density (never named by `mv_family`).
+            MvFamily::Hypergeometric => return Ok(None),
         };
         if args.len() != arity {
             return cerr(format!("{name} takes {arity} arguments"), span);
@@ -325,6 +327,7 @@ impl<'p> Tracer<'p> {
                     vec![y, mu, sigma, eta],
                 )
             }
+            MvFamily::Hypergeometric => return Ok(None),
             MvFamily::PoissonBinomial(_) => {
                 let ys = self.mv_ints(&args[0], name, span)?;
                 // One probability vector (vector, row vector or array of reals) or an array
