@@ -1068,7 +1068,7 @@ pub fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
 
 /// hypergeometric_1F0(a, z) = (1 − z)^(−a) for |z| < 1 (NaN outside, where Stan throws).
 pub fn hypergeometric_1f0(a: f64, z: f64) -> f64 {
-    if !(z.abs() < 1.0) || a.is_nan() {
+    if z.is_nan() || z.abs() >= 1.0 || a.is_nan() {
         return f64::NAN;
     }
     (-a * (-z).ln_1p()).exp()

@@ -27,8 +27,8 @@ pub fn hypergeometric_pfq_grad(
     a: &[f64],
     b: &[f64],
     z: f64,
-    mut da: Option<&mut [f64]>,
-    mut db: Option<&mut [f64]>,
+    da: Option<&mut [f64]>,
+    db: Option<&mut [f64]>,
 ) -> Result<(f64, f64), MathError> {
     if a.iter().chain(b).any(|x| !x.is_finite()) || !z.is_finite() {
         return Err(MathError::new(format!(
@@ -131,12 +131,12 @@ pub fn hypergeometric_pfq_grad(
             )));
         }
     }
-    if let Some(d) = da.as_deref_mut() {
+    if let Some(d) = da {
         for i in 0..p {
             d[i] += ga[i];
         }
     }
-    if let Some(d) = db.as_deref_mut() {
+    if let Some(d) = db {
         for j in 0..q {
             d[j] += gb[j];
         }
