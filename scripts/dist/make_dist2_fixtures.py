@@ -21,7 +21,9 @@ OUT = ROOT / "crates/hazel-graph/tests/fixtures/dist2.json"
 N_POINTS = 4
 SCALE = 1.0
 FD_STEP = 1e-6
-APPROXIMATE_GRADIENT = ()
+# Stan differentiates wiener_lpdf through truncated series (relative error ~1e-8), so that
+# program also carries central differences of stanli's log density.
+APPROXIMATE_GRADIENT = ("wiener",)
 
 rng0 = np.random.default_rng(20261125)
 N, K, C = 6, 2, 3
@@ -198,6 +200,20 @@ model {
   target += hypergeometric_1F0(a, z) + log(hypergeometric_1F0(2.5, z));
   target += hypergeometric_1F0(a, 0.4) + hypergeometric_1F0(1.5, -0.3);
 }""", {}),
+    "wiener": ("""
+data { int N; vector<lower=0>[N] y; }
+parameters { real<lower=0.5, upper=2> a; real<lower=0, upper=0.2> tau; real<lower=0, upper=1> b;
+             real d; vector<lower=0.3, upper=3>[2] z; }
+model {
+  d ~ normal(0, 1);
+  y ~ wiener(a, tau, b, d);
+  y ~ wiener(1.2, tau, 0.4, d);
+  z ~ wiener(a, 0.1, b, 0.5);
+  target += wiener_lpdf(y | a, tau, b, d);
+  target += wiener_lupdf(y[2] | a, 0.25, 0.6, -0.7);
+  for (i in 1:N) target += wiener_lpdf(y[i] | 1.5, tau, b, 0.2);
+  target += wiener_lpdf(0.8 | 1.0, 0.2, 0.5, 0.3);
+}""", {"N": 4, "y": [0.45, 1.2, 2.5, 0.3]}),
 }
 
 

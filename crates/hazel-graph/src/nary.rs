@@ -1,5 +1,6 @@
-//! Elementwise functions of three or more real arguments from `hazel_math::special`'s tables
-//! (`inc_beta`, `inv_inc_beta`, …): [`crate::tape::Op::Nary`]'s value and gradient rules.
+//! Elementwise functions of three or more real arguments from hazel-math
+//! (`inc_beta`, `inv_inc_beta`, … from `hazel_math::special`'s ternary table; the per-element
+//! `wiener_lpdf`): [`crate::tape::Op::Nary`]'s value and gradient rules.
 //! Arguments broadcast (length 1 or the output's length); a NaN value from arguments that are
 //! not NaN is outside the function's domain and fails the evaluation, as Stan throws there.
 
@@ -7,13 +8,22 @@ use crate::tape::{read, Arg};
 use hazel_density::EvalError;
 
 /// The most arguments an [`crate::tape::Op::Nary`] takes.
-pub const MAX_NARY: usize = 4;
+pub const MAX_NARY: usize = 5;
 
 /// A function of hazel_math's ternary table.
 #[derive(Clone, Copy)]
 pub enum MathNary {
     Ternary(&'static hazel_math::special::TernaryFn),
+    /// A function of five arguments computing its value and partials together, failing
+    /// with Stan's message outside its domain.
+    Five {
+        name: &'static str,
+        f: Five,
+    },
 }
+
+/// The rule of a [`MathNary::Five`].
+pub type Five = fn(&[f64; 5]) -> Result<(f64, [f64; 5]), hazel_math::dist::MathError>;
 
 impl std::fmt::Debug for MathNary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,22 +40,34 @@ impl MathNary {
         }
     }
 
+    /// Stan's 4-parameter `wiener_lpdf`, one element.
+    pub fn wiener() -> MathNary {
+        MathNary::Five {
+            name: "wiener_lpdf",
+            f: hazel_math::dist::wiener::wiener4,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             MathNary::Ternary(t) => t.name,
+            MathNary::Five { name, .. } => name,
         }
     }
 
     pub fn arity(self) -> usize {
         match self {
             MathNary::Ternary(_) => 3,
+            MathNary::Five { .. } => 5,
         }
     }
 
+    /// The value, or the message of a domain error.
     #[inline]
-    fn value(self, x: &[f64; MAX_NARY]) -> f64 {
+    fn value(self, x: &[f64; MAX_NARY]) -> Result<f64, String> {
         match self {
-            MathNary::Ternary(t) => (t.value)(x[0], x[1], x[2]),
+            MathNary::Ternary(t) => Ok((t.value)(x[0], x[1], x[2])),
+            MathNary::Five { f, .. } => f(x).map(|(v, _)| v).map_err(|e| e.message),
         }
     }
 
@@ -54,8 +76,9 @@ impl MathNary {
         match self {
             MathNary::Ternary(t) => {
                 let g = (t.grad)(x[0], x[1], x[2], v);
-                [g[0], g[1], g[2], 0.0]
+                [g[0], g[1], g[2], 0.0, 0.0]
             }
+            MathNary::Five { f, .. } => f(x).map(|(_, g)| g).unwrap_or([f64::NAN; 5]),
         }
     }
 }
@@ -80,7 +103,7 @@ pub fn forward(
 ) -> Result<(), EvalError> {
     for (i, o) in out.iter_mut().enumerate() {
         let x = gather(args, lo, consts, i);
-        let v = f.value(&x);
+        let v = f.value(&x).map_err(EvalError::domain)?;
         if v.is_nan() && !x[..args.len()].iter().any(|a| a.is_nan()) {
             let shown: Vec<String> = x[..args.len()].iter().map(|a| a.to_string()).collect();
             return Err(EvalError::domain(format!(

@@ -41,6 +41,14 @@ fn univariate_families_match_stanli() {
     );
 }
 
+/// Stan's wiener gradient comes from truncated series (~1e-8 relative): hazel's exact
+/// partials are held to central differences of stanli's log density and to stanli's gradient
+/// within 1e-6; values within 1e-8.
+#[test]
+fn wiener_matches_stanli() {
+    common::run_group("dist2.json", &["wiener"], 1, FdRule::ApproximateStan(1e-6));
+}
+
 /// Matrix densities stanli lacks, against mpmath at 50 digits: matrix_normal_prec by its
 /// closed form (with Stan Math's `N/2 log|Σ|`), gaussian_dlm_obs as the joint normal density
 /// of the stacked observations (so the Kalman filter's recursion is checked against an
@@ -83,6 +91,10 @@ fn special_function_domain_errors_name_the_function() {
         (
             "parameters { real a; } model { target += hypergeometric_3F2([1, 2, a + 1.5]', [3, 4]', 1.5); }",
             "hypergeometric_pFq: the series of a 3F2 function does not converge at z = 1.5",
+        ),
+        (
+            "parameters { real t; } model { target += wiener_lpdf(0.5 | 1.0, t + 1.75, 0.5, 0.0); }",
+            "wiener_lpdf: Random variable = 0.5, but must be greater than nondecision time = 0.75",
         ),
         (
             "parameters { real a; } model { target += hypergeometric_2F1(1, a, -1, 0.5); }",

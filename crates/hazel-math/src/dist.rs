@@ -51,6 +51,7 @@ pub mod kernel;
 pub mod mv_rng;
 pub mod poisson_binomial;
 mod rng;
+pub mod wiener;
 
 use hazel_rng::StreamRng;
 use std::fmt;

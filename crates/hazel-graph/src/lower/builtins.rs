@@ -89,7 +89,7 @@ impl<'p> Tracer<'p> {
         Ok(())
     }
 
-    fn sum_elems(&mut self, e: &Elems) -> Sc {
+    pub(crate) fn sum_elems(&mut self, e: &Elems) -> Sc {
         if let Some(c) = e.consts() {
             return Sc::C(crate::kernels::chunked_sum(&c));
         }

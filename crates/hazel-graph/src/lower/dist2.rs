@@ -1,7 +1,9 @@
 //! Matrix densities composed from the linear algebra ops (each op's value and gradient rule
 //! lives in `hazel_math::linalg`): `matrix_normal_prec` and `gaussian_dlm_obs` (the Kalman
 //! filter of Stan Math, step by step). Stan's summand grouping is kept: the `2π` constant
-//! only without `propto`, log-determinants only when their matrix varies.
+//! only without `propto`, log-determinants only when their matrix varies. Also the
+//! 4-parameter `wiener` density (one elementwise [`crate::tape::Op::Nary`] and a sum) and the
+//! hypergeometric functions (one `MvDist` op of family `Hypergeometric`).
 
 use super::trace::{cerr, eerr, Tracer, R};
 use super::value::{Sc, Val};
@@ -11,7 +13,7 @@ use hazel_syntax::Span;
 
 /// Whether `name` is a density lowered here.
 pub fn is_composed_matrix_density(name: &str) -> bool {
-    matches!(name, "matrix_normal_prec" | "gaussian_dlm_obs")
+    matches!(name, "matrix_normal_prec" | "gaussian_dlm_obs" | "wiener")
 }
 
 const HALF_LOG_TWO_PI: f64 = 0.918_938_533_204_672_8;
@@ -35,6 +37,7 @@ impl<'p> Tracer<'p> {
         match name {
             "matrix_normal_prec" => self.matrix_normal_prec(args, propto, span).map(Some),
             "gaussian_dlm_obs" => self.gaussian_dlm_obs(args, propto, span).map(Some),
+            "wiener" => self.wiener(args, propto, span).map(Some),
             _ => Ok(None),
         }
     }
@@ -98,6 +101,26 @@ impl<'p> Tracer<'p> {
         let q = self.real_sc(&q, span)?;
         let t = self.sc_binary(BinaryFn::Mul, q, Sc::C(-0.5));
         Ok(self.sc_binary(BinaryFn::Add, lp, t))
+    }
+
+    /// wiener(y | alpha, tau, beta, delta), vectorised: every summand depends on the
+    /// arguments, so under `propto` it is dropped only when all are data.
+    fn wiener(&mut self, args: &[Val], propto: bool, span: Span) -> R<Sc> {
+        if args.len() != 5 {
+            return cerr(
+                format!(
+                    "wiener_lpdf with {} parameters (sv, sw, st0) is not supported yet",
+                    args.len() - 1
+                ),
+                span,
+            );
+        }
+        if propto && args.iter().all(|a| a.is_const()) {
+            return Ok(Sc::C(0.0));
+        }
+        let v = self.map_nary(crate::nary::MathNary::wiener(), args, span)?;
+        let e = self.to_elems(&v);
+        Ok(self.sum_elems(&e))
     }
 
     fn real_sc(&self, v: &Val, span: Span) -> R<Sc> {
