@@ -23,7 +23,7 @@ SCALE = 1.0
 FD_STEP = 1e-6
 # Stan differentiates wiener_lpdf through truncated series (relative error ~1e-8), so that
 # program also carries central differences of stanli's log density.
-APPROXIMATE_GRADIENT = ("wiener",)
+APPROXIMATE_GRADIENT = ("wiener", "wiener_sv")
 
 rng0 = np.random.default_rng(20261125)
 N, K, C = 6, 2, 3
@@ -214,6 +214,31 @@ model {
   for (i in 1:N) target += wiener_lpdf(y[i] | 1.5, tau, b, 0.2);
   target += wiener_lpdf(0.8 | 1.0, 0.2, 0.5, 0.3);
 }""", {"N": 4, "y": [0.45, 1.2, 2.5, 0.3]}),
+    "wiener_sv": ("""
+data { int N; vector<lower=0>[N] y; }
+parameters { real<lower=0.5, upper=2> a; real<lower=0, upper=0.2> tau; real<lower=0, upper=1> b;
+             real d; real<lower=0> sv; }
+model {
+  d ~ normal(0, 1);
+  sv ~ gamma(2, 2);
+  y ~ wiener(a, tau, b, d, sv);
+  y ~ wiener(1.2, tau, 0.4, d, 0.5);
+  target += wiener_lpdf(y | a, tau, b, d, sv);
+  target += wiener_lupdf(y[2] | a, 0.25, 0.6, -0.7, sv);
+  for (i in 1:N) target += wiener_lpdf(y[i] | 1.5, tau, b, 0.2, 1.1);
+}""", {"N": 4, "y": [0.45, 1.2, 2.5, 0.3]}, """
+data { int N; vector<lower=0>[N] y; }
+parameters { real<lower=0.5, upper=2> a; real<lower=0, upper=0.2> tau; real<lower=0, upper=1> b;
+             real d; real<lower=0> sv; }
+model {
+  d ~ normal(0, 1);
+  sv ~ gamma(2, 2);
+  for (i in 1:N) y[i] ~ wiener(a, tau, b, d, sv);
+  for (i in 1:N) y[i] ~ wiener(1.2, tau, 0.4, d, 0.5);
+  for (i in 1:N) target += wiener_lpdf(y[i] | a, tau, b, d, sv);
+  target += wiener_lupdf(y[2] | a, 0.25, 0.6, -0.7, sv);
+  for (i in 1:N) target += wiener_lpdf(y[i] | 1.5, tau, b, 0.2, 1.1);
+}"""),
 }
 
 

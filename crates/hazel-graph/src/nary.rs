@@ -8,22 +8,23 @@ use crate::tape::{read, Arg};
 use hazel_density::EvalError;
 
 /// The most arguments an [`crate::tape::Op::Nary`] takes.
-pub const MAX_NARY: usize = 5;
+pub const MAX_NARY: usize = 6;
 
 /// A function of hazel_math's ternary table.
 #[derive(Clone, Copy)]
 pub enum MathNary {
     Ternary(&'static hazel_math::special::TernaryFn),
-    /// A function of five arguments computing its value and partials together, failing
-    /// with Stan's message outside its domain.
-    Five {
+    /// A function computing its value and partials together (`x[..arity]` →
+    /// `grad[..arity]`), failing with Stan's message outside its domain.
+    Rule {
         name: &'static str,
-        f: Five,
+        arity: usize,
+        f: NaryRule,
     },
 }
 
-/// The rule of a [`MathNary::Five`].
-pub type Five = fn(&[f64; 5]) -> Result<(f64, [f64; 5]), hazel_math::dist::MathError>;
+/// The rule of a [`MathNary::Rule`].
+pub type NaryRule = fn(&[f64], &mut [f64]) -> Result<f64, hazel_math::dist::MathError>;
 
 impl std::fmt::Debug for MathNary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -40,25 +41,32 @@ impl MathNary {
         }
     }
 
-    /// Stan's 4-parameter `wiener_lpdf`, one element.
-    pub fn wiener() -> MathNary {
-        MathNary::Five {
+    /// Stan's 4- or 5-parameter `wiener_lpdf` (`arity` 5 or 6 with the variate), one
+    /// element.
+    pub fn wiener(arity: usize) -> Option<MathNary> {
+        let f: NaryRule = match arity {
+            5 => hazel_math::dist::wiener::wiener4,
+            6 => hazel_math::dist::wiener::wiener5,
+            _ => return None,
+        };
+        Some(MathNary::Rule {
             name: "wiener_lpdf",
-            f: hazel_math::dist::wiener::wiener4,
-        }
+            arity,
+            f,
+        })
     }
 
     pub fn name(self) -> &'static str {
         match self {
             MathNary::Ternary(t) => t.name,
-            MathNary::Five { name, .. } => name,
+            MathNary::Rule { name, .. } => name,
         }
     }
 
     pub fn arity(self) -> usize {
         match self {
             MathNary::Ternary(_) => 3,
-            MathNary::Five { .. } => 5,
+            MathNary::Rule { arity, .. } => arity,
         }
     }
 
@@ -67,7 +75,10 @@ impl MathNary {
     fn value(self, x: &[f64; MAX_NARY]) -> Result<f64, String> {
         match self {
             MathNary::Ternary(t) => Ok((t.value)(x[0], x[1], x[2])),
-            MathNary::Five { f, .. } => f(x).map(|(v, _)| v).map_err(|e| e.message),
+            MathNary::Rule { f, arity, .. } => {
+                let mut g = [0.0; MAX_NARY];
+                f(&x[..arity], &mut g).map_err(|e| e.message)
+            }
         }
     }
 
@@ -76,9 +87,15 @@ impl MathNary {
         match self {
             MathNary::Ternary(t) => {
                 let g = (t.grad)(x[0], x[1], x[2], v);
-                [g[0], g[1], g[2], 0.0, 0.0]
+                [g[0], g[1], g[2], 0.0, 0.0, 0.0]
             }
-            MathNary::Five { f, .. } => f(x).map(|(_, g)| g).unwrap_or([f64::NAN; 5]),
+            MathNary::Rule { f, arity, .. } => {
+                let mut g = [0.0; MAX_NARY];
+                match f(&x[..arity], &mut g) {
+                    Ok(_) => g,
+                    Err(_) => [f64::NAN; MAX_NARY],
+                }
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ fn univariate_families_match_stanli() {
 /// within 1e-6; values within 1e-8.
 #[test]
 fn wiener_matches_stanli() {
-    common::run_group("dist2.json", &["wiener"], 1, FdRule::ApproximateStan(1e-6));
+    common::run_group("dist2.json", &["wiener"], 2, FdRule::ApproximateStan(1e-6));
 }
 
 /// Matrix densities stanli lacks, against mpmath at 50 digits: matrix_normal_prec by its

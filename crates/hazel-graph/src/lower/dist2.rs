@@ -103,22 +103,22 @@ impl<'p> Tracer<'p> {
         Ok(self.sc_binary(BinaryFn::Add, lp, t))
     }
 
-    /// wiener(y | alpha, tau, beta, delta), vectorised: every summand depends on the
+    /// wiener(y | alpha, tau, beta, delta[, sv]), vectorised: every summand depends on the
     /// arguments, so under `propto` it is dropped only when all are data.
     fn wiener(&mut self, args: &[Val], propto: bool, span: Span) -> R<Sc> {
-        if args.len() != 5 {
+        let Some(rule) = crate::nary::MathNary::wiener(args.len()) else {
             return cerr(
                 format!(
-                    "wiener_lpdf with {} parameters (sv, sw, st0) is not supported yet",
-                    args.len() - 1
+                    "wiener_lpdf with {} parameters (sw, st0) is not supported yet",
+                    args.len().saturating_sub(1)
                 ),
                 span,
             );
-        }
+        };
         if propto && args.iter().all(|a| a.is_const()) {
             return Ok(Sc::C(0.0));
         }
-        let v = self.map_nary(crate::nary::MathNary::wiener(), args, span)?;
+        let v = self.map_nary(rule, args, span)?;
         let e = self.to_elems(&v);
         Ok(self.sum_elems(&e))
     }

@@ -6,7 +6,8 @@
 //! `G = (2π u³)^{−½} Σ_k (w + 2k) exp(−(w + 2k)² / (2u))` below u = 1 and the large-time
 //! series `G = π Σ_k k exp(−k² π² u / 2) sin(k π w)` from u = 1, 10 (respectively 21) terms
 //! each, which leaves a truncation error below e^{−190} relative. Partials by differentiating
-//! the series term by term.
+//! the series term by term. The 5-parameter form adds drift variability sv in closed form;
+//! the 7-parameter form (sw, st0, numerical integration in Stan) is not here.
 
 use super::MathError;
 use std::f64::consts::PI;
@@ -46,9 +47,20 @@ fn log_series(u: f64, w: f64) -> (f64, f64, f64) {
     }
 }
 
-/// `wiener_lpdf(y | alpha, tau, beta, delta)` with its partials in all five arguments.
-pub fn wiener4(x: &[f64; 5]) -> Result<(f64, [f64; 5]), MathError> {
-    let [y, alpha, tau, beta, delta] = *x;
+/// `wiener_lpdf(y | alpha, tau, beta, delta)`: `x[..5]`, partials into `grad[..5]`.
+pub fn wiener4(x: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
+    let mut g = [0.0; 6];
+    let lp = wiener5(&[x[0], x[1], x[2], x[3], x[4], 0.0], &mut g)?;
+    grad[..5].copy_from_slice(&g[..5]);
+    Ok(lp)
+}
+
+/// `wiener_lpdf(y | alpha, tau, beta, delta, sv)` with inter-trial drift variability sv:
+/// the drift integrated out analytically (Blurton, Kesselmeier & Gondan 2017),
+/// `log f = −2 log a + log G(u, w) + (a²w²sv² − 2avw − v²t) / (2(1 + sv²t)) − ½ log(1 + sv²t)`.
+/// `x[..6]`, partials into `grad[..6]`.
+pub fn wiener5(x: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
+    let (y, alpha, tau, beta, delta, sv) = (x[0], x[1], x[2], x[3], x[4], x[5]);
     let err = |m: String| Err(MathError::new(format!("wiener_lpdf: {m}")));
     if !(y.is_finite() && y > 0.0) {
         return err(format!(
@@ -73,6 +85,11 @@ pub fn wiener4(x: &[f64; 5]) -> Result<(f64, [f64; 5]), MathError> {
     if !delta.is_finite() {
         return err(format!("Drift rate is {delta}, but must be finite!"));
     }
+    if !(sv.is_finite() && sv >= 0.0) {
+        return err(format!(
+            "Inter-trial variability in drift rate is {sv}, but must be nonnegative finite!"
+        ));
+    }
     if y <= tau {
         return err(format!(
             "Random variable = {y}, but must be greater than nondecision time = {tau}"
@@ -82,10 +99,15 @@ pub fn wiener4(x: &[f64; 5]) -> Result<(f64, [f64; 5]), MathError> {
     let (a, v, w) = (alpha, -delta, 1.0 - beta);
     let u = t / (a * a);
     let (log_g, gu, gw) = log_series(u, w);
-    let lp = -2.0 * a.ln() - v * a * w - v * v * t / 2.0 + log_g;
-    let d_t = -v * v / 2.0 + gu / (a * a);
-    let d_a = -2.0 / a - v * w + gu * (-2.0 * t / (a * a * a));
-    let d_w = -v * a + gw;
-    let d_v = -a * w - v * t;
-    Ok((lp, [d_t, d_a, -d_t, -d_w, -d_v]))
+    let sv2 = sv * sv;
+    let d = 1.0 + sv2 * t;
+    let num = a * a * w * w * sv2 - 2.0 * a * v * w - v * v * t;
+    let lp = -2.0 * a.ln() + log_g + num / (2.0 * d) - 0.5 * d.ln();
+    let d_t = gu / (a * a) + (-v * v * d - num * sv2) / (2.0 * d * d) - sv2 / (2.0 * d);
+    let d_a = -2.0 / a + gu * (-2.0 * t / (a * a * a)) + (a * w * w * sv2 - v * w) / d;
+    let d_w = gw + (a * a * w * sv2 - a * v) / d;
+    let d_v = (-a * w - v * t) / d;
+    let d_sv = a * a * w * w * sv / d - num * sv * t / (d * d) - sv * t / d;
+    grad[..6].copy_from_slice(&[d_t, d_a, -d_t, -d_w, -d_v, d_sv]);
+    Ok(lp)
 }
