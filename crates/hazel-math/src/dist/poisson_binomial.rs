@@ -4,9 +4,8 @@
 //!
 //! The log probabilities come from Stan Math's recursion on the log scale,
 //! `a_j(k) = log_sum_exp(a_{j−1}(k) + log(1 − θ_j), a_{j−1}(k − 1) + log θ_j)`, kept as a
-//! table so that the partials are its reverse sweep:
-//! `∂a_j(k)/∂θ_j = exp(a_{j−1}(k − 1) − a_j(k)) − exp(a_{j−1}(k) − a_j(k))`, which stays
-//! finite at θ_j ∈ {0, 1}.
+//! table so that the partials are its reverse sweep, run in probability space on the log
+//! scale (see [`poisson_binomial`]) so that they stay finite at θ_j ∈ {0, 1}.
 
 use super::{MathError, Terms};
 use hazel_rng::StreamRng;
@@ -145,35 +144,36 @@ pub fn poisson_binomial(
         if value == f64::NEG_INFINITY {
             continue;
         }
-        // d value / d a_N(k): softmax weights over the summed outcomes.
-        weights.fill(0.0);
+        // Reverse sweep in probability space, kept on the log scale: with p_j(k) = e^{a_j(k)}
+        // and h_j(k) = ∂value/∂p_j(k) ≥ 0, h_N(k) = e^{−value} on the summed outcomes,
+        // h_{j−1}(k) = h_j(k)(1 − θ_j) + h_j(k + 1) θ_j and
+        // ∂value/∂θ_j = Σ_k h_j(k) (p_{j−1}(k − 1) − p_{j−1}(k)), finite also where
+        // p_j(k) = 0 (θ ∈ {0, 1}). `weights` holds log h_j, `adj` log h_{j−1}.
+        weights.fill(f64::NEG_INFINITY);
         for k in range {
-            weights[k] = (last[k] - value).exp();
+            weights[k] = -value;
         }
         let ta = &mut ta[v * n..(v + 1) * n];
         for j in (1..=n).rev() {
             let l0 = (-th[j - 1]).ln_1p();
             let l1 = th[j - 1].ln();
-            adj.fill(0.0);
+            let prev = &table[(j - 1) * w..j * w];
+            let mut d = 0.0;
             for k in 0..=j {
-                let g = weights[k];
-                let a = table[j * w + k];
-                if g == 0.0 || a == f64::NEG_INFINITY {
+                let lh = weights[k];
+                if lh == f64::NEG_INFINITY {
                     continue;
                 }
-                let from_stay = (table[(j - 1) * w + k] - a).exp();
-                let from_up = if k > 0 {
-                    (table[(j - 1) * w + k - 1] - a).exp()
-                } else {
-                    0.0
-                };
-                ta[j - 1] += g * (from_up - from_stay);
-                if k < j {
-                    adj[k] += g * (table[(j - 1) * w + k] + l0 - a).exp();
-                }
-                if k > 0 {
-                    adj[k - 1] += g * (table[(j - 1) * w + k - 1] + l1 - a).exp();
-                }
+                let up = if k > 0 { (lh + prev[k - 1]).exp() } else { 0.0 };
+                let stay = if k < j { (lh + prev[k]).exp() } else { 0.0 };
+                d += up - stay;
+            }
+            ta[j - 1] += d;
+            for k in 0..j {
+                adj[k] = lse2(weights[k] + l0, weights[k + 1] + l1);
+            }
+            for x in adj[j..].iter_mut() {
+                *x = f64::NEG_INFINITY;
             }
             weights.copy_from_slice(adj);
         }
