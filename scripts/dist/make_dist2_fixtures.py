@@ -158,6 +158,7 @@ model {
   target += poisson_binomial_lcdf(y | ts) + poisson_binomial_lccdf(y | ts);
   target += poisson_binomial_cdf(y[3] | t) + log(poisson_binomial_cdf(y | ts));
   target += poisson_binomial_lpmf(2 | [0.2, 0.5, 0.7]');
+  y ~ poisson_binomial([0.2, 0.5, 0.7, 0.1]');
 }""", {"N": 3, "y": [0, 2, 1]}, """
 data { int N; array[N] int y; }
 parameters { vector<lower=0, upper=1>[4] t; array[N] vector<lower=0, upper=1>[4] ts;
@@ -173,6 +174,7 @@ model {
   target += poisson_binomial_cdf(y[3] | t);
   for (i in 1:N) target += log(poisson_binomial_cdf(y[i] | ts[i]));
   target += poisson_binomial_lpmf(2 | [0.2, 0.5, 0.7]');
+  y ~ poisson_binomial([0.2, 0.5, 0.7, 0.1]');
 }"""),
     "modified_bessel_second_kind": ("""
 parameters { real<lower=0> x; vector<lower=0>[2] xs; }

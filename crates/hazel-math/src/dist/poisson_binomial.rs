@@ -80,8 +80,10 @@ fn log_prob_table(theta: &[f64], table: &mut [f64]) {
 
 /// Σ over outcomes `ys` of the log mass / log cdf / log ccdf at `theta`. `ys` pairs with the
 /// probability vectors: `theta` holds `n_theta` vectors of length `n` one after another, and
-/// outcome `i` uses vector `i` (or the only one). Partials added to `theta_adj`. Under
-/// `propto` with constant theta the result is 0 (every term depends on theta).
+/// outcome `i` uses vector `i` (or the only one). Partials added to `theta_adj`. Stan Math's
+/// `poisson_binomial_lpmf` drops nothing under `propto` (it has no `include_summand`), so
+/// `y ~ poisson_binomial(theta)` with data theta adds its constant value, and `_terms` is
+/// ignored.
 #[allow(clippy::too_many_arguments)]
 pub fn poisson_binomial(
     tail: PbTail,
@@ -89,7 +91,7 @@ pub fn poisson_binomial(
     theta: &[f64],
     n: usize,
     n_theta: usize,
-    terms: Terms,
+    _terms: Terms,
     mut theta_adj: Option<&mut [f64]>,
     ws: &mut [f64],
 ) -> Result<f64, MathError> {
@@ -109,9 +111,6 @@ pub fn poisson_binomial(
                 "{function}: Successes variable is {y}, but must be in the interval [0, {n}]"
             )));
         }
-    }
-    if tail == PbTail::Mass && !terms.include(1 << 1) {
-        return Ok(0.0);
     }
     let w = n + 1;
     let (table, rest) = ws.split_at_mut(w * w);
