@@ -136,6 +136,18 @@ impl GraphBuilder {
         self.push(Op::Binary { f, a, b, out })
     }
 
+    /// Elementwise `f(args…)` with broadcasting (see [`crate::nary`]).
+    pub fn nary(&mut self, f: crate::nary::MathNary, args: Vec<Arg>) -> Arg {
+        let n = args.iter().map(|a| a.len()).max().unwrap_or(1);
+        debug_assert!(args.iter().all(|a| a.len() == 1 || a.len() == n));
+        let out = self.alloc(n);
+        self.push(Op::Nary {
+            f,
+            args: args.into_boxed_slice(),
+            out,
+        })
+    }
+
     pub fn sum(&mut self, x: Arg) -> Arg {
         let out = self.alloc(1);
         self.push(Op::Sum { x, out })

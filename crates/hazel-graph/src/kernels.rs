@@ -686,6 +686,10 @@ pub fn forward(
             let grad = &mut scratch[*sc as usize..*sc as usize + v.len()];
             crate::integrate_op::forward(spec, read(*v, lo, consts), o, grad)?;
         }
+        Op::Nary { f, args, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            crate::nary::forward(*f, args, lo, consts, o)?;
+        }
     }
     Ok(())
 }
@@ -1109,6 +1113,9 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 let grad = &scratch[*sc as usize..*sc as usize + v.len()];
                 crate::integrate_op::backward(grad, g[0], &mut adj_lo[v.range()]);
             }
+        }
+        Op::Nary { f, args, out } => {
+            crate::nary::backward(*f, args, lo, consts, &vals[out.range()], g, adj_lo)
         }
         Op::Check { .. } | Op::Reject { .. } => {}
     }

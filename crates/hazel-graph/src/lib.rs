@@ -58,6 +58,7 @@ pub mod lower;
 mod model;
 pub mod mvdist;
 pub mod ode_op;
+pub mod nary;
 mod par;
 mod special;
 pub mod tape;

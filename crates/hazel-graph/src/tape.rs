@@ -255,6 +255,13 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// Elementwise `f(args…)` for a function of three or more arguments ([`crate::nary`]),
+    /// each argument of length 1 (broadcast) or the output's length.
+    Nary {
+        f: crate::nary::MathNary,
+        args: Box<[Arg]>,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -284,7 +291,8 @@ impl Op {
             | Op::Reject { out, .. }
             | Op::MvDist { out, .. }
             | Op::Ode { out, .. }
-            | Op::Integrate { out, .. } => *out,
+            | Op::Integrate { out, .. }
+            | Op::Nary { out, .. } => *out,
         }
     }
 
@@ -322,7 +330,9 @@ impl Op {
                 f(m);
                 f(v)
             }
-            Op::Dist { args, .. } | Op::MvDist { args, .. } => args.iter_mut().for_each(f),
+            Op::Dist { args, .. } | Op::MvDist { args, .. } | Op::Nary { args, .. } => {
+                args.iter_mut().for_each(f)
+            }
             Op::Cholesky { a, .. } => f(a),
             Op::TriSolve { l, b, .. } => {
                 f(l);
@@ -357,7 +367,9 @@ impl Op {
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } | Op::Linalg { a, b, .. } => vec![*a, *b],
-            Op::Dist { args, .. } | Op::MvDist { args, .. } => args.to_vec(),
+            Op::Dist { args, .. } | Op::MvDist { args, .. } | Op::Nary { args, .. } => {
+                args.to_vec()
+            }
             Op::Cholesky { a, .. } => vec![*a],
             Op::TriSolve { l, b, .. } => vec![*l, *b],
             Op::Check { x, bound, .. } => vec![*x, *bound],
