@@ -5,6 +5,7 @@ pub mod complex;
 pub mod constraints;
 pub mod containers;
 pub mod exec;
+pub mod fn_graph;
 pub mod gp;
 pub mod linalg;
 pub mod multivariate;

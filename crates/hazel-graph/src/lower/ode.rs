@@ -28,11 +28,10 @@
 //! where CVODES's BDF would cope, this may hit `max_num_steps` and reject the point. A stiff
 //! (implicit) solver is future work.
 
+use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
-use crate::builder::GraphBuilder;
 use crate::kernels::BinaryFn;
-use crate::tape::{Arg, Buffers, Graph};
 use hazel_math::ode::{solve_sensitivities, OdeRhs, OdeTolerances};
 use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
@@ -56,200 +55,19 @@ pub fn is_ode_solver(name: &str) -> bool {
     )
 }
 
-/// Rebuilds `v` with its scalars (in `Val::flatten` order) taken from `it`.
-fn rebuild(v: &Val, it: &mut impl Iterator<Item = Sc>) -> Val {
-    let mut take = |n: usize| -> Vec<Sc> {
-        (0..n)
-            .map(|_| it.next().unwrap_or(Sc::C(f64::NAN)))
-            .collect()
-    };
-    match v {
-        Val::Int(i) => {
-            take(1);
-            Val::Int(*i)
-        }
-        Val::Real(_) => Val::Real(take(1)[0]),
-        Val::Vector(e) => Val::Vector(Elems::from_scalars_or_empty(take(e.len()))),
-        Val::RowVector(e) => Val::RowVector(Elems::from_scalars_or_empty(take(e.len()))),
-        Val::Matrix(r, c, e) => Val::Matrix(*r, *c, Elems::from_scalars_or_empty(take(e.len()))),
-        Val::Array(xs) => Val::array(xs.iter().map(|x| rebuild(x, it)).collect()),
-        Val::Tuple(xs) => Val::Tuple(Arc::new(xs.iter().map(|x| rebuild(x, it)).collect())),
-        Val::Complex(parts) => {
-            let re = rebuild(&parts.0, it);
-            Val::complex(re, rebuild(&parts.1, it))
-        }
-    }
-}
-
-/// The user function as an [`OdeRhs`]. Its body is traced with `[t, y, p]` as the parameter
-/// slot (`p`: the parameter-dependent scalars of the variadic arguments). When the body's
-/// control flow does not read `t`, `y` or `p`, one static trace is replayed for every
-/// evaluation; otherwise each evaluation re-traces the body with `t` a constant and values
-/// computed eagerly (as the dynamic model path does).
+/// The user function as an [`OdeRhs`]: a [`TracedFn`] over `[t, y, p]` with `t` passive and
+/// `y` active.
 struct TracedRhs<'a, 'p> {
-    prog: &'p hazel_check::CheckedProgram,
-    /// The right-hand side: an index into the checked program's user functions.
-    function: usize,
-    span: Span,
+    f: TracedFn<'a, 'p>,
     n: usize,
-    /// The deprecated `integrate_ode_*` interface: the state goes in and comes out as
-    /// `array[] real` rather than `vector`.
-    array_state: bool,
-    /// The variadic arguments as passed, and per flattened scalar: `Some(k)` for the `k`-th
-    /// parameter, `None` for a constant (kept as is).
-    args: &'a [Val],
-    param_of: Vec<Option<usize>>,
-    consts: Vec<f64>,
-    p: Vec<f64>,
-    q: Vec<f64>,
-    /// The static trace, once made.
-    replay: Option<(Graph, Buffers, Vec<Sc>)>,
-    /// The body's control flow reads the state, time or parameters: re-trace every call.
-    retrace: bool,
+    lead: Vec<f64>,
 }
 
 impl TracedRhs<'_, '_> {
-    fn fill_q(&mut self, t: f64, y: &[f64]) {
-        self.q.clear();
-        self.q.push(t);
-        self.q.extend_from_slice(y);
-        self.q.extend_from_slice(&self.p);
-    }
-
-    /// Traces `f(t, y, args...)` over the parameter slot `q = [t, y, p]`; `static_trace`: `t`
-    /// is slot 0 and control flow may not read values, else `t` is a constant.
-    fn trace(&self, t: f64, static_trace: bool) -> Result<(GraphBuilder, Vec<Sc>), TraceErr> {
-        let mut sub = Tracer::new(GraphBuilder::new(&self.q), self.prog, Vec::new());
-        sub.dynamic = !static_trace;
-        let n = self.n;
-        let t_val = if static_trace {
-            Val::Real(Sc::V(0))
-        } else {
-            Val::real(t)
-        };
-        let y_val = if self.array_state {
-            Val::array((0..n).map(|i| Val::Real(Sc::V((1 + i) as u32))).collect())
-        } else {
-            Val::Vector(Elems::V(Arg::var(1, n)))
-        };
-        let mut call_args = vec![t_val, y_val];
-        let mut scalars = self
-            .param_of
-            .iter()
-            .zip(&self.consts)
-            .map(|(k, c)| match k {
-                Some(k) => Sc::V((1 + n + k) as u32),
-                None => Sc::C(*c),
-            });
-        for a in self.args {
-            call_args.push(rebuild(a, &mut scalars));
-        }
-        let out = sub.call_user(self.function, call_args, self.span)?;
-        sub.flush_tilde();
-        let out = match out {
-            Some(Val::Vector(e)) if e.len() == n && !self.array_state => e.to_scalars(),
-            Some(Val::Array(xs))
-                if self.array_state
-                    && xs.len() == n
-                    && xs.iter().all(|x| matches!(x, Val::Real(_) | Val::Int(_))) =>
-            {
-                let mut flat = Vec::with_capacity(n);
-                xs.iter().for_each(|x| x.flatten(&mut flat));
-                flat
-            }
-            other => {
-                let what = other.map_or("nothing".to_string(), |v| {
-                    format!("a {} of shape {:?}", v.type_name(), v.dims())
-                });
-                let expected = if self.array_state {
-                    "an array of"
-                } else {
-                    "a vector of"
-                };
-                return eerr(
-                    format!(
-                        "the ODE right-hand side {} returned {what}; expected {expected} {n}",
-                        self.prog.functions[self.function].name
-                    ),
-                    self.span,
-                );
-            }
-        };
-        Ok((sub.b, out))
-    }
-
-    /// `f(t, y)` into `dydt`, and the Jacobian rows when `jac` is given.
-    fn run(
-        &mut self,
-        t: f64,
-        y: &[f64],
-        dydt: &mut [f64],
-        jac: Option<(&mut [f64], &mut [f64])>,
-    ) -> Result<(), String> {
-        self.fill_q(t, y);
-        if self.replay.is_none() && !self.retrace {
-            match self.trace(t, true) {
-                Ok((b, out)) => {
-                    if let Some(e) = b.eager_error {
-                        return Err(e.message);
-                    }
-                    self.replay = Some((b.graph, b.buf, out));
-                }
-                Err(TraceErr::Dynamic(_)) => self.retrace = true,
-                Err(e) => return Err(String::from(e)),
-            }
-        } else if let Some((graph, buf, _)) = &mut self.replay {
-            graph.forward(&self.q, buf).map_err(|e| e.message)?;
-        }
-        let (n, m) = (self.n, self.p.len());
-        if let Some((graph, buf, out)) = &mut self.replay {
-            read_outputs(graph, buf, out, n, m, dydt, jac);
-            return Ok(());
-        }
-        let (mut b, out) = self.trace(t, false).map_err(String::from)?;
-        if let Some(e) = b.eager_error.take() {
-            return Err(e.message);
-        }
-        read_outputs(&b.graph, &mut b.buf, &out, n, m, dydt, jac);
-        Ok(())
-    }
-}
-
-/// Reads `f` off a traced right-hand side and, when `jac` is given, its Jacobian rows (one
-/// reverse sweep per state; the parameter slot is `[t, y, p]`).
-fn read_outputs(
-    graph: &Graph,
-    buf: &mut Buffers,
-    out: &[Sc],
-    n: usize,
-    m: usize,
-    dydt: &mut [f64],
-    jac: Option<(&mut [f64], &mut [f64])>,
-) {
-    for (d, s) in dydt.iter_mut().zip(out) {
-        *d = match s {
-            Sc::C(c) => *c,
-            Sc::V(o) => buf.vals[*o as usize],
-        };
-    }
-    let Some((jy, jp)) = jac else {
-        return;
-    };
-    if buf.adj.len() < graph.n_vals {
-        buf.adj.resize(graph.n_vals, 0.0);
-    }
-    for (i, s) in out.iter().enumerate() {
-        match s {
-            Sc::C(_) => {
-                jy[i * n..(i + 1) * n].iter_mut().for_each(|x| *x = 0.0);
-                jp[i * m..(i + 1) * m].iter_mut().for_each(|x| *x = 0.0);
-            }
-            Sc::V(o) => {
-                graph.backward(Arg::var(*o as usize, 1), buf);
-                jy[i * n..(i + 1) * n].copy_from_slice(&buf.adj[1..1 + n]);
-                jp[i * m..(i + 1) * m].copy_from_slice(&buf.adj[1 + n..1 + n + m]);
-            }
-        }
+    fn fill(&mut self, t: f64, y: &[f64]) {
+        self.lead.clear();
+        self.lead.push(t);
+        self.lead.extend_from_slice(y);
     }
 }
 
@@ -258,10 +76,11 @@ impl OdeRhs for TracedRhs<'_, '_> {
         self.n
     }
     fn n_params(&self) -> usize {
-        self.p.len()
+        self.f.n_params()
     }
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) -> Result<(), String> {
-        self.run(t, y, dydt, None)
+        self.fill(t, y);
+        self.f.eval(&self.lead, dydt, None)
     }
     fn eval_jac(
         &mut self,
@@ -271,7 +90,8 @@ impl OdeRhs for TracedRhs<'_, '_> {
         jy: &mut [f64],
         jp: &mut [f64],
     ) -> Result<(), String> {
-        self.run(t, y, dydt, Some((jy, jp)))
+        self.fill(t, y);
+        self.f.eval(&self.lead, dydt, Some((jy, jp)))
     }
 }
 
@@ -468,26 +288,7 @@ impl<'p> Tracer<'p> {
         if y0_var {
             var_scalars.extend(y0.to_scalars());
         }
-        let mut param_of = Vec::new();
-        let mut consts = Vec::new();
-        let mut p_scalars = Vec::new();
-        for a in extra {
-            let mut flat = Vec::new();
-            a.flatten(&mut flat);
-            for s in flat {
-                match s {
-                    Sc::C(c) => {
-                        param_of.push(None);
-                        consts.push(c);
-                    }
-                    Sc::V(_) => {
-                        param_of.push(Some(p_scalars.len()));
-                        consts.push(0.0);
-                        p_scalars.push(s);
-                    }
-                }
-            }
-        }
+        let p_scalars = split_params(extra).scalars;
         var_scalars.extend(p_scalars.iter().copied());
         if !var_scalars.is_empty() && !self.dynamic {
             // The solution is recomputed at every evaluation.
@@ -502,19 +303,35 @@ impl<'p> Tracer<'p> {
             .iter()
             .map(|s| self.value_of(*s, span))
             .collect::<R<Vec<_>>>()?;
-        let mut rhs = TracedRhs {
-            prog: self.prog,
+        let state = if array_state {
+            Shape::RealArray(n)
+        } else {
+            Shape::Vector(n)
+        };
+        let lead = vec![
+            LeadArg {
+                shape: Shape::Real,
+                active: false,
+            },
+            LeadArg {
+                shape: state,
+                active: true,
+            },
+        ];
+        let f = TracedFn::new(
+            self.prog,
             function,
             span,
+            "the ODE right-hand side",
+            lead,
+            state,
+            extra,
+            p_vals.clone(),
+        );
+        let mut rhs = TracedRhs {
+            f,
             n,
-            array_state,
-            args: extra,
-            param_of,
-            consts,
-            p: p_vals.clone(),
-            q: Vec::new(),
-            replay: None,
-            retrace: false,
+            lead: Vec::with_capacity(1 + n),
         };
         let sol = match solve_sensitivities(&mut rhs, &y0_vals, y0_var, t0, ts, &tol) {
             Ok(s) => s,

@@ -1,0 +1,427 @@
+//! A user function traced into a small sub-graph over a flat parameter slot, evaluated with
+//! its value and Jacobian rows by reverse sweeps: the facility behind the ODE right-hand
+//! sides (and meant for the algebraic solvers, DAEs and `integrate_1d`).
+//!
+//! The function is called as `f(lead..., args...)`. The *leading* arguments are what the
+//! solver varies (an ODE's `t` and `y`, a root finder's `x`); each is a real, a vector or an
+//! array of reals whose scalars occupy consecutive positions of the slot. The remaining
+//! arguments are the caller's values ([`Val`]s, e.g. Stan's variadic arguments): their
+//! parameter-dependent scalars `p` ([`split_params`]) follow the leading scalars in the slot,
+//! and their constant scalars are baked in. So the slot is `q = [lead scalars, p]`.
+//!
+//! A leading argument is *active* when the caller wants Jacobian columns for it (an ODE's
+//! `y`), *passive* otherwise (an ODE's `t`). [`TracedFn::eval`] returns `f` and, on request,
+//! `∂f/∂(active leads)` and `∂f/∂p`, row-major, one reverse sweep per output scalar.
+//!
+//! When the body's control flow does not read values, the first evaluation traces it once
+//! into a [`FnGraph`] (owned, immutable, `Sync`) that every later evaluation replays;
+//! otherwise every evaluation re-traces the body with values computed eagerly (passive
+//! leading arguments as constants), as the dynamic model path does.
+
+use super::trace::{eerr, TraceErr, Tracer};
+use super::value::{Elems, Sc, Val};
+use crate::builder::GraphBuilder;
+use crate::tape::{Arg, Buffers, Graph};
+use hazel_density::EvalError;
+use hazel_syntax::Span;
+use std::sync::Arc;
+
+/// The shape of a leading argument or of the function's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Real,
+    Vector(usize),
+    /// `array[n] real`.
+    RealArray(usize),
+}
+
+impl Shape {
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        match self {
+            Shape::Real => 1,
+            Shape::Vector(n) | Shape::RealArray(n) => *n,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A leading argument: its shape, and whether Jacobian columns are wanted for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeadArg {
+    pub shape: Shape,
+    pub active: bool,
+}
+
+/// The parameter-dependent scalars of argument values, in `Val::flatten` order.
+#[derive(Debug, Clone, Default)]
+pub struct ParamSplit {
+    /// Per flattened scalar: `Some(k)` for the `k`-th parameter-dependent scalar, `None` for a
+    /// constant.
+    pub param_of: Vec<Option<usize>>,
+    /// Per flattened scalar: its value when constant (0 otherwise).
+    pub consts: Vec<f64>,
+    /// The parameter-dependent scalars (graph references of the calling trace).
+    pub scalars: Vec<Sc>,
+}
+
+/// Splits `args` into constant and parameter-dependent scalars.
+pub fn split_params(args: &[Val]) -> ParamSplit {
+    let mut s = ParamSplit::default();
+    for a in args {
+        let mut flat = Vec::new();
+        a.flatten(&mut flat);
+        for sc in flat {
+            match sc {
+                Sc::C(c) => {
+                    s.param_of.push(None);
+                    s.consts.push(c);
+                }
+                Sc::V(_) => {
+                    s.param_of.push(Some(s.scalars.len()));
+                    s.consts.push(0.0);
+                    s.scalars.push(sc);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// Rebuilds `v` with its scalars (in `Val::flatten` order) taken from `it`.
+pub(crate) fn rebuild(v: &Val, it: &mut impl Iterator<Item = Sc>) -> Val {
+    let mut take = |n: usize| -> Vec<Sc> {
+        (0..n)
+            .map(|_| it.next().unwrap_or(Sc::C(f64::NAN)))
+            .collect()
+    };
+    match v {
+        Val::Int(i) => {
+            take(1);
+            Val::Int(*i)
+        }
+        Val::Real(_) => Val::Real(take(1)[0]),
+        Val::Vector(e) => Val::Vector(Elems::from_scalars_or_empty(take(e.len()))),
+        Val::RowVector(e) => Val::RowVector(Elems::from_scalars_or_empty(take(e.len()))),
+        Val::Matrix(r, c, e) => Val::Matrix(*r, *c, Elems::from_scalars_or_empty(take(e.len()))),
+        Val::Array(xs) => Val::array(xs.iter().map(|x| rebuild(x, it)).collect()),
+        Val::Tuple(xs) => Val::Tuple(Arc::new(xs.iter().map(|x| rebuild(x, it)).collect())),
+        Val::Complex(parts) => {
+            let re = rebuild(&parts.0, it);
+            Val::complex(re, rebuild(&parts.1, it))
+        }
+    }
+}
+
+/// A static trace of the function: a graph over the slot `[lead scalars, p]` and its outputs.
+/// Immutable once made; evaluate it with per-caller [`Buffers`].
+#[derive(Debug, Clone)]
+pub struct FnGraph {
+    pub graph: Graph,
+    /// The result's scalars: graph values or constants.
+    pub out: Vec<Sc>,
+    /// Slot positions of the active leading scalars (their Jacobian columns, in order).
+    pub active_slots: Vec<usize>,
+    /// Slot position of the first parameter-dependent scalar.
+    pub p_offset: usize,
+    /// Number of parameter-dependent scalars.
+    pub n_params: usize,
+}
+
+impl FnGraph {
+    /// Runs the graph at `q` (`buf` is fitted to the graph first).
+    pub fn forward(&self, q: &[f64], buf: &mut Buffers) -> Result<(), EvalError> {
+        buf.fit(&self.graph);
+        self.graph.forward(q, buf)
+    }
+
+    /// Reads the result after [`FnGraph::forward`] into `out` and, when `jac` is given, the
+    /// Jacobian rows `(∂f/∂active, ∂f/∂p)`, row-major, by one reverse sweep per output.
+    pub fn read(&self, buf: &mut Buffers, out: &mut [f64], jac: Option<(&mut [f64], &mut [f64])>) {
+        read_outputs(
+            &self.graph,
+            buf,
+            &self.out,
+            &self.active_slots,
+            self.p_offset,
+            self.n_params,
+            out,
+            jac,
+        )
+    }
+}
+
+/// Reads `f` off a traced function and, when `jac` is given, its Jacobian rows.
+#[allow(clippy::too_many_arguments)]
+fn read_outputs(
+    graph: &Graph,
+    buf: &mut Buffers,
+    out: &[Sc],
+    active_slots: &[usize],
+    p_offset: usize,
+    m: usize,
+    values: &mut [f64],
+    jac: Option<(&mut [f64], &mut [f64])>,
+) {
+    for (d, s) in values.iter_mut().zip(out) {
+        *d = match s {
+            Sc::C(c) => *c,
+            Sc::V(o) => buf.vals[*o as usize],
+        };
+    }
+    let Some((ja, jp)) = jac else {
+        return;
+    };
+    if buf.adj.len() < graph.n_vals {
+        buf.adj.resize(graph.n_vals, 0.0);
+    }
+    let na = active_slots.len();
+    for (i, s) in out.iter().enumerate() {
+        match s {
+            Sc::C(_) => {
+                ja[i * na..(i + 1) * na].iter_mut().for_each(|x| *x = 0.0);
+                jp[i * m..(i + 1) * m].iter_mut().for_each(|x| *x = 0.0);
+            }
+            Sc::V(o) => {
+                graph.backward(Arg::var(*o as usize, 1), buf);
+                for (dst, &slot) in ja[i * na..(i + 1) * na].iter_mut().zip(active_slots) {
+                    *dst = buf.adj[slot];
+                }
+                jp[i * m..(i + 1) * m].copy_from_slice(&buf.adj[p_offset..p_offset + m]);
+            }
+        }
+    }
+}
+
+/// A user function `f(lead..., args...)` ready to be evaluated at many leading values (see
+/// the module docs).
+pub struct TracedFn<'a, 'p> {
+    prog: &'p hazel_check::CheckedProgram,
+    /// An index into the checked program's user functions.
+    function: usize,
+    span: Span,
+    /// What the function is, for messages ("the ODE right-hand side").
+    role: &'static str,
+    lead: Vec<LeadArg>,
+    result: Shape,
+    args: &'a [Val],
+    split: ParamSplit,
+    p: Vec<f64>,
+    q: Vec<f64>,
+    active_slots: Vec<usize>,
+    n_lead: usize,
+    /// The static trace, once made, and its buffers.
+    replay: Option<(FnGraph, Buffers)>,
+    /// The body's control flow reads values: re-trace every call.
+    retrace: bool,
+}
+
+impl<'a, 'p> TracedFn<'a, 'p> {
+    /// `f` (`function`, an index into `prog`'s user functions) called with the leading
+    /// arguments `lead` and then `args`; `p` are the current values of `args`'s
+    /// parameter-dependent scalars ([`split_params`]); `result` the shape `f` must return.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        prog: &'p hazel_check::CheckedProgram,
+        function: usize,
+        span: Span,
+        role: &'static str,
+        lead: Vec<LeadArg>,
+        result: Shape,
+        args: &'a [Val],
+        p: Vec<f64>,
+    ) -> Self {
+        let split = split_params(args);
+        let mut active_slots = Vec::new();
+        let mut pos = 0;
+        for l in &lead {
+            let len = l.shape.len();
+            if l.active {
+                active_slots.extend(pos..pos + len);
+            }
+            pos += len;
+        }
+        TracedFn {
+            prog,
+            function,
+            span,
+            role,
+            lead,
+            result,
+            args,
+            split,
+            p,
+            q: Vec::new(),
+            active_slots,
+            n_lead: pos,
+            replay: None,
+            retrace: false,
+        }
+    }
+
+    /// Number of active leading scalars (Jacobian columns of the first block).
+    pub fn n_active(&self) -> usize {
+        self.active_slots.len()
+    }
+    /// Number of parameter-dependent scalars.
+    pub fn n_params(&self) -> usize {
+        self.p.len()
+    }
+    /// Number of result scalars.
+    pub fn n_out(&self) -> usize {
+        self.result.len()
+    }
+    /// Replaces the parameter values.
+    pub fn set_params(&mut self, p: &[f64]) {
+        self.p.clear();
+        self.p.extend_from_slice(p);
+    }
+    /// The static trace, when one was made (after a first [`TracedFn::eval`]); `None` when
+    /// the body's control flow reads values.
+    pub fn static_graph(&self) -> Option<&FnGraph> {
+        self.replay.as_ref().map(|(g, _)| g)
+    }
+    /// Whether the body must be re-traced at every evaluation (known after a first eval).
+    pub fn needs_retrace(&self) -> bool {
+        self.retrace
+    }
+
+    fn fill_q(&mut self, lead: &[f64]) {
+        self.q.clear();
+        self.q.extend_from_slice(lead);
+        self.q.extend_from_slice(&self.p);
+    }
+
+    /// Traces the call over the slot `q`; `static_trace`: every leading scalar is a slot value
+    /// and control flow may not read values, else passive leading scalars are constants.
+    fn trace(&self, static_trace: bool) -> Result<(GraphBuilder, Vec<Sc>), TraceErr> {
+        let mut sub = Tracer::new(GraphBuilder::new(&self.q), self.prog, Vec::new());
+        sub.dynamic = !static_trace;
+        let mut call_args = Vec::with_capacity(self.lead.len() + self.args.len());
+        let mut pos = 0usize;
+        for l in &self.lead {
+            let var = static_trace || l.active;
+            let sc = |i: usize| {
+                if var {
+                    Sc::V(i as u32)
+                } else {
+                    Sc::C(self.q[i])
+                }
+            };
+            call_args.push(match l.shape {
+                Shape::Real => Val::Real(sc(pos)),
+                Shape::Vector(n) => {
+                    if var {
+                        Val::Vector(Elems::V(Arg::var(pos, n)))
+                    } else {
+                        Val::Vector(Elems::from_scalars_or_empty(
+                            (pos..pos + n).map(sc).collect(),
+                        ))
+                    }
+                }
+                Shape::RealArray(n) => {
+                    Val::array((pos..pos + n).map(|i| Val::Real(sc(i))).collect())
+                }
+            });
+            pos += l.shape.len();
+        }
+        let n_lead = self.n_lead;
+        let mut scalars =
+            self.split
+                .param_of
+                .iter()
+                .zip(&self.split.consts)
+                .map(|(k, c)| match k {
+                    Some(k) => Sc::V((n_lead + k) as u32),
+                    None => Sc::C(*c),
+                });
+        for a in self.args {
+            call_args.push(rebuild(a, &mut scalars));
+        }
+        let out = sub.call_user(self.function, call_args, self.span)?;
+        sub.flush_tilde();
+        let n = self.result.len();
+        let out = match (out, self.result) {
+            (Some(Val::Real(s)), Shape::Real) => vec![s],
+            (Some(Val::Vector(e)), Shape::Vector(_)) if e.len() == n => e.to_scalars(),
+            (Some(Val::Array(xs)), Shape::RealArray(_))
+                if xs.len() == n && xs.iter().all(|x| matches!(x, Val::Real(_) | Val::Int(_))) =>
+            {
+                let mut flat = Vec::with_capacity(n);
+                xs.iter().for_each(|x| x.flatten(&mut flat));
+                flat
+            }
+            (other, _) => {
+                let what = other.map_or("nothing".to_string(), |v| {
+                    format!("a {} of shape {:?}", v.type_name(), v.dims())
+                });
+                let expected = match self.result {
+                    Shape::Real => "a real".to_string(),
+                    Shape::Vector(n) => format!("a vector of {n}"),
+                    Shape::RealArray(n) => format!("an array of {n}"),
+                };
+                return eerr(
+                    format!(
+                        "{} {} returned {what}; expected {expected}",
+                        self.role, self.prog.functions[self.function].name
+                    ),
+                    self.span,
+                );
+            }
+        };
+        Ok((sub.b, out))
+    }
+
+    /// `f(lead, args)` into `out` (`n_out`), and when `jac` is given the Jacobian rows
+    /// `∂f/∂(active leads)` (`n_out × n_active`) and `∂f/∂p` (`n_out × n_params`), row-major.
+    pub fn eval(
+        &mut self,
+        lead: &[f64],
+        out: &mut [f64],
+        jac: Option<(&mut [f64], &mut [f64])>,
+    ) -> Result<(), String> {
+        self.fill_q(lead);
+        if self.replay.is_none() && !self.retrace {
+            match self.trace(true) {
+                Ok((b, out)) => {
+                    if let Some(e) = b.eager_error {
+                        return Err(e.message);
+                    }
+                    let g = FnGraph {
+                        graph: b.graph,
+                        out,
+                        active_slots: self.active_slots.clone(),
+                        p_offset: self.n_lead,
+                        n_params: self.p.len(),
+                    };
+                    self.replay = Some((g, b.buf));
+                }
+                Err(TraceErr::Dynamic(_)) => self.retrace = true,
+                Err(e) => return Err(String::from(e)),
+            }
+        } else if let Some((g, buf)) = &mut self.replay {
+            g.forward(&self.q, buf).map_err(|e| e.message)?;
+        }
+        if let Some((g, buf)) = &mut self.replay {
+            g.read(buf, out, jac);
+            return Ok(());
+        }
+        let (mut b, res) = self.trace(false).map_err(String::from)?;
+        if let Some(e) = b.eager_error.take() {
+            return Err(e.message);
+        }
+        read_outputs(
+            &b.graph,
+            &mut b.buf,
+            &res,
+            &self.active_slots,
+            self.n_lead,
+            self.p.len(),
+            out,
+            jac,
+        );
+        Ok(())
+    }
+}
