@@ -9,19 +9,17 @@ use hazel_math::algebra::{
 };
 use hazel_math::linalg::solve::factor_len;
 
+type Closure = Box<dyn FnMut(&[f64], &mut [f64])>;
+
 /// A system given by closures for `f` and its row-major Jacobian.
-struct Sys<F, J> {
+struct Sys {
     n: usize,
-    f: F,
-    j: J,
+    f: Closure,
+    j: Closure,
     evals: usize,
 }
 
-impl<F, J> AlgebraSystem for Sys<F, J>
-where
-    F: FnMut(&[f64], &mut [f64]),
-    J: FnMut(&[f64], &mut [f64]),
-{
+impl AlgebraSystem for Sys {
     fn n(&self) -> usize {
         self.n
     }
@@ -37,19 +35,21 @@ where
     }
 }
 
-fn sys<F, J>(n: usize, f: F, j: J) -> Sys<F, J>
-where
-    F: FnMut(&[f64], &mut [f64]),
-    J: FnMut(&[f64], &mut [f64]),
-{
-    Sys { n, f, j, evals: 0 }
+fn sys(
+    n: usize,
+    f: impl FnMut(&[f64], &mut [f64]) + 'static,
+    j: impl FnMut(&[f64], &mut [f64]) + 'static,
+) -> Sys {
+    Sys {
+        n,
+        f: Box::new(f),
+        j: Box::new(j),
+        evals: 0,
+    }
 }
 
 /// `x₁² − a = 0`, `x₂ − b x₁ = 0`: root `(√a, b √a)`.
-fn quadratic(
-    a: f64,
-    b: f64,
-) -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut [f64])> {
+fn quadratic(a: f64, b: f64) -> Sys {
     sys(
         2,
         move |x: &[f64], f: &mut [f64]| {
@@ -107,7 +107,7 @@ fn initial_guess_already_a_root() {
     assert_eq!(x, vec![2.0, 2.0]);
 }
 
-fn rosenbrock() -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut [f64])> {
+fn rosenbrock() -> Sys {
     sys(
         2,
         |x: &[f64], f: &mut [f64]| {
@@ -119,7 +119,7 @@ fn rosenbrock() -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut [
 }
 
 /// Powell's badly scaled function (Moré, Garbow, Hillstrom 1981, problem 3).
-fn badly_scaled() -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut [f64])> {
+fn badly_scaled() -> Sys {
     sys(
         2,
         |x: &[f64], f: &mut [f64]| {
@@ -133,9 +133,7 @@ fn badly_scaled() -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut
 }
 
 /// Broyden's tridiagonal function (Moré, Garbow, Hillstrom, problem 30), n = 10.
-fn broyden_tridiagonal(
-    n: usize,
-) -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut [f64])> {
+fn broyden_tridiagonal(n: usize) -> Sys {
     sys(
         n,
         move |x: &[f64], f: &mut [f64]| {
@@ -211,7 +209,7 @@ fn standard_hard_problems() {
 }
 
 /// `x² + 1 = 0` has no real root.
-fn no_root() -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut [f64])> {
+fn no_root() -> Sys {
     sys(
         1,
         |x: &[f64], f: &mut [f64]| f[0] = x[0] * x[0] + 1.0,
@@ -306,7 +304,7 @@ fn failures_have_stans_errors() {
 /// differences of re-solved roots.
 #[test]
 fn implicit_derivatives_match_finite_differences() {
-    fn make(th: [f64; 3]) -> Sys<impl FnMut(&[f64], &mut [f64]), impl FnMut(&[f64], &mut [f64])> {
+    fn make(th: [f64; 3]) -> Sys {
         sys(
             2,
             move |x: &[f64], f: &mut [f64]| {
