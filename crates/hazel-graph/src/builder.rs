@@ -317,6 +317,19 @@ impl GraphBuilder {
         })
     }
 
+    /// An algebraic solve ([`Op::Solve`]): the root, `spec.n` values.
+    pub fn solve(&mut self, spec: crate::solve_op::SolveSpec, guess: Arg, theta: Arg) -> Arg {
+        let sc = self.alloc_scratch(spec.scratch_len());
+        let out = self.alloc(spec.n);
+        self.push(Op::Solve {
+            spec: std::sync::Arc::new(spec),
+            guess,
+            theta,
+            scratch: sc,
+            out,
+        })
+    }
+
     pub fn check(&mut self, kind: CheckKind, x: Arg, bound: Arg, message: String) {
         let out = self.alloc(0);
         self.push(Op::Check {

@@ -666,6 +666,18 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             o[0] = crate::mvdist::forward(spec, args, *propto, *sc, lo, consts, scratch)?;
         }
+        Op::Solve {
+            spec,
+            guess,
+            theta,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let s = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+            let (g, t) = (read(*guess, lo, consts), read(*theta, lo, consts));
+            crate::solve_op::forward(spec, g, t, o, s)?;
+        }
     }
     Ok(())
 }
@@ -1074,6 +1086,17 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
             args, scratch: sc, ..
         } => crate::mvdist::backward(args, *sc, g[0], scratch, adj_lo),
         Op::Check { .. } | Op::Reject { .. } => {}
+        Op::Solve {
+            spec,
+            theta,
+            scratch: sc,
+            ..
+        } => {
+            if theta.is_var() {
+                let s = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+                crate::solve_op::backward(spec, g, &mut adj_lo[theta.range()], s);
+            }
+        }
     }
 }
 

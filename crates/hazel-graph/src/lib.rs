@@ -57,6 +57,7 @@ pub mod lower;
 mod model;
 pub mod mvdist;
 mod par;
+pub mod solve_op;
 mod special;
 pub mod tape;
 

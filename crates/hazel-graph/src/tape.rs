@@ -239,6 +239,16 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// The root `x` of an algebraic system `f(x, θ) = 0` from the initial guess `guess`
+    /// ([`crate::solve_op`]); `theta` holds the system's parameter-dependent scalars.
+    /// `scratch` holds the Jacobians at the root for the implicit-function gradient.
+    Solve {
+        spec: std::sync::Arc<crate::solve_op::SolveSpec>,
+        guess: Arg,
+        theta: Arg,
+        scratch: u32,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -266,7 +276,8 @@ impl Op {
             | Op::Linalg { out, .. }
             | Op::Check { out, .. }
             | Op::Reject { out, .. }
-            | Op::MvDist { out, .. } => *out,
+            | Op::MvDist { out, .. }
+            | Op::Solve { out, .. } => *out,
         }
     }
 
@@ -284,7 +295,10 @@ impl Op {
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
             | Op::MatMul { a, b, .. }
-            | Op::Linalg { a, b, .. } => {
+            | Op::Linalg { a, b, .. }
+            | Op::Solve {
+                guess: a, theta: b, ..
+            } => {
                 f(a);
                 f(b)
             }
@@ -335,6 +349,7 @@ impl Op {
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } | Op::Linalg { a, b, .. } => vec![*a, *b],
+            Op::Solve { guess, theta, .. } => vec![*guess, *theta],
             Op::Dist { args, .. } | Op::MvDist { args, .. } => args.to_vec(),
             Op::Cholesky { a, .. } => vec![*a],
             Op::TriSolve { l, b, .. } => vec![*l, *b],

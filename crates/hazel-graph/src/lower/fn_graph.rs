@@ -1,6 +1,7 @@
 //! A user function traced into a small sub-graph over a flat parameter slot, evaluated with
 //! its value and Jacobian rows by reverse sweeps: the facility behind the ODE right-hand
-//! sides (and meant for the algebraic solvers, DAEs and `integrate_1d`).
+//! sides, the algebraic solvers (whose op keeps the static
+//! trace, [`TracedFn::trace_static`]), and meant for DAEs and `integrate_1d`).
 //!
 //! The function is called as `f(lead..., args...)`. The *leading* arguments are what the
 //! solver varies (an ODE's `t` and `y`, a root finder's `x`); each is a real, a vector or an
@@ -372,6 +373,32 @@ impl<'a, 'p> TracedFn<'a, 'p> {
             }
         };
         Ok((sub.b, out))
+    }
+
+    /// The static trace of the body, made now if not yet, for a caller that keeps it (a graph
+    /// op replaying the function at every evaluation): `Ok(None)` when the body's control flow
+    /// reads values. `lead` drives the trace's eager values only; an eager evaluation error
+    /// there (a value outside a function's domain at this point) does not stop the trace, the
+    /// graph reports it when run.
+    pub fn trace_static(&mut self, lead: &[f64]) -> Result<Option<&FnGraph>, TraceErr> {
+        if self.replay.is_none() && !self.retrace {
+            self.fill_q(lead);
+            match self.trace(true) {
+                Ok((b, out)) => {
+                    let g = FnGraph {
+                        graph: b.graph,
+                        out,
+                        active_slots: self.active_slots.clone(),
+                        p_offset: self.n_lead,
+                        n_params: self.p.len(),
+                    };
+                    self.replay = Some((g, b.buf));
+                }
+                Err(TraceErr::Dynamic(_)) => self.retrace = true,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.static_graph())
     }
 
     /// `f(lead, args)` into `out` (`n_out`), and when `jac` is given the Jacobian rows

@@ -11,6 +11,7 @@ pub mod linalg;
 pub mod multivariate;
 pub mod ode;
 pub mod params;
+pub mod solve;
 pub mod sparse;
 pub mod support;
 pub mod trace;

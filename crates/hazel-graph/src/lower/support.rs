@@ -12,6 +12,7 @@
 //! (the test `tests/registry.rs` keeps the list of what is missing honest).
 
 use super::ode::is_ode_solver;
+use super::solve::is_algebra_solver;
 use super::trace::{TraceErr, Tracer};
 use super::value::{Elems, Sc, Val};
 use crate::builder::GraphBuilder;
@@ -184,10 +185,10 @@ fn probe_signature(checked: &CheckedProgram, sig: &Signature) -> Result<(), Stri
     Ok(())
 }
 
-/// Higher-order built-ins take their function as an expression: the ODE solvers have a
-/// lowering of their own, nothing else does yet.
+/// Higher-order built-ins take their function as an expression: the ODE and algebraic
+/// solvers have lowerings of their own, nothing else does yet.
 fn higher_order(name: &str) -> Result<(), String> {
-    if is_ode_solver(name) {
+    if is_ode_solver(name) || is_algebra_solver(name) {
         Ok(())
     } else {
         Err(format!("'{name}' is not supported"))

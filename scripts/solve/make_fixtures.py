@@ -1,0 +1,174 @@
+"""Writes crates/hazel-graph/tests/fixtures/solve.json: stanli 0.24.0 log densities and
+gradients (CmdStan's lp__ convention) of small programs using Stan's algebraic solvers
+(`solve_newton`, `solve_powell`, their `_tol` forms, the deprecated `algebra_solver` and
+`algebra_solver_newton` with and without control arguments), with parameters in the variadic
+arguments of every type, in the guess, and in data-only (transformed data) calls, at seeded
+unconstrained points. Points also store central differences of stanli's log density (step
+1e-6), which the Rust test compares with hazel's gradient as well, except for the programs in
+LOOSE: Newton at Stan's default tolerances (function tolerance 1e-6, scaled step 1e-3) stops
+about 1e-7 from the root, and the root that a perturbed point converges to moves by as much,
+so differences of step 1e-6 carry errors of ~1e-6 relative there.
+
+Rerun with
+    /work/venv-stanli/bin/python scripts/solve/make_fixtures.py
+(stanli and numpy from pip); the points are seeded, so a rerun reproduces the file.
+"""
+import json
+import pathlib
+
+import numpy as np
+import stanli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "crates/hazel-graph/tests/fixtures/solve.json"
+N_POINTS = 3
+SCALE = 1.0
+FD_STEP = 1e-6
+LOOSE = {"solve_newton", "algebra_solver_newton", "steady_solve_newton", "branching_system"}
+
+QUAD = """
+functions {
+  vector quad(vector x, real a, real b) {
+    return [x[1]^2 - a, x[2] - b * x[1]]';
+  }
+  vector quad_old(vector x, vector th, data array[] real xr, array[] int xi) {
+    return [x[1]^2 - th[1], x[2] - th[2] * x[1] - xr[1] * xi[1]]';
+  }
+}
+"""
+QUAD_PARAMS = """
+parameters { real<lower=0.2, upper=5> a; real b; }
+"""
+QUAD_PRIOR = "  a ~ lognormal(0, 1);\n  b ~ normal(0, 1);\n"
+
+
+def quad_program(call):
+    return {"program": QUAD + QUAD_PARAMS + f"""
+transformed parameters {{
+  vector[2] s = {call};
+}}
+model {{
+{QUAD_PRIOR}  s ~ normal([1.5, 0.3]', 0.7);
+}}
+""", "data": {}}
+
+
+PROGRAMS = {
+    "solve_newton": quad_program("solve_newton(quad, [1, 1]', a, b)"),
+    "solve_powell": quad_program("solve_powell(quad, [1, 1]', a, b)"),
+    "solve_newton_tol": quad_program("solve_newton_tol(quad, [1, 1]', 1e-10, 1e-12, 100, a, b)"),
+    "solve_powell_tol": quad_program("solve_powell_tol(quad, [1, 1]', 1e-12, 1e-10, 500, a, b)"),
+    "algebra_solver": quad_program("algebra_solver(quad_old, [1, 1]', [a, b]', {0.25}, {2})"),
+    "algebra_solver_control": quad_program(
+        "algebra_solver(quad_old, [1, 1]', [a, b]', {0.25}, {2}, 1e-12, 1e-10, 300)"),
+    "algebra_solver_newton": quad_program(
+        "algebra_solver_newton(quad_old, [1, 1]', [a, b]', {0.25}, {2})"),
+    "algebra_solver_newton_control": quad_program(
+        "algebra_solver_newton(quad_old, [1, 1]', [a, b]', {0.25}, {2}, 1e-10, 1e-12, 100)"),
+    # The guess is a parameter (no gradient through it), the system's arguments data and one
+    # parameter.
+    "param_guess": quad_program("solve_powell(quad, [a, 1 + b^2]', a, 0.5)"),
+    "param_guess_only": {"program": QUAD + QUAD_PARAMS + """
+transformed parameters {
+  vector[2] s = solve_newton_tol(quad, [a, b]', 1e-10, 1e-12, 100, 2.0, 0.5);
+}
+model {
+""" + QUAD_PRIOR + """  target += s[1] * a + s[2] * b;
+}
+""", "data": {}},
+}
+
+# Variadic arguments of every type, mixing data and parameters: a 3-equation steady state
+# A x + s * x^3 = mu + k * c  (componentwise cube), A diagonally dominant.
+STEADY = """
+functions {
+  vector steady(vector x, matrix A, vector mu, real s, array[] real c, data array[] int k) {
+    vector[3] r = A * x + s * x .* x .* x - mu;
+    for (i in 1:3) r[i] -= k[i] * c[i];
+    return r;
+  }
+}
+data { matrix[3, 3] A0; array[3] int k; }
+"""
+STEADY_PARAMS = """
+parameters { vector[3] mu; real<lower=0> s; array[3] real c; real<lower=0> d; }
+"""
+STEADY_DATA = {"A0": [[3.0, 0.5, -0.2], [0.1, 2.5, 0.4], [-0.3, 0.2, 4.0]], "k": [1, 0, 2]}
+for solver in ["solve_newton", "solve_powell"]:
+    PROGRAMS[f"steady_{solver}"] = {"program": STEADY + STEADY_PARAMS + f"""
+transformed parameters {{
+  matrix[3, 3] A = add_diag(A0, d);
+  vector[3] x = {solver}(steady, rep_vector(0, 3), A, mu, s, c, k);
+}}
+model {{
+  mu ~ normal(0, 1); s ~ lognormal(-1, 0.5); c ~ normal(0, 0.5); d ~ lognormal(0, 0.5);
+  x ~ normal(0.2, 0.5);
+}}
+""", "data": STEADY_DATA}
+
+# Data-only calls (transformed data, generated-quantities-free): solved once.
+PROGRAMS["data_only"] = {"program": STEADY + """
+transformed data {
+  vector[3] x0 = solve_powell(steady, rep_vector(0, 3), A0, [1, 2, 3]', 0.5, {0.1, 0.2, 0.3}, k);
+  vector[3] x1 = solve_newton(steady, rep_vector(1, 3), A0, [1, 2, 3]', 0.5, {0.1, 0.2, 0.3}, k);
+}
+""" + STEADY_PARAMS + """
+model {
+  mu ~ normal(x0, 1); s ~ lognormal(-1, 0.5); c ~ normal(x1, 0.5); d ~ lognormal(0, 0.5);
+}
+""", "data": STEADY_DATA}
+
+# A system whose body branches on the unknowns and on a parameter (the model re-traces).
+PROGRAMS["branching_system"] = {"program": """
+functions {
+  vector branchy(vector x, real a) {
+    if (x[1] > 0 && a > 0.5) return [x[1]^2 - a]';
+    return [x[1]^3 - a]';
+  }
+}
+parameters { real<lower=0.1, upper=3> a; }
+transformed parameters { vector[1] r = solve_newton(branchy, [1]', a); }
+model { a ~ lognormal(0, 1); r ~ normal(1, 0.3); }
+""", "data": {}}
+
+
+def main():
+    out = []
+    for i, (name, spec) in enumerate(PROGRAMS.items()):
+        code, data = spec["program"], spec["data"]
+        data_json = json.dumps(data)
+        model = stanli.Model(stan_code=code, data=data_json)
+        dim = model.n_unconstrained
+        rng = np.random.default_rng(3000 + i)
+        points = []
+        tries = 0
+        while len(points) < N_POINTS:
+            tries += 1
+            assert tries < 1000, f"{name}: no finite point"
+            q = rng.uniform(-SCALE, SCALE, size=dim)
+            try:
+                lp, grad = model.log_prob_grad(q)
+            except RuntimeError:  # a point the density rejects
+                continue
+            if not np.isfinite(lp):
+                continue
+            point = {"q": q.tolist(), "log_density": float(lp),
+                     "gradient": [float(g) for g in grad]}
+            if name not in LOOSE:
+                fd = []
+                for j in range(dim):
+                    e = np.zeros(dim)
+                    e[j] = FD_STEP
+                    fd.append((model.log_prob_grad(q + e)[0] - model.log_prob_grad(q - e)[0])
+                              / (2 * FD_STEP))
+                point["fd_gradient"] = fd
+            points.append(point)
+        out.append({"name": name, "program": code, "data": data_json,
+                    "n_unconstrained": dim, "points": points})
+        print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
+    OUT.write_text(json.dumps({"generator": "scripts/solve/make_fixtures.py",
+                               "stanli": stanli.__version__, "programs": out}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
