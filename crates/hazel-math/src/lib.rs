@@ -3,6 +3,8 @@
 //!
 //! - [`algebra`]: nonlinear algebraic systems: Newton with a line search (Stan's KINSOL-based
 //!   `solve_newton`), Powell's dogleg hybrid (`solve_powell`) and the implicit-function rule.
+//! - [`dae`]: implicit DAEs `F(t, y, y') = 0` of index 1 (Stan's `dae`): variable-order BDF
+//!   with forward sensitivities.
 //! - [`special`]: scalar special functions (lgamma, digamma, log1p_exp, erfc, Phi, …) and the
 //!   table of Stan's scalar functions by name.
 //! - [`dist`]: univariate densities/mass functions, cdfs and rngs, and the table of Stan's
@@ -14,6 +16,7 @@
 //! - [`transforms`]: Stan's constraining transforms with log-Jacobians and their adjoints.
 
 pub mod algebra;
+pub mod dae;
 pub mod dist;
 pub mod linalg;
 pub mod ode;
