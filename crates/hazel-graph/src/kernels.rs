@@ -678,6 +678,19 @@ pub fn forward(
             let (g, t) = (read(*guess, lo, consts), read(*theta, lo, consts));
             crate::solve_op::forward(spec, g, t, o, s)?;
         }
+        Op::Dae {
+            spec,
+            yy0,
+            yp0,
+            theta,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let s = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+            let (y0, p0) = (read(*yy0, lo, consts), read(*yp0, lo, consts));
+            crate::dae_op::forward(spec, y0, p0, read(*theta, lo, consts), o, s)?;
+        }
     }
     Ok(())
 }
@@ -1096,6 +1109,16 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
                 let s = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len()];
                 crate::solve_op::backward(spec, g, &mut adj_lo[theta.range()], s);
             }
+        }
+        Op::Dae {
+            spec,
+            yy0,
+            theta,
+            scratch: sc,
+            ..
+        } => {
+            let s = &scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+            crate::dae_op::backward(spec, g, adj_lo, *yy0, *theta, s);
         }
     }
 }

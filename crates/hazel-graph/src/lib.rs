@@ -50,6 +50,7 @@
 //! - `special`: the special functions the kernels call, re-exported from `hazel_math`.
 
 pub mod builder;
+pub mod dae_op;
 pub mod dists;
 pub mod kernels;
 mod linalg_kernels;

@@ -249,6 +249,17 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// The solution of a DAE `F(t, y, y'; θ) = 0` at the requested times ([`crate::dae_op`])
+    /// from `yy0`, `yp0`; `theta` holds the residual's parameter-dependent scalars. `scratch`
+    /// holds the forward sensitivities for the backward rule.
+    Dae {
+        spec: std::sync::Arc<crate::dae_op::DaeSpec>,
+        yy0: Arg,
+        yp0: Arg,
+        theta: Arg,
+        scratch: u32,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -277,7 +288,8 @@ impl Op {
             | Op::Check { out, .. }
             | Op::Reject { out, .. }
             | Op::MvDist { out, .. }
-            | Op::Solve { out, .. } => *out,
+            | Op::Solve { out, .. }
+            | Op::Dae { out, .. } => *out,
         }
     }
 
@@ -327,6 +339,13 @@ impl Op {
                 f(bound)
             }
             Op::Reject { .. } => {}
+            Op::Dae {
+                yy0, yp0, theta, ..
+            } => {
+                f(yy0);
+                f(yp0);
+                f(theta)
+            }
         }
     }
 
@@ -350,6 +369,9 @@ impl Op {
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } | Op::Linalg { a, b, .. } => vec![*a, *b],
             Op::Solve { guess, theta, .. } => vec![*guess, *theta],
+            Op::Dae {
+                yy0, yp0, theta, ..
+            } => vec![*yy0, *yp0, *theta],
             Op::Dist { args, .. } | Op::MvDist { args, .. } => args.to_vec(),
             Op::Cholesky { a, .. } => vec![*a],
             Op::TriSolve { l, b, .. } => vec![*l, *b],

@@ -75,6 +75,9 @@ impl<'p> Tracer<'p> {
             ExprKind::Call { name, args } if super::solve::is_algebra_solver(&name.name) => {
                 self.solve_call(&name.name, args, span)
             }
+            ExprKind::Call { name, args } if super::dae::is_dae_solver(&name.name) => {
+                self.dae_call(&name.name, args, span)
+            }
             ExprKind::Call { name, args } | ExprKind::CondDistCall { name, args } => {
                 let mut vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
                 if name.name.ends_with("_lupdf") || name.name.ends_with("_lupmf") {

@@ -4,6 +4,7 @@ pub mod builtins;
 pub mod complex;
 pub mod constraints;
 pub mod containers;
+pub mod dae;
 pub mod exec;
 pub mod fn_graph;
 pub mod gp;

@@ -166,7 +166,7 @@ impl<'p> Tracer<'p> {
 
     /// The eager value of a scalar (the builder evaluates every op as it is pushed, also on
     /// the static path; used only to start traces and solves).
-    fn eager_value(&self, s: Sc) -> f64 {
+    pub(super) fn eager_value(&self, s: Sc) -> f64 {
         match s {
             Sc::C(c) => c,
             Sc::V(o) => self.b.buf.vals[o as usize],

@@ -11,6 +11,7 @@
 //! [`unsupported_signatures`] does the same for every signature of the checker's registry
 //! (the test `tests/registry.rs` keeps the list of what is missing honest).
 
+use super::dae::is_dae_solver;
 use super::ode::is_ode_solver;
 use super::solve::is_algebra_solver;
 use super::trace::{TraceErr, Tracer};
@@ -185,10 +186,10 @@ fn probe_signature(checked: &CheckedProgram, sig: &Signature) -> Result<(), Stri
     Ok(())
 }
 
-/// Higher-order built-ins take their function as an expression: the ODE and algebraic
+/// Higher-order built-ins take their function as an expression: the ODE, algebraic and DAE
 /// solvers have lowerings of their own, nothing else does yet.
 fn higher_order(name: &str) -> Result<(), String> {
-    if is_ode_solver(name) || is_algebra_solver(name) {
+    if is_ode_solver(name) || is_algebra_solver(name) || is_dae_solver(name) {
         Ok(())
     } else {
         Err(format!("'{name}' is not supported"))
