@@ -205,7 +205,7 @@ fn robertson_sensitivities_match_finite_differences() {
     let ts = [0.4, 4.0];
     let tol = DaeTolerances {
         rtol: 1e-10,
-        atol: 1e-10,
+        atol: 1e-14,
         max_num_steps: 100_000,
     };
     let k = [0.04, 1e4, 3e7];
