@@ -295,7 +295,7 @@ pub fn newton<S: AlgebraSystem>(
         // Slope of ½‖f‖² along p: fᵀ J p with the Jacobian that gave p (−‖f‖²).
         let slope = -2.0 * f1norm;
         let rel_len = (0..n)
-            .map(|i| p[i].abs() / x[i].abs().max(1.0))
+            .map(|i| p[i].abs() / (1.0 + x[i].abs()))
             .fold(0.0f64, f64::max);
         let lambda_min = opts.scaling_step_size / rel_len;
         let mut lambda = 1.0;
