@@ -24,7 +24,8 @@ OUT = ROOT / "crates/hazel-graph/tests/fixtures/solve.json"
 N_POINTS = 3
 SCALE = 1.0
 FD_STEP = 1e-6
-LOOSE = {"solve_newton", "algebra_solver_newton", "steady_solve_newton", "branching_system"}
+LOOSE = {"solve_newton", "algebra_solver_newton", "steady_solve_newton", "branching_system",
+         "far_guess_solve_newton"}
 
 QUAD = """
 functions {
@@ -77,6 +78,19 @@ model {
 }
 """, "data": {}},
 }
+
+# Far from the root: Newton's line search and step cuts, Powell's trust region at work.
+ROSEN = """
+functions {
+  vector rosen(vector x, real a) { return [10 * (x[2] - square(x[1])), a - x[1]]'; }
+}
+parameters { real<lower=0.5, upper=2> a; }
+"""
+for solver in ["solve_newton", "solve_powell"]:
+    PROGRAMS[f"far_guess_{solver}"] = {"program": ROSEN + f"""
+transformed parameters {{ vector[2] x = {solver}(rosen, [-1.2, 1]', a); }}
+model {{ a ~ lognormal(0, 0.3); x ~ normal(1, 0.5); }}
+""", "data": {}}
 
 # Variadic arguments of every type, mixing data and parameters: a 3-equation steady state
 # A x + s * x^3 = mu + k * c  (componentwise cube), A diagonally dominant.

@@ -22,6 +22,7 @@ fn powell_matches_stanli() {
             "algebra_solver",
             "param_guess",
             "steady_solve_powell",
+            "far_guess_solve_powell",
         ],
         5,
     );
@@ -35,6 +36,7 @@ fn newton_matches_stanli() {
             "algebra_solver_newton",
             "steady_solve_newton",
             "branching_system",
+            "far_guess_solve_newton",
         ],
         5,
     );
