@@ -124,6 +124,14 @@ pub fn forward(
     scratch: &mut [f64],
 ) -> Result<(), EvalError> {
     let (n, m) = (spec.n, spec.m);
+    if let Some(i) = theta.iter().position(|v| !v.is_finite()) {
+        return Err(EvalError::domain(format!(
+            "{}: DAE parameters and data[{}] is {}, but must be finite!",
+            spec.name,
+            i + 1,
+            theta[i]
+        )));
+    }
     let mut q = vec![0.0; 1 + 2 * n + m];
     q[1 + 2 * n..].copy_from_slice(theta);
     let mut res = ReplayResidual {

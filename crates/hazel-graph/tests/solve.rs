@@ -176,6 +176,17 @@ model { target += dae(r, [1]', [-a]', 2.0, {1.0, 3.0}, a)[1][1]; }
         msg.contains("dae: times is not a valid sorted vector"),
         "{msg}"
     );
+    let msg = eval_err(
+        &dae.replace(
+            "[-a]', 2.0, {1.0, 3.0}, a)",
+            "[-a]', 0.0, {1.0, 3.0}, a / 0)",
+        ),
+        &[0.5],
+    );
+    assert!(
+        msg.contains("dae: DAE parameters and data[1] is inf, but must be finite"),
+        "{msg}"
+    );
 
     // A guess of the wrong size for the system's output.
     let wrong_size = "functions { vector f(vector x, real a) { return [x[1] - a, 2 * x[1]]'; } }

@@ -180,7 +180,20 @@ impl<'p> Tracer<'p> {
         span: Span,
     ) -> R<Elems> {
         let n = yy0.len();
-        let theta = split_params(extra).scalars;
+        let split = split_params(extra);
+        // Stan checks every variadic argument (parameters at each evaluation, in the op).
+        if let Some(c) = split
+            .consts
+            .iter()
+            .zip(&split.param_of)
+            .find_map(|(c, p)| (p.is_none() && !c.is_finite()).then_some(*c))
+        {
+            return eerr(
+                format!("{name}: DAE parameters and data is {c}, but must be finite!"),
+                span,
+            );
+        }
+        let theta = split.scalars;
         let m = theta.len();
         let theta_vals: Vec<f64> = theta.iter().map(|s| self.eager_value(*s)).collect();
         let y0_vals: Vec<f64> = yy0
