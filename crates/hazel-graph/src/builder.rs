@@ -188,6 +188,18 @@ impl GraphBuilder {
         })
     }
 
+    /// An ODE solve over the parameter-dependent scalars `v` ([`crate::ode_op`]).
+    pub fn ode(&mut self, spec: std::sync::Arc<crate::ode_op::OdeSpec>, v: Arg) -> Arg {
+        let out = self.alloc(spec.out_len());
+        let scratch = self.alloc_scratch(spec.scratch_len(v.len()));
+        self.push(Op::Ode {
+            spec,
+            v,
+            scratch,
+            out,
+        })
+    }
+
     /// `x` sorted (the permutation is found at every evaluation).
     pub fn sort(&mut self, x: Arg, descending: bool) -> Arg {
         let out = self.alloc(x.len());

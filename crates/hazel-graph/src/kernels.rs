@@ -691,6 +691,16 @@ pub fn forward(
             let (y0, p0) = (read(*yy0, lo, consts), read(*yp0, lo, consts));
             crate::dae_op::forward(spec, y0, p0, read(*theta, lo, consts), o, s)?;
         }
+        Op::Ode {
+            spec,
+            v,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let sens = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len(v.len())];
+            crate::ode_op::forward(spec, read(*v, lo, consts), o, sens)?;
+        }
     }
     Ok(())
 }
@@ -1098,6 +1108,17 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
         Op::MvDist {
             args, scratch: sc, ..
         } => crate::mvdist::backward(args, *sc, g[0], scratch, adj_lo),
+        Op::Ode {
+            spec,
+            v,
+            scratch: sc,
+            ..
+        } => {
+            if v.is_var() {
+                let sens = &scratch[*sc as usize..*sc as usize + spec.scratch_len(v.len())];
+                crate::ode_op::backward(spec, sens, g, &mut adj_lo[v.range()]);
+            }
+        }
         Op::Check { .. } | Op::Reject { .. } => {}
         Op::Solve {
             spec,

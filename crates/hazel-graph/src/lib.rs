@@ -62,6 +62,7 @@ mod linalg_kernels;
 pub mod lower;
 mod model;
 pub mod mvdist;
+pub mod ode_op;
 mod par;
 pub mod solve_op;
 mod special;

@@ -260,6 +260,14 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// An ODE solve ([`crate::ode_op`]): the states at the requested times from the
+    /// parameter-dependent scalars `v`; `scratch` holds the sensitivities for the backward rule.
+    Ode {
+        spec: std::sync::Arc<crate::ode_op::OdeSpec>,
+        v: Arg,
+        scratch: u32,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -289,7 +297,8 @@ impl Op {
             | Op::Reject { out, .. }
             | Op::MvDist { out, .. }
             | Op::Solve { out, .. }
-            | Op::Dae { out, .. } => *out,
+            | Op::Dae { out, .. }
+            | Op::Ode { out, .. } => *out,
         }
     }
 
@@ -303,6 +312,7 @@ impl Op {
             | Op::LogSumExp { x, .. }
             | Op::Sd { x, .. }
             | Op::Sort { x, .. }
+            | Op::Ode { v: x, .. }
             | Op::Gather { x, .. } => f(x),
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
@@ -359,6 +369,7 @@ impl Op {
             | Op::LogSumExp { x, .. }
             | Op::Sd { x, .. }
             | Op::Sort { x, .. }
+            | Op::Ode { v: x, .. }
             | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
             Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],

@@ -1,6 +1,8 @@
 //! Initial value problems `y' = f(t, y)`: an adaptive Dormand–Prince 5(4) integrator with
-//! dense output, and forward sensitivities (the coupled system of states and their derivatives
-//! with respect to the initial state and the parameters).
+//! dense output ([`integrate`], Stan's `ode_rk45`), Cash–Karp 5(4) under a controlled stepper
+//! ([`integrate_ckrk`], Stan's `ode_ckrk`), a stiff implicit method ([`stiff`]), and forward
+//! sensitivities (the derivatives of the solution with respect to the initial state and the
+//! parameters) for each ([`solve`]).
 //!
 //! The step control follows Boost.Odeint's `integrate_times` over
 //! `make_dense_output(atol, rtol, runge_kutta_dopri5)`, which is what Stan's `ode_rk45` runs:
@@ -13,6 +15,8 @@
 //! against Stan; with the same steps the two agree to rounding.
 
 use std::fmt;
+
+pub mod stiff;
 
 /// Why an integration failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -378,6 +382,142 @@ where
     Ok(out)
 }
 
+// Cash–Karp 5(4) tableau (Boost.Odeint's `runge_kutta_cash_karp54`).
+const CK_A: [[f64; 5]; 5] = [
+    [1.0 / 5.0, 0.0, 0.0, 0.0, 0.0],
+    [3.0 / 40.0, 9.0 / 40.0, 0.0, 0.0, 0.0],
+    [3.0 / 10.0, -9.0 / 10.0, 6.0 / 5.0, 0.0, 0.0],
+    [-11.0 / 54.0, 5.0 / 2.0, -70.0 / 27.0, 35.0 / 27.0, 0.0],
+    [
+        1631.0 / 55296.0,
+        175.0 / 512.0,
+        575.0 / 13824.0,
+        44275.0 / 110592.0,
+        253.0 / 4096.0,
+    ],
+];
+const CK_C: [f64; 5] = [1.0 / 5.0, 3.0 / 10.0, 3.0 / 5.0, 1.0, 7.0 / 8.0];
+const CK_B: [f64; 6] = [
+    37.0 / 378.0,
+    0.0,
+    250.0 / 621.0,
+    125.0 / 594.0,
+    0.0,
+    512.0 / 1771.0,
+];
+const CK_DB: [f64; 6] = [
+    37.0 / 378.0 - 2825.0 / 27648.0,
+    0.0,
+    250.0 / 621.0 - 18575.0 / 48384.0,
+    125.0 / 594.0 - 13525.0 / 55296.0,
+    -277.0 / 14336.0,
+    512.0 / 1771.0 - 1.0 / 4.0,
+];
+
+/// Integrates `x' = f(t, x)` with Cash–Karp 5(4) under Boost.Odeint's controlled stepper, as
+/// Stan's `ode_ckrk` runs it: `integrate_times(make_controlled(atol, rtol,
+/// runge_kutta_cash_karp54), ...)` with initial step 0.1. Each step starts from a fresh
+/// derivative (Cash–Karp is not first-same-as-last), the error norm is Boost's
+/// `max_i |err_i| / (atol + rtol (|x_i| + h |x'_i|))`, rejected steps shrink by
+/// `max(0.9 r^(-1/3), 0.2)`, accepted ones with `r < 0.5` grow by `0.9 max(r, 5^-5)^(-1/5)`,
+/// and steps are cut to end exactly on each requested time (no interpolation), the
+/// uncut step size carried on afterwards.
+pub fn integrate_ckrk<F>(
+    mut f: F,
+    x0: &[f64],
+    t0: f64,
+    ts: &[f64],
+    tol: &OdeTolerances,
+) -> Result<Vec<f64>, OdeError>
+where
+    F: FnMut(f64, &[f64], &mut [f64]) -> Result<(), String>,
+{
+    check_times(t0, ts, tol)?;
+    let n = x0.len();
+    let mut out = vec![0.0; ts.len() * n];
+    let mut x = x0.to_vec();
+    let mut x_new = vec![0.0; n];
+    let mut tmp = vec![0.0; n];
+    let mut err = vec![0.0; n];
+    let mut k: Vec<Vec<f64>> = (0..6).map(|_| vec![0.0; n]).collect();
+    let mut t = t0;
+    let mut dt = INITIAL_STEP;
+    for (j, &target) in ts.iter().enumerate() {
+        let mut steps: u64 = 0;
+        let mut failures = 0;
+        // Boost's `less_with_sign(t, target, dt)`: `target - t > eps`.
+        while target - t > f64::EPSILON {
+            let cur = dt.min(target - t);
+            f(t, &x, &mut k[0]).map_err(OdeError::Rhs)?;
+            for s in 0..5 {
+                for i in 0..n {
+                    let mut acc = 0.0;
+                    for (l, a) in CK_A[s].iter().enumerate().take(s + 1) {
+                        acc += a * k[l][i];
+                    }
+                    tmp[i] = x[i] + cur * acc;
+                }
+                f(t + CK_C[s] * cur, &tmp, &mut k[s + 1]).map_err(OdeError::Rhs)?;
+            }
+            let mut r = 0.0f64;
+            for i in 0..n {
+                let mut acc = 0.0;
+                let mut e = 0.0;
+                for l in 0..6 {
+                    acc += CK_B[l] * k[l][i];
+                    e += CK_DB[l] * k[l][i];
+                }
+                x_new[i] = x[i] + cur * acc;
+                err[i] = cur * e;
+                let scale = tol.atol + tol.rtol * (x[i].abs() + cur * k[0][i].abs());
+                let q = err[i].abs() / scale;
+                if q.is_nan() {
+                    return Err(OdeError::Rhs(format!("the solution became NaN at t = {t}")));
+                }
+                r = r.max(q);
+            }
+            if r > 1.0 {
+                dt = cur * (0.9 * r.powf(-1.0 / 3.0)).max(0.2);
+                failures += 1;
+                if failures >= MAX_FAILED_STEPS {
+                    return Err(OdeError::StepSizeUnderflow { t });
+                }
+                continue;
+            }
+            failures = 0;
+            t += cur;
+            std::mem::swap(&mut x, &mut x_new);
+            let mut next = cur;
+            if r < 0.5 {
+                next = cur * 0.9 * r.max(5f64.powi(-5)).powf(-1.0 / 5.0);
+            }
+            // Continue with the original step size if the step was cut for the observation.
+            dt = dt.max(next);
+            steps += 1;
+            if steps > tol.max_num_steps {
+                return Err(OdeError::MaxSteps { t: target });
+            }
+        }
+        out[j * n..(j + 1) * n].copy_from_slice(&x);
+    }
+    Ok(out)
+}
+
+/// A right-hand side behind a reference, as the explicit integrators take it.
+type DynRhs<'a> = dyn FnMut(f64, &[f64], &mut [f64]) -> Result<(), String> + 'a;
+
+/// Which integrator runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OdeMethod {
+    /// Dormand–Prince 5(4) with dense output ([`integrate`]): Stan's `ode_rk45`.
+    Rk45,
+    /// Cash–Karp 5(4), controlled stepper ([`integrate_ckrk`]): Stan's `ode_ckrk`.
+    CashKarp,
+    /// The L-stable implicit SDIRK 4(3) of [`stiff`] with Newton iterations on the exact
+    /// Jacobian: hazel's `ode_bdf`.
+    Stiff,
+}
+
 /// An ODE right-hand side `f(t, y; p)` with its Jacobians.
 pub trait OdeRhs {
     /// Number of states.
@@ -423,6 +563,28 @@ pub fn solve_sensitivities<R: OdeRhs>(
     ts: &[f64],
     tol: &OdeTolerances,
 ) -> Result<OdeSolution, OdeError> {
+    solve(OdeMethod::Rk45, rhs, y0, y0_sens, t0, ts, tol)
+}
+
+/// [`solve_sensitivities`] with the integrator `method`. The explicit methods integrate the
+/// coupled system (so their step control sees the sensitivities, as Stan's does); the stiff
+/// method propagates the sensitivities of its own discrete steps ([`stiff::solve_stiff`]).
+pub fn solve<R: OdeRhs>(
+    method: OdeMethod,
+    rhs: &mut R,
+    y0: &[f64],
+    y0_sens: bool,
+    t0: f64,
+    ts: &[f64],
+    tol: &OdeTolerances,
+) -> Result<OdeSolution, OdeError> {
+    if method == OdeMethod::Stiff {
+        return stiff::solve_stiff(rhs, y0, y0_sens, t0, ts, tol);
+    }
+    let explicit = |f: &mut DynRhs, x0: &[f64]| match method {
+        OdeMethod::CashKarp => integrate_ckrk(f, x0, t0, ts, tol),
+        _ => integrate(f, x0, t0, ts, tol),
+    };
     let n = rhs.n_states();
     let m = rhs.n_params();
     if y0.len() != n {
@@ -439,7 +601,7 @@ pub fn solve_sensitivities<R: OdeRhs>(
         x0[n + i * n + i] = 1.0;
     }
     if n_sens == 0 {
-        let values = integrate(|t, y, d| rhs.eval(t, y, d), y0, t0, ts, tol)?;
+        let values = explicit(&mut |t, y, d| rhs.eval(t, y, d), y0)?;
         return Ok(OdeSolution {
             n_states: n,
             n_sens: 0,
@@ -449,7 +611,7 @@ pub fn solve_sensitivities<R: OdeRhs>(
     }
     let mut jy = vec![0.0; n * n];
     let mut jp = vec![0.0; n * m];
-    let coupled = |t: f64, x: &[f64], dx: &mut [f64]| -> Result<(), String> {
+    let mut coupled = |t: f64, x: &[f64], dx: &mut [f64]| -> Result<(), String> {
         let (y, s) = x.split_at(n);
         let (dy, ds) = dx.split_at_mut(n);
         rhs.eval_jac(t, y, dy, &mut jy, &mut jp)?;
@@ -470,7 +632,7 @@ pub fn solve_sensitivities<R: OdeRhs>(
         }
         Ok(())
     };
-    let all = integrate(coupled, &x0, t0, ts, tol)?;
+    let all = explicit(&mut coupled, &x0)?;
     let width = n * (1 + n_sens);
     let mut values = Vec::with_capacity(ts.len() * n);
     let mut sens = Vec::with_capacity(ts.len() * n * n_sens);

@@ -1,7 +1,7 @@
 //! A user function traced into a small sub-graph over a flat parameter slot, evaluated with
 //! its value and Jacobian rows by reverse sweeps: the facility behind the ODE right-hand
-//! sides, the algebraic solvers (whose op keeps the static
-//! trace, [`TracedFn::trace_static`]), and meant for DAEs and `integrate_1d`).
+//! sides, the algebraic solvers' systems and the DAE residuals (and meant for
+//! `integrate_1d`).
 //!
 //! The function is called as `f(lead..., args...)`. The *leading* arguments are what the
 //! solver varies (an ODE's `t` and `y`, a root finder's `x`); each is a real, a vector or an
@@ -217,6 +217,9 @@ pub struct TracedFn<'a, 'p> {
     replay: Option<(FnGraph, Buffers)>,
     /// The body's control flow reads values: re-trace every call.
     retrace: bool,
+    /// Trace every call afresh with the passive leading scalars as constants and the rest as
+    /// slot values, never reading their values ([`TracedFn::set_passive_constants`]).
+    passive_const: bool,
 }
 
 impl<'a, 'p> TracedFn<'a, 'p> {
@@ -259,6 +262,34 @@ impl<'a, 'p> TracedFn<'a, 'p> {
             n_lead: pos,
             replay: None,
             retrace: false,
+            passive_const: false,
+        }
+    }
+
+    /// From now on every evaluation traces the body afresh with the passive leading scalars
+    /// as constants (so control flow may read them: an ODE right-hand side branching on `t`)
+    /// and the active ones and the parameters as slot values whose values control flow may
+    /// not read; an evaluation where it does fails. [`TracedFn::probe_passive_constants`]
+    /// tells whether that holds at one point.
+    pub fn set_passive_constants(&mut self) {
+        self.passive_const = true;
+        self.replay = None;
+        self.retrace = false;
+    }
+
+    /// Whether the body traces at `lead` with the passive leading scalars constant and
+    /// control flow reading no other value (see [`TracedFn::set_passive_constants`]);
+    /// errors that no value causes are returned.
+    pub fn probe_passive_constants(&mut self, lead: &[f64]) -> Result<bool, TraceErr> {
+        let was = self.passive_const;
+        self.passive_const = true;
+        self.fill_q(lead);
+        let r = self.trace(true);
+        self.passive_const = was;
+        match r {
+            Ok(_) => Ok(true),
+            Err(TraceErr::Dynamic(_)) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -303,7 +334,7 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         let mut call_args = Vec::with_capacity(self.lead.len() + self.args.len());
         let mut pos = 0usize;
         for l in &self.lead {
-            let var = static_trace || l.active;
+            let var = l.active || (static_trace && !self.passive_const);
             let sc = |i: usize| {
                 if var {
                     Sc::V(i as u32)
@@ -375,11 +406,10 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         Ok((sub.b, out))
     }
 
-    /// The static trace of the body, made now if not yet, for a caller that keeps it (a graph
-    /// op replaying the function at every evaluation): `Ok(None)` when the body's control flow
-    /// reads values. `lead` drives the trace's eager values only; an eager evaluation error
-    /// there (a value outside a function's domain at this point) does not stop the trace, the
-    /// graph reports it when run.
+    /// Makes the static trace (the slot's values `[lead, p]` drive only its eager run, whose
+    /// errors are dropped: they come back when the graph is evaluated) unless it exists or
+    /// the body's control flow reads values (`Ok(None)`, and later evaluations re-trace).
+    /// Errors in the body that no value causes (a wrong result shape, say) are returned.
     pub fn trace_static(&mut self, lead: &[f64]) -> Result<Option<&FnGraph>, TraceErr> {
         if self.replay.is_none() && !self.retrace {
             self.fill_q(lead);
@@ -410,6 +440,30 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         jac: Option<(&mut [f64], &mut [f64])>,
     ) -> Result<(), String> {
         self.fill_q(lead);
+        if self.passive_const {
+            let (mut b, res) = self.trace(true).map_err(|e| match e {
+                TraceErr::Dynamic(_) => format!(
+                    "control flow in {} {} reads a value that depends on the parameters or \
+                     the solver's state here, which a static model cannot follow",
+                    self.role, self.prog.functions[self.function].name
+                ),
+                e => String::from(e),
+            })?;
+            if let Some(e) = b.eager_error.take() {
+                return Err(e.message);
+            }
+            read_outputs(
+                &b.graph,
+                &mut b.buf,
+                &res,
+                &self.active_slots,
+                self.n_lead,
+                self.p.len(),
+                out,
+                jac,
+            );
+            return Ok(());
+        }
         if self.replay.is_none() && !self.retrace {
             match self.trace(true) {
                 Ok((b, out)) => {

@@ -1,5 +1,5 @@
-//! Stan's variadic ODE solvers (`ode_rk45`, `ode_rk45_tol`, `ode_bdf`, `ode_bdf_tol`,
-//! `ode_adams`, `ode_adams_tol`, `ode_ckrk45`, `ode_ckrk45_tol`) and the deprecated (not
+//! Stan's variadic ODE solvers (`ode_rk45`, `ode_ckrk`, `ode_adams`, `ode_bdf`, their `_tol`
+//! forms and `ode_adjoint_tol_ctl`) and the deprecated (not
 //! removed) array interface `integrate_ode_rk45/_bdf/_adams(f, y0, t0, ts, theta, x_r, x_i
 //! [, rtol, atol, max_num_steps])`, whose right-hand side `array[] real f(real t, array[] real
 //! y, array[] real theta, data array[] real x_r, data array[] int x_i)` takes and returns
@@ -20,19 +20,29 @@
 //! at the current point, `y(t_j) + S_j (p - p_now)`, with `S` the sensitivity matrix as a
 //! constant: its value is the solution and its gradient is the sensitivity chain rule.
 //!
-//! Solvers: every name runs Dormand–Prince 5(4) with Boost.Odeint's step control, which is
-//! Stan's `ode_rk45` step for step. Stan runs CVODES (BDF, Adams) and Cash–Karp for the other
-//! names; we cannot reproduce their step sequences, so we run Dormand–Prince at tolerances
-//! 1e-4 times the requested ones to land closer to the exact solution than those solvers do
-//! (`max_num_steps` unchanged). An explicit method on a stiff problem needs many small steps:
-//! where CVODES's BDF would cope, this may hit `max_num_steps` and reject the point. A stiff
-//! (implicit) solver is future work.
+//! Solvers (`hazel_math::ode`):
+//! - `ode_rk45`: Dormand–Prince 5(4) with Boost.Odeint's dense-output step control, Stan's
+//!   step sequence;
+//! - `ode_ckrk`: Cash–Karp 5(4) under Boost's controlled stepper, Stan's step sequence;
+//! - `ode_bdf`: Stan runs CVODES's BDF; hazel runs its own stiff method (an L-stable SDIRK
+//!   with Newton iterations on the exact Jacobian, `hazel_math::ode::stiff`) at 1e-2 × the
+//!   requested tolerances, to land inside CVODES's error;
+//! - `ode_adams`: Stan runs CVODES's Adams–Moulton; hazel stays on the non-stiff path,
+//!   Dormand–Prince at 1e-4 × the requested tolerances (`max_num_steps` unchanged). A stiff
+//!   problem that CVODES's Adams would get through may hit `max_num_steps` here: use `ode_bdf`.
+//! - `ode_adjoint_tol_ctl`: Stan solves forward with CVODES (Adams or BDF, `solver_forward`)
+//!   and takes the gradient by an adjoint pass; hazel runs what `ode_adams` / `ode_bdf` run
+//!   at the forward tolerances (the smallest of the absolute ones for every state) and takes
+//!   the gradient by forward sensitivities. The backward and quadrature tolerances, the
+//!   checkpoint spacing and the interpolation polynomial are checked as Stan checks them and
+//!   otherwise unused.
 
 use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::BinaryFn;
-use hazel_math::ode::{solve_sensitivities, OdeRhs, OdeTolerances};
+use crate::ode_op::{OdeSpec, PerCallRhs, RhsSource};
+use hazel_math::ode::{solve, OdeMethod, OdeRhs, OdeTolerances};
 use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
 use std::sync::Arc;
@@ -47,24 +57,89 @@ pub fn is_ode_solver(name: &str) -> bool {
             | "ode_bdf_tol"
             | "ode_adams"
             | "ode_adams_tol"
-            | "ode_ckrk45"
-            | "ode_ckrk45_tol"
+            | "ode_ckrk"
+            | "ode_ckrk_tol"
+            | "ode_adjoint_tol_ctl"
             | "integrate_ode_rk45"
             | "integrate_ode_bdf"
             | "integrate_ode_adams"
     )
 }
 
+/// The integrator a solver name runs and the factor its tolerances are multiplied by (see
+/// the module docs): Stan's own method at the requested tolerances, or a different method
+/// aiming inside them.
+fn solver_of(name: &str) -> (OdeMethod, f64) {
+    let solver = name.strip_prefix("integrate_").unwrap_or(name);
+    if solver.starts_with("ode_rk45") {
+        (OdeMethod::Rk45, 1.0)
+    } else if solver.starts_with("ode_ckrk") {
+        (OdeMethod::CashKarp, 1.0)
+    } else if solver.starts_with("ode_bdf") {
+        (OdeMethod::Stiff, STIFF_TIGHTEN)
+    } else {
+        // ode_adams: non-stiff, Dormand–Prince.
+        (OdeMethod::Rk45, 1e-4)
+    }
+}
+
+/// The stiff method's tolerances relative to the requested ones (CVODES's BDF is not what
+/// runs, so aim inside its error).
+const STIFF_TIGHTEN: f64 = 1e-2;
+
 /// The user function as an [`OdeRhs`]: a [`TracedFn`] over `[t, y, p]` with `t` passive and
 /// `y` active.
-struct TracedRhs<'a, 'p> {
-    f: TracedFn<'a, 'p>,
+pub(crate) struct TracedRhs<'a, 'p> {
+    pub(crate) f: TracedFn<'a, 'p>,
     n: usize,
     lead: Vec<f64>,
 }
 
-impl TracedRhs<'_, '_> {
-    fn fill(&mut self, t: f64, y: &[f64]) {
+impl<'a, 'p> TracedRhs<'a, 'p> {
+    /// The right-hand side `function(t, y, args...)` with `n` states (`array[] real` ones when
+    /// `array_state`); `p`: the current values of `args`'s parameter-dependent scalars.
+    pub(crate) fn new(
+        prog: &'p hazel_check::CheckedProgram,
+        function: usize,
+        span: Span,
+        n: usize,
+        array_state: bool,
+        args: &'a [Val],
+        p: Vec<f64>,
+    ) -> Self {
+        let state = if array_state {
+            Shape::RealArray(n)
+        } else {
+            Shape::Vector(n)
+        };
+        let lead = vec![
+            LeadArg {
+                shape: Shape::Real,
+                active: false,
+            },
+            LeadArg {
+                shape: state,
+                active: true,
+            },
+        ];
+        let f = TracedFn::new(
+            prog,
+            function,
+            span,
+            "the ODE right-hand side",
+            lead,
+            state,
+            args,
+            p,
+        );
+        TracedRhs {
+            f,
+            n,
+            lead: Vec::with_capacity(1 + n),
+        }
+    }
+
+    pub(crate) fn fill(&mut self, t: f64, y: &[f64]) {
         self.lead.clear();
         self.lead.push(t);
         self.lead.extend_from_slice(y);
@@ -102,8 +177,15 @@ impl<'p> Tracer<'p> {
         if name.starts_with("integrate_ode_") {
             return self.integrate_ode_call(name, args, span);
         }
+        let adjoint = name == "ode_adjoint_tol_ctl";
         let with_tol = name.ends_with("_tol");
-        let fixed = if with_tol { 7 } else { 4 };
+        let fixed = if adjoint {
+            15
+        } else if with_tol {
+            7
+        } else {
+            4
+        };
         if args.len() < fixed {
             return cerr(
                 format!(
@@ -132,11 +214,16 @@ impl<'p> Tracer<'p> {
         };
         let (t0, ts) = self.ode_times(name, &vals[1..3], &args[2..4], span)?;
         let mut tol = OdeTolerances::default();
-        if with_tol {
+        let mut method = solver_of(name);
+        if adjoint {
+            method =
+                self.adjoint_controls(name, &vals[3..14], &args[4..15], y0.len(), span, &mut tol)?;
+        } else if with_tol {
             self.ode_tolerances(name, &vals[3..6], &args[4..7], span, &mut tol)?;
         }
         let extra = &vals[fixed - 1..];
-        let solution = self.solve_ode(name, function, y0, t0, &ts, tol, extra, false, span)?;
+        let solution =
+            self.solve_ode(name, method, function, y0, t0, &ts, tol, extra, false, span)?;
         Ok(Val::array(solution.into_iter().map(Val::Vector).collect()))
     }
 
@@ -183,7 +270,19 @@ impl<'p> Tracer<'p> {
         if args.len() == 10 {
             self.ode_tolerances(name, &vals[6..9], &args[7..10], span, &mut tol)?;
         }
-        let solution = self.solve_ode(name, function, y0, t0, &ts, tol, &vals[3..6], true, span)?;
+        let method = solver_of(name);
+        let solution = self.solve_ode(
+            name,
+            method,
+            function,
+            y0,
+            t0,
+            &ts,
+            tol,
+            &vals[3..6],
+            true,
+            span,
+        )?;
         Ok(Val::array(
             solution
                 .into_iter()
@@ -258,6 +357,124 @@ impl<'p> Tracer<'p> {
         Ok(())
     }
 
+    /// The eleven control arguments of `ode_adjoint_tol_ctl` (`vals`, after `ts`): checked as
+    /// Stan checks them; the forward tolerances (the smallest absolute one for all states)
+    /// and `max_num_steps` go into `tol`, and `solver_forward` picks the integrator (1: Adams
+    /// → the non-stiff method, 2: BDF → the stiff one). The backward and quadrature
+    /// tolerances, the checkpoint spacing and the interpolation polynomial only steer
+    /// Stan's adjoint pass; hazel computes the gradient by forward sensitivities instead.
+    fn adjoint_controls(
+        &self,
+        name: &str,
+        vals: &[Val],
+        args: &[Expr],
+        n: usize,
+        span: Span,
+        tol: &mut OdeTolerances,
+    ) -> R<(OdeMethod, f64)> {
+        for v in vals {
+            if !v.is_const() {
+                return cerr(format!("{name}: the control arguments must be data"), span);
+            }
+        }
+        let positive = |what: &str, x: f64, at: Span| -> R<f64> {
+            if x > 0.0 && x.is_finite() {
+                Ok(x)
+            } else {
+                eerr(
+                    format!("{name}: {what} is {x}; it must be positive and finite"),
+                    at,
+                )
+            }
+        };
+        let vector = |what: &str, v: &Val, at: Span| -> R<f64> {
+            let mut flat = Vec::new();
+            v.flatten(&mut flat);
+            if flat.len() != n {
+                return eerr(
+                    format!(
+                        "{name}: {what} has {} elements; the state has {n}",
+                        flat.len()
+                    ),
+                    at,
+                );
+            }
+            let mut least = f64::INFINITY;
+            for s in flat {
+                let x = match s {
+                    Sc::C(c) => c,
+                    Sc::V(_) => f64::NAN,
+                };
+                least = least.min(positive(what, x, at)?);
+            }
+            Ok(least)
+        };
+        tol.rtol = positive(
+            "relative_tolerance_forward",
+            self.real_value(&vals[0], args[0].span)?,
+            args[0].span,
+        )?;
+        tol.atol = vector("absolute_tolerance_forward", &vals[1], args[1].span)?;
+        positive(
+            "relative_tolerance_backward",
+            self.real_value(&vals[2], args[2].span)?,
+            args[2].span,
+        )?;
+        vector("absolute_tolerance_backward", &vals[3], args[3].span)?;
+        positive(
+            "relative_tolerance_quadrature",
+            self.real_value(&vals[4], args[4].span)?,
+            args[4].span,
+        )?;
+        positive(
+            "absolute_tolerance_quadrature",
+            self.real_value(&vals[5], args[5].span)?,
+            args[5].span,
+        )?;
+        let mut ints = [0i64; 5];
+        for (k, i) in ints.iter_mut().enumerate() {
+            *i = self.as_int(&vals[6 + k], args[6 + k].span)?;
+        }
+        let [steps, checkpoints, interpolation, forward, backward] = ints;
+        if steps <= 0 {
+            return eerr(
+                format!("{name}: max_num_steps is {steps}; it must be positive"),
+                args[6].span,
+            );
+        }
+        if checkpoints <= 0 {
+            return eerr(
+                format!(
+                    "{name}: num_steps_between_checkpoints is {checkpoints}; it must be positive"
+                ),
+                args[7].span,
+            );
+        }
+        if !(1..=2).contains(&interpolation) {
+            return eerr(
+                format!("{name}: interpolation_polynomial is {interpolation}; it must be 1 (Hermite) or 2 (polynomial)"),
+                args[8].span,
+            );
+        }
+        for (what, v, at) in [
+            ("solver_forward", forward, args[9].span),
+            ("solver_backward", backward, args[10].span),
+        ] {
+            if !(1..=2).contains(&v) {
+                return eerr(
+                    format!("{name}: {what} is {v}; it must be 1 (Adams) or 2 (BDF)"),
+                    at,
+                );
+            }
+        }
+        tol.max_num_steps = steps as u64;
+        Ok(if forward == 2 {
+            solver_of("ode_bdf")
+        } else {
+            solver_of("ode_adams")
+        })
+    }
+
     /// Solves `y' = f(t, y, extra...)` from `y0` at `t0` and returns the state at each of `ts`,
     /// with the sensitivities to `y0` and `extra` folded into the graph when they depend on
     /// parameters. `array_state`: `f` takes and returns `array[] real` (the old interface).
@@ -265,6 +482,7 @@ impl<'p> Tracer<'p> {
     fn solve_ode(
         &mut self,
         name: &str,
+        (method, tighten): (OdeMethod, f64),
         function: usize,
         y0: Elems,
         t0: f64,
@@ -275,12 +493,9 @@ impl<'p> Tracer<'p> {
         span: Span,
     ) -> R<Vec<Elems>> {
         let n = y0.len();
-        let solver = name.strip_prefix("integrate_").unwrap_or(name);
-        if !solver.starts_with("ode_rk45") {
-            // Not Stan's integrator: aim well inside the requested tolerance (see module docs).
-            tol.rtol *= 1e-4;
-            tol.atol *= 1e-4;
-        }
+        // Not Stan's integrator: aim inside the requested tolerance (see module docs).
+        tol.rtol *= tighten;
+        tol.atol *= tighten;
 
         // The parameter-dependent scalars: y0's first (when any), then the variadic ones.
         let y0_var = !y0.is_const();
@@ -290,54 +505,70 @@ impl<'p> Tracer<'p> {
         }
         let p_scalars = split_params(extra).scalars;
         var_scalars.extend(p_scalars.iter().copied());
-        if !var_scalars.is_empty() && !self.dynamic {
-            // The solution is recomputed at every evaluation.
-            return Err(TraceErr::Dynamic(span));
-        }
-        let y0_vals = y0
-            .to_scalars()
-            .into_iter()
-            .map(|s| self.value_of(s, span))
-            .collect::<R<Vec<_>>>()?;
-        let p_vals = p_scalars
-            .iter()
-            .map(|s| self.value_of(*s, span))
-            .collect::<R<Vec<_>>>()?;
-        let state = if array_state {
-            Shape::RealArray(n)
-        } else {
-            Shape::Vector(n)
+        // Current values (the builder's eager ones for parameter-dependent scalars: on the
+        // static path they only seed the right-hand side's trace).
+        let now = |s: Sc| match s {
+            Sc::C(c) => c,
+            Sc::V(o) => self.b.buf.vals[o as usize],
         };
-        let lead = vec![
-            LeadArg {
-                shape: Shape::Real,
-                active: false,
-            },
-            LeadArg {
-                shape: state,
-                active: true,
-            },
-        ];
-        let f = TracedFn::new(
+        let y0_vals: Vec<f64> = y0.to_scalars().into_iter().map(now).collect();
+        let p_vals: Vec<f64> = p_scalars.iter().map(|s| now(*s)).collect();
+        let mut rhs = TracedRhs::new(
             self.prog,
             function,
             span,
-            "the ODE right-hand side",
-            lead,
-            state,
+            n,
+            array_state,
             extra,
             p_vals.clone(),
         );
-        let mut rhs = TracedRhs {
-            f,
-            n,
-            lead: Vec::with_capacity(1 + n),
-        };
-        let sol = match solve_sensitivities(&mut rhs, &y0_vals, y0_var, t0, ts, &tol) {
+        let n_t = ts.len();
+        if !var_scalars.is_empty() {
+            // One graph op when the right-hand side traces statically.
+            rhs.fill(t0, &y0_vals);
+            let source = if let Some(g) = rhs.f.trace_static(&rhs.lead)? {
+                Some(RhsSource::Static(g.clone()))
+            } else if rhs.f.probe_passive_constants(&rhs.lead)? {
+                // Control flow reads `t` only: traced afresh at each call, inside the op.
+                Some(RhsSource::PerCall(Box::new(PerCallRhs {
+                    prog: Arc::new(self.prog.clone()),
+                    function,
+                    span,
+                    array_state,
+                    args: extra.into(),
+                })))
+            } else {
+                None
+            };
+            if let Some(source) = source {
+                let spec = OdeSpec {
+                    name: name.into(),
+                    method,
+                    tol,
+                    rhs: source,
+                    n,
+                    t0,
+                    ts: ts.into(),
+                    y0: if y0_var {
+                        Box::new([])
+                    } else {
+                        y0_vals.clone().into()
+                    },
+                };
+                let v_arg = self.elems_arg(&Elems::from_scalars(var_scalars));
+                let all = Elems::V(self.b.ode(Arc::new(spec), v_arg));
+                return Ok((0..n_t).map(|j| all.slice(j * n, (j + 1) * n)).collect());
+            }
+            if !self.dynamic {
+                // Control flow in the right-hand side reads values: the model re-traces and
+                // the solution is recomputed at every evaluation.
+                return Err(TraceErr::Dynamic(span));
+            }
+        }
+        let sol = match solve(method, &mut rhs, &y0_vals, y0_var, t0, ts, &tol) {
             Ok(s) => s,
             Err(e) => return eerr(format!("{name}: {e}"), span),
         };
-        let n_t = ts.len();
         Ok(if var_scalars.is_empty() {
             (0..n_t)
                 .map(|j| Elems::C(Arc::new(sol.values[j * n..(j + 1) * n].to_vec())))
