@@ -19,7 +19,6 @@ use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::dae_op::{split_jac, DaeSpec};
-use crate::kernels::BinaryFn;
 use hazel_math::dae::{solve_dae, DaeResidual, DaeTolerances};
 use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
@@ -90,15 +89,7 @@ impl<'p> Tracer<'p> {
                 span,
             );
         }
-        let function = match self.prog.call_target(args[0].id) {
-            Some(hazel_check::CallTarget::User { function }) => *function,
-            _ => {
-                return cerr(
-                    format!("the first argument of {name} must name a user-defined function"),
-                    args[0].span,
-                )
-            }
-        };
+        let function = self.solver_function(name, &args[0])?;
         let vals = args[1..]
             .iter()
             .map(|a| self.expr(a))
@@ -284,7 +275,7 @@ impl<'p> Tracer<'p> {
         if ns == 0 {
             return Ok(Elems::C(Arc::new(sol.values)));
         }
-        // out = S v + (y − S v_now), S column-major (n_t·n) × ns.
+        // S column-major (n_t·n) × ns.
         let rows = ts.len() * n;
         let mut v_now = Vec::with_capacity(ns);
         let mut v_sc = Vec::with_capacity(ns);
@@ -302,14 +293,6 @@ impl<'p> Tracer<'p> {
                 }
             }
         }
-        let mut offset = sol.values.clone();
-        for (r, o) in offset.iter_mut().enumerate() {
-            *o -= (0..ns).map(|k| s_mat[r + k * rows] * v_now[k]).sum::<f64>();
-        }
-        let v_arg = self.elems_arg(&Elems::from_scalars(v_sc));
-        let m_arg = self.b.konst(&s_mat);
-        let lin = self.b.matvec(m_arg, v_arg, rows, ns);
-        let off_arg = self.b.konst(&offset);
-        Ok(Elems::V(self.b.binary(BinaryFn::Add, lin, off_arg)))
+        Ok(self.linearised(&sol.values, &s_mat, v_sc, &v_now))
     }
 }

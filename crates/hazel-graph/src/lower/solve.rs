@@ -94,15 +94,7 @@ impl<'p> Tracer<'p> {
                 span,
             );
         }
-        let function = match self.prog.call_target(args[0].id) {
-            Some(hazel_check::CallTarget::User { function }) => *function,
-            _ => {
-                return cerr(
-                    format!("the first argument of {name} must name a user-defined function"),
-                    args[0].span,
-                )
-            }
-        };
+        let function = self.solver_function(name, &args[0])?;
         let vals = args[1..]
             .iter()
             .map(|a| self.expr(a))
@@ -269,19 +261,50 @@ impl<'p> Tracer<'p> {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };
-        // out = S θ + (x − S θ_now), S row-major n × m → column-major for matvec.
         let mut s_col = vec![0.0; n * m];
-        let mut offset = x.clone();
         for i in 0..n {
             for k in 0..m {
                 s_col[i + k * n] = s[i * m + k];
-                offset[i] -= s[i * m + k] * theta_vals[k];
             }
         }
-        let v_arg: Arg = self.elems_arg(&Elems::from_scalars(theta));
-        let m_arg = self.b.konst(&s_col);
-        let lin = self.b.matvec(m_arg, v_arg, n, m);
+        Ok(self.linearised(&x, &s_col, theta, &theta_vals))
+    }
+
+    /// The first-order expansion `values + S (v − v_now)` of a solver's output in the
+    /// parameter-dependent scalars `v` (`s_col`: `∂out/∂v`, column-major `values.len() ×
+    /// v.len()`), emitted as `S v + (values − S v_now)`. Valid only on the dynamic path, where
+    /// the model is re-traced (and the solver re-run) at every evaluation.
+    pub(super) fn linearised(
+        &mut self,
+        values: &[f64],
+        s_col: &[f64],
+        v: Vec<Sc>,
+        v_now: &[f64],
+    ) -> Elems {
+        let rows = values.len();
+        let cols = v.len();
+        let mut offset = values.to_vec();
+        for (r, o) in offset.iter_mut().enumerate() {
+            *o -= (0..cols)
+                .map(|k| s_col[r + k * rows] * v_now[k])
+                .sum::<f64>();
+        }
+        let v_arg: Arg = self.elems_arg(&Elems::from_scalars(v));
+        let m_arg = self.b.konst(s_col);
+        let lin = self.b.matvec(m_arg, v_arg, rows, cols);
         let off_arg = self.b.konst(&offset);
-        Ok(Elems::V(self.b.binary(BinaryFn::Add, lin, off_arg)))
+        Elems::V(self.b.binary(BinaryFn::Add, lin, off_arg))
+    }
+
+    /// The user function a solver's first argument resolved to (an index into the checked
+    /// program's functions).
+    pub(super) fn solver_function(&self, name: &str, arg: &Expr) -> R<usize> {
+        match self.prog.call_target(arg.id) {
+            Some(hazel_check::CallTarget::User { function }) => Ok(*function),
+            _ => cerr(
+                format!("the first argument of {name} must name a user-defined function"),
+                arg.span,
+            ),
+        }
     }
 }
