@@ -219,6 +219,20 @@ parameters { real<lower=0> a; }
 transformed parameters { array[4] vector[1] y = dae(kinked, [1]', [-a]', 0.0, ts, a); }
 model { a ~ lognormal(-0.5, 0.5); for (j in 1:4) obs[j][1] ~ normal(y[j][1], 0.2); }
 """, "data": DECAY_DATA}
+# A residual that switches on time only (an infusion that stops at t = 1): the model stays
+# static, the op re-traces the residual per call.
+PROGRAMS["dae_time_switch"] = {"program": """
+functions {
+  vector infusion(real t, vector y, vector yp, real a) {
+    real rate = t < 1 ? 1.0 : 0.0;
+    return [yp[1] + a * y[1] - rate, y[2] - 2 * y[1]]';
+  }
+}
+data { array[4] real ts; array[4] vector[2] obs; }
+parameters { real<lower=0> a; }
+transformed parameters { array[4] vector[2] y = dae(infusion, [0, 0]', [1, 2]', 0.0, ts, a); }
+model { a ~ lognormal(-0.5, 0.5); for (j in 1:4) obs[j] ~ normal(y[j], 0.2); }
+""", "data": DECAY_DATA}
 LOOSE |= {name for name in PROGRAMS if name.startswith("dae")}
 
 

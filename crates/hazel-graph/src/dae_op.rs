@@ -2,17 +2,61 @@
 //! requested times, for Stan's `dae` and `dae_tol`.
 //!
 //! The op holds the residual as a static [`FnGraph`] over the slot `[t, y, y', θ]` (`θ`: the
-//! parameter-dependent scalars of the variadic arguments). Its forward rule runs
+//! parameter-dependent scalars of the variadic arguments) or, when its control flow reads `t`
+//! only (a switch at a dosing time), what re-tracing it per call with `t` a constant needs
+//! (as [`crate::ode_op`] does). Its forward rule runs
 //! `hazel_math::dae::solve_dae` (BDF with forward sensitivities), replaying the sub-graph for
 //! `F` and its Jacobians, and leaves the sensitivities `∂y(t_j)/∂(y₀, θ)` in the op's scratch;
 //! the backward rule multiplies the output adjoints by them. `y'₀` gets no gradient (the
 //! solution does not depend on it; see `hazel_math::dae`). So a model with a DAE stays static.
 //! Like [`crate::solve_op`], the forward rule allocates.
 
-use crate::lower::fn_graph::FnGraph;
+use crate::lower::dae::TracedResidual;
+use crate::lower::fn_graph::{FnGraph, LeadArg, Shape, TracedFn};
+use crate::lower::value::Val;
 use crate::tape::Buffers;
 use hazel_density::EvalError;
 use hazel_math::dae::{solve_dae, DaeResidual, DaeTolerances};
+use hazel_syntax::Span;
+use std::sync::Arc;
+
+/// Where the residual's values and Jacobians come from.
+#[derive(Debug, Clone)]
+pub enum ResidualSource {
+    /// One static trace over `[t, y, y', θ]`, replayed at every call.
+    Static(FnGraph),
+    /// The body's control flow reads `t` (only): traced afresh at every call with `t` a
+    /// constant (`TracedFn::set_passive_constants`).
+    PerCall(Box<PerCallResidual>),
+}
+
+/// What re-tracing the residual needs: the program, the function and the call's other
+/// arguments (their parameter-dependent scalars become slot values).
+#[derive(Debug, Clone)]
+pub struct PerCallResidual {
+    pub prog: Arc<hazel_check::CheckedProgram>,
+    pub function: usize,
+    pub span: Span,
+    pub args: Box<[Val]>,
+}
+
+/// The leading arguments of a residual: `t` (passive), `y`, `y'` (active).
+pub(crate) fn residual_lead(n: usize) -> Vec<LeadArg> {
+    vec![
+        LeadArg {
+            shape: Shape::Real,
+            active: false,
+        },
+        LeadArg {
+            shape: Shape::Vector(n),
+            active: true,
+        },
+        LeadArg {
+            shape: Shape::Vector(n),
+            active: true,
+        },
+    ]
+}
 
 /// What an [`crate::tape::Op::Dae`] solves.
 #[derive(Debug, Clone)]
@@ -21,7 +65,7 @@ pub struct DaeSpec {
     pub name: Box<str>,
     pub tol: DaeTolerances,
     /// The residual over `[t, y, y', θ]`.
-    pub f: FnGraph,
+    pub f: ResidualSource,
     /// Number of states.
     pub n: usize,
     /// Number of parameter-dependent scalars `θ`.
@@ -132,25 +176,52 @@ pub fn forward(
             theta[i]
         )));
     }
-    let mut q = vec![0.0; 1 + 2 * n + m];
-    q[1 + 2 * n..].copy_from_slice(theta);
-    let mut res = ReplayResidual {
-        f: &spec.f,
-        n,
-        m,
-        q,
-        buf: Buffers::for_graph(&spec.f.graph),
-        ja: vec![0.0; 2 * n * n],
-    };
-    let sol = solve_dae(
-        &mut res,
-        yy0,
-        yp0,
-        spec.y0_var,
-        spec.t0,
-        &spec.ts,
-        &spec.tol,
-    )
+    let sol = match &spec.f {
+        ResidualSource::Static(g) => {
+            let mut q = vec![0.0; 1 + 2 * n + m];
+            q[1 + 2 * n..].copy_from_slice(theta);
+            let mut res = ReplayResidual {
+                f: g,
+                n,
+                m,
+                q,
+                buf: Buffers::for_graph(&g.graph),
+                ja: vec![0.0; 2 * n * n],
+            };
+            solve_dae(
+                &mut res,
+                yy0,
+                yp0,
+                spec.y0_var,
+                spec.t0,
+                &spec.ts,
+                &spec.tol,
+            )
+        }
+        ResidualSource::PerCall(pc) => {
+            let mut f = TracedFn::new(
+                &pc.prog,
+                pc.function,
+                pc.span,
+                "the DAE residual",
+                residual_lead(n),
+                Shape::Vector(n),
+                &pc.args,
+                theta.to_vec(),
+            );
+            f.set_passive_constants();
+            let mut res = TracedResidual::new(&mut f, n, m);
+            solve_dae(
+                &mut res,
+                yy0,
+                yp0,
+                spec.y0_var,
+                spec.t0,
+                &spec.ts,
+                &spec.tol,
+            )
+        }
+    }
     .map_err(|e| EvalError::domain(format!("{}: {e}", spec.name)))?;
     out.copy_from_slice(&sol.values);
     scratch[..sol.sens.len()].copy_from_slice(&sol.sens);

@@ -7,18 +7,20 @@
 //! - Otherwise, when the residual's control flow does not read `t`, `y`, `y'` or `θ`, the call
 //!   is one [`crate::tape::Op::Dae`] holding the traced residual, solved at every evaluation
 //!   with the sensitivities kept for the backward rule: the model stays static.
-//! - A residual that branches on those makes the model dynamic, and the call lowers to the
-//!   first-order expansion `y(t_j) + S_j (v − v_now)` (`v`: the varying initial state and
+//! - A residual whose control flow reads only `t` is still one op, which re-traces it per
+//!   call with `t` a constant (as the ODE op does).
+//! - A residual that branches on `y`, `y'` or `θ` makes the model dynamic, and the call lowers
+//!   to the first-order expansion `y(t_j) + S_j (v − v_now)` (`v`: the varying initial state and
 //!   `θ`), as the ODE solvers do.
 //!
 //! `t0` and `ts` must be data (parameter-dependent times are refused, as for the ODE solvers).
 //! `yp0` only starts the integration (the solution does not depend on it), so it gets no
 //! gradient.
 
-use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
+use super::fn_graph::{split_params, Shape, TracedFn};
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
-use crate::dae_op::{split_jac, DaeSpec};
+use crate::dae_op::{residual_lead, split_jac, DaeSpec, PerCallResidual, ResidualSource};
 use hazel_math::dae::{solve_dae, DaeResidual, DaeTolerances};
 use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
@@ -30,7 +32,7 @@ pub fn is_dae_solver(name: &str) -> bool {
 }
 
 /// A [`TracedFn`] over `[t, y, y']` as a [`DaeResidual`].
-struct Traced<'f, 'a, 'p> {
+pub(crate) struct TracedResidual<'f, 'a, 'p> {
     f: &'f mut TracedFn<'a, 'p>,
     n: usize,
     m: usize,
@@ -38,7 +40,17 @@ struct Traced<'f, 'a, 'p> {
     ja: Vec<f64>,
 }
 
-impl Traced<'_, '_, '_> {
+impl<'f, 'a, 'p> TracedResidual<'f, 'a, 'p> {
+    pub(crate) fn new(f: &'f mut TracedFn<'a, 'p>, n: usize, m: usize) -> Self {
+        TracedResidual {
+            f,
+            n,
+            m,
+            lead: Vec::with_capacity(1 + 2 * n),
+            ja: vec![0.0; 2 * n * n],
+        }
+    }
+
     fn fill(&mut self, t: f64, y: &[f64], yp: &[f64]) {
         self.lead.clear();
         self.lead.push(t);
@@ -47,7 +59,7 @@ impl Traced<'_, '_, '_> {
     }
 }
 
-impl DaeResidual for Traced<'_, '_, '_> {
+impl DaeResidual for TracedResidual<'_, '_, '_> {
     fn n_states(&self) -> usize {
         self.n
     }
@@ -198,20 +210,7 @@ impl<'p> Tracer<'p> {
             .map(|s| self.eager_value(*s))
             .collect();
         let y0_var = !yy0.is_const();
-        let lead = vec![
-            LeadArg {
-                shape: Shape::Real,
-                active: false,
-            },
-            LeadArg {
-                shape: Shape::Vector(n),
-                active: true,
-            },
-            LeadArg {
-                shape: Shape::Vector(n),
-                active: true,
-            },
-        ];
+        let lead = residual_lead(n);
         let mut f = TracedFn::new(
             self.prog,
             function,
@@ -228,18 +227,32 @@ impl<'p> Tracer<'p> {
             let mut start = vec![t0];
             start.extend_from_slice(&y0_vals);
             start.extend_from_slice(&yp0_vals);
-            let traced = f.trace_static(&start).map_err(|e| match e {
+            let prefix = |e: TraceErr| match e {
                 TraceErr::Eval(mut e, s) => {
                     e.message = format!("{name}: {}", e.message);
                     TraceErr::Eval(e, s)
                 }
                 e => e,
-            })?;
-            if let Some(g) = traced {
+            };
+            let traced = f.trace_static(&start).map_err(prefix)?.cloned();
+            let source = match traced {
+                Some(g) => Some(ResidualSource::Static(g)),
+                // Control flow reads `t` only: re-traced per call inside the op.
+                None if f.probe_passive_constants(&start).map_err(prefix)? => {
+                    Some(ResidualSource::PerCall(Box::new(PerCallResidual {
+                        prog: Arc::new(self.prog.clone()),
+                        function,
+                        span,
+                        args: extra.into(),
+                    })))
+                }
+                None => None,
+            };
+            if let Some(source) = source {
                 let spec = DaeSpec {
                     name: name.into(),
                     tol,
-                    f: g.clone(),
+                    f: source,
                     n,
                     m,
                     y0_var,
@@ -260,13 +273,7 @@ impl<'p> Tracer<'p> {
             }
         }
         // Data only, or a residual that branches (dynamic model): solve here.
-        let mut res = Traced {
-            f: &mut f,
-            n,
-            m,
-            lead: Vec::new(),
-            ja: vec![0.0; 2 * n * n],
-        };
+        let mut res = TracedResidual::new(&mut f, n, m);
         let sol = match solve_dae(&mut res, &y0_vals, &yp0_vals, y0_var, t0, ts, &tol) {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
