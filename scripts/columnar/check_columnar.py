@@ -8,7 +8,9 @@ Runs `hazel sample` three times (csv, parquet, zarr) with one seed, then compare
   * Zarr: opened with xr.open_datatree(engine="zarr") and az.InferenceData.from_datatree;
     groups, ArviZ dims (chain, draw, <var>_dim_k), declared shapes, each element against its
     CSV column, sample_stats under ArviZ's names, warmup groups;
-  * `hazel summary` prints the same table for the three formats.
+  * `hazel summary` prints the same table for the three formats;
+  * a fixed_param run: Parquet and Zarr carry the CSV's two sampler columns (`lp__`,
+    `accept_stat__`; ArviZ `lp`, `acceptance_rate`) and no others, values equal to the CSV's.
 """
 import csv
 import json
@@ -135,8 +137,43 @@ def main():
     check(tables["csv"] == tables["parquet"], "summary of parquet differs from csv")
     check(tables["csv"] == tables["zarr"], "summary of zarr differs from csv")
     check(outputs["csv"] == outputs["parquet"] == outputs["zarr"], "sample's summaries differ")
+    check_fixed_param(hazel, work / "fixed_param")
     print(f"columnar output OK: {CHAINS} chains x ({WARMUP} warmup + {DRAWS}) draws, "
-          f"{len(header)} columns equal in csv, parquet and zarr")
+          f"{len(header)} columns equal in csv, parquet and zarr; fixed_param columns too")
+
+
+def check_fixed_param(hazel, work):
+    """fixed_param: the same columns (two sampler columns) and values in the three formats."""
+    common = [
+        "sample", str(HERE / "model.stan"), "--data", str(HERE / "data.json"),
+        "--chains", str(CHAINS), "--draws", "25", "--seed", str(SEED), "--quiet",
+        "--algorithm", "fixed_param",
+    ]
+    for fmt in ["csv", "parquet", "zarr"]:
+        run(hazel, *common, "--format", fmt, "--output-dir", str(work / fmt))
+    csvs = [read_csv(work / "csv" / f"model-{c}.csv") for c in range(1, CHAINS + 1)]
+    check(csvs[0][0][:3] == ["lp__", "accept_stat__", "mu"], f"fixed_param CSV {csvs[0][0][:3]}")
+    for chain, (hdr, rows, _, stepsize) in enumerate(csvs, start=1):
+        check(stepsize is None, "fixed_param CSV has an adaptation block")
+        table = pq.read_table(work / "parquet" / f"model-{chain}.parquet")
+        check(table.column_names == hdr, f"fixed_param parquet columns {table.column_names[:4]}")
+        values = np.column_stack([table.column(n).to_numpy() for n in hdr])
+        check(np.array_equal(values, rows), f"chain {chain}: fixed_param parquet values differ")
+        meta = {k.decode() for k in table.schema.metadata}
+        check("adaptation.step_size" not in meta, "fixed_param parquet records adaptation")
+    tree = xr.open_datatree(work / "zarr" / "model.zarr", engine="zarr")
+    idata = az.InferenceData.from_datatree(tree)
+    stats = idata.sample_stats
+    check(set(stats.data_vars) == {"lp", "acceptance_rate"},
+          f"fixed_param sample_stats {sorted(stats.data_vars)}")
+    for c, (hdr, rows, _, _) in enumerate(csvs):
+        for j, name in enumerate(hdr):
+            if name in STATS:
+                got = stats[STATS[name]].values[c]
+            else:
+                var, *index = name.split(".")
+                got = idata.posterior[var].values[(c, slice(None), *[int(i) - 1 for i in index])]
+            check(np.array_equal(got, rows[:, j]), f"fixed_param chain {c + 1} {name} in zarr")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,10 @@ fn measure(format: &str, dim: usize, draws: usize, dir: &Path) {
     };
     config.sampler.num_samples = draws;
     config.sampler.num_warmup = 0;
+    // The sampler's adapted metric, full-precision values as adaptation gives them (the
+    // columnar metadata carries them as text); it exists before the sink, like the workspace.
+    let inv_metric =
+        InverseMetric::Diag((0..dim).map(|i| 0.37 * (1.0 + i as f64).sqrt()).collect());
     let baseline = vm_rss_kib();
     let start = Instant::now();
     // The buffer each sink holds: one row group (its actual size, which grows for wide tables),
@@ -84,8 +88,7 @@ fn measure(format: &str, dim: usize, draws: usize, dir: &Path) {
             (path, Box::new(sink), chunk_draws * width * 8)
         }
     };
-    sink.adaptation_done(0.1, &InverseMetric::Diag(vec![1.0; dim]))
-        .expect("adaptation");
+    sink.adaptation_done(0.1, &inv_metric).expect("adaptation");
     for d in 0..draws {
         for (i, v) in values.iter_mut().enumerate() {
             *v = (i as f64).mul_add(1e-3, d as f64 * 0.25);

@@ -1539,7 +1539,18 @@ impl Checker {
                     let info = &self.vars[v.0 as usize];
                     return (info.ty.clone(), info.data_only);
                 }
-                if let Some(fids) = self.functions_by_name.get(&name.name) {
+                // `f_lupdf` names the function declared as `f_lpdf` (likewise `_lupmf`).
+                let declared = name
+                    .name
+                    .strip_suffix("_lupdf")
+                    .map(|b| format!("{b}_lpdf"));
+                let declared = declared.or_else(|| {
+                    name.name
+                        .strip_suffix("_lupmf")
+                        .map(|b| format!("{b}_lpmf"))
+                });
+                let declared = declared.as_deref().unwrap_or(&name.name);
+                if let Some(fids) = self.functions_by_name.get(declared) {
                     // A function used as a value (argument of a higher-order built-in).
                     if let Some(&fid) = fids.first() {
                         let ft = FunctionType {

@@ -200,6 +200,23 @@ impl GraphBuilder {
         })
     }
 
+    /// An `integrate_1d` call over the parameter-dependent scalars `v`
+    /// ([`crate::integrate_op`]).
+    pub fn integrate(
+        &mut self,
+        spec: std::sync::Arc<crate::integrate_op::IntegrateSpec>,
+        v: Arg,
+    ) -> Arg {
+        let out = self.alloc(1);
+        let scratch = self.alloc_scratch(v.len());
+        self.push(Op::Integrate {
+            spec,
+            v,
+            scratch,
+            out,
+        })
+    }
+
     /// `x` sorted (the permutation is found at every evaluation).
     pub fn sort(&mut self, x: Arg, descending: bool) -> Arg {
         let out = self.alloc(x.len());

@@ -3,8 +3,8 @@
 //!
 //! The op holds the residual as a static [`FnGraph`] over the slot `[t, y, y', θ]` (`θ`: the
 //! parameter-dependent scalars of the variadic arguments) or, when its control flow reads `t`
-//! only (a switch at a dosing time), what re-tracing it per call with `t` a constant needs
-//! (as [`crate::ode_op`] does). Its forward rule runs
+//! only (a switch at a dosing time), what guarded traces made inside the op need (as
+//! [`crate::ode_op`] does). Its forward rule runs
 //! `hazel_math::dae::solve_dae` (BDF with forward sensitivities), replaying the sub-graph for
 //! `F` and its Jacobians, and leaves the sensitivities `∂y(t_j)/∂(y₀, θ)` in the op's scratch;
 //! the backward rule multiplies the output adjoints by them. `y'₀` gets no gradient (the
@@ -25,8 +25,8 @@ use std::sync::Arc;
 pub enum ResidualSource {
     /// One static trace over `[t, y, y', θ]`, replayed at every call.
     Static(FnGraph),
-    /// The body's control flow reads `t` (only): traced afresh at every call with `t` a
-    /// constant (`TracedFn::set_passive_constants`).
+    /// The body's control flow reads `t` (only): guarded traces (`TracedFn::set_guarded`),
+    /// made and replayed inside the op per set of `t`-dependent branches taken.
     PerCall(Box<PerCallResidual>),
 }
 
@@ -209,7 +209,7 @@ pub fn forward(
                 &pc.args,
                 theta.to_vec(),
             );
-            f.set_passive_constants();
+            f.set_guarded();
             let mut res = TracedResidual::new(&mut f, n, m);
             solve_dae(
                 &mut res,

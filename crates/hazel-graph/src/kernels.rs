@@ -701,6 +701,16 @@ pub fn forward(
             let sens = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len(v.len())];
             crate::ode_op::forward(spec, read(*v, lo, consts), o, sens)?;
         }
+        Op::Integrate {
+            spec,
+            v,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let grad = &mut scratch[*sc as usize..*sc as usize + v.len()];
+            crate::integrate_op::forward(spec, read(*v, lo, consts), o, grad)?;
+        }
     }
     Ok(())
 }
@@ -1117,6 +1127,12 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
             if v.is_var() {
                 let sens = &scratch[*sc as usize..*sc as usize + spec.scratch_len(v.len())];
                 crate::ode_op::backward(spec, sens, g, &mut adj_lo[v.range()]);
+            }
+        }
+        Op::Integrate { v, scratch: sc, .. } => {
+            if v.is_var() {
+                let grad = &scratch[*sc as usize..*sc as usize + v.len()];
+                crate::integrate_op::backward(grad, g[0], &mut adj_lo[v.range()]);
             }
         }
         Op::Check { .. } | Op::Reject { .. } => {}

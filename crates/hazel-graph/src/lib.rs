@@ -57,6 +57,7 @@
 pub mod builder;
 pub mod dae_op;
 pub mod dists;
+pub mod integrate_op;
 pub mod kernels;
 mod linalg_kernels;
 pub mod lower;

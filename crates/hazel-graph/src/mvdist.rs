@@ -42,6 +42,8 @@ pub enum MvFamily {
     MultiGpCholesky,
     /// args: y, mu, sigma, eta; `n` = K.
     LkjCov,
+    /// `hmm_marginal`; args: log_omega, Gamma, rho; `n` = states, `n_obs` = observations.
+    HmmMarginal,
 }
 
 /// Everything about one density op that is fixed when the graph is built.
@@ -99,6 +101,7 @@ impl MvSpec {
             MvFamily::MultiGp => la::multi_gp_workspace_len(self.n),
             MvFamily::MultiGpCholesky => la::multi_gp_cholesky_workspace_len(self.n),
             MvFamily::LkjCov => la::lkj_cov_workspace_len(self.n),
+            MvFamily::HmmMarginal => la::hmm::hmm_workspace_len(self.n, self.n_obs),
             _ => 0,
         }
     }
@@ -242,6 +245,17 @@ impl MvSpec {
                 g1.as_deref_mut(),
                 g2.as_deref_mut(),
                 first(g3),
+                ws,
+            ),
+            MvFamily::HmmMarginal => la::hmm::hmm_marginal(
+                args[0],
+                args[1],
+                args[2],
+                n,
+                n_obs,
+                g0.as_deref_mut(),
+                g1.as_deref_mut(),
+                g2.as_deref_mut(),
                 ws,
             ),
             MvFamily::LkjCorr => la::lkj_corr_lpdf(

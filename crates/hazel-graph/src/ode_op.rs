@@ -26,8 +26,9 @@ use std::sync::Arc;
 pub enum RhsSource {
     /// One static trace over `[t, y, p]` (`t` passive, `y` active), replayed at every call.
     Static(FnGraph),
-    /// The body's control flow reads `t` (only): traced afresh at every call with `t` a
-    /// constant and `y`, `p` slot values (`TracedFn::set_passive_constants`).
+    /// The body's control flow reads `t` (only): guarded traces (`TracedFn::set_guarded`),
+    /// made afresh at each evaluation, one per distinct set of values read (one per branch
+    /// taken: a dosing switch `if (t > 0)` needs two per evaluation).
     PerCall(Box<PerCallRhs>),
 }
 
@@ -171,7 +172,7 @@ pub fn forward(
                 &pc.args,
                 p.to_vec(),
             );
-            rhs.f.set_passive_constants();
+            rhs.f.set_guarded();
             solve(
                 spec.method,
                 &mut rhs,

@@ -268,6 +268,14 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// An `integrate_1d` call ([`crate::integrate_op`]): the integral from the
+    /// parameter-dependent scalars `v`; `scratch` holds `∂out/∂v` for the backward rule.
+    Integrate {
+        spec: std::sync::Arc<crate::integrate_op::IntegrateSpec>,
+        v: Arg,
+        scratch: u32,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -298,7 +306,8 @@ impl Op {
             | Op::MvDist { out, .. }
             | Op::Solve { out, .. }
             | Op::Dae { out, .. }
-            | Op::Ode { out, .. } => *out,
+            | Op::Ode { out, .. }
+            | Op::Integrate { out, .. } => *out,
         }
     }
 
@@ -313,6 +322,7 @@ impl Op {
             | Op::Sd { x, .. }
             | Op::Sort { x, .. }
             | Op::Ode { v: x, .. }
+            | Op::Integrate { v: x, .. }
             | Op::Gather { x, .. } => f(x),
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
@@ -370,6 +380,7 @@ impl Op {
             | Op::Sd { x, .. }
             | Op::Sort { x, .. }
             | Op::Ode { v: x, .. }
+            | Op::Integrate { v: x, .. }
             | Op::Gather { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
             Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],

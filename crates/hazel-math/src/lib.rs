@@ -20,5 +20,6 @@ pub mod dae;
 pub mod dist;
 pub mod linalg;
 pub mod ode;
+pub mod quadrature;
 pub mod special;
 pub mod transforms;

@@ -28,6 +28,7 @@
 
 pub mod densities;
 pub mod eigen;
+pub mod hmm;
 pub mod qr;
 pub mod solve;
 pub mod svd;

@@ -20,44 +20,74 @@ pub struct Variable {
 
 /// The model's variables from its column names (the names after the sampler's `__` columns),
 /// in the order of their first column.
+///
+/// Allocation-light (one flat index list per variable, a hash map from name to variable): for
+/// wide models this runs in the Zarr writer's `begin`, whose transient memory counts against
+/// the sink's bound.
 pub fn variables(names: &[String]) -> Vec<Variable> {
-    struct Group {
-        name: String,
-        members: Vec<(usize, Vec<u64>)>,
+    /// The columns of one base name; `rank` is `None` once members disagree on it.
+    struct Group<'a> {
+        name: &'a str,
+        rank: Option<usize>,
+        columns: Vec<usize>,
+        /// Every member's indices, `rank` per member.
+        indices: Vec<u64>,
     }
     let mut groups: Vec<Group> = Vec::new();
+    let mut by_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (column, name) in names.iter().enumerate() {
         let mut parts = name.split('.');
         let base = parts.next().unwrap_or_default();
-        let indices: Option<Vec<u64>> = parts
-            .map(|p| p.parse::<u64>().ok().filter(|&i| i >= 1))
-            .collect();
-        match indices {
-            Some(indices) if !indices.is_empty() => {
-                match groups.iter_mut().find(|g| g.name == base) {
-                    Some(group) => group.members.push((column, indices)),
-                    None => groups.push(Group {
-                        name: base.to_string(),
-                        members: vec![(column, indices)],
-                    }),
+        let mut indices = Vec::new();
+        let mut is_index = true;
+        for part in parts {
+            match part.parse::<u64>().ok().filter(|&i| i >= 1) {
+                Some(i) => indices.push(i),
+                None => {
+                    is_index = false;
+                    break;
                 }
             }
-            _ => groups.push(Group {
-                name: name.clone(),
-                members: vec![(column, Vec::new())],
-            }),
         }
+        // A column that is not an array element is a scalar named by the whole name; one
+        // that shares its name with an array's base makes them all scalars (as below).
+        let (key, indices) = if !is_index || indices.is_empty() {
+            (name.as_str(), Vec::new())
+        } else {
+            (base, indices)
+        };
+        let slot = *by_name.entry(key).or_insert_with(|| {
+            groups.push(Group {
+                name: key,
+                rank: Some(indices.len()),
+                columns: Vec::new(),
+                indices: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        let group = &mut groups[slot];
+        if group.rank != Some(indices.len()) {
+            group.rank = None;
+        }
+        group.columns.push(column);
+        group.indices.extend_from_slice(&indices);
     }
     let mut variables = Vec::with_capacity(groups.len());
     for group in groups {
-        match complete_array(&group.members) {
+        let array = match group.rank {
+            Some(0) if group.columns.len() == 1 => Some((Vec::new(), group.columns.clone())),
+            Some(0) => None,
+            Some(rank) => complete_array(rank, &group.columns, &group.indices),
+            None => None,
+        };
+        match array {
             Some((shape, columns)) => variables.push(Variable {
-                name: group.name,
+                name: group.name.to_string(),
                 shape,
                 columns,
             }),
             None => {
-                for (column, _) in group.members {
+                for column in group.columns {
                     variables.push(Variable {
                         name: names[column].clone(),
                         shape: Vec::new(),
@@ -70,35 +100,38 @@ pub fn variables(names: &[String]) -> Vec<Variable> {
     variables
 }
 
-/// The shape and element → column map when the members are exactly the elements of an array.
-fn complete_array(members: &[(usize, Vec<u64>)]) -> Option<(Vec<u64>, Vec<usize>)> {
-    let rank = members[0].1.len();
-    if members.iter().any(|(_, idx)| idx.len() != rank) {
-        return None;
-    }
+/// The shape and element → column map when the members (`columns`, with `rank` indices each
+/// in `indices`) are exactly the elements of an array.
+fn complete_array(
+    rank: usize,
+    columns: &[usize],
+    indices: &[u64],
+) -> Option<(Vec<u64>, Vec<usize>)> {
     let mut shape = vec![0u64; rank];
-    for (_, idx) in members {
+    for idx in indices.chunks_exact(rank) {
         for (extent, &i) in shape.iter_mut().zip(idx) {
             *extent = (*extent).max(i);
         }
     }
-    let size = shape.iter().product::<u64>();
-    if size != members.len() as u64 {
+    let size = shape
+        .iter()
+        .try_fold(1u64, |acc, &extent| acc.checked_mul(extent))?;
+    if size != columns.len() as u64 {
         return None;
     }
-    let mut columns = vec![usize::MAX; members.len()];
-    for (column, idx) in members {
+    let mut ordered = vec![usize::MAX; columns.len()];
+    for (&column, idx) in columns.iter().zip(indices.chunks_exact(rank)) {
         let offset = idx
             .iter()
             .zip(&shape)
             .fold(0u64, |acc, (&i, &extent)| acc * extent + (i - 1));
-        let slot = &mut columns[offset as usize];
+        let slot = &mut ordered[offset as usize];
         if *slot != usize::MAX {
             return None;
         }
-        *slot = *column;
+        *slot = column;
     }
-    Some((shape, columns))
+    Some((shape, ordered))
 }
 
 #[cfg(test)]
@@ -121,6 +154,25 @@ mod tests {
         // Row-major: S[1,1], S[1,2], S[1,3], S[2,1], …
         assert_eq!(vars[1].columns, vec![1, 3, 5, 2, 4, 6]);
         assert_eq!(vars[2].columns, vec![7, 8]);
+    }
+
+    #[test]
+    fn a_scalar_sharing_an_arrays_name_makes_them_all_scalars() {
+        let vars = variables(&names(&["a", "b.1", "a.1", "a.2", "b.2"]));
+        let got: Vec<(&str, Vec<usize>)> = vars
+            .iter()
+            .map(|v| (v.name.as_str(), v.columns.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", vec![0]),
+                ("a.1", vec![2]),
+                ("a.2", vec![3]),
+                ("b", vec![1, 4])
+            ]
+        );
+        assert_eq!(vars[3].shape, vec![2]);
     }
 
     #[test]

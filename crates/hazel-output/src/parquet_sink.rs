@@ -6,9 +6,11 @@
 //! Streamed: draws are buffered column by column in one row group of [`ROW_GROUP_BYTES`] (at
 //! least one draw) and written when it fills, so memory does not grow with the run's length.
 //! parquet's writer keeps every column chunk's metadata until the footer
-//! ([`METADATA_BYTES_PER_COLUMN_CHUNK`]); for very wide models row groups are made larger so
-//! that this metadata stays no larger than the buffer (see `begin`). Written with parquet's low-level column writer (no arrow,
-//! no compression codecs: sampled f64 values barely compress, and the build stays small).
+//! ([`METADATA_BYTES_PER_COLUMN_CHUNK`] each, even with statistics, page indexes and
+//! dictionaries off); for very wide models the run is written in fewer, larger row groups so
+//! that this metadata stays within three quarters of a group ([`rows_per_group`]) and the
+//! writer's memory within two row groups. Written with parquet's low-level column writer (no
+//! arrow, no compression codecs: sampled f64 values barely compress, and the build stays small).
 //! Unlike the CSV, a file is readable only once `finish` has written its footer.
 
 use crate::reader::{CsvError, StanCsv};
@@ -30,9 +32,12 @@ use std::sync::Arc;
 
 /// Target size of one row group's values (the writer's buffer).
 pub const ROW_GROUP_BYTES: usize = 32 << 20;
-/// Memory parquet's writer keeps per column chunk until the footer (its metadata; measured
-/// with `bench/src/bin/columnar_memory.rs` at 10⁵ columns). For wide models this, times
-/// columns × row groups, outgrows the row-group buffer, so row groups grow to balance them.
+/// Memory parquet's writer keeps per column chunk until the footer, measured with
+/// `bench/src/bin/columnar_memory.rs` and heaptrack at 10⁵ columns (parquet 60.1): its
+/// `ColumnChunkMetaData` (424 B) and one slot each in its per-row-group column-index (232 B),
+/// offset-index and bloom-filter vectors, which exist even with all three disabled. For wide
+/// models this, times columns × row groups, outgrows the row-group buffer, so row groups grow
+/// ([`rows_per_group`]).
 pub const METADATA_BYTES_PER_COLUMN_CHUNK: usize = 720;
 /// Key of the number of leading rows that are saved warmup.
 pub const WARMUP_ROWS_KEY: &str = "hazel.warmup_rows";
@@ -50,6 +55,8 @@ pub struct ParquetWriter {
     /// The row group being filled, column-major: column `c`'s rows start at `c * rows_per_group`.
     buffer: Vec<f64>,
     columns: usize,
+    /// The sampler's columns among them (CSV's: 2 for fixed_param, 7 for NUTS).
+    stats: usize,
     rows: usize,
     warmup_rows: usize,
     metadata: Vec<(String, String)>,
@@ -82,6 +89,7 @@ impl ParquetWriter {
             writer: None,
             buffer: Vec::new(),
             columns: 0,
+            stats: 0,
             rows: 0,
             warmup_rows: 0,
             metadata: Vec::new(),
@@ -120,7 +128,10 @@ impl ParquetWriter {
 
 impl DrawSink for ParquetWriter {
     fn begin(&mut self, names: &[String]) -> io::Result<()> {
-        let fields: Vec<Arc<Type>> = DrawStats::NAMES
+        self.stats = self.header.stat_columns().len();
+        let fields: Vec<Arc<Type>> = self
+            .header
+            .stat_columns()
             .iter()
             .copied()
             .chain(names.iter().map(String::as_str))
@@ -159,49 +170,45 @@ impl DrawSink for ParquetWriter {
             SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema), properties.into())
                 .map_err(to_io)?;
         self.writer = Some(writer);
-        // Memory ≈ columns × (8 × rows_per_group + METADATA × expected_rows / rows_per_group):
-        // the byte budget, unless the row-group count it implies would make the retained
-        // metadata larger than the buffer; the balance point is √(METADATA × rows / 8).
         let sampler = &self.header.sampler;
         let thin = sampler.thin.max(1);
         let mut expected_rows = sampler.num_samples.div_ceil(thin);
         if sampler.save_warmup {
             expected_rows += sampler.num_warmup.div_ceil(thin);
         }
-        let balanced = ((METADATA_BYTES_PER_COLUMN_CHUNK * expected_rows) as f64 / 8.0)
-            .sqrt()
-            .ceil() as usize;
-        let by_bytes = self.row_group_bytes / (8 * self.columns);
+        let by_bytes = (self.row_group_bytes / (8 * self.columns)).max(1);
         self.rows_per_group = if self.balance_metadata {
-            by_bytes.max(balanced.min(expected_rows))
+            rows_per_group(by_bytes, expected_rows)
         } else {
             by_bytes
-        }
-        .max(1);
+        };
         self.buffer = vec![0.0; self.rows_per_group * self.columns];
         Ok(())
     }
 
     fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        self.metadata = adaptation_pairs(stepsize, inv_metric);
+        // As the CSV: a fixed_param run adapted nothing and records no adaptation.
+        if !self.header.fixed_param() {
+            self.metadata = adaptation_pairs(stepsize, inv_metric);
+        }
         Ok(())
     }
 
     fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        if values.len() + DrawStats::NAMES.len() != self.columns {
+        if values.len() + self.stats != self.columns {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
                     "a draw has {} values for {} columns",
                     values.len(),
-                    self.columns.saturating_sub(DrawStats::NAMES.len())
+                    self.columns.saturating_sub(self.stats)
                 ),
             ));
         }
         let row = self.rows;
         let stride = self.rows_per_group;
         let stat_values = stats.values();
-        for (column, &v) in stat_values.iter().chain(values).enumerate() {
+        for (column, &v) in stat_values[..self.stats].iter().chain(values).enumerate() {
             self.buffer[column * stride + row] = v;
         }
         self.rows += 1;
@@ -233,6 +240,28 @@ impl DrawSink for ParquetWriter {
         writer.close().map_err(to_io)?;
         self.buffer = Vec::new();
         Ok(())
+    }
+}
+
+/// Rows per row group for a run of `expected_rows` rows: at least `by_bytes` (the byte budget),
+/// and few enough groups that the metadata parquet keeps until the footer — per column, one
+/// [`METADATA_BYTES_PER_COLUMN_CHUNK`] for each group written plus one for the group being
+/// closed — stays within three quarters of a group's buffer (8 bytes per row per column). The
+/// writer's memory then stays under two row groups, the rest of the second one covering the
+/// schema (a few hundred bytes per column). Groups are made equal (the run's rows split evenly).
+pub fn rows_per_group(by_bytes: usize, expected_rows: usize) -> usize {
+    let by_bytes = by_bytes.max(1);
+    if expected_rows <= by_bytes {
+        return by_bytes;
+    }
+    let mut groups = expected_rows.div_ceil(by_bytes);
+    loop {
+        let rows = expected_rows.div_ceil(groups);
+        let retained = (groups + 1) * METADATA_BYTES_PER_COLUMN_CHUNK;
+        if groups == 1 || 4 * retained <= 3 * 8 * rows {
+            return rows.max(by_bytes);
+        }
+        groups -= 1;
     }
 }
 

@@ -58,6 +58,22 @@ impl CsvHeaderInfo {
         }
     }
 
+    /// Whether the run uses the fixed_param sampler.
+    pub fn fixed_param(&self) -> bool {
+        self.sampler.algorithm == Algorithm::FixedParam
+    }
+
+    /// The sampler's columns, as CmdStan writes them: two for fixed_param
+    /// ([`DrawStats::FIXED_PARAM_NAMES`]), seven for NUTS ([`DrawStats::NAMES`]); the first
+    /// of [`DrawStats::values`] in either case. Every output format writes exactly these.
+    pub fn stat_columns(&self) -> &'static [&'static str] {
+        if self.fixed_param() {
+            &DrawStats::FIXED_PARAM_NAMES
+        } else {
+            &DrawStats::NAMES
+        }
+    }
+
     /// The configuration block, every line starting with `#`, in CmdStan's order and
     /// indentation, with `(Default)` after values equal to CmdStan's defaults.
     pub fn config_block(&self) -> String {
@@ -239,16 +255,7 @@ impl<W: Write + Send> StanCsvWriter<W> {
     }
 
     fn fixed_param(&self) -> bool {
-        self.header.sampler.algorithm == Algorithm::FixedParam
-    }
-
-    /// The sampler's columns: CmdStan writes two for fixed_param, seven for NUTS.
-    fn stats_names(&self) -> &'static [&'static str] {
-        if self.fixed_param() {
-            &DrawStats::FIXED_PARAM_NAMES
-        } else {
-            &DrawStats::NAMES
-        }
+        self.header.fixed_param()
     }
 
     /// Continues a file that already holds `bytes` bytes of this chain's output, header
@@ -302,7 +309,7 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             ));
         }
         let mut text = self.header.config_block();
-        text.push_str(&self.stats_names().join(","));
+        text.push_str(&self.header.stat_columns().join(","));
         for name in names {
             text.push(',');
             text.push_str(name);

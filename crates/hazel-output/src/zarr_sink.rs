@@ -10,13 +10,16 @@
 //!     theta                     f64 (chain, draw, theta_dim_0, …) in the declared shape
 //!     theta_dim_0 …             coordinates (0-based, as ArviZ numbers them)
 //!   sample_stats/               lp, acceptance_rate, step_size, energy (f64), tree_depth,
-//!                               n_steps (i64), diverging (bool), each (chain, draw)
+//!                               n_steps (i64), diverging (bool), each (chain, draw);
+//!                               lp and acceptance_rate only for fixed_param (the CSV's columns)
 //!   warmup_posterior/, warmup_sample_stats/   the same for saved warmup (`--save-warmup`)
 //! ```
 //!
 //! Streamed: each chain buffers at most [`CHUNK_BYTES`] of draws (at least one) and writes them
 //! as one chunk along `draw` (chunks are `1 × n × <whole variable>`, so chains never write the
-//! same chunk). Arrays are sized for the run's draws up front; draws a stopped chain never made
+//! same chunk). The variables' buffers are kept as the chunks' stored bytes (codec `bytes`,
+//! little-endian, nothing else) and handed to the store without a copy, so a chain's writer
+//! holds one chunk of draws, not one per encoding step. Arrays are sized for the run's draws up front; draws a stopped chain never made
 //! keep the fill value (NaN, 0, false), and the reader ends a chain at its first NaN `lp`.
 //! Variables' shapes come from the column names ([`crate::layout`]).
 
@@ -29,14 +32,17 @@ use serde_json::{json, Map, Value};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use zarrs::array::codec::BytesCodec;
 use zarrs::array::{data_type, Array, ArrayBuilder, FillValue};
 use zarrs::filesystem::FilesystemStore;
-use zarrs::group::{Group, GroupBuilder};
+use zarrs::group::Group;
+use zarrs::storage::{Bytes, StoreKey, WritableStorageTraits};
 
 /// Target size of one chain's buffered draws (one chunk along `draw`).
 pub const CHUNK_BYTES: usize = 8 << 20;
 
-/// ArviZ's names of the sampler statistics, in [`DrawStats::NAMES`] order.
+/// ArviZ's names of the sampler statistics, in [`DrawStats::NAMES`] order; a fixed_param run
+/// writes the first two (the CSV's `lp__`, `accept_stat__`).
 pub const SAMPLE_STATS: [&str; 7] = [
     "lp",
     "acceptance_rate",
@@ -54,6 +60,9 @@ pub struct ZarrRun {
     path: PathBuf,
     store: Arc<Store>,
     chain_ids: Vec<u64>,
+    /// Sampler statistics written: the first `stats` of [`SAMPLE_STATS`] (as the CSV's columns).
+    stats: usize,
+    fixed_param: bool,
     /// Draws per chain kept after warmup, and of warmup (0 unless saved).
     draws: u64,
     warmup_draws: u64,
@@ -68,9 +77,51 @@ struct Shared {
 }
 
 struct Layout {
-    names: Vec<String>,
+    /// The model's column count and a hash of their names (the other chains must match; the
+    /// names themselves are not kept: for wide models they cost more than a chunk).
+    columns: usize,
+    names_hash: u64,
     variables: Vec<Variable>,
     chunk_draws: u64,
+}
+
+fn names_hash(names: &[String]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    names.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A group's `zarr.json` as zarrs writes it. Serialized straight from borrowed attributes:
+/// building them as a `serde_json::Value` for zarrs' `GroupBuilder` clones them several times,
+/// and for wide models they are large (a posterior's `stan_columns`, the root's adapted
+/// inverse metric): tens of MiB at 10⁵ columns, more than the chunks the writer holds.
+#[derive(serde::Serialize)]
+struct GroupJson<A> {
+    zarr_format: u8,
+    node_type: &'static str,
+    attributes: A,
+}
+
+impl<A: serde::Serialize> GroupJson<A> {
+    /// Writes `<path>zarr.json` (`path` empty for the root, else ending in `/`).
+    fn store(store: &Store, path: &str, attributes: A) -> io::Result<()> {
+        let json = serde_json::to_vec(&GroupJson {
+            zarr_format: 3,
+            node_type: "group",
+            attributes,
+        })
+        .map_err(to_io)?;
+        let key = StoreKey::new(format!("{path}zarr.json")).map_err(to_io)?;
+        store.set(&key, Bytes::from(json)).map_err(to_io)
+    }
+}
+
+#[derive(serde::Serialize)]
+struct GroupAttributes<'a> {
+    inference_library: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stan_columns: Option<&'a [String]>,
 }
 
 impl ZarrRun {
@@ -124,6 +175,8 @@ impl ZarrRun {
             path: path.to_path_buf(),
             store,
             chain_ids,
+            stats: header.stat_columns().len(),
+            fixed_param: header.fixed_param(),
             draws: sampler.num_samples.div_ceil(sampler.thin.max(1)) as u64,
             warmup_draws: if sampler.save_warmup {
                 sampler.num_warmup.div_ceil(sampler.thin.max(1)) as u64
@@ -167,12 +220,7 @@ impl ZarrRun {
     }
 
     fn store_root(&self, attributes: &Map<String, Value>) -> io::Result<()> {
-        GroupBuilder::new()
-            .attributes(attributes.clone())
-            .build(self.store.clone(), "/")
-            .map_err(to_io)?
-            .store_metadata()
-            .map_err(to_io)
+        GroupJson::store(&self.store, "", attributes)
     }
 
     /// The groups `(draws, posterior group, sample_stats group)` of each phase written.
@@ -192,27 +240,24 @@ impl ZarrRun {
 
     /// Creates every group and array for the model's columns `names`.
     fn create_layout(&self, names: &[String]) -> io::Result<Layout> {
-        let width = (DrawStats::NAMES.len() + names.len()) as u64;
+        let width = (self.stats + names.len()) as u64;
         let chunk_draws = (self.chunk_bytes as u64 / (8 * width)).max(1);
         let layout = Layout {
-            names: names.to_vec(),
+            columns: names.len(),
+            names_hash: names_hash(names),
             variables: variables(names),
             chunk_draws,
         };
         let chains = self.chain_ids.len() as u64;
         for (_, draws, posterior, sample_stats) in self.phases() {
-            let mut attributes = Map::new();
-            attributes.insert("inference_library".into(), json!("hazel"));
-            let mut posterior_attributes = attributes.clone();
-            posterior_attributes.insert("stan_columns".into(), json!(names));
-            self.create_group(posterior, posterior_attributes)?;
-            self.create_group(sample_stats, attributes)?;
+            self.create_group(posterior, Some(names))?;
+            self.create_group(sample_stats, None)?;
             for group in [posterior, sample_stats] {
                 let chain_ids: Vec<i64> = self.chain_ids.iter().map(|&id| id as i64).collect();
                 self.create_coordinate(group, "chain", &chain_ids)?;
                 self.create_coordinate(group, "draw", &(0..draws as i64).collect::<Vec<_>>())?;
             }
-            for (stat, kind) in SAMPLE_STATS.iter().zip(STAT_KINDS) {
+            for (stat, kind) in SAMPLE_STATS.iter().zip(STAT_KINDS).take(self.stats) {
                 let array = match kind {
                     StatKind::Real => ArrayBuilder::new(
                         vec![chains, draws],
@@ -253,7 +298,9 @@ impl ZarrRun {
                     )?;
                     dims.push(dim);
                 }
+                // Little-endian `bytes` only: the writer stores its buffers as encoded chunks.
                 let array = ArrayBuilder::new(shape, chunk, data_type::float64(), f64::NAN)
+                    .array_to_bytes_codec(Arc::new(BytesCodec::little()))
                     .dimension_names(Some(dims))
                     .build(
                         self.store.clone(),
@@ -266,13 +313,13 @@ impl ZarrRun {
         Ok(layout)
     }
 
-    fn create_group(&self, name: &str, attributes: Map<String, Value>) -> io::Result<()> {
-        GroupBuilder::new()
-            .attributes(attributes)
-            .build(self.store.clone(), &format!("/{name}"))
-            .map_err(to_io)?
-            .store_metadata()
-            .map_err(to_io)
+    /// Creates the group `name`; a posterior group lists the CSV's columns `stan_columns`.
+    fn create_group(&self, name: &str, stan_columns: Option<&[String]>) -> io::Result<()> {
+        let attributes = GroupAttributes {
+            inference_library: "hazel",
+            stan_columns,
+        };
+        GroupJson::store(&self.store, &format!("{name}/"), attributes)
     }
 
     fn create_coordinate(&self, group: &str, name: &str, values: &[i64]) -> io::Result<()> {
@@ -321,10 +368,11 @@ pub struct ZarrChainWriter {
     chain_index: usize,
     phases: Vec<PhaseArrays>,
     layout: Option<Arc<Layout>>,
-    /// Buffered draws of one phase, already in each array's layout (draw-major, then the
-    /// variable's elements in C order), so they are written without another copy.
+    /// Buffered draws of one phase. The variables' are already each chunk's stored bytes
+    /// (little-endian f64, draw-major, then the variable's elements in C order), handed to the
+    /// store as they are: at most one chunk of draws is held, and no copy of it is made.
     stats: [Vec<f64>; 7],
-    values: Vec<Vec<f64>>,
+    values: Vec<Vec<u8>>,
     rows: usize,
     buffered_warmup: bool,
     /// Draws already written: warmup, post-warmup.
@@ -365,22 +413,44 @@ impl ZarrChainWriter {
             }
             .map_err(to_io)?;
         }
-        for ((variable, array), values) in layout
+        let chunk_draws = layout.chunk_draws;
+        for ((variable, array), buffer) in layout
             .variables
             .iter()
             .zip(&phase.variables)
-            .zip(&self.values)
+            .zip(&mut self.values)
         {
-            let mut subset = range.to_vec();
-            subset.extend(variable.shape.iter().map(|&extent| 0..extent));
-            array
-                .store_array_subset(&subset, &values[..])
-                .map_err(to_io)?;
+            let chunk_len = chunk_draws as usize * variable.columns.len() * 8;
+            let mut bytes = std::mem::take(buffer);
+            if start.is_multiple_of(chunk_draws) {
+                // One whole chunk; a phase's last, partial one is padded with the fill value.
+                bytes.resize(chunk_len, 0);
+                for pad in bytes[rows as usize * variable.columns.len() * 8..].chunks_exact_mut(8) {
+                    pad.copy_from_slice(&f64::NAN.to_le_bytes());
+                }
+                let mut indices = vec![chain, start / chunk_draws];
+                indices.extend(variable.shape.iter().map(|_| 0));
+                // SAFETY: the array's codecs are exactly `bytes` little-endian (`create_layout`),
+                // whose encoding of a chunk is its f64 elements' little-endian bytes in C order.
+                unsafe { array.store_encoded_chunk(&indices, Bytes::from(bytes)) }
+                    .map_err(to_io)?;
+            } else {
+                // Not reached by `draw` (chunks stay aligned); kept correct all the same.
+                let values: Vec<f64> = bytes
+                    .chunks_exact(8)
+                    .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+                    .collect();
+                let mut subset = range.to_vec();
+                subset.extend(variable.shape.iter().map(|&extent| 0..extent));
+                array
+                    .store_array_subset(&subset, &values[..])
+                    .map_err(to_io)?;
+            }
+            *buffer = Vec::with_capacity(chunk_len);
         }
         self.written[usize::from(!self.buffered_warmup)] += rows;
         self.rows = 0;
         self.stats.iter_mut().for_each(Vec::clear);
-        self.values.iter_mut().for_each(Vec::clear);
         Ok(())
     }
 }
@@ -390,7 +460,9 @@ impl DrawSink for ZarrChainWriter {
         let layout = {
             let mut shared = self.run.lock()?;
             match &shared.layout {
-                Some(layout) if layout.names != names => {
+                Some(layout)
+                    if layout.columns != names.len() || layout.names_hash != names_hash(names) =>
+                {
                     return Err(io::Error::other(
                         "this chain's columns differ from the other chains' in the Zarr store",
                     ))
@@ -409,6 +481,7 @@ impl DrawSink for ZarrChainWriter {
                 warmup,
                 stats: SAMPLE_STATS
                     .iter()
+                    .take(self.run.stats)
                     .map(|stat| open(format!("/{sample_stats}/{stat}")))
                     .collect::<Result<_, _>>()?,
                 variables: layout
@@ -422,13 +495,17 @@ impl DrawSink for ZarrChainWriter {
         self.values = layout
             .variables
             .iter()
-            .map(|v| Vec::with_capacity(rows * v.columns.len()))
+            .map(|v| Vec::with_capacity(rows * v.columns.len() * 8))
             .collect();
         self.layout = Some(layout);
         Ok(())
     }
 
     fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+        if self.run.fixed_param {
+            // As the CSV: a fixed_param run adapted nothing and records no adaptation.
+            return Ok(());
+        }
         let pairs: Map<String, Value> = adaptation_pairs(stepsize, inv_metric)
             .into_iter()
             .map(|(k, v)| (k, Value::String(v)))
@@ -447,7 +524,7 @@ impl DrawSink for ZarrChainWriter {
 
     fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
         let layout = self.layout.as_ref().ok_or_else(not_begun)?;
-        let (columns, chunk_draws) = (layout.names.len(), layout.chunk_draws as usize);
+        let (columns, chunk_draws) = (layout.columns, layout.chunk_draws as usize);
         if values.len() != columns {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -471,12 +548,14 @@ impl DrawSink for ZarrChainWriter {
         }
         self.buffered_warmup = warmup;
         let stat_values = stats.values();
-        for (buffer, v) in self.stats.iter_mut().zip(stat_values) {
+        for (buffer, v) in self.stats.iter_mut().zip(stat_values).take(self.run.stats) {
             buffer.push(v);
         }
         let layout = self.layout.as_ref().ok_or_else(not_begun)?;
         for (buffer, variable) in self.values.iter_mut().zip(&layout.variables) {
-            buffer.extend(variable.columns.iter().map(|&c| values[c]));
+            for &c in &variable.columns {
+                buffer.extend_from_slice(&values[c].to_le_bytes());
+            }
         }
         self.rows += 1;
         // Chunks stay aligned: a phase's draws start at chunk 0, and each flush but a phase's last
@@ -546,13 +625,23 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
         .map_err(|e| error(format!("array /posterior/chain: {e}")))?;
     let draws = store_len(&open("/posterior/draw".to_string())?);
     let layout = variables(&names);
-    let width = DrawStats::NAMES.len() + names.len();
+    // The CSV's sampler columns: two for a fixed_param run, seven for NUTS.
+    let fixed_param = settings
+        .iter()
+        .any(|(key, value)| key.ends_with("algorithm") && value == "fixed_param");
+    let stat_columns: &[&str] = if fixed_param {
+        &DrawStats::FIXED_PARAM_NAMES
+    } else {
+        &DrawStats::NAMES
+    };
+    let stats = stat_columns.len();
+    let width = stats + names.len();
     let mut chains = Vec::with_capacity(chain_ids.len());
     for (index, &chain_id) in chain_ids.iter().enumerate() {
         let chain = index as u64;
         let range = [chain..chain + 1, 0..draws];
         let mut rows = vec![vec![0.0; width]; draws as usize];
-        for (k, stat) in SAMPLE_STATS.iter().enumerate() {
+        for (k, stat) in SAMPLE_STATS.iter().enumerate().take(stats) {
             let name = format!("/sample_stats/{stat}");
             let array = open(name.clone())?;
             let read_error = |e: zarrs::array::ArrayError| error(format!("array {name}: {e}"));
@@ -586,7 +675,7 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
             let elements = variable.columns.len();
             for (row, draw) in rows.iter_mut().zip(values.chunks_exact(elements)) {
                 for (&column, &v) in variable.columns.iter().zip(draw) {
-                    row[DrawStats::NAMES.len() + column] = v;
+                    row[stats + column] = v;
                 }
             }
         }
@@ -612,8 +701,7 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
             key: "id".to_string(),
             value: chain_id.to_string(),
         });
-        let mut column_names: Vec<String> =
-            DrawStats::NAMES.iter().map(|s| s.to_string()).collect();
+        let mut column_names: Vec<String> = stat_columns.iter().map(|s| s.to_string()).collect();
         column_names.extend(names.iter().cloned());
         chains.push(StanCsv {
             path: path.to_path_buf(),

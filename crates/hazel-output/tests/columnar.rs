@@ -1,11 +1,14 @@
 //! Parquet and Zarr sinks: one sampler run written to all three formats at once (tiny row
 //! groups and chunks, so several fill and the last is partial) reads back through
 //! `read_draws` with the CSV's columns, bit-identical draws, adaptation and settings; Zarr
-//! keeps declared shapes; a chain stopped early keeps the draws it made.
+//! keeps declared shapes; a chain stopped early keeps the draws it made; a fixed_param run has
+//! the CSV's two sampler columns in every format.
 #![cfg(all(feature = "parquet", feature = "zarr"))]
 
 use hazel_density::{EvalError, LogDensity, Unconstrained};
-use hazel_nuts::{run, DrawSink, DrawStats, InverseMetric, NoProgress, RunConfig, Timing};
+use hazel_nuts::{
+    run, Algorithm, DrawSink, DrawStats, InverseMetric, NoProgress, RunConfig, Timing,
+};
 use hazel_output::layout::variables;
 use hazel_output::parquet_sink::ParquetWriter;
 use hazel_output::zarr_sink::ZarrRun;
@@ -172,6 +175,57 @@ fn parquet_and_zarr_read_back_equal_to_the_csv_of_the_same_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A fixed_param run: the CSV writes `lp__`, `accept_stat__` and no adaptation block; Parquet
+/// and Zarr must carry exactly those columns (not NUTS's seven) and no adaptation either.
+#[test]
+fn fixed_param_runs_have_the_csv_columns_in_every_format() {
+    let dir = temp_dir("fixed-param");
+    let mut config = RunConfig {
+        seed: 77,
+        chains: 2,
+        threads: 2,
+        ..RunConfig::default()
+    };
+    config.sampler.algorithm = Algorithm::FixedParam;
+    config.sampler.num_warmup = 0;
+    config.sampler.num_samples = 13;
+    let out = sample_all_formats(&dir, &config);
+    let csv = read_draws(&out.csv).expect("csv");
+    let mut expected: Vec<String> = DrawStats::FIXED_PARAM_NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    expected.extend((1..=5).map(|i| format!("x.{i}")));
+    assert_eq!(csv[0].column_names, expected);
+    assert_eq!(csv[0].draws.len(), 13);
+    assert_eq!(csv[0].adaptation, None);
+    let parquet = read_draws(&out.parquet).expect("parquet");
+    assert_same_draws(&csv, &parquet, "parquet");
+    let zarr = read_draws(std::slice::from_ref(&out.zarr)).expect("zarr");
+    assert_same_draws(&csv, &zarr, "zarr");
+    // The store itself holds only the two statistics.
+    let stats = out.zarr.join("sample_stats");
+    assert!(stats.join("lp/zarr.json").is_file());
+    assert!(stats.join("acceptance_rate/zarr.json").is_file());
+    for nuts_only in ["step_size", "tree_depth", "n_steps", "diverging", "energy"] {
+        assert!(
+            !stats.join(nuts_only).exists(),
+            "fixed_param store has sample_stats/{nuts_only}"
+        );
+    }
+    let root = std::fs::read_to_string(out.zarr.join("zarr.json")).expect("root");
+    let root: serde_json::Value = serde_json::from_str(&root).expect("json");
+    assert!(
+        root["attributes"].get("settings").is_some(),
+        "root attributes: {root}"
+    );
+    assert!(
+        root["attributes"].get("adaptation").is_none(),
+        "fixed_param store records adaptation"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Synthetic draws of a 2×3 matrix, a scalar and a complex number, straight into the sinks.
 #[test]
 fn zarr_keeps_declared_shapes_and_a_stopped_chain_keeps_its_draws() {
@@ -250,4 +304,34 @@ fn a_truncated_parquet_file_is_a_clear_error() {
         "{error}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Row-group sizing: the byte budget unless the metadata parquet keeps per column chunk would
+/// outgrow three quarters of a group; then fewer, equal groups.
+#[test]
+fn wide_runs_get_few_enough_row_groups_for_their_metadata() {
+    use hazel_output::parquet_sink::{rows_per_group, METADATA_BYTES_PER_COLUMN_CHUNK};
+    // The benchmark's 10⁵ columns × 2,000 draws: 41 rows fit 32 MiB, but 49 groups would keep
+    // 35 KB of metadata per column; 3 groups of 667 rows keep 2.9 KB against 5.3 KB of values.
+    assert_eq!(rows_per_group(41, 2000), 667);
+    // A narrow model keeps the byte budget.
+    assert_eq!(rows_per_group(400_000, 1000), 400_000);
+    assert_eq!(rows_per_group(1000, 5000), 1000);
+    for (by_bytes, rows) in [
+        (1, 10),
+        (41, 2000),
+        (3, 100_000),
+        (1000, 500),
+        (7, 7),
+        (2, 3),
+    ] {
+        let r = rows_per_group(by_bytes, rows);
+        assert!(r >= by_bytes, "{by_bytes} {rows}: {r}");
+        let groups = rows.div_ceil(r);
+        let retained = (groups + 1) * METADATA_BYTES_PER_COLUMN_CHUNK;
+        assert!(
+            groups == 1 || 4 * retained <= 3 * 8 * r,
+            "{by_bytes} {rows}: {groups} groups of {r} rows"
+        );
+    }
 }

@@ -173,6 +173,9 @@ impl<'p> Tracer<'p> {
         if Self::is_complex_call(name, &args) {
             return self.complex_call(name, args, span);
         }
+        if let Some(v) = self.hmm_call(name, &args, span)? {
+            return Ok(v);
+        }
         for (suffix, propto) in [
             ("_lpdf", false),
             ("_lpmf", false),
@@ -1185,23 +1188,42 @@ impl<'p> Tracer<'p> {
                 if args.len() != 2 {
                     return cerr(format!("{base}_rng takes 2 arguments"), span);
                 }
-                let mu = self.const_vec(&args[0], span)?;
                 let l = if base == "multi_normal" {
                     let c = self.call("cholesky_decompose", vec![args[1].clone()], span)?;
                     self.const_vec(&c, span)?
                 } else {
                     self.const_vec(&args[1], span)?
                 };
-                let k = mu.len();
-                if l.len() != k * k {
-                    return eerr(format!("{base}_rng: size mismatch"), span);
+                // One location, or an array of them (one draw each, an array of vectors).
+                let (locations, many) = match &args[0] {
+                    Val::Array(xs) => (xs.to_vec(), true),
+                    v => (vec![v.clone()], false),
+                };
+                let mut draws = Vec::with_capacity(locations.len());
+                for location in &locations {
+                    let mu = self.const_vec(location, span)?;
+                    let k = mu.len();
+                    if l.len() != k * k {
+                        return eerr(
+                            format!(
+                                "{base}_rng: the location has size {k}, the matrix {} entries",
+                                l.len()
+                            ),
+                            span,
+                        );
+                    }
+                    let rng = self.rng.as_mut().expect("checked by caller");
+                    let z: Vec<f64> = (0..k).map(|_| rng.normal()).collect();
+                    let x: Vec<f64> = (0..k)
+                        .map(|i| mu[i] + (0..=i).map(|j| l[i + j * k] * z[j]).sum::<f64>())
+                        .collect();
+                    draws.push(Val::Vector(Elems::C(Arc::new(x))));
                 }
-                let rng = self.rng.as_mut().expect("checked by caller");
-                let z: Vec<f64> = (0..k).map(|_| rng.normal()).collect();
-                let x: Vec<f64> = (0..k)
-                    .map(|i| mu[i] + (0..=i).map(|j| l[i + j * k] * z[j]).sum::<f64>())
-                    .collect();
-                Ok(Some(Val::Vector(Elems::C(Arc::new(x)))))
+                if many {
+                    Ok(Some(Val::Array(draws.into())))
+                } else {
+                    Ok(Some(draws.pop().expect("one location")))
+                }
             }
             "dirichlet" => {
                 let alpha = self.const_vec(&args[0], span)?;

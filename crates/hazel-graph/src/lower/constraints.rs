@@ -554,11 +554,31 @@ impl<'p> Tracer<'p> {
             | StructKind::RowStochastic { .. } => {
                 self.linear_unconstrain(kind, x, &message, span)?
             }
-            _ => {
-                return cerr(
-                    format!("{name} of a parameter-dependent argument is not supported"),
+            StructKind::CorrMatrix { k } => {
+                // Through the Cholesky factor, whose unit rows are the unit diagonal.
+                let l = match self.call(
+                    "cholesky_decompose",
+                    vec![Val::Matrix(k, k, x.clone())],
                     span,
-                )
+                )? {
+                    Val::Matrix(_, _, e) => e,
+                    _ => return cerr("cholesky_decompose returned a non-matrix", span),
+                };
+                match self.structured_unconstrain(
+                    name,
+                    "cholesky_factor_corr",
+                    (k, k, true),
+                    &l,
+                    span,
+                )? {
+                    Val::Vector(e) => e,
+                    _ => {
+                        return cerr(
+                            "cholesky_factor_corr_unconstrain returned a non-vector",
+                            span,
+                        )
+                    }
+                }
             }
         };
         Ok(vector(free, free_shape.0, free_shape.1))

@@ -7,8 +7,8 @@
 //! - Otherwise, when the residual's control flow does not read `t`, `y`, `y'` or `θ`, the call
 //!   is one [`crate::tape::Op::Dae`] holding the traced residual, solved at every evaluation
 //!   with the sensitivities kept for the backward rule: the model stays static.
-//! - A residual whose control flow reads only `t` is still one op, which re-traces it per
-//!   call with `t` a constant (as the ODE op does).
+//! - A residual whose control flow reads only `t` is still one op, with guarded traces made
+//!   inside it (as the ODE op does).
 //! - A residual that branches on `y`, `y'` or `θ` makes the model dynamic, and the call lowers
 //!   to the first-order expansion `y(t_j) + S_j (v − v_now)` (`v`: the varying initial state and
 //!   `θ`), as the ODE solvers do.
@@ -237,8 +237,8 @@ impl<'p> Tracer<'p> {
             let traced = f.trace_static(&start).map_err(prefix)?.cloned();
             let source = match traced {
                 Some(g) => Some(ResidualSource::Static(g)),
-                // Control flow reads `t` only: re-traced per call inside the op.
-                None if f.probe_passive_constants(&start).map_err(prefix)? => {
+                // Control flow reads `t` only: guarded traces, made inside the op.
+                None if f.trace_guarded(&start).map_err(prefix)?.is_some() => {
                     Some(ResidualSource::PerCall(Box::new(PerCallResidual {
                         prog: Arc::new(self.prog.clone()),
                         function,

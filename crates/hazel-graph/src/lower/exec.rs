@@ -78,6 +78,9 @@ impl<'p> Tracer<'p> {
             ExprKind::Call { name, args } if super::dae::is_dae_solver(&name.name) => {
                 self.dae_call(&name.name, args, span)
             }
+            ExprKind::Call { name, args } if super::hof::is_higher_order(&name.name) => {
+                self.higher_order_call(&name.name, args, span)
+            }
             ExprKind::Call { name, args } | ExprKind::CondDistCall { name, args } => {
                 let mut vals = args.iter().map(|a| self.expr(a)).collect::<R<Vec<_>>>()?;
                 if name.name.ends_with("_lupdf") || name.name.ends_with("_lupmf") {

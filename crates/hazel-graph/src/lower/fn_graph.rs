@@ -116,6 +116,47 @@ pub(crate) fn rebuild(v: &Val, it: &mut impl Iterator<Item = Sc>) -> Val {
     }
 }
 
+/// Whether value slot `o` of `graph` is computed from the parameter slots marked in
+/// `readable` alone (constants aside).
+pub fn depends_only_on(graph: &Graph, o: u32, readable: &[bool]) -> bool {
+    let dim = graph.dim;
+    let mut stack = vec![o as usize];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(s) = stack.pop() {
+        if s < dim {
+            if !readable.get(s).copied().unwrap_or(false) {
+                return false;
+            }
+            continue;
+        }
+        // The op whose output holds `s` (outputs are allocated in op order).
+        let mut i = graph.ops.partition_point(|op| (op.out().off as usize) <= s);
+        let op = loop {
+            if i == 0 {
+                return false;
+            }
+            i -= 1;
+            if graph.ops[i].out().range().contains(&s) {
+                break &graph.ops[i];
+            }
+            if (graph.ops[i].out().off as usize) + (graph.ops[i].out().len as usize) <= s
+                && graph.ops[i].out().len > 0
+            {
+                return false;
+            }
+        };
+        if !seen.insert(i) {
+            continue;
+        }
+        for a in op.inputs() {
+            if a.is_var() {
+                stack.extend(a.range());
+            }
+        }
+    }
+    true
+}
+
 /// A static trace of the function: a graph over the slot `[lead scalars, p]` and its outputs.
 /// Immutable once made; evaluate it with per-caller [`Buffers`].
 #[derive(Debug, Clone)]
@@ -129,6 +170,10 @@ pub struct FnGraph {
     pub p_offset: usize,
     /// Number of parameter-dependent scalars.
     pub n_params: usize,
+    /// Values control flow read while tracing (a guarded trace, see
+    /// [`TracedFn::set_guarded`]): (value slot, value). The trace is valid where each slot
+    /// still holds its value.
+    pub guards: Vec<(u32, f64)>,
 }
 
 impl FnGraph {
@@ -136,6 +181,13 @@ impl FnGraph {
     pub fn forward(&self, q: &[f64], buf: &mut Buffers) -> Result<(), EvalError> {
         buf.fit(&self.graph);
         self.graph.forward(q, buf)
+    }
+
+    /// Whether the guards hold after [`FnGraph::forward`].
+    pub fn guards_hold(&self, buf: &Buffers) -> bool {
+        self.guards
+            .iter()
+            .all(|&(o, v)| buf.vals[o as usize].to_bits() == v.to_bits())
     }
 
     /// Reads the result after [`FnGraph::forward`] into `out` and, when `jac` is given, the
@@ -217,9 +269,8 @@ pub struct TracedFn<'a, 'p> {
     replay: Option<(FnGraph, Buffers)>,
     /// The body's control flow reads values: re-trace every call.
     retrace: bool,
-    /// Trace every call afresh with the passive leading scalars as constants and the rest as
-    /// slot values, never reading their values ([`TracedFn::set_passive_constants`]).
-    passive_const: bool,
+    /// Guarded traces ([`TracedFn::set_guarded`]) made so far, with their buffers.
+    variants: Option<Vec<(FnGraph, Buffers)>>,
 }
 
 impl<'a, 'p> TracedFn<'a, 'p> {
@@ -262,34 +313,40 @@ impl<'a, 'p> TracedFn<'a, 'p> {
             n_lead: pos,
             replay: None,
             retrace: false,
-            passive_const: false,
+            variants: None,
         }
     }
 
-    /// From now on every evaluation traces the body afresh with the passive leading scalars
-    /// as constants (so control flow may read them: an ODE right-hand side branching on `t`)
-    /// and the active ones and the parameters as slot values whose values control flow may
-    /// not read; an evaluation where it does fails. [`TracedFn::probe_passive_constants`]
-    /// tells whether that holds at one point.
-    pub fn set_passive_constants(&mut self) {
-        self.passive_const = true;
+    /// From now on evaluations use *guarded* static traces: the passive leading scalars are
+    /// slot values whose values control flow may read (an ODE right-hand side branching on
+    /// `t`); each trace records the values read and is replayed wherever they are the same,
+    /// and a new trace is made where none applies. Control flow reading any other value fails
+    /// the evaluation.
+    pub fn set_guarded(&mut self) {
+        self.variants = Some(Vec::new());
         self.replay = None;
         self.retrace = false;
     }
 
-    /// Whether the body traces at `lead` with the passive leading scalars constant and
-    /// control flow reading no other value (see [`TracedFn::set_passive_constants`]);
-    /// errors that no value causes are returned.
-    pub fn probe_passive_constants(&mut self, lead: &[f64]) -> Result<bool, TraceErr> {
-        let was = self.passive_const;
-        self.passive_const = true;
+    /// A guarded trace at `lead` (see [`TracedFn::set_guarded`]): `Ok(None)` when control
+    /// flow reads a value other than the passive leading scalars'.
+    pub fn trace_guarded(&mut self, lead: &[f64]) -> Result<Option<FnGraph>, TraceErr> {
         self.fill_q(lead);
-        let r = self.trace(true);
-        self.passive_const = was;
-        match r {
-            Ok(_) => Ok(true),
-            Err(TraceErr::Dynamic(_)) => Ok(false),
+        match self.trace_with(true, true) {
+            Ok((b, out, guards)) => Ok(Some(self.fn_graph(b.graph, out, guards))),
+            Err(TraceErr::Dynamic(_)) => Ok(None),
             Err(e) => Err(e),
+        }
+    }
+
+    fn fn_graph(&self, graph: Graph, out: Vec<Sc>, guards: Vec<(u32, f64)>) -> FnGraph {
+        FnGraph {
+            graph,
+            out,
+            active_slots: self.active_slots.clone(),
+            p_offset: self.n_lead,
+            n_params: self.p.len(),
+            guards,
         }
     }
 
@@ -329,12 +386,37 @@ impl<'a, 'p> TracedFn<'a, 'p> {
     /// Traces the call over the slot `q`; `static_trace`: every leading scalar is a slot value
     /// and control flow may not read values, else passive leading scalars are constants.
     fn trace(&self, static_trace: bool) -> Result<(GraphBuilder, Vec<Sc>), TraceErr> {
+        self.trace_with(static_trace, false)
+            .map(|(b, out, _)| (b, out))
+    }
+
+    /// [`TracedFn::trace`]; `guarded`: control flow may read the passive leading scalars
+    /// (and what is computed from them alone), the reads returned as guards.
+    #[allow(clippy::type_complexity)]
+    fn trace_with(
+        &self,
+        static_trace: bool,
+        guarded: bool,
+    ) -> Result<(GraphBuilder, Vec<Sc>, Vec<(u32, f64)>), TraceErr> {
         let mut sub = Tracer::new(GraphBuilder::new(&self.q), self.prog, Vec::new());
         sub.dynamic = !static_trace;
+        if guarded {
+            let mut readable = vec![false; self.q.len()];
+            let mut pos = 0;
+            for l in &self.lead {
+                if !l.active {
+                    readable[pos..pos + l.shape.len()]
+                        .iter_mut()
+                        .for_each(|r| *r = true);
+                }
+                pos += l.shape.len();
+            }
+            sub.readable = readable;
+        }
         let mut call_args = Vec::with_capacity(self.lead.len() + self.args.len());
         let mut pos = 0usize;
         for l in &self.lead {
-            let var = l.active || (static_trace && !self.passive_const);
+            let var = static_trace || l.active;
             let sc = |i: usize| {
                 if var {
                     Sc::V(i as u32)
@@ -403,7 +485,39 @@ impl<'a, 'p> TracedFn<'a, 'p> {
                 );
             }
         };
-        Ok((sub.b, out))
+        let guards = sub.guards.take();
+        Ok((sub.b, out, guards))
+    }
+
+    fn eval_guarded(
+        &mut self,
+        variants: &mut Vec<(FnGraph, Buffers)>,
+        out: &mut [f64],
+        jac: Option<(&mut [f64], &mut [f64])>,
+    ) -> Result<(), String> {
+        for (g, buf) in variants.iter_mut() {
+            g.forward(&self.q, buf).map_err(|e| e.message)?;
+            if g.guards_hold(buf) {
+                g.read(buf, out, jac);
+                return Ok(());
+            }
+        }
+        let (b, res, guards) = self.trace_with(true, true).map_err(|e| match e {
+            TraceErr::Dynamic(_) => format!(
+                "control flow in {} {} reads a value that depends on the parameters or the \
+                 solver's state here, which a static model cannot follow",
+                self.role, self.prog.functions[self.function].name
+            ),
+            e => String::from(e),
+        })?;
+        if let Some(e) = b.eager_error {
+            return Err(e.message);
+        }
+        let g = self.fn_graph(b.graph, res, guards);
+        let mut buf = b.buf;
+        g.read(&mut buf, out, jac);
+        variants.push((g, buf));
+        Ok(())
     }
 
     /// Makes the static trace (the slot's values `[lead, p]` drive only its eager run, whose
@@ -415,13 +529,7 @@ impl<'a, 'p> TracedFn<'a, 'p> {
             self.fill_q(lead);
             match self.trace(true) {
                 Ok((b, out)) => {
-                    let g = FnGraph {
-                        graph: b.graph,
-                        out,
-                        active_slots: self.active_slots.clone(),
-                        p_offset: self.n_lead,
-                        n_params: self.p.len(),
-                    };
+                    let g = self.fn_graph(b.graph, out, Vec::new());
                     self.replay = Some((g, b.buf));
                 }
                 Err(TraceErr::Dynamic(_)) => self.retrace = true,
@@ -440,29 +548,10 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         jac: Option<(&mut [f64], &mut [f64])>,
     ) -> Result<(), String> {
         self.fill_q(lead);
-        if self.passive_const {
-            let (mut b, res) = self.trace(true).map_err(|e| match e {
-                TraceErr::Dynamic(_) => format!(
-                    "control flow in {} {} reads a value that depends on the parameters or \
-                     the solver's state here, which a static model cannot follow",
-                    self.role, self.prog.functions[self.function].name
-                ),
-                e => String::from(e),
-            })?;
-            if let Some(e) = b.eager_error.take() {
-                return Err(e.message);
-            }
-            read_outputs(
-                &b.graph,
-                &mut b.buf,
-                &res,
-                &self.active_slots,
-                self.n_lead,
-                self.p.len(),
-                out,
-                jac,
-            );
-            return Ok(());
+        if let Some(mut variants) = self.variants.take() {
+            let r = self.eval_guarded(&mut variants, out, jac);
+            self.variants = Some(variants);
+            return r;
         }
         if self.replay.is_none() && !self.retrace {
             match self.trace(true) {
@@ -470,13 +559,7 @@ impl<'a, 'p> TracedFn<'a, 'p> {
                     if let Some(e) = b.eager_error {
                         return Err(e.message);
                     }
-                    let g = FnGraph {
-                        graph: b.graph,
-                        out,
-                        active_slots: self.active_slots.clone(),
-                        p_offset: self.n_lead,
-                        n_params: self.p.len(),
-                    };
+                    let g = self.fn_graph(b.graph, out, Vec::new());
                     self.replay = Some((g, b.buf));
                 }
                 Err(TraceErr::Dynamic(_)) => self.retrace = true,

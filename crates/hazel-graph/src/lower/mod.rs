@@ -8,6 +8,8 @@ pub mod dae;
 pub mod exec;
 pub mod fn_graph;
 pub mod gp;
+pub mod hof;
+pub mod integrate;
 pub mod linalg;
 pub mod multivariate;
 pub mod ode;

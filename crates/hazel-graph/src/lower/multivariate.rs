@@ -156,7 +156,8 @@ impl<'p> Tracer<'p> {
             | MvFamily::WishartCholesky
             | MvFamily::InvWishartCholesky
             | MvFamily::MultiGp
-            | MvFamily::MultiGpCholesky => 3,
+            | MvFamily::MultiGpCholesky
+            | MvFamily::HmmMarginal => 3,
             MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky | MvFamily::LkjCov => 4,
             MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => 2,
         };
@@ -170,6 +171,8 @@ impl<'p> Tracer<'p> {
             }
         };
         let (spec, elems): (MvSpec, Vec<Elems>) = match family {
+            // Not a density: lowered by `hof::hmm_call`.
+            MvFamily::HmmMarginal => return Ok(None),
             MvFamily::OrderedLogistic | MvFamily::OrderedProbit => {
                 let ys = self.mv_ints(&args[0], name, span)?;
                 let eta = self.to_elems(&args[1]);

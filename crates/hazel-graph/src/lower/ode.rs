@@ -528,8 +528,8 @@ impl<'p> Tracer<'p> {
             rhs.fill(t0, &y0_vals);
             let source = if let Some(g) = rhs.f.trace_static(&rhs.lead)? {
                 Some(RhsSource::Static(g.clone()))
-            } else if rhs.f.probe_passive_constants(&rhs.lead)? {
-                // Control flow reads `t` only: traced afresh at each call, inside the op.
+            } else if rhs.f.trace_guarded(&rhs.lead)?.is_some() {
+                // Control flow reads `t` only: guarded traces, made inside the op.
                 Some(RhsSource::PerCall(Box::new(PerCallRhs {
                     prog: Arc::new(self.prog.clone()),
                     function,

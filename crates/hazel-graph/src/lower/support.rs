@@ -187,9 +187,13 @@ fn probe_signature(checked: &CheckedProgram, sig: &Signature) -> Result<(), Stri
 }
 
 /// Higher-order built-ins take their function as an expression: the ODE, algebraic and DAE
-/// solvers have lowerings of their own, nothing else does yet.
+/// solvers and the other higher-order functions (`lower/hof`) have lowerings of their own.
 fn higher_order(name: &str) -> Result<(), String> {
-    if is_ode_solver(name) || is_algebra_solver(name) || is_dae_solver(name) {
+    if is_ode_solver(name)
+        || is_algebra_solver(name)
+        || is_dae_solver(name)
+        || super::hof::is_higher_order(name)
+    {
         Ok(())
     } else {
         Err(format!("'{name}' is not supported"))

@@ -130,6 +130,11 @@ pub struct Tracer<'p> {
     pub sources: Option<Arc<hazel_syntax::SourceMap>>,
     /// Rendered locations by span (a statement in a loop is rendered once).
     locations: HashMap<Span, Arc<str>>,
+    /// Parameter-slot positions whose values control flow may read on the static path (with
+    /// every value computed from them alone), each read recorded in `guards` (slot, value):
+    /// `lower::fn_graph`'s guarded traces. Empty: none.
+    pub readable: Vec<bool>,
+    pub guards: std::cell::RefCell<Vec<(u32, f64)>>,
 }
 
 /// The truncation normaliser shared by `count` scalar `~ … T[L, U]` statements.
@@ -173,6 +178,8 @@ impl<'p> Tracer<'p> {
             norm_index: HashMap::new(),
             sources: None,
             locations: HashMap::new(),
+            readable: Vec::new(),
+            guards: Default::default(),
             function_depth: 0,
         }
     }
@@ -283,6 +290,12 @@ impl<'p> Tracer<'p> {
             Sc::V(o) => {
                 if self.dynamic {
                     Ok(self.b.buf.vals[o as usize])
+                } else if !self.readable.is_empty()
+                    && super::fn_graph::depends_only_on(&self.b.graph, o, &self.readable)
+                {
+                    let v = self.b.buf.vals[o as usize];
+                    self.guards.borrow_mut().push((o, v));
+                    Ok(v)
                 } else {
                     Err(TraceErr::Dynamic(span))
                 }

@@ -17,7 +17,7 @@ fn err(function: &str, msg: impl std::fmt::Display) -> MathError {
 
 /// A 1-based category from the probabilities `p` (Stan's `categorical_rng`: the first k with
 /// u < p_1 + … + p_k).
-fn categorical(p: impl Iterator<Item = f64>, rng: &mut StreamRng) -> i64 {
+pub(crate) fn categorical(p: impl Iterator<Item = f64>, rng: &mut StreamRng) -> i64 {
     let u = rng.uniform();
     let mut acc = 0.0;
     let mut last = 0;

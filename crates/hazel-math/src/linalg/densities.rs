@@ -39,7 +39,7 @@ fn check_not_nan(function: &str, what: &str, v: &[f64]) -> Result<(), MathError>
     Ok(())
 }
 
-fn check_simplex(function: &str, what: &str, theta: &[f64]) -> Result<(), MathError> {
+pub(crate) fn check_simplex(function: &str, what: &str, theta: &[f64]) -> Result<(), MathError> {
     if theta.is_empty() {
         return Err(MathError::new(format!(
             "{function}: {what} has size 0, but must have a non-zero size"
