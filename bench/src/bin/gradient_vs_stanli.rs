@@ -8,49 +8,20 @@
 //!
 //! hazel is timed in-process (median of 5 batches of ~0.1 s each); stanli through
 //! `bench/gradient_vs_stanli.py` (same protocol, Python call overhead included). Both evaluate
-//! the log density and gradient at the first point of the posterior's oracle fixture. Without
-//! Python or stanli, the stanli column says so and only hazel is timed.
+//! the log density and gradient at the first point of the posterior's oracle fixture. The Python
+//! is `HAZEL_BENCH_PYTHON` if set, else `python3`. Without Python or stanli, the stanli column
+//! says so and only hazel is timed.
 
+use hazel_bench::time_call;
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Median seconds per call over 5 batches of about 0.1 s.
-fn time_call(mut f: impl FnMut()) -> f64 {
-    f();
-    let mut n = 1usize;
-    let mut dt;
-    loop {
-        let t0 = Instant::now();
-        for _ in 0..n {
-            f();
-        }
-        dt = t0.elapsed().as_secs_f64();
-        if dt >= 0.025 || n >= 1 << 24 {
-            break;
-        }
-        n *= 4;
-    }
-    let reps = ((n as f64) * 0.1 / dt.max(1e-9)).max(1.0) as usize;
-    let mut batches: Vec<f64> = (0..5)
-        .map(|_| {
-            let t0 = Instant::now();
-            for _ in 0..reps {
-                f();
-            }
-            t0.elapsed().as_secs_f64() / reps as f64
-        })
-        .collect();
-    batches.sort_by(|a, b| a.total_cmp(b));
-    batches[2]
 }
 
 struct Row {
@@ -222,14 +193,15 @@ fn main() {
 
     // stanli, in the same run.
     let script = root.join("bench/gradient_vs_stanli.py");
+    let python = std::env::var("HAZEL_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
     let stanli: Result<Value, String> = (|| {
-        let mut child = Command::new("python3")
+        let mut child = Command::new(&python)
             .arg(&script)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("python3 not runnable: {e}"))?;
+            .map_err(|e| format!("{python} not runnable: {e}"))?;
         child
             .stdin
             .take()

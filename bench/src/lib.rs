@@ -1,0 +1,58 @@
+//! Helpers shared by the benchmark binaries in `src/bin`.
+
+use std::time::Instant;
+
+/// Median seconds per call of `f` over 5 batches of about 0.1 s each (after one warm-up call
+/// and a calibration of the batch length).
+pub fn time_call(mut f: impl FnMut()) -> f64 {
+    f();
+    let mut n = 1usize;
+    let mut dt;
+    loop {
+        let t0 = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        dt = t0.elapsed().as_secs_f64();
+        if dt >= 0.025 || n >= 1 << 24 {
+            break;
+        }
+        n *= 4;
+    }
+    let reps = ((n as f64) * 0.1 / dt.max(1e-9)).max(1.0) as usize;
+    let mut batches: Vec<f64> = (0..5)
+        .map(|_| {
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            t0.elapsed().as_secs_f64() / reps as f64
+        })
+        .collect();
+    batches.sort_by(|a, b| a.total_cmp(b));
+    batches[2]
+}
+
+/// Single-thread memory bandwidth in GB/s (10⁹ bytes per second) by a STREAM-style triad,
+/// `a[i] = b[i] + s * c[i]` over three arrays of `n` doubles, best of `runs` passes. Bytes are
+/// counted as STREAM counts them: 24 per element (read `b` and `c`, write `a`), not counting
+/// the write-allocate read of `a`. `n` should make the arrays far larger than the last-level
+/// cache.
+pub fn triad_bandwidth(n: usize, runs: usize) -> f64 {
+    let mut a = vec![0.0f64; n];
+    let b: Vec<f64> = (0..n).map(|i| (i % 1024) as f64 * 0.5).collect();
+    let c: Vec<f64> = (0..n).map(|i| (i % 977) as f64 * 0.25).collect();
+    let s = std::hint::black_box(3.0f64);
+    let mut best = f64::INFINITY;
+    for _ in 0..runs.max(1) {
+        let t0 = Instant::now();
+        for ((ai, bi), ci) in a.iter_mut().zip(&b).zip(&c) {
+            *ai = bi + s * ci;
+        }
+        std::hint::black_box(&mut a);
+        best = best.min(t0.elapsed().as_secs_f64());
+    }
+    // A check that the stores happened (and a use of every array).
+    assert_eq!(a[n - 1], b[n - 1] + s * c[n - 1]);
+    (24 * n) as f64 / best / 1e9
+}
