@@ -326,6 +326,26 @@ impl Checker {
             .iter()
             .find_map(|s| name.strip_suffix(s))
             .unwrap_or(name);
+        if let Some(new) = match name {
+            "algebra_solver" => Some("solve_powell"),
+            "algebra_solver_newton" => Some("solve_newton"),
+            _ => None,
+        } {
+            // Deprecated in Stan 2.31 (Functions Reference, *Deprecated Functions*); stanc 2.37
+            // itself prints nothing for these.
+            self.error(
+                Diagnostic::warning(
+                    span,
+                    format!(
+                        "{name} is deprecated and will be removed in Stan 3.0. Use {new} instead"
+                    ),
+                )
+                .with_hint(format!(
+                    "{new}(f, y_guess, ...) passes its arguments to the system function directly \
+                     instead of packed `theta, x_r, x_i`"
+                )),
+            );
+        }
         if family == "lkj_cov" {
             self.error(
                 Diagnostic::warning(span, "`lkj_cov` is deprecated")

@@ -358,6 +358,33 @@ impl GraphBuilder {
         })
     }
 
+    /// An algebraic solve ([`Op::Solve`]): the root, `spec.n` values.
+    pub fn solve(&mut self, spec: crate::solve_op::SolveSpec, guess: Arg, theta: Arg) -> Arg {
+        let sc = self.alloc_scratch(spec.scratch_len());
+        let out = self.alloc(spec.n);
+        self.push(Op::Solve {
+            spec: std::sync::Arc::new(spec),
+            guess,
+            theta,
+            scratch: sc,
+            out,
+        })
+    }
+
+    /// A DAE solve ([`Op::Dae`]): the states at every output time, time-major.
+    pub fn dae(&mut self, spec: crate::dae_op::DaeSpec, yy0: Arg, yp0: Arg, theta: Arg) -> Arg {
+        let sc = self.alloc_scratch(spec.scratch_len());
+        let out = self.alloc(spec.out_len());
+        self.push(Op::Dae {
+            spec: std::sync::Arc::new(spec),
+            yy0,
+            yp0,
+            theta,
+            scratch: sc,
+            out,
+        })
+    }
+
     pub fn check(&mut self, kind: CheckKind, x: Arg, bound: Arg, message: String) {
         let out = self.alloc(0);
         self.push(Op::Check {

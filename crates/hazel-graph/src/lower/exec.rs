@@ -72,6 +72,12 @@ impl<'p> Tracer<'p> {
             ExprKind::Call { name, args } if super::ode::is_ode_solver(&name.name) => {
                 self.ode_call(&name.name, args, span)
             }
+            ExprKind::Call { name, args } if super::solve::is_algebra_solver(&name.name) => {
+                self.solve_call(&name.name, args, span)
+            }
+            ExprKind::Call { name, args } if super::dae::is_dae_solver(&name.name) => {
+                self.dae_call(&name.name, args, span)
+            }
             ExprKind::Call { name, args } if super::hof::is_higher_order(&name.name) => {
                 self.higher_order_call(&name.name, args, span)
             }

@@ -1,6 +1,6 @@
 //! A user function traced into a small sub-graph over a flat parameter slot, evaluated with
 //! its value and Jacobian rows by reverse sweeps: the facility behind the ODE right-hand
-//! sides (and meant for the algebraic solvers, DAEs and `integrate_1d`).
+//! sides, `integrate_1d` integrands, the algebraic solvers' systems and the DAE residuals.
 //!
 //! The function is called as `f(lead..., args...)`. The *leading* arguments are what the
 //! solver varies (an ODE's `t` and `y`, a root finder's `x`); each is a real, a vector or an
