@@ -31,6 +31,7 @@ pub mod eigen;
 pub mod qr;
 pub mod solve;
 pub mod svd;
+pub mod complex;
 
 pub use densities::*;
 pub use eigen::*;

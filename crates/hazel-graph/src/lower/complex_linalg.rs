@@ -1,0 +1,258 @@
+//! Complex linear algebra: dot products and cross products of complex containers, and the
+//! decompositions with complex results (`eigenvalues`/`eigenvectors`/`eigendecompose` of a
+//! real or complex matrix, their `_sym` forms of a Hermitian `complex_matrix`,
+//! `complex_schur_decompose(_t, _u)`, and the SVD of a `complex_matrix`).
+//!
+//! - Products follow Stan Math: `dot_product` of two complex vectors is Eigen's `v1.dot(v2)`,
+//!   `Σ conj(v1ᵢ) v2ᵢ` (conjugating the first), but of two complex *arrays* `Σ v1ᵢ v2ᵢ`;
+//!   `dot_self`, `columns_dot_self`, `rows_dot_self` are squared norms `Σ |zᵢ|²` (real, as a
+//!   complex with zero imaginary part); `columns_dot_product`, `rows_dot_product`,
+//!   `crossprod` (`x' * x`) and `tcrossprod` (`x * x'`) do not conjugate (Stan's `'` does not).
+//!   They are compositions of the real ops, so they differentiate like everything else.
+//! - `eigenvalues_sym` and `singular_values` of a complex matrix are every other eigenvalue
+//!   (singular value) of the real embedding `[[Re A, −Im A], [Im A, Re A]]`, computed by the
+//!   real `eigenvalues_sym` / `singular_values` lowering: one `Op::Linalg` for parameters,
+//!   so they are differentiable (each value of `A` is a double one of the embedding, and the
+//!   value adjoint `v vᵀ` is the same for either vector of the pair).
+//! - The other decompositions run `hazel_math::linalg::complex` on data (constant) arguments
+//!   only. Stan differentiates them by running Eigen's solvers on autodiff scalars; hazel has
+//!   no adjoint rules for eigenvectors, Schur vectors or non-symmetric eigenvalues yet, so
+//!   with a parameter argument they are "not supported" (reported by `hazel check`).
+
+use super::trace::{cerr, complex_parts, Tracer, R};
+use super::value::{Elems, Val};
+use crate::kernels::UnaryFn;
+use hazel_math::linalg::complex::{self as cl, C64};
+use hazel_syntax::ast::BinOp;
+use hazel_syntax::Span;
+use std::sync::Arc;
+
+/// Functions whose result is complex even for real arguments.
+pub const ALWAYS_COMPLEX: [&str; 6] = [
+    "eigenvalues",
+    "eigenvectors",
+    "eigendecompose",
+    "complex_schur_decompose",
+    "complex_schur_decompose_t",
+    "complex_schur_decompose_u",
+];
+
+fn math_err(e: hazel_math::dist::MathError, span: Span) -> super::trace::TraceErr {
+    super::trace::TraceErr::Eval(hazel_density::EvalError::domain(e.message), span)
+}
+
+/// A complex matrix (or vector) from its constant parts, column-major.
+fn consts_of(re: &Val, im: &Val) -> Option<(usize, usize, Vec<C64>)> {
+    let (r, c, er, ei) = match (re, im) {
+        (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) => (*r, *c, er, ei),
+        _ => return None,
+    };
+    let (er, ei) = (er.consts()?, ei.consts()?);
+    Some((
+        r,
+        c,
+        er.iter().zip(&ei).map(|(&a, &b)| C64::new(a, b)).collect(),
+    ))
+}
+
+fn cmatrix(r: usize, c: usize, z: &[C64]) -> Val {
+    Val::complex(
+        Val::Matrix(r, c, Elems::C(Arc::new(z.iter().map(|z| z.re).collect()))),
+        Val::Matrix(r, c, Elems::C(Arc::new(z.iter().map(|z| z.im).collect()))),
+    )
+}
+
+fn cvector(z: &[C64]) -> Val {
+    Val::complex(
+        Val::Vector(Elems::C(Arc::new(z.iter().map(|z| z.re).collect()))),
+        Val::Vector(Elems::C(Arc::new(z.iter().map(|z| z.im).collect()))),
+    )
+}
+
+fn zeros_vector(n: usize) -> Val {
+    Val::Vector(Elems::C(Arc::new(vec![0.0; n])))
+}
+
+impl<'p> Tracer<'p> {
+    /// The complex linear algebra of this module, or `None` when `name` is not one of it.
+    pub fn complex_linalg(&mut self, name: &str, args: &[Val], span: Span) -> Option<R<Val>> {
+        Some(match (name, args) {
+            ("dot_product", [a, b]) => self.complex_dot(a, b, span),
+            ("dot_self", [z]) => self.squared_norms("dot_self", z, span),
+            ("columns_dot_self" | "rows_dot_self", [z]) => self.squared_norms(name, z, span),
+            ("columns_dot_product" | "rows_dot_product", [a, b]) => {
+                let name = name.to_string();
+                self.bilinear_parts(a, b, span, &name)
+            }
+            ("tcrossprod" | "crossprod", [z]) => (|| {
+                let zt = self.complex_transpose(z, span)?;
+                if name == "tcrossprod" {
+                    self.complex_binop(BinOp::Mul, z, &zt, span)
+                } else {
+                    self.complex_binop(BinOp::Mul, &zt, z, span)
+                }
+            })(),
+            ("eigenvalues_sym", [z]) => self.embedded_values("eigenvalues_sym", z, span),
+            ("singular_values", [z]) => self.embedded_values("singular_values", z, span),
+            (
+                "eigenvectors_sym" | "eigendecompose_sym" | "svd_U" | "svd_V" | "svd" | "eigenvalues"
+                | "eigenvectors" | "eigendecompose" | "complex_schur_decompose"
+                | "complex_schur_decompose_t" | "complex_schur_decompose_u",
+                [z],
+            ) => self.complex_decomposition(name, z, span),
+            _ => return None,
+        })
+    }
+
+    /// `dot_product` of complex vectors (conjugating the first, as Eigen's `dot`) or arrays
+    /// (no conjugation, as Stan Math's loop over `std::vector`).
+    fn complex_dot(&mut self, a: &Val, b: &Val, span: Span) -> R<Val> {
+        let arrays = matches!(a, Val::Array(_)) && matches!(b, Val::Array(_));
+        let a = if arrays {
+            a.clone()
+        } else {
+            let (re, im) = self.split(a);
+            Val::complex(re, self.map_unary(UnaryFn::Neg, &im, span)?)
+        };
+        self.bilinear_parts(&a, b, span, "dot_product")
+    }
+
+    /// `f(a + bi, c + di) = f(a, c) − f(b, d) + i(f(a, d) + f(b, c))` for the real bilinear
+    /// built-in `name`.
+    fn bilinear_parts(&mut self, x: &Val, y: &Val, span: Span, name: &str) -> R<Val> {
+        let (a, b) = self.split(x);
+        let (c, d) = self.split(y);
+        let f = |tr: &mut Self, p: &Val, q: &Val| tr.call(name, vec![p.clone(), q.clone()], span);
+        let ac = f(self, &a, &c)?;
+        let bd = f(self, &b, &d)?;
+        let ad = f(self, &a, &d)?;
+        let bc = f(self, &b, &c)?;
+        let re = self.binop(BinOp::Sub, &ac, &bd, span)?;
+        let im = self.binop(BinOp::Add, &ad, &bc, span)?;
+        Ok(Val::complex(re, im))
+    }
+
+    /// `Σ |zᵢ|²` per vector, column or row (`name` the real function), with zero imaginary part.
+    fn squared_norms(&mut self, name: &str, z: &Val, span: Span) -> R<Val> {
+        let (re, im) = self.split(z);
+        let a = self.call(name, vec![re], span)?;
+        let b = self.call(name, vec![im], span)?;
+        let sum = self.binop(BinOp::Add, &a, &b, span)?;
+        let zero = super::trace::zeros_like(&sum);
+        Ok(Val::complex(sum, zero))
+    }
+
+    /// `eigenvalues_sym` (ascending, as a complex vector) or `singular_values` (descending,
+    /// real) of a complex matrix: every other value of its real embedding's.
+    fn embedded_values(&mut self, name: &str, z: &Val, span: Span) -> R<Val> {
+        let (re, im) = complex_parts(z.clone());
+        let Val::Matrix(r, c, _) = re else {
+            return cerr(format!("{name}: m must be a matrix"), span);
+        };
+        if name == "eigenvalues_sym" && r != c {
+            return super::trace::eerr(
+                format!("{name}: Expecting a square matrix; rows of m ({r}) and columns of m ({c}) must match in size"),
+                span,
+            );
+        }
+        let neg_im = self.map_unary(UnaryFn::Neg, &im, span)?;
+        let top = self.call("append_col", vec![re.clone(), neg_im], span)?;
+        let bottom = self.call("append_col", vec![im, re], span)?;
+        let e = self.call("append_row", vec![top, bottom], span)?;
+        let values = self.call(name, vec![e], span)?;
+        let Val::Vector(v) = values else {
+            return cerr(format!("{name}: internal shape error"), span);
+        };
+        let idx: Vec<usize> = (0..v.len() / 2).map(|k| 2 * k).collect();
+        let picked = Val::Vector(v.select(&idx));
+        Ok(if name == "eigenvalues_sym" {
+            Val::complex(picked, zeros_vector(idx.len()))
+        } else {
+            picked
+        })
+    }
+
+    /// The decompositions computed on data only (see the module notes).
+    fn complex_decomposition(&mut self, name: &str, z: &Val, span: Span) -> R<Val> {
+        let real_input = !z.holds_complex();
+        let (re, im) = complex_parts(z.clone());
+        if !matches!(re, Val::Matrix(..)) {
+            return cerr(format!("{name}: m must be a matrix"), span);
+        }
+        let Some((r, c, a)) = consts_of(&re, &im) else {
+            return cerr(
+                format!(
+                    "'{name}' of a matrix that depends on parameters is not supported (hazel \
+                     computes it for data only)"
+                ),
+                span,
+            );
+        };
+        let square = |this: &str| -> R<usize> {
+            if r != c {
+                return super::trace::eerr(
+                    format!("{this}: Expecting a square matrix; rows of m ({r}) and columns of m ({c}) must match in size"),
+                    span,
+                );
+            }
+            Ok(r)
+        };
+        match name {
+            "eigenvectors_sym" | "eigendecompose_sym" => {
+                let n = square(name)?;
+                let (mut vals, mut vecs) = (vec![0.0; n], vec![C64::ZERO; n * n]);
+                let mut ws = vec![0.0; cl::eigen_hermitian_workspace_len(n)];
+                cl::eigen_hermitian(name, &a, n, &mut vals, &mut vecs, &mut ws)
+                    .map_err(|e| math_err(e, span))?;
+                let v = cmatrix(n, n, &vecs);
+                if name == "eigenvectors_sym" {
+                    return Ok(v);
+                }
+                // The values as the parameter path computes them (the embedding's).
+                let l = self.embedded_values("eigenvalues_sym", z, span)?;
+                Ok(Val::Tuple(Arc::new(vec![v, l])))
+            }
+            "svd_U" | "svd_V" | "svd" => {
+                let k = r.min(c);
+                let (mut s, mut u, mut v) =
+                    (vec![0.0; k], vec![C64::ZERO; r * k], vec![C64::ZERO; c * k]);
+                let mut ws = vec![0.0; cl::svd_complex_workspace_len(r, c)];
+                cl::svd_complex(name, &a, r, c, &mut s, &mut u, &mut v, &mut ws)
+                    .map_err(|e| math_err(e, span))?;
+                let (u, v) = (cmatrix(r, k, &u), cmatrix(c, k, &v));
+                Ok(match name {
+                    "svd_U" => u,
+                    "svd_V" => v,
+                    _ => {
+                        let s = self.embedded_values("singular_values", z, span)?;
+                        Val::Tuple(Arc::new(vec![u, s, v]))
+                    }
+                })
+            }
+            "eigenvalues" | "eigenvectors" | "eigendecompose" => {
+                let n = square(name)?;
+                let (mut vals, mut vecs) = (vec![C64::ZERO; n], vec![C64::ZERO; n * n]);
+                let mut ws = vec![C64::ZERO; cl::eigen_general_workspace_len(n)];
+                cl::eigen_general(name, &a, n, real_input, &mut vals, &mut vecs, &mut ws)
+                    .map_err(|e| math_err(e, span))?;
+                Ok(match name {
+                    "eigenvalues" => cvector(&vals),
+                    "eigenvectors" => cmatrix(n, n, &vecs),
+                    _ => Val::Tuple(Arc::new(vec![cmatrix(n, n, &vecs), cvector(&vals)])),
+                })
+            }
+            _ => {
+                let n = square(name)?;
+                let (mut t, mut u) = (vec![C64::ZERO; n * n], vec![C64::ZERO; n * n]);
+                let mut ws = vec![C64::ZERO; cl::complex_schur_workspace_len(n)];
+                cl::complex_schur(name, &a, n, &mut t, &mut u, &mut ws)
+                    .map_err(|e| math_err(e, span))?;
+                Ok(match name {
+                    "complex_schur_decompose_t" => cmatrix(n, n, &t),
+                    "complex_schur_decompose_u" => cmatrix(n, n, &u),
+                    _ => Val::Tuple(Arc::new(vec![cmatrix(n, n, &u), cmatrix(n, n, &t)])),
+                })
+            }
+        }
+    }
+}

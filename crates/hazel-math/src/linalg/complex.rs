@@ -1,0 +1,694 @@
+//! Decompositions with complex results: the complex Schur form (`complex_schur_decompose`),
+//! eigenvalues and eigenvectors of general (non-symmetric real, or complex) matrices
+//! (`eigenvalues`, `eigenvectors`, `eigendecompose`), of Hermitian matrices
+//! (`eigenvalues_sym`, `eigenvectors_sym` of a `complex_matrix`) and the SVD of a complex
+//! matrix (`singular_values`, `svd_U`, `svd_V`).
+//!
+//! **Schur form.** `A = U T Uᴴ` with `U` unitary and `T` upper triangular: Householder
+//! reduction to Hessenberg form, then implicitly shifted single-shift QR sweeps (Wilkinson
+//! shifts, exceptional shifts after 10 and 20 sweeps without deflation) applied to the whole
+//! matrix, as Eigen's `ComplexSchur` (which Stan calls) does. `U` and `T` are not unique (the
+//! order of the eigenvalues on the diagonal and each column's phase are artefacts of the
+//! iteration), so only `A = U T Uᴴ`, `UᴴU = I`, the triangle and the eigenvalues are Stan's.
+//!
+//! **General eigenproblems.** The eigenvalues are the diagonal of `T`; the eigenvector of
+//! `T_kk` solves the triangular system `(T − T_kk I) x = 0` with `x_k = 1` (a zero pivot, from
+//! a repeated eigenvalue, is replaced by `ε‖T‖` as in Eigen), `v = U x`, scaled to unit norm.
+//! Order, as in Stan: a complex matrix's eigenvalues are sorted by increasing modulus (Eigen's
+//! `ComplexEigenSolver`); a real matrix's are left in Schur order with each complex conjugate
+//! pair adjacent, positive imaginary part first and exactly conjugate (eigenvectors too), and
+//! real eigenvalues (imaginary part below `√ε‖A‖`) exactly real with real eigenvectors, as
+//! Eigen's real `EigenSolver` returns them. Stan's order for a real matrix is the order of
+//! Eigen's *real* Schur form, which this complex iteration does not reproduce in general.
+//! Each eigenvector's phase is fixed by making its entry of largest modulus real and positive.
+//!
+//! **Hermitian eigenproblems and the complex SVD** use the real embedding
+//! `E = [[Re A, −Im A], [Im A, Re A]]`: every eigenvalue (singular value) of `A` is a double
+//! one of `E`, and `[x; y]` is an eigenvector (singular vector) of `E` exactly when `x + iy` is
+//! one of `A`. So the real Jacobi solvers ([`super::eigen_sym`], [`super::svd`]) do the work:
+//! values are every other value of `E`'s (ascending eigenvalues, descending singular values,
+//! Stan's orders) and vectors are complex Gram–Schmidt over each cluster of equal values (for
+//! the SVD the same combination of `U` and `V` columns, so `A v = σ u` holds). Phases: each
+//! eigenvector's (each left singular vector's, the right one following) entry of largest
+//! modulus is real and positive.
+
+use super::{eigen_sym, svd};
+use crate::dist::MathError;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// A complex number (real and imaginary part).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct C64 {
+    pub re: f64,
+    pub im: f64,
+}
+
+impl C64 {
+    pub const ZERO: C64 = C64 { re: 0.0, im: 0.0 };
+    pub const ONE: C64 = C64 { re: 1.0, im: 0.0 };
+    pub fn new(re: f64, im: f64) -> C64 {
+        C64 { re, im }
+    }
+    pub fn conj(self) -> C64 {
+        C64::new(self.re, -self.im)
+    }
+    pub fn norm_sqr(self) -> f64 {
+        self.re * self.re + self.im * self.im
+    }
+    pub fn abs(self) -> f64 {
+        self.re.hypot(self.im)
+    }
+    pub fn scale(self, s: f64) -> C64 {
+        C64::new(self.re * s, self.im * s)
+    }
+    /// The principal square root.
+    pub fn sqrt(self) -> C64 {
+        let r = self.abs();
+        if r == 0.0 {
+            return C64::ZERO;
+        }
+        let re = ((r + self.re) / 2.0).sqrt();
+        let im = ((r - self.re) / 2.0).sqrt();
+        C64::new(re, if self.im < 0.0 { -im } else { im })
+    }
+    /// `|re| + |im|`, the cheap magnitude Eigen's deflation tests use.
+    fn norm1(self) -> f64 {
+        self.re.abs() + self.im.abs()
+    }
+}
+
+impl Add for C64 {
+    type Output = C64;
+    fn add(self, o: C64) -> C64 {
+        C64::new(self.re + o.re, self.im + o.im)
+    }
+}
+impl Sub for C64 {
+    type Output = C64;
+    fn sub(self, o: C64) -> C64 {
+        C64::new(self.re - o.re, self.im - o.im)
+    }
+}
+impl Mul for C64 {
+    type Output = C64;
+    fn mul(self, o: C64) -> C64 {
+        C64::new(
+            self.re * o.re - self.im * o.im,
+            self.re * o.im + self.im * o.re,
+        )
+    }
+}
+impl Div for C64 {
+    type Output = C64;
+    fn div(self, o: C64) -> C64 {
+        let d = o.norm_sqr();
+        let n = self * o.conj();
+        C64::new(n.re / d, n.im / d)
+    }
+}
+impl Neg for C64 {
+    type Output = C64;
+    fn neg(self) -> C64 {
+        C64::new(-self.re, -self.im)
+    }
+}
+
+/// Sweeps without deflation before the iteration gives up, per eigenvalue.
+const MAX_SWEEPS_PER_EIGENVALUE: usize = 30;
+
+fn check_finite(function: &str, a: &[C64]) -> Result<(), MathError> {
+    if a.iter().any(|z| !z.re.is_finite() || !z.im.is_finite()) {
+        return Err(MathError::new(format!("{function}: m is not finite")));
+    }
+    Ok(())
+}
+
+fn check_nonempty(function: &str, n: usize) -> Result<(), MathError> {
+    if n == 0 {
+        return Err(MathError::new(format!(
+            "{function}: m has size 0, but must have a non-zero size"
+        )));
+    }
+    Ok(())
+}
+
+/// Workspace (entries of [`C64`]) [`complex_schur`] needs for an `n × n` matrix.
+pub fn complex_schur_workspace_len(n: usize) -> usize {
+    n
+}
+
+/// Complex Schur decomposition `a = u t uᴴ` of the `n × n` matrix `a` (column-major): `t`
+/// upper triangular, `u` unitary (both `n × n`). Errors name `function`.
+pub fn complex_schur(
+    function: &str,
+    a: &[C64],
+    n: usize,
+    t: &mut [C64],
+    u: &mut [C64],
+    ws: &mut [C64],
+) -> Result<(), MathError> {
+    check_nonempty(function, n)?;
+    check_finite(function, &a[..n * n])?;
+    let h = &mut t[..n * n];
+    h.copy_from_slice(&a[..n * n]);
+    let u = &mut u[..n * n];
+    for j in 0..n {
+        for i in 0..n {
+            u[i + j * n] = if i == j { C64::ONE } else { C64::ZERO };
+        }
+    }
+    hessenberg(h, u, n, &mut ws[..n]);
+    let scale = h.iter().map(|z| z.norm1()).fold(0.0, f64::max);
+    if scale == 0.0 {
+        return Ok(());
+    }
+    let eps = f64::EPSILON;
+    let mut hi = n - 1;
+    let mut iter = 0;
+    let mut total = 0;
+    while hi > 0 {
+        // The active block is rows/columns l..=hi, with h[l, l−1] negligible.
+        let mut l = hi;
+        while l > 0 {
+            let sub = h[l + (l - 1) * n].norm1();
+            let diag = h[(l - 1) + (l - 1) * n].norm1() + h[l + l * n].norm1();
+            if sub <= eps * diag || sub <= f64::MIN_POSITIVE * scale {
+                h[l + (l - 1) * n] = C64::ZERO;
+                break;
+            }
+            l -= 1;
+        }
+        if l == hi {
+            hi -= 1;
+            iter = 0;
+            continue;
+        }
+        iter += 1;
+        total += 1;
+        if total > MAX_SWEEPS_PER_EIGENVALUE * n {
+            return Err(MathError::new(format!(
+                "{function}: the Schur decomposition did not converge"
+            )));
+        }
+        let mu = shift(h, n, hi, iter);
+        // Implicit single-shift QR sweep over the block, chasing the bulge down.
+        for k in l..hi {
+            let (x, y) = if k == l {
+                (h[l + l * n] - mu, h[(l + 1) + l * n])
+            } else {
+                (h[k + (k - 1) * n], h[(k + 1) + (k - 1) * n])
+            };
+            let Some((c, s)) = givens(x, y) else {
+                continue;
+            };
+            // Rows k, k+1 ← G · rows, G = [[c, s], [−s̄, c]].
+            let first = if k == l { l } else { k - 1 };
+            for j in first..n {
+                let (p, q) = (h[k + j * n], h[(k + 1) + j * n]);
+                h[k + j * n] = p.scale(c) + s * q;
+                h[(k + 1) + j * n] = q.scale(c) - s.conj() * p;
+            }
+            if k > l {
+                h[(k + 1) + (k - 1) * n] = C64::ZERO;
+            }
+            // Columns k, k+1 ← columns · Gᴴ.
+            let last = (k + 2).min(hi);
+            for i in 0..=last {
+                let (p, q) = (h[i + k * n], h[i + (k + 1) * n]);
+                h[i + k * n] = p.scale(c) + q * s.conj();
+                h[i + (k + 1) * n] = q.scale(c) - p * s;
+            }
+            for i in 0..n {
+                let (p, q) = (u[i + k * n], u[i + (k + 1) * n]);
+                u[i + k * n] = p.scale(c) + q * s.conj();
+                u[i + (k + 1) * n] = q.scale(c) - p * s;
+            }
+        }
+    }
+    for j in 0..n {
+        for i in (j + 1)..n {
+            h[i + j * n] = C64::ZERO;
+        }
+    }
+    Ok(())
+}
+
+/// Reduces `h` to upper Hessenberg form by Householder reflections, accumulating them into
+/// `u` (`h ← Pᴴ h P`, `u ← u P`). `v` is workspace of length n.
+fn hessenberg(h: &mut [C64], u: &mut [C64], n: usize, v: &mut [C64]) {
+    for k in 0..n.saturating_sub(2) {
+        let m = n - k - 1; // length of x = h[k+1.., k]
+        let tail: f64 = (k + 2..n).map(|i| h[i + k * n].norm_sqr()).sum();
+        if tail == 0.0 {
+            continue;
+        }
+        let x0 = h[(k + 1) + k * n];
+        let norm = (x0.norm_sqr() + tail).sqrt();
+        let phase = if x0.abs() == 0.0 {
+            C64::ONE
+        } else {
+            x0.scale(1.0 / x0.abs())
+        };
+        let alpha = -phase.scale(norm);
+        // v = x − α e₁, normalised.
+        for i in 0..m {
+            v[i] = h[(k + 1 + i) + k * n];
+        }
+        v[0] = v[0] - alpha;
+        let vn = v[..m].iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+        for z in v[..m].iter_mut() {
+            *z = z.scale(1.0 / vn);
+        }
+        // h ← (I − 2vvᴴ) h on rows k+1.., all columns.
+        for j in 0..n {
+            let mut d = C64::ZERO;
+            for i in 0..m {
+                d = d + v[i].conj() * h[(k + 1 + i) + j * n];
+            }
+            let d = d.scale(2.0);
+            for i in 0..m {
+                h[(k + 1 + i) + j * n] = h[(k + 1 + i) + j * n] - v[i] * d;
+            }
+        }
+        // h ← h (I − 2vvᴴ) and u ← u (I − 2vvᴴ) on columns k+1...
+        for mat in [&mut *h, &mut *u] {
+            for i in 0..n {
+                let mut d = C64::ZERO;
+                for j in 0..m {
+                    d = d + mat[i + (k + 1 + j) * n] * v[j];
+                }
+                let d = d.scale(2.0);
+                for j in 0..m {
+                    mat[i + (k + 1 + j) * n] = mat[i + (k + 1 + j) * n] - d * v[j].conj();
+                }
+            }
+        }
+        for i in (k + 2)..n {
+            h[i + k * n] = C64::ZERO;
+        }
+    }
+}
+
+/// The Wilkinson shift of the trailing 2 × 2 block ending at `hi` (the eigenvalue of that block
+/// nearer `h[hi, hi]`), or an exceptional shift after 10 and 20 sweeps without deflation.
+fn shift(h: &[C64], n: usize, hi: usize, iter: usize) -> C64 {
+    if iter == 10 || iter == 20 {
+        let a = h[hi + (hi - 1) * n].re.abs();
+        let b = if hi >= 2 {
+            h[(hi - 1) + (hi - 2) * n].re.abs()
+        } else {
+            0.0
+        };
+        return C64::new(a + b, 0.0);
+    }
+    let a = h[(hi - 1) + (hi - 1) * n];
+    let b = h[(hi - 1) + hi * n];
+    let c = h[hi + (hi - 1) * n];
+    let d = h[hi + hi * n];
+    let half = (a - d).scale(0.5);
+    let disc = (half * half + b * c).sqrt();
+    let mid = (a + d).scale(0.5);
+    let (m1, m2) = (mid + disc, mid - disc);
+    if (m1 - d).abs() <= (m2 - d).abs() {
+        m1
+    } else {
+        m2
+    }
+}
+
+/// A rotation `G = [[c, s], [−s̄, c]]` (c real) with `G [x; y] = [r; 0]`; `None` when y = 0.
+fn givens(x: C64, y: C64) -> Option<(f64, C64)> {
+    if y == C64::ZERO {
+        return None;
+    }
+    let ax = x.abs();
+    let nu = ax.hypot(y.abs());
+    if ax == 0.0 {
+        // G = [[0, ȳ/|y|], [−y/|y|, 0]]: G[0; y] = [|y|; 0].
+        return Some((0.0, y.conj().scale(1.0 / y.abs())));
+    }
+    let phase = x.scale(1.0 / ax);
+    Some((ax / nu, phase * y.conj().scale(1.0 / nu)))
+}
+
+/// Workspace (entries of [`C64`]) [`eigen_general`] needs.
+pub fn eigen_general_workspace_len(n: usize) -> usize {
+    2 * n * n + n
+}
+
+/// Eigenvalues (into `values`, n) and unit eigenvectors (columns of `vectors`, `n × n`) of the
+/// `n × n` matrix `a`. `real_input` says that `a` is a real matrix (`eigenvalues(matrix)`),
+/// which fixes the order and makes conjugate pairs exact (see the module notes).
+pub fn eigen_general(
+    function: &str,
+    a: &[C64],
+    n: usize,
+    real_input: bool,
+    values: &mut [C64],
+    vectors: &mut [C64],
+    ws: &mut [C64],
+) -> Result<(), MathError> {
+    let (t, rest) = ws.split_at_mut(n * n);
+    let (u, rest) = rest.split_at_mut(n * n);
+    complex_schur(function, a, n, t, u, rest)?;
+    let norm = t.iter().map(|z| z.abs()).fold(0.0, f64::max);
+    for k in 0..n {
+        values[k] = t[k + k * n];
+    }
+    // x solves (T − λ_k I) x = 0 with x_k = 1, x_j = 0 below; v = U x into column k.
+    let x = &mut rest[..n];
+    for k in 0..n {
+        let lambda = values[k];
+        for z in x.iter_mut() {
+            *z = C64::ZERO;
+        }
+        x[k] = C64::ONE;
+        for i in (0..k).rev() {
+            let mut s = C64::ZERO;
+            for j in (i + 1)..=k {
+                s = s + t[i + j * n] * x[j];
+            }
+            let mut d = t[i + i * n] - lambda;
+            if d.abs() < f64::EPSILON * norm {
+                d = C64::new(f64::EPSILON * norm.max(f64::MIN_POSITIVE), 0.0);
+            }
+            x[i] = -(s / d);
+        }
+        let col = &mut vectors[k * n..(k + 1) * n];
+        for (i, c) in col.iter_mut().enumerate() {
+            let mut s = C64::ZERO;
+            for j in 0..=k {
+                s = s + u[i + j * n] * x[j];
+            }
+            *c = s;
+        }
+        normalise_phase(col);
+    }
+    if real_input {
+        tidy_real(a, n, values, vectors);
+    } else {
+        // Eigen's ComplexEigenSolver: selection sort by increasing modulus.
+        for i in 0..n {
+            let mut k = i;
+            for j in (i + 1)..n {
+                if values[j].abs() < values[k].abs() {
+                    k = j;
+                }
+            }
+            if k != i {
+                values.swap(i, k);
+                for r in 0..n {
+                    vectors.swap(r + i * n, r + k * n);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Scales a vector to unit norm with its entry of largest modulus real and positive.
+fn normalise_phase(col: &mut [C64]) {
+    let norm = col.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+    let mut big = 0;
+    for i in 1..col.len() {
+        if col[i].abs() > col[big].abs() {
+            big = i;
+        }
+    }
+    if norm == 0.0 || col[big].abs() == 0.0 {
+        return;
+    }
+    let phase = col[big].conj().scale(1.0 / (col[big].abs() * norm));
+    for z in col.iter_mut() {
+        *z = *z * phase;
+    }
+    col[big].im = 0.0;
+}
+
+/// For a real matrix: real eigenvalues made exactly real (with real eigenvectors), conjugate
+/// pairs made exact and adjacent (positive imaginary part first), keeping Schur order.
+fn tidy_real(a: &[C64], n: usize, values: &mut [C64], vectors: &mut [C64]) {
+    let norm = a[..n * n].iter().map(|z| z.abs()).fold(0.0, f64::max);
+    let tol = f64::EPSILON.sqrt() * norm.max(f64::MIN_POSITIVE);
+    let mut k = 0;
+    while k < n {
+        if values[k].im.abs() <= tol {
+            values[k].im = 0.0;
+            for z in vectors[k * n..(k + 1) * n].iter_mut() {
+                z.im = 0.0;
+            }
+            let col = &mut vectors[k * n..(k + 1) * n];
+            let norm = col.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+            for z in col.iter_mut() {
+                *z = z.scale(1.0 / norm);
+            }
+            k += 1;
+            continue;
+        }
+        // Find the conjugate partner among the later eigenvalues and move it to k + 1.
+        let target = values[k].conj();
+        let mut best = None;
+        for j in (k + 1)..n {
+            let d = (values[j] - target).abs();
+            if best.is_none_or(|(_, bd)| d < bd) {
+                best = Some((j, d));
+            }
+        }
+        let Some((j, _)) = best else {
+            k += 1;
+            continue;
+        };
+        // Rotate the partner to position k + 1, keeping the others' relative order.
+        for p in (k + 1..j).rev() {
+            values.swap(p, p + 1);
+            for r in 0..n {
+                vectors.swap(r + p * n, r + (p + 1) * n);
+            }
+        }
+        let lambda = if values[k].im > 0.0 {
+            values[k]
+        } else {
+            values[k + 1]
+        };
+        let lambda = C64::new(lambda.re, lambda.im.abs());
+        let src = if values[k].im > 0.0 { k } else { k + 1 };
+        if src != k {
+            for r in 0..n {
+                vectors.swap(r + k * n, r + (k + 1) * n);
+            }
+        }
+        values[k] = lambda;
+        values[k + 1] = lambda.conj();
+        for r in 0..n {
+            vectors[r + (k + 1) * n] = vectors[r + k * n].conj();
+        }
+        k += 2;
+    }
+}
+
+/// The real `2n × 2m` embedding `[[Re A, −Im A], [Im A, Re A]]` of the `n × m` matrix `a`.
+fn embed(a: &[C64], n: usize, m: usize, e: &mut [f64]) {
+    let rows = 2 * n;
+    for j in 0..m {
+        for i in 0..n {
+            let z = a[i + j * n];
+            e[i + j * rows] = z.re;
+            e[(n + i) + j * rows] = z.im;
+            e[i + (m + j) * rows] = -z.im;
+            e[(n + i) + (m + j) * rows] = z.re;
+        }
+    }
+}
+
+/// Checks that `a` is Hermitian to Stan's symmetry tolerance.
+fn check_hermitian(function: &str, a: &[C64], n: usize) -> Result<(), MathError> {
+    for j in 0..n {
+        for i in 0..j {
+            let (x, y) = (a[i + j * n], a[j + i * n].conj());
+            if (x - y).abs() > super::TOLERANCE * x.abs().max(y.abs()).max(1.0) {
+                return Err(MathError::new(format!(
+                    "{function}: m is not symmetric. m[{}, {}] = ({}, {}), but m[{}, {}] = ({}, {})",
+                    i + 1,
+                    j + 1,
+                    x.re,
+                    x.im,
+                    j + 1,
+                    i + 1,
+                    a[j + i * n].re,
+                    a[j + i * n].im,
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Workspace (f64 entries) [`eigen_hermitian`] needs.
+pub fn eigen_hermitian_workspace_len(n: usize) -> usize {
+    3 * (2 * n) * (2 * n) + 2 * n
+}
+
+/// Eigenvalues (ascending, `values`, n) and orthonormal eigenvectors (`vectors`, `n × n`) of
+/// the Hermitian `n × n` matrix `a`, from its real embedding.
+pub fn eigen_hermitian(
+    function: &str,
+    a: &[C64],
+    n: usize,
+    values: &mut [f64],
+    vectors: &mut [C64],
+    ws: &mut [f64],
+) -> Result<(), MathError> {
+    check_nonempty(function, n)?;
+    check_finite(function, &a[..n * n])?;
+    check_hermitian(function, a, n)?;
+    let p = 2 * n;
+    let (e, rest) = ws.split_at_mut(p * p);
+    let (vecs, rest) = rest.split_at_mut(p * p);
+    let (jws, rest) = rest.split_at_mut(p * p);
+    let vals = &mut rest[..p];
+    embed(a, n, n, e);
+    // The embedding is symmetric exactly when `a` is Hermitian; symmetrise away rounding.
+    for j in 0..p {
+        for i in 0..j {
+            let s = 0.5 * (e[i + j * p] + e[j + i * p]);
+            e[i + j * p] = s;
+            e[j + i * p] = s;
+        }
+    }
+    eigen_sym(function, e, p, vals, vecs, jws)?;
+    let scale = vals.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    pick_pairs(n, vals, vecs, None, scale, values, vectors, None);
+    Ok(())
+}
+
+/// Workspace (f64 entries) [`svd_complex`] needs for an `m × n` matrix.
+pub fn svd_complex_workspace_len(m: usize, n: usize) -> usize {
+    let k = 2 * m.min(n);
+    4 * m * n + k + 2 * m * k + 2 * n * k + super::svd_workspace_len(2 * m, 2 * n)
+}
+
+/// Thin SVD `a = u diag(σ) vᴴ` of the complex `m × n` matrix `a`: `sigma` (k = min(m, n),
+/// descending), `u` (`m × k`), `v` (`n × k`), from the real embedding.
+pub fn svd_complex(
+    function: &str,
+    a: &[C64],
+    m: usize,
+    n: usize,
+    sigma: &mut [f64],
+    u: &mut [C64],
+    v: &mut [C64],
+    ws: &mut [f64],
+) -> Result<(), MathError> {
+    check_finite(function, &a[..m * n])?;
+    let k2 = 2 * m.min(n);
+    let (e, rest) = ws.split_at_mut(4 * m * n);
+    let (s, rest) = rest.split_at_mut(k2);
+    let (eu, rest) = rest.split_at_mut(2 * m * k2);
+    let (ev, rest) = rest.split_at_mut(2 * n * k2);
+    embed(a, m, n, e);
+    svd(function, e, 2 * m, 2 * n, s, eu, ev, rest)?;
+    // Singular values descending: pick_pairs works on any order of equal-valued pairs.
+    let scale = s.first().copied().unwrap_or(0.0);
+    pick_pairs(m, s, eu, Some((n, &*ev)), scale, sigma, u, Some(v));
+    Ok(())
+}
+
+/// From the real embedding's values (each value of the complex problem twice, adjacent) and
+/// vectors (`2n`-row columns `[x; y]`), the complex values and vectors `x + iy`: one value per
+/// pair, vectors by complex Gram–Schmidt over each cluster of equal values (with the same
+/// coefficients applied to the `second` set, for the SVD's right vectors).
+#[allow(clippy::too_many_arguments)]
+fn pick_pairs(
+    n: usize,
+    vals: &[f64],
+    vecs: &[f64],
+    second: Option<(usize, &[f64])>,
+    scale: f64,
+    values: &mut [f64],
+    out: &mut [C64],
+    mut out2: Option<&mut [C64]>,
+) {
+    let count = values.len().min(vals.len() / 2);
+    let tol = 1e3 * f64::EPSILON * scale.max(f64::MIN_POSITIVE);
+    let rows = 2 * n;
+    let mut chosen = 0;
+    let mut start = 0;
+    while start < vals.len() && chosen < count {
+        // The cluster of (nearly) equal values starting at `start`.
+        let mut end = start + 1;
+        while end < vals.len() && (vals[end] - vals[start]).abs() <= tol {
+            end += 1;
+        }
+        let want = ((end - start) / 2).max(1).min(count - chosen);
+        let first_chosen = chosen;
+        for cand in start..end {
+            if chosen - first_chosen == want {
+                break;
+            }
+            let col = &mut out[chosen * n..(chosen + 1) * n];
+            for i in 0..n {
+                col[i] = C64::new(vecs[i + cand * rows], vecs[(n + i) + cand * rows]);
+            }
+            if let (Some((n2, v2)), Some(o2)) = (second, out2.as_deref_mut()) {
+                let rows2 = 2 * n2;
+                let c2 = &mut o2[chosen * n2..(chosen + 1) * n2];
+                for i in 0..n2 {
+                    c2[i] = C64::new(v2[i + cand * rows2], v2[(n2 + i) + cand * rows2]);
+                }
+            }
+            // Remove the components along the vectors already chosen in this cluster.
+            for prev in first_chosen..chosen {
+                let (done, cur) = out.split_at_mut(chosen * n);
+                let p = &done[prev * n..(prev + 1) * n];
+                let c = &mut cur[..n];
+                let mut d = C64::ZERO;
+                for i in 0..n {
+                    d = d + p[i].conj() * c[i];
+                }
+                for i in 0..n {
+                    c[i] = c[i] - p[i] * d;
+                }
+                if let Some(o2) = out2.as_deref_mut() {
+                    let n2 = second.map_or(0, |(n2, _)| n2);
+                    let (done2, cur2) = o2.split_at_mut(chosen * n2);
+                    let p2 = &done2[prev * n2..(prev + 1) * n2];
+                    for i in 0..n2 {
+                        cur2[i] = cur2[i] - p2[i] * d;
+                    }
+                }
+            }
+            let c = &mut out[chosen * n..(chosen + 1) * n];
+            let norm = c.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+            if norm < 0.5 {
+                // Dependent on the chosen ones (the i·v partner of a chosen v): skip it.
+                continue;
+            }
+            // Unit norm, largest entry real and positive; the same factor on the second set.
+            let mut big = 0;
+            for i in 1..n {
+                if c[i].abs() > c[big].abs() {
+                    big = i;
+                }
+            }
+            let f = if c[big].abs() > 0.0 {
+                c[big].conj().scale(1.0 / (c[big].abs() * norm))
+            } else {
+                C64::new(1.0 / norm, 0.0)
+            };
+            for z in c.iter_mut() {
+                *z = *z * f;
+            }
+            c[big].im = 0.0;
+            if let Some(o2) = out2.as_deref_mut() {
+                let n2 = second.map_or(0, |(n2, _)| n2);
+                for z in o2[chosen * n2..(chosen + 1) * n2].iter_mut() {
+                    *z = *z * f;
+                }
+            }
+            // Every other value of the embedding's (as the parameter path takes them).
+            values[chosen] = vals[(start + 2 * (chosen - first_chosen)).min(end - 1)];
+            chosen += 1;
+        }
+        start = end;
+    }
+}
