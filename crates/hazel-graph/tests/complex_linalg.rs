@@ -1,0 +1,234 @@
+//! Complex linear algebra against numpy (stanli has no complex numbers):
+//! `tests/fixtures/complex_linalg.json` by `scripts/complex/make_complex_linalg_fixtures.py`.
+//! Values Stan fixes (products, ordered eigenvalues and singular values, `real / matrix`) are
+//! compared directly; decompositions defined only up to phase and order through invariants the
+//! Stan program computes (residuals, unitarity, triangularity, tuple forms). Gradients of the
+//! differentiable forms (products, Hermitian eigenvalues, complex singular values) against a
+//! closed form and central finite differences.
+
+mod common;
+
+use common::{build, rel};
+use hazel_density::{LogDensity, Model, StreamRng};
+use hazel_graph::CompiledModel;
+use hazel_rng::Purpose;
+
+fn fixture() -> serde_json::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/complex_linalg.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+}
+
+fn outputs(m: &CompiledModel, q: &[f64]) -> Vec<(String, f64)> {
+    let names = m.output_names();
+    let mut row = vec![0.0; names.len()];
+    let mut ws = m.new_workspace();
+    let mut rng = StreamRng::new(1, 0, Purpose::GeneratedQuantities);
+    m.write_output(&mut ws, q, &mut rng, &mut row)
+        .expect("row");
+    names.into_iter().zip(row).collect()
+}
+
+#[test]
+fn products_and_ordered_values_match_numpy_and_decompositions_reconstruct() {
+    let f = fixture();
+    let m = build(f["program"].as_str().unwrap(), &f["data"].to_string()).expect("build");
+    let out = outputs(&m, &[]);
+    let get = |name: &str| {
+        out.iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no column {name}"))
+            .1
+    };
+    let mut bad = Vec::new();
+    let expected = f["expected"].as_object().unwrap();
+    for (name, want) in expected {
+        let want = want.as_f64().unwrap();
+        let got = get(name);
+        if (got - want).abs() > 1e-12 * want.abs().max(1.0) {
+            bad.push(format!("{name}: hazel {got}, numpy {want}"));
+        }
+    }
+    for (name, expr) in f["invariants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(f["invariant_expressions"].as_array().unwrap())
+    {
+        let name = name.as_str().unwrap();
+        let r = get(name);
+        eprintln!("{name} = {r:e}");
+        if !(r.abs() < 1e-11) {
+            bad.push(format!("{name} = {r}: {}", expr.as_str().unwrap()));
+        }
+    }
+    // The real matrix's eigenvalues: the same multiset as LAPACK's, a conjugate pair adjacent
+    // with positive imaginary part first, the real one exactly real; on this matrix LAPACK's
+    // order (dgeev's real Schur form, as Eigen's) is hazel's too.
+    let lam: Vec<(f64, f64)> = (1..=3)
+        .map(|k| (get(&format!("lam_a.{k}.real")), get(&format!("lam_a.{k}.imag"))))
+        .collect();
+    let mut sorted = lam.clone();
+    sorted.sort_by(|a, b| {
+        ((a.0 * 1e12).round(), a.1)
+            .partial_cmp(&((b.0 * 1e12).round(), b.1))
+            .unwrap()
+    });
+    let pair = |v: &serde_json::Value| (v[0].as_f64().unwrap(), v[1].as_f64().unwrap());
+    for (got, want) in sorted
+        .iter()
+        .zip(f["eigenvalues_A_sorted"].as_array().unwrap())
+    {
+        let want = pair(want);
+        if rel(got.0, want.0) > 1e-12 || rel(got.1, want.1) > 1e-12 {
+            bad.push(format!("eigenvalues(A): {got:?} vs {want:?}"));
+        }
+    }
+    for (got, want) in lam
+        .iter()
+        .zip(f["eigenvalues_A_lapack_order"].as_array().unwrap())
+    {
+        let want = pair(want);
+        if rel(got.0, want.0) > 1e-12 || rel(got.1, want.1) > 1e-12 {
+            bad.push(format!("eigenvalues(A) order: {lam:?}"));
+            break;
+        }
+    }
+    assert!(lam[2].1 == 0.0 && lam[0].1 > 0.0 && lam[1] == (lam[0].0, -lam[0].1), "{lam:?}");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn hermitian_eigenvectors_and_singular_vectors_have_a_real_positive_largest_entry() {
+    let m = build(
+        "data { complex_matrix[3, 3] H; complex_matrix[2, 3] W; }
+         generated quantities {
+           complex_matrix[3, 3] V = eigenvectors_sym(H);
+           complex_matrix[2, 2] U = svd_U(W);
+         }",
+        r#"{"H": [[[2, 0], [1, 1], [0, -0.5]], [[1, -1], [3, 0], [0.25, 0]], [[0, 0.5], [0.25, 0], [-1, 0]]],
+            "W": [[[1, 2], [0, 1], [3, -1]], [[-1, 0.5], [2, 2], [0, 0]]]}"#,
+    )
+    .expect("build");
+    let out = outputs(&m, &[]);
+    let col = |name: &str, rows: usize, j: usize| -> Vec<(f64, f64)> {
+        (1..=rows)
+            .map(|i| {
+                let re = out.iter().find(|(n, _)| *n == format!("{name}.{i}.{j}.real")).unwrap().1;
+                let im = out.iter().find(|(n, _)| *n == format!("{name}.{i}.{j}.imag")).unwrap().1;
+                (re, im)
+            })
+            .collect()
+    };
+    for (name, rows) in [("V", 3), ("U", 2)] {
+        for j in 1..=rows {
+            let c = col(name, rows, j);
+            let big = c
+                .iter()
+                .max_by(|a, b| a.0.hypot(a.1).partial_cmp(&b.0.hypot(b.1)).unwrap())
+                .unwrap();
+            assert!(big.0 > 0.0 && big.1 == 0.0, "{name} column {j}: {c:?}");
+        }
+    }
+}
+
+fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
+    let mut ws = m.new_workspace();
+    let mut g = vec![0.0; q.len()];
+    let lp = m.log_density_gradient(&mut ws, q, &mut g).expect("finite");
+    (lp, g)
+}
+
+fn check_fd(m: &CompiledModel, q: &[f64]) {
+    let (_, g) = eval(m, q);
+    for k in 0..q.len() {
+        let h = 1e-6;
+        let (mut up, mut down) = (q.to_vec(), q.to_vec());
+        up[k] += h;
+        down[k] -= h;
+        let fd = (eval(m, &up).0 - eval(m, &down).0) / (2.0 * h);
+        assert!(
+            (g[k] - fd).abs() < 1e-6 * fd.abs().max(1.0),
+            "coordinate {k}: {g:?} vs fd {fd}"
+        );
+    }
+}
+
+#[test]
+fn hermitian_eigenvalues_of_parameters_match_the_closed_form_and_differentiate() {
+    // [[a, b + ic], [b − ic, d]]: λ = (a + d)/2 ∓ √(((a − d)/2)² + b² + c²).
+    let m = build(
+        "parameters { real a; real b; real c; real d; }
+         model {
+           complex_matrix[2, 2] H = to_matrix({{to_complex(a, 0), to_complex(b, c)},
+                                               {to_complex(b, -c), to_complex(d, 0)}});
+           complex_vector[2] l = eigenvalues_sym(H);
+           target += get_real(l[1]) + 3 * get_real(l[2]) + get_imag(l[1]);
+         }",
+        "{}",
+    )
+    .expect("build");
+    let by_hand = build(
+        "parameters { real a; real b; real c; real d; }
+         model {
+           real r = sqrt(square((a - d) / 2) + square(b) + square(c));
+           target += ((a + d) / 2 - r) + 3 * ((a + d) / 2 + r);
+         }",
+        "{}",
+    )
+    .expect("build");
+    assert!(!m.is_dynamic());
+    for q in [[0.3, -0.7, 0.4, 1.5], [-1.2, 0.4, 0.1, -0.3], [2.0, 1.1, -0.8, 0.5]] {
+        let (lp, g) = eval(&m, &q);
+        let (lp_h, g_h) = eval(&by_hand, &q);
+        assert!(rel(lp, lp_h) < 1e-12, "{lp} {lp_h}");
+        for k in 0..4 {
+            assert!((g[k] - g_h[k]).abs() < 1e-10, "{g:?} {g_h:?}");
+        }
+        check_fd(&m, &q);
+    }
+}
+
+#[test]
+fn complex_singular_values_and_products_of_parameters_differentiate() {
+    let m = build(
+        "data { complex_vector[3] w; }
+         parameters { matrix[3, 2] X; matrix[3, 2] Y; }
+         model {
+           complex_matrix[3, 2] Z = to_complex(X, Y);
+           vector[2] s = singular_values(Z);
+           complex z = dot_product(col(Z, 1), w) + dot_product(to_array_1d(col(Z, 2)), to_array_1d(w));
+           target += s[1] - 0.5 * s[2] + get_real(z) - get_imag(z)
+                     + get_real(sum(tcrossprod(Z))) + get_imag(sum(crossprod(Z)))
+                     + get_real(dot_self(row(Z, 2))) - get_real(sum(columns_dot_self(Z)))
+                     + get_imag(sum(rows_dot_product(Z, Z)));
+         }",
+        r#"{"w": [[1, -0.5], [0.25, 2], [-1, 1]]}"#,
+    )
+    .expect("build");
+    assert!(!m.is_dynamic());
+    let q = [0.3, -0.7, 0.4, 1.5, -0.2, 0.9, 0.1, 0.8, -1.1, 0.6, 0.35, -0.45];
+    check_fd(&m, &q);
+    let q2: Vec<f64> = q.iter().map(|x| 1.3 * x - 0.2).collect();
+    check_fd(&m, &q2);
+}
+
+#[test]
+fn decompositions_of_parameters_that_have_no_gradient_rule_are_refused_by_check() {
+    for (call, ok) in [
+        ("eigenvalues(A)", false),
+        ("eigenvectors(A)", false),
+        ("complex_schur_decompose_t(A)", false),
+        ("eigenvectors_sym(to_complex(A, A - A'))", false),
+        ("eigenvalues_sym(to_complex(A + A', A - A'))", true),
+        ("to_complex(singular_values(to_complex(A, A)), 0)", true),
+    ] {
+        let src = format!(
+            "parameters {{ matrix[2, 2] A; }}
+             model {{ target += -0.5 * sum(square(to_vector(A)));
+                      target += get_real(sum({call})); }}"
+        );
+        let parsed = hazel_check::check_source("m.stan", &src);
+        let flagged = hazel_graph::unsupported_calls(parsed.checked.as_ref().expect("checks"));
+        assert_eq!(flagged.is_empty(), ok, "{call}: {flagged:?}");
+    }
+}
