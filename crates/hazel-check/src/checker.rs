@@ -2125,6 +2125,16 @@ impl Checker {
                 );
             }
         } else if fname.ends_with("_lp") {
+            if self.function.is_none() && self.block == Some(BlockKind::TransformedParameters) {
+                // Valid but deprecated; stanc's warning, word for word.
+                self.error(Diagnostic::warning(
+                    name.span,
+                    "Using _lp functions in transformed parameters is deprecated and will be \
+                     disallowed in Stan 2.39. Use an _jacobian function instead, as this allows \
+                     change of variable adjustments which are conditionally enabled by the \
+                     algorithms.",
+                ));
+            }
             if !self.lp_context() {
                 self.error(
                     Diagnostic::error(
@@ -2158,6 +2168,23 @@ impl Checker {
     }
 
     fn unknown_function(&mut self, name: &Ident) {
+        // Stan's *Removed Functions* (Functions Reference): rejected with the replacement.
+        const REMOVED: [(&str, &str); 4] = [
+            ("cov_exp_quad", "gp_exp_quad_cov"),
+            ("fabs", "abs"),
+            ("multiply_log", "lmultiply"),
+            ("binomial_coefficient_log", "lchoose"),
+        ];
+        if let Some((_, new)) = REMOVED.iter().find(|(old, _)| *old == name.name) {
+            self.error(
+                Diagnostic::error(
+                    name.span,
+                    format!("`{}` was removed in Stan 2.33", name.name),
+                )
+                .with_hint(format!("use `{new}` (same arguments) instead")),
+            );
+            return;
+        }
         let mut d = Diagnostic::error(name.span, format!("unknown function `{}`", name.name))
             .with_primary_label("not a built-in or user-defined function");
         let names = self
