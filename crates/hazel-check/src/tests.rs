@@ -667,7 +667,8 @@ fn lp_functions_in_transformed_parameters_warn_and_removed_functions_name_their_
         ("multiply_log(x[1], x[2])", "lmultiply"),
         ("binomial_coefficient_log(x[1], x[2])", "lchoose"),
     ] {
-        let src = format!("transformed data {{ array[2] real x = {{1.0, 2.0}}; real y = {call}; }}");
+        let src =
+            format!("transformed data {{ array[2] real x = {{1.0, 2.0}}; real y = {call}; }}");
         let r = check_source("m.stan", &src);
         let errors: Vec<String> = r
             .diagnostics

@@ -14,7 +14,10 @@ use hazel_graph::CompiledModel;
 use hazel_rng::Purpose;
 
 fn fixture() -> serde_json::Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/complex_linalg.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/complex_linalg.json"
+    );
     serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
 }
 
@@ -23,8 +26,7 @@ fn outputs(m: &CompiledModel, q: &[f64]) -> Vec<(String, f64)> {
     let mut row = vec![0.0; names.len()];
     let mut ws = m.new_workspace();
     let mut rng = StreamRng::new(1, 0, Purpose::GeneratedQuantities);
-    m.write_output(&mut ws, q, &mut rng, &mut row)
-        .expect("row");
+    m.write_output(&mut ws, q, &mut rng, &mut row).expect("row");
     names.into_iter().zip(row).collect()
 }
 
@@ -65,7 +67,12 @@ fn products_and_ordered_values_match_numpy_and_decompositions_reconstruct() {
     // with positive imaginary part first, the real one exactly real; on this matrix LAPACK's
     // order (dgeev's real Schur form, as Eigen's) is hazel's too.
     let lam: Vec<(f64, f64)> = (1..=3)
-        .map(|k| (get(&format!("lam_a.{k}.real")), get(&format!("lam_a.{k}.imag"))))
+        .map(|k| {
+            (
+                get(&format!("lam_a.{k}.real")),
+                get(&format!("lam_a.{k}.imag")),
+            )
+        })
         .collect();
     let mut sorted = lam.clone();
     sorted.sort_by(|a, b| {
@@ -93,7 +100,10 @@ fn products_and_ordered_values_match_numpy_and_decompositions_reconstruct() {
             break;
         }
     }
-    assert!(lam[2].1 == 0.0 && lam[0].1 > 0.0 && lam[1] == (lam[0].0, -lam[0].1), "{lam:?}");
+    assert!(
+        lam[2].1 == 0.0 && lam[0].1 > 0.0 && lam[1] == (lam[0].0, -lam[0].1),
+        "{lam:?}"
+    );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
@@ -113,8 +123,16 @@ fn hermitian_eigenvectors_and_singular_vectors_have_a_real_positive_largest_entr
     let col = |name: &str, rows: usize, j: usize| -> Vec<(f64, f64)> {
         (1..=rows)
             .map(|i| {
-                let re = out.iter().find(|(n, _)| *n == format!("{name}.{i}.{j}.real")).unwrap().1;
-                let im = out.iter().find(|(n, _)| *n == format!("{name}.{i}.{j}.imag")).unwrap().1;
+                let re = out
+                    .iter()
+                    .find(|(n, _)| *n == format!("{name}.{i}.{j}.real"))
+                    .unwrap()
+                    .1;
+                let im = out
+                    .iter()
+                    .find(|(n, _)| *n == format!("{name}.{i}.{j}.imag"))
+                    .unwrap()
+                    .1;
                 (re, im)
             })
             .collect()
@@ -177,7 +195,11 @@ fn hermitian_eigenvalues_of_parameters_match_the_closed_form_and_differentiate()
     )
     .expect("build");
     assert!(!m.is_dynamic());
-    for q in [[0.3, -0.7, 0.4, 1.5], [-1.2, 0.4, 0.1, -0.3], [2.0, 1.1, -0.8, 0.5]] {
+    for q in [
+        [0.3, -0.7, 0.4, 1.5],
+        [-1.2, 0.4, 0.1, -0.3],
+        [2.0, 1.1, -0.8, 0.5],
+    ] {
         let (lp, g) = eval(&m, &q);
         let (lp_h, g_h) = eval(&by_hand, &q);
         assert!(rel(lp, lp_h) < 1e-12, "{lp} {lp_h}");
@@ -206,7 +228,9 @@ fn complex_singular_values_and_products_of_parameters_differentiate() {
     )
     .expect("build");
     assert!(!m.is_dynamic());
-    let q = [0.3, -0.7, 0.4, 1.5, -0.2, 0.9, 0.1, 0.8, -1.1, 0.6, 0.35, -0.45];
+    let q = [
+        0.3, -0.7, 0.4, 1.5, -0.2, 0.9, 0.1, 0.8, -1.1, 0.6, 0.35, -0.45,
+    ];
     check_fd(&m, &q);
     let q2: Vec<f64> = q.iter().map(|x| 1.3 * x - 0.2).collect();
     check_fd(&m, &q2);

@@ -92,7 +92,9 @@ fn corr_matrix_unconstrain_of_parameters_inverts_the_transform() {
     for q in [[0.3, -0.4, 0.8], [-1.1, 0.5, 0.2], [1.5, 0.9, -2.0]] {
         let mut ws = round_trip.new_workspace();
         let mut g1 = vec![0.0; 3];
-        let l1 = round_trip.log_density_gradient(&mut ws, &q, &mut g1).expect("finite");
+        let l1 = round_trip
+            .log_density_gradient(&mut ws, &q, &mut g1)
+            .expect("finite");
         let (l2, g2) = lp_grad(&plain, "{}", &q);
         assert!(rel(l1, l2) < 1e-12, "{l1} vs {l2}");
         for (x, y) in g1.iter().zip(&g2) {
@@ -115,7 +117,10 @@ fn corr_matrix_unconstrain_of_parameters_inverts_the_transform() {
             up[k] += h;
             down[k] -= h;
             let fd = (lp_grad(src, "{}", &up).0 - lp_grad(src, "{}", &down).0) / (2.0 * h);
-            assert!((g[k] - fd).abs() < 1e-6 * fd.abs().max(1.0), "{g:?} vs {fd}");
+            assert!(
+                (g[k] - fd).abs() < 1e-6 * fd.abs().max(1.0),
+                "{g:?} vs {fd}"
+            );
         }
     }
     let bad = build(
@@ -127,5 +132,9 @@ fn corr_matrix_unconstrain_of_parameters_inverts_the_transform() {
     let err = bad
         .log_density_gradient(&mut bad.new_workspace(), &[1.0], &mut [0.0])
         .expect_err("not a correlation matrix");
-    assert!(err.message.contains("corr_matrix_unconstrain"), "{}", err.message);
+    assert!(
+        err.message.contains("corr_matrix_unconstrain"),
+        "{}",
+        err.message
+    );
 }

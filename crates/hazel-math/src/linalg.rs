@@ -26,12 +26,12 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
+pub mod complex;
 pub mod densities;
 pub mod eigen;
 pub mod qr;
 pub mod solve;
 pub mod svd;
-pub mod complex;
 
 pub use densities::*;
 pub use eigen::*;

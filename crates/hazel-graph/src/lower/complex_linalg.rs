@@ -95,9 +95,17 @@ impl<'p> Tracer<'p> {
             ("eigenvalues_sym", [z]) => self.embedded_values("eigenvalues_sym", z, span),
             ("singular_values", [z]) => self.embedded_values("singular_values", z, span),
             (
-                "eigenvectors_sym" | "eigendecompose_sym" | "svd_U" | "svd_V" | "svd" | "eigenvalues"
-                | "eigenvectors" | "eigendecompose" | "complex_schur_decompose"
-                | "complex_schur_decompose_t" | "complex_schur_decompose_u",
+                "eigenvectors_sym"
+                | "eigendecompose_sym"
+                | "svd_U"
+                | "svd_V"
+                | "svd"
+                | "eigenvalues"
+                | "eigenvectors"
+                | "eigendecompose"
+                | "complex_schur_decompose"
+                | "complex_schur_decompose_t"
+                | "complex_schur_decompose_u",
                 [z],
             ) => self.complex_decomposition(name, z, span),
             _ => return None,

@@ -585,7 +585,10 @@ impl<'p> Tracer<'p> {
                     span,
                 )?
                 else {
-                    return cerr("cholesky_factor_corr_unconstrain returned a non-vector", span);
+                    return cerr(
+                        "cholesky_factor_corr_unconstrain returned a non-vector",
+                        span,
+                    );
                 };
                 let mut parts = vec![Sc::C(0.0); kind.free_len()];
                 for c in 0..k {
