@@ -22,7 +22,7 @@
 use super::trace::{cerr, complex_parts, Tracer, R};
 use super::value::{Elems, Val};
 use crate::kernels::UnaryFn;
-use hazel_math::linalg::complex::{self as cl, C64};
+use hazel_math::linalg::complex as cl;
 use hazel_syntax::ast::BinOp;
 use hazel_syntax::Span;
 use std::sync::Arc;
@@ -42,30 +42,26 @@ fn math_err(e: hazel_math::dist::MathError, span: Span) -> super::trace::TraceEr
 }
 
 /// A complex matrix (or vector) from its constant parts, column-major.
-fn consts_of(re: &Val, im: &Val) -> Option<(usize, usize, Vec<C64>)> {
+fn consts_of(re: &Val, im: &Val) -> Option<(usize, usize, Vec<[f64; 2]>)> {
     let (r, c, er, ei) = match (re, im) {
         (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) => (*r, *c, er, ei),
         _ => return None,
     };
     let (er, ei) = (er.consts()?, ei.consts()?);
-    Some((
-        r,
-        c,
-        er.iter().zip(&ei).map(|(&a, &b)| C64::new(a, b)).collect(),
-    ))
+    Some((r, c, er.iter().zip(&ei).map(|(&a, &b)| [a, b]).collect()))
 }
 
-fn cmatrix(r: usize, c: usize, z: &[C64]) -> Val {
+fn cmatrix(r: usize, c: usize, z: &[[f64; 2]]) -> Val {
     Val::complex(
-        Val::Matrix(r, c, Elems::C(Arc::new(z.iter().map(|z| z.re).collect()))),
-        Val::Matrix(r, c, Elems::C(Arc::new(z.iter().map(|z| z.im).collect()))),
+        Val::Matrix(r, c, Elems::C(Arc::new(z.iter().map(|z| z[0]).collect()))),
+        Val::Matrix(r, c, Elems::C(Arc::new(z.iter().map(|z| z[1]).collect()))),
     )
 }
 
-fn cvector(z: &[C64]) -> Val {
+fn cvector(z: &[[f64; 2]]) -> Val {
     Val::complex(
-        Val::Vector(Elems::C(Arc::new(z.iter().map(|z| z.re).collect()))),
-        Val::Vector(Elems::C(Arc::new(z.iter().map(|z| z.im).collect()))),
+        Val::Vector(Elems::C(Arc::new(z.iter().map(|z| z[0]).collect()))),
+        Val::Vector(Elems::C(Arc::new(z.iter().map(|z| z[1]).collect()))),
     )
 }
 
@@ -208,7 +204,7 @@ impl<'p> Tracer<'p> {
         match name {
             "eigenvectors_sym" | "eigendecompose_sym" => {
                 let n = square(name)?;
-                let (mut vals, mut vecs) = (vec![0.0; n], vec![C64::ZERO; n * n]);
+                let (mut vals, mut vecs) = (vec![0.0; n], vec![[0.0; 2]; n * n]);
                 let mut ws = vec![0.0; cl::eigen_hermitian_workspace_len(n)];
                 cl::eigen_hermitian(name, &a, n, &mut vals, &mut vecs, &mut ws)
                     .map_err(|e| math_err(e, span))?;
@@ -223,7 +219,7 @@ impl<'p> Tracer<'p> {
             "svd_U" | "svd_V" | "svd" => {
                 let k = r.min(c);
                 let (mut s, mut u, mut v) =
-                    (vec![0.0; k], vec![C64::ZERO; r * k], vec![C64::ZERO; c * k]);
+                    (vec![0.0; k], vec![[0.0; 2]; r * k], vec![[0.0; 2]; c * k]);
                 let mut ws = vec![0.0; cl::svd_complex_workspace_len(r, c)];
                 cl::svd_complex(name, &a, r, c, &mut s, &mut u, &mut v, &mut ws)
                     .map_err(|e| math_err(e, span))?;
@@ -239,8 +235,8 @@ impl<'p> Tracer<'p> {
             }
             "eigenvalues" | "eigenvectors" | "eigendecompose" => {
                 let n = square(name)?;
-                let (mut vals, mut vecs) = (vec![C64::ZERO; n], vec![C64::ZERO; n * n]);
-                let mut ws = vec![C64::ZERO; cl::eigen_general_workspace_len(n)];
+                let (mut vals, mut vecs) = (vec![[0.0; 2]; n], vec![[0.0; 2]; n * n]);
+                let mut ws = vec![[0.0; 2]; cl::eigen_general_workspace_len(n)];
                 cl::eigen_general(name, &a, n, real_input, &mut vals, &mut vecs, &mut ws)
                     .map_err(|e| math_err(e, span))?;
                 Ok(match name {
@@ -251,8 +247,8 @@ impl<'p> Tracer<'p> {
             }
             _ => {
                 let n = square(name)?;
-                let (mut t, mut u) = (vec![C64::ZERO; n * n], vec![C64::ZERO; n * n]);
-                let mut ws = vec![C64::ZERO; cl::complex_schur_workspace_len(n)];
+                let (mut t, mut u) = (vec![[0.0; 2]; n * n], vec![[0.0; 2]; n * n]);
+                let mut ws = vec![[0.0; 2]; cl::complex_schur_workspace_len(n)];
                 cl::complex_schur(name, &a, n, &mut t, &mut u, &mut ws)
                     .map_err(|e| math_err(e, span))?;
                 Ok(match name {

@@ -77,6 +77,23 @@ impl C64 {
     }
 }
 
+impl From<[f64; 2]> for C64 {
+    fn from(p: [f64; 2]) -> C64 {
+        C64::new(p[0], p[1])
+    }
+}
+
+impl From<C64> for [f64; 2] {
+    fn from(z: C64) -> [f64; 2] {
+        [z.re, z.im]
+    }
+}
+
+/// Reads entry `i` of a pair buffer as a complex number.
+fn at(b: &[[f64; 2]], i: usize) -> C64 {
+    C64::from(b[i])
+}
+
 impl Add for C64 {
     type Output = C64;
     fn add(self, o: C64) -> C64 {
@@ -116,8 +133,8 @@ impl Neg for C64 {
 /// Sweeps without deflation before the iteration gives up, per eigenvalue.
 const MAX_SWEEPS_PER_EIGENVALUE: usize = 30;
 
-fn check_finite(function: &str, a: &[C64]) -> Result<(), MathError> {
-    if a.iter().any(|z| !z.re.is_finite() || !z.im.is_finite()) {
+fn check_finite(function: &str, a: &[[f64; 2]]) -> Result<(), MathError> {
+    if a.iter().any(|z| !z[0].is_finite() || !z[1].is_finite()) {
         return Err(MathError::new(format!("{function}: m is not finite")));
     }
     Ok(())
@@ -141,11 +158,11 @@ pub fn complex_schur_workspace_len(n: usize) -> usize {
 /// upper triangular, `u` unitary (both `n × n`). Errors name `function`.
 pub fn complex_schur(
     function: &str,
-    a: &[C64],
+    a: &[[f64; 2]],
     n: usize,
-    t: &mut [C64],
-    u: &mut [C64],
-    ws: &mut [C64],
+    t: &mut [[f64; 2]],
+    u: &mut [[f64; 2]],
+    ws: &mut [[f64; 2]],
 ) -> Result<(), MathError> {
     check_nonempty(function, n)?;
     check_finite(function, &a[..n * n])?;
@@ -154,11 +171,11 @@ pub fn complex_schur(
     let u = &mut u[..n * n];
     for j in 0..n {
         for i in 0..n {
-            u[i + j * n] = if i == j { C64::ONE } else { C64::ZERO };
+            u[i + j * n] = (if i == j { C64::ONE } else { C64::ZERO }).into();
         }
     }
     hessenberg(h, u, n, &mut ws[..n]);
-    let scale = h.iter().map(|z| z.norm1()).fold(0.0, f64::max);
+    let scale = h.iter().map(|&z| C64::from(z).norm1()).fold(0.0, f64::max);
     if scale == 0.0 {
         return Ok(());
     }
@@ -170,10 +187,10 @@ pub fn complex_schur(
         // The active block is rows/columns l..=hi, with h[l, l−1] negligible.
         let mut l = hi;
         while l > 0 {
-            let sub = h[l + (l - 1) * n].norm1();
-            let diag = h[(l - 1) + (l - 1) * n].norm1() + h[l + l * n].norm1();
+            let sub = at(h, l + (l - 1) * n).norm1();
+            let diag = at(h, (l - 1) + (l - 1) * n).norm1() + at(h, l + l * n).norm1();
             if sub <= eps * diag || sub <= f64::MIN_POSITIVE * scale {
-                h[l + (l - 1) * n] = C64::ZERO;
+                h[l + (l - 1) * n] = (C64::ZERO).into();
                 break;
             }
             l -= 1;
@@ -194,9 +211,9 @@ pub fn complex_schur(
         // Implicit single-shift QR sweep over the block, chasing the bulge down.
         for k in l..hi {
             let (x, y) = if k == l {
-                (h[l + l * n] - mu, h[(l + 1) + l * n])
+                (at(h, l + l * n) - mu, at(h, (l + 1) + l * n))
             } else {
-                (h[k + (k - 1) * n], h[(k + 1) + (k - 1) * n])
+                (at(h, k + (k - 1) * n), at(h, (k + 1) + (k - 1) * n))
             };
             let Some((c, s)) = givens(x, y) else {
                 continue;
@@ -204,30 +221,30 @@ pub fn complex_schur(
             // Rows k, k+1 ← G · rows, G = [[c, s], [−s̄, c]].
             let first = if k == l { l } else { k - 1 };
             for j in first..n {
-                let (p, q) = (h[k + j * n], h[(k + 1) + j * n]);
-                h[k + j * n] = p.scale(c) + s * q;
-                h[(k + 1) + j * n] = q.scale(c) - s.conj() * p;
+                let (p, q) = (at(h, k + j * n), at(h, (k + 1) + j * n));
+                h[k + j * n] = (p.scale(c) + s * q).into();
+                h[(k + 1) + j * n] = (q.scale(c) - s.conj() * p).into();
             }
             if k > l {
-                h[(k + 1) + (k - 1) * n] = C64::ZERO;
+                h[(k + 1) + (k - 1) * n] = (C64::ZERO).into();
             }
             // Columns k, k+1 ← columns · Gᴴ.
             let last = (k + 2).min(hi);
             for i in 0..=last {
-                let (p, q) = (h[i + k * n], h[i + (k + 1) * n]);
-                h[i + k * n] = p.scale(c) + q * s.conj();
-                h[i + (k + 1) * n] = q.scale(c) - p * s;
+                let (p, q) = (at(h, i + k * n), at(h, i + (k + 1) * n));
+                h[i + k * n] = (p.scale(c) + q * s.conj()).into();
+                h[i + (k + 1) * n] = (q.scale(c) - p * s).into();
             }
             for i in 0..n {
-                let (p, q) = (u[i + k * n], u[i + (k + 1) * n]);
-                u[i + k * n] = p.scale(c) + q * s.conj();
-                u[i + (k + 1) * n] = q.scale(c) - p * s;
+                let (p, q) = (at(u, i + k * n), at(u, i + (k + 1) * n));
+                u[i + k * n] = (p.scale(c) + q * s.conj()).into();
+                u[i + (k + 1) * n] = (q.scale(c) - p * s).into();
             }
         }
     }
     for j in 0..n {
         for i in (j + 1)..n {
-            h[i + j * n] = C64::ZERO;
+            h[i + j * n] = (C64::ZERO).into();
         }
     }
     Ok(())
@@ -235,14 +252,14 @@ pub fn complex_schur(
 
 /// Reduces `h` to upper Hessenberg form by Householder reflections, accumulating them into
 /// `u` (`h ← Pᴴ h P`, `u ← u P`). `v` is workspace of length n.
-fn hessenberg(h: &mut [C64], u: &mut [C64], n: usize, v: &mut [C64]) {
+fn hessenberg(h: &mut [[f64; 2]], u: &mut [[f64; 2]], n: usize, v: &mut [[f64; 2]]) {
     for k in 0..n.saturating_sub(2) {
         let m = n - k - 1; // length of x = h[k+1.., k]
-        let tail: f64 = (k + 2..n).map(|i| h[i + k * n].norm_sqr()).sum();
+        let tail: f64 = (k + 2..n).map(|i| at(h, i + k * n).norm_sqr()).sum();
         if tail == 0.0 {
             continue;
         }
-        let x0 = h[(k + 1) + k * n];
+        let x0 = at(h, (k + 1) + k * n);
         let norm = (x0.norm_sqr() + tail).sqrt();
         let phase = if x0.abs() == 0.0 {
             C64::ONE
@@ -252,22 +269,26 @@ fn hessenberg(h: &mut [C64], u: &mut [C64], n: usize, v: &mut [C64]) {
         let alpha = -phase.scale(norm);
         // v = x − α e₁, normalised.
         for i in 0..m {
-            v[i] = h[(k + 1 + i) + k * n];
+            v[i] = (at(h, (k + 1 + i) + k * n)).into();
         }
-        v[0] = v[0] - alpha;
-        let vn = v[..m].iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+        v[0] = (at(v, 0) - alpha).into();
+        let vn = v[..m]
+            .iter()
+            .map(|&z| C64::from(z).norm_sqr())
+            .sum::<f64>()
+            .sqrt();
         for z in v[..m].iter_mut() {
-            *z = z.scale(1.0 / vn);
+            *z = C64::from(*z).scale(1.0 / vn).into();
         }
         // h ← (I − 2vvᴴ) h on rows k+1.., all columns.
         for j in 0..n {
             let mut d = C64::ZERO;
             for i in 0..m {
-                d = d + v[i].conj() * h[(k + 1 + i) + j * n];
+                d = d + at(v, i).conj() * at(h, (k + 1 + i) + j * n);
             }
             let d = d.scale(2.0);
             for i in 0..m {
-                h[(k + 1 + i) + j * n] = h[(k + 1 + i) + j * n] - v[i] * d;
+                h[(k + 1 + i) + j * n] = (at(h, (k + 1 + i) + j * n) - at(v, i) * d).into();
             }
         }
         // h ← h (I − 2vvᴴ) and u ← u (I − 2vvᴴ) on columns k+1...
@@ -275,36 +296,37 @@ fn hessenberg(h: &mut [C64], u: &mut [C64], n: usize, v: &mut [C64]) {
             for i in 0..n {
                 let mut d = C64::ZERO;
                 for j in 0..m {
-                    d = d + mat[i + (k + 1 + j) * n] * v[j];
+                    d = d + at(mat, i + (k + 1 + j) * n) * at(v, j);
                 }
                 let d = d.scale(2.0);
                 for j in 0..m {
-                    mat[i + (k + 1 + j) * n] = mat[i + (k + 1 + j) * n] - d * v[j].conj();
+                    mat[i + (k + 1 + j) * n] =
+                        (at(mat, i + (k + 1 + j) * n) - d * at(v, j).conj()).into();
                 }
             }
         }
         for i in (k + 2)..n {
-            h[i + k * n] = C64::ZERO;
+            h[i + k * n] = (C64::ZERO).into();
         }
     }
 }
 
 /// The Wilkinson shift of the trailing 2 × 2 block ending at `hi` (the eigenvalue of that block
 /// nearer `h[hi, hi]`), or an exceptional shift after 10 and 20 sweeps without deflation.
-fn shift(h: &[C64], n: usize, hi: usize, iter: usize) -> C64 {
+fn shift(h: &[[f64; 2]], n: usize, hi: usize, iter: usize) -> C64 {
     if iter == 10 || iter == 20 {
-        let a = h[hi + (hi - 1) * n].re.abs();
+        let a = at(h, hi + (hi - 1) * n).re.abs();
         let b = if hi >= 2 {
-            h[(hi - 1) + (hi - 2) * n].re.abs()
+            at(h, (hi - 1) + (hi - 2) * n).re.abs()
         } else {
             0.0
         };
         return C64::new(a + b, 0.0);
     }
-    let a = h[(hi - 1) + (hi - 1) * n];
-    let b = h[(hi - 1) + hi * n];
-    let c = h[hi + (hi - 1) * n];
-    let d = h[hi + hi * n];
+    let a = at(h, (hi - 1) + (hi - 1) * n);
+    let b = at(h, (hi - 1) + hi * n);
+    let c = at(h, hi + (hi - 1) * n);
+    let d = at(h, hi + hi * n);
     let half = (a - d).scale(0.5);
     let disc = (half * half + b * c).sqrt();
     let mid = (a + d).scale(0.5);
@@ -341,46 +363,46 @@ pub fn eigen_general_workspace_len(n: usize) -> usize {
 /// which fixes the order and makes conjugate pairs exact (see the module notes).
 pub fn eigen_general(
     function: &str,
-    a: &[C64],
+    a: &[[f64; 2]],
     n: usize,
     real_input: bool,
-    values: &mut [C64],
-    vectors: &mut [C64],
-    ws: &mut [C64],
+    values: &mut [[f64; 2]],
+    vectors: &mut [[f64; 2]],
+    ws: &mut [[f64; 2]],
 ) -> Result<(), MathError> {
     let (t, rest) = ws.split_at_mut(n * n);
     let (u, rest) = rest.split_at_mut(n * n);
     complex_schur(function, a, n, t, u, rest)?;
-    let norm = t.iter().map(|z| z.abs()).fold(0.0, f64::max);
+    let norm = t.iter().map(|&z| C64::from(z).abs()).fold(0.0, f64::max);
     for k in 0..n {
-        values[k] = t[k + k * n];
+        values[k] = (at(t, k + k * n)).into();
     }
     // x solves (T − λ_k I) x = 0 with x_k = 1, x_j = 0 below; v = U x into column k.
     let x = &mut rest[..n];
     for k in 0..n {
-        let lambda = values[k];
+        let lambda = at(values, k);
         for z in x.iter_mut() {
-            *z = C64::ZERO;
+            *z = C64::ZERO.into();
         }
-        x[k] = C64::ONE;
+        x[k] = (C64::ONE).into();
         for i in (0..k).rev() {
             let mut s = C64::ZERO;
             for j in (i + 1)..=k {
-                s = s + t[i + j * n] * x[j];
+                s = s + at(t, i + j * n) * at(x, j);
             }
-            let mut d = t[i + i * n] - lambda;
+            let mut d = at(t, i + i * n) - lambda;
             if d.abs() < f64::EPSILON * norm {
                 d = C64::new(f64::EPSILON * norm.max(f64::MIN_POSITIVE), 0.0);
             }
-            x[i] = -(s / d);
+            x[i] = (-(s / d)).into();
         }
         let col = &mut vectors[k * n..(k + 1) * n];
         for (i, c) in col.iter_mut().enumerate() {
             let mut s = C64::ZERO;
             for j in 0..=k {
-                s = s + u[i + j * n] * x[j];
+                s = s + at(u, i + j * n) * at(x, j);
             }
-            *c = s;
+            *c = s.into();
         }
         normalise_phase(col);
     }
@@ -391,7 +413,7 @@ pub fn eigen_general(
         for i in 0..n {
             let mut k = i;
             for j in (i + 1)..n {
-                if values[j].abs() < values[k].abs() {
+                if at(values, j).abs() < at(values, k).abs() {
                     k = j;
                 }
             }
@@ -407,49 +429,60 @@ pub fn eigen_general(
 }
 
 /// Scales a vector to unit norm with its entry of largest modulus real and positive.
-fn normalise_phase(col: &mut [C64]) {
-    let norm = col.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+fn normalise_phase(col: &mut [[f64; 2]]) {
+    let norm = col
+        .iter()
+        .map(|&z| C64::from(z).norm_sqr())
+        .sum::<f64>()
+        .sqrt();
     let mut big = 0;
     for i in 1..col.len() {
-        if col[i].abs() > col[big].abs() {
+        if at(col, i).abs() > at(col, big).abs() {
             big = i;
         }
     }
-    if norm == 0.0 || col[big].abs() == 0.0 {
+    if norm == 0.0 || at(col, big).abs() == 0.0 {
         return;
     }
-    let phase = col[big].conj().scale(1.0 / (col[big].abs() * norm));
+    let phase = at(col, big).conj().scale(1.0 / (at(col, big).abs() * norm));
     for z in col.iter_mut() {
-        *z = *z * phase;
+        *z = (C64::from(*z) * phase).into();
     }
-    col[big].im = 0.0;
+    col[big] = (C64::new(at(col, big).re, 0.0)).into();
 }
 
 /// For a real matrix: real eigenvalues made exactly real (with real eigenvectors), conjugate
 /// pairs made exact and adjacent (positive imaginary part first), keeping Schur order.
-fn tidy_real(a: &[C64], n: usize, values: &mut [C64], vectors: &mut [C64]) {
-    let norm = a[..n * n].iter().map(|z| z.abs()).fold(0.0, f64::max);
+fn tidy_real(a: &[[f64; 2]], n: usize, values: &mut [[f64; 2]], vectors: &mut [[f64; 2]]) {
+    let norm = a[..n * n]
+        .iter()
+        .map(|&z| C64::from(z).abs())
+        .fold(0.0, f64::max);
     let tol = f64::EPSILON.sqrt() * norm.max(f64::MIN_POSITIVE);
     let mut k = 0;
     while k < n {
-        if values[k].im.abs() <= tol {
-            values[k].im = 0.0;
+        if at(values, k).im.abs() <= tol {
+            values[k] = (C64::new(at(values, k).re, 0.0)).into();
             for z in vectors[k * n..(k + 1) * n].iter_mut() {
-                z.im = 0.0;
+                z[1] = 0.0;
             }
             let col = &mut vectors[k * n..(k + 1) * n];
-            let norm = col.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+            let norm = col
+                .iter()
+                .map(|&z| C64::from(z).norm_sqr())
+                .sum::<f64>()
+                .sqrt();
             for z in col.iter_mut() {
-                *z = z.scale(1.0 / norm);
+                *z = C64::from(*z).scale(1.0 / norm).into();
             }
             k += 1;
             continue;
         }
         // Find the conjugate partner among the later eigenvalues and move it to k + 1.
-        let target = values[k].conj();
+        let target = at(values, k).conj();
         let mut best = None;
         for j in (k + 1)..n {
-            let d = (values[j] - target).abs();
+            let d = (at(values, j) - target).abs();
             if best.is_none_or(|(_, bd)| d < bd) {
                 best = Some((j, d));
             }
@@ -465,33 +498,33 @@ fn tidy_real(a: &[C64], n: usize, values: &mut [C64], vectors: &mut [C64]) {
                 vectors.swap(r + p * n, r + (p + 1) * n);
             }
         }
-        let lambda = if values[k].im > 0.0 {
-            values[k]
+        let lambda = if at(values, k).im > 0.0 {
+            at(values, k)
         } else {
-            values[k + 1]
+            at(values, k + 1)
         };
         let lambda = C64::new(lambda.re, lambda.im.abs());
-        let src = if values[k].im > 0.0 { k } else { k + 1 };
+        let src = if at(values, k).im > 0.0 { k } else { k + 1 };
         if src != k {
             for r in 0..n {
                 vectors.swap(r + k * n, r + (k + 1) * n);
             }
         }
-        values[k] = lambda;
-        values[k + 1] = lambda.conj();
+        values[k] = (lambda).into();
+        values[k + 1] = (lambda.conj()).into();
         for r in 0..n {
-            vectors[r + (k + 1) * n] = vectors[r + k * n].conj();
+            vectors[r + (k + 1) * n] = (at(vectors, r + k * n).conj()).into();
         }
         k += 2;
     }
 }
 
 /// The real `2n × 2m` embedding `[[Re A, −Im A], [Im A, Re A]]` of the `n × m` matrix `a`.
-fn embed(a: &[C64], n: usize, m: usize, e: &mut [f64]) {
+fn embed(a: &[[f64; 2]], n: usize, m: usize, e: &mut [f64]) {
     let rows = 2 * n;
     for j in 0..m {
         for i in 0..n {
-            let z = a[i + j * n];
+            let z = at(a, i + j * n);
             e[i + j * rows] = z.re;
             e[(n + i) + j * rows] = z.im;
             e[i + (m + j) * rows] = -z.im;
@@ -501,10 +534,10 @@ fn embed(a: &[C64], n: usize, m: usize, e: &mut [f64]) {
 }
 
 /// Checks that `a` is Hermitian to Stan's symmetry tolerance.
-fn check_hermitian(function: &str, a: &[C64], n: usize) -> Result<(), MathError> {
+fn check_hermitian(function: &str, a: &[[f64; 2]], n: usize) -> Result<(), MathError> {
     for j in 0..n {
         for i in 0..j {
-            let (x, y) = (a[i + j * n], a[j + i * n].conj());
+            let (x, y) = (at(a, i + j * n), at(a, j + i * n).conj());
             if (x - y).abs() > super::TOLERANCE * x.abs().max(y.abs()).max(1.0) {
                 return Err(MathError::new(format!(
                     "{function}: m is not symmetric. m[{}, {}] = ({}, {}), but m[{}, {}] = ({}, {})",
@@ -514,8 +547,8 @@ fn check_hermitian(function: &str, a: &[C64], n: usize) -> Result<(), MathError>
                     x.im,
                     j + 1,
                     i + 1,
-                    a[j + i * n].re,
-                    a[j + i * n].im,
+                    at(a, j + i * n).re,
+                    at(a, j + i * n).im,
                 )));
             }
         }
@@ -532,10 +565,10 @@ pub fn eigen_hermitian_workspace_len(n: usize) -> usize {
 /// the Hermitian `n × n` matrix `a`, from its real embedding.
 pub fn eigen_hermitian(
     function: &str,
-    a: &[C64],
+    a: &[[f64; 2]],
     n: usize,
     values: &mut [f64],
-    vectors: &mut [C64],
+    vectors: &mut [[f64; 2]],
     ws: &mut [f64],
 ) -> Result<(), MathError> {
     check_nonempty(function, n)?;
@@ -571,12 +604,12 @@ pub fn svd_complex_workspace_len(m: usize, n: usize) -> usize {
 /// descending), `u` (`m × k`), `v` (`n × k`), from the real embedding.
 pub fn svd_complex(
     function: &str,
-    a: &[C64],
+    a: &[[f64; 2]],
     m: usize,
     n: usize,
     sigma: &mut [f64],
-    u: &mut [C64],
-    v: &mut [C64],
+    u: &mut [[f64; 2]],
+    v: &mut [[f64; 2]],
     ws: &mut [f64],
 ) -> Result<(), MathError> {
     check_finite(function, &a[..m * n])?;
@@ -605,8 +638,8 @@ fn pick_pairs(
     second: Option<(usize, &[f64])>,
     scale: f64,
     values: &mut [f64],
-    out: &mut [C64],
-    mut out2: Option<&mut [C64]>,
+    out: &mut [[f64; 2]],
+    mut out2: Option<&mut [[f64; 2]]>,
 ) {
     let count = values.len().min(vals.len() / 2);
     let tol = 1e3 * f64::EPSILON * scale.max(f64::MIN_POSITIVE);
@@ -627,13 +660,13 @@ fn pick_pairs(
             }
             let col = &mut out[chosen * n..(chosen + 1) * n];
             for i in 0..n {
-                col[i] = C64::new(vecs[i + cand * rows], vecs[(n + i) + cand * rows]);
+                col[i] = (C64::new(vecs[i + cand * rows], vecs[(n + i) + cand * rows])).into();
             }
             if let (Some((n2, v2)), Some(o2)) = (second, out2.as_deref_mut()) {
                 let rows2 = 2 * n2;
                 let c2 = &mut o2[chosen * n2..(chosen + 1) * n2];
                 for i in 0..n2 {
-                    c2[i] = C64::new(v2[i + cand * rows2], v2[(n2 + i) + cand * rows2]);
+                    c2[i] = (C64::new(v2[i + cand * rows2], v2[(n2 + i) + cand * rows2])).into();
                 }
             }
             // Remove the components along the vectors already chosen in this cluster.
@@ -643,22 +676,26 @@ fn pick_pairs(
                 let c = &mut cur[..n];
                 let mut d = C64::ZERO;
                 for i in 0..n {
-                    d = d + p[i].conj() * c[i];
+                    d = d + at(p, i).conj() * at(c, i);
                 }
                 for i in 0..n {
-                    c[i] = c[i] - p[i] * d;
+                    c[i] = (at(c, i) - at(p, i) * d).into();
                 }
                 if let Some(o2) = out2.as_deref_mut() {
                     let n2 = second.map_or(0, |(n2, _)| n2);
                     let (done2, cur2) = o2.split_at_mut(chosen * n2);
                     let p2 = &done2[prev * n2..(prev + 1) * n2];
                     for i in 0..n2 {
-                        cur2[i] = cur2[i] - p2[i] * d;
+                        cur2[i] = (at(cur2, i) - at(p2, i) * d).into();
                     }
                 }
             }
             let c = &mut out[chosen * n..(chosen + 1) * n];
-            let norm = c.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+            let norm = c
+                .iter()
+                .map(|&z| C64::from(z).norm_sqr())
+                .sum::<f64>()
+                .sqrt();
             if norm < 0.5 {
                 // Dependent on the chosen ones (the i·v partner of a chosen v): skip it.
                 continue;
@@ -666,23 +703,23 @@ fn pick_pairs(
             // Unit norm, largest entry real and positive; the same factor on the second set.
             let mut big = 0;
             for i in 1..n {
-                if c[i].abs() > c[big].abs() {
+                if at(c, i).abs() > at(c, big).abs() {
                     big = i;
                 }
             }
-            let f = if c[big].abs() > 0.0 {
-                c[big].conj().scale(1.0 / (c[big].abs() * norm))
+            let f = if at(c, big).abs() > 0.0 {
+                at(c, big).conj().scale(1.0 / (at(c, big).abs() * norm))
             } else {
                 C64::new(1.0 / norm, 0.0)
             };
             for z in c.iter_mut() {
-                *z = *z * f;
+                *z = (C64::from(*z) * f).into();
             }
-            c[big].im = 0.0;
+            c[big] = (C64::new(at(c, big).re, 0.0)).into();
             if let Some(o2) = out2.as_deref_mut() {
                 let n2 = second.map_or(0, |(n2, _)| n2);
                 for z in o2[chosen * n2..(chosen + 1) * n2].iter_mut() {
-                    *z = *z * f;
+                    *z = (C64::from(*z) * f).into();
                 }
             }
             // Every other value of the embedding's (as the parameter path takes them).
