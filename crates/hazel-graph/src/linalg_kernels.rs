@@ -8,7 +8,7 @@
 
 use crate::tape::{read, Op};
 use hazel_density::EvalError;
-use hazel_math::linalg::{self as la, Factor};
+use hazel_math::linalg::{self as la, complex as cl, Factor};
 
 /// Which function an [`Op::Linalg`] computes. `n` is the size of the square argument, `m`
 /// the other dimension of the right-hand side.
@@ -47,6 +47,10 @@ pub enum LinalgFn {
     QrThinQ,
     /// `qr_thin_R`: `min(n, m) × m`.
     QrThinR,
+    /// `eigenvalues` of a real non-symmetric `n × n` matrix `a` (`b` empty), or of the
+    /// complex matrix with real part `a` and imaginary part `b` (`Complex`): the output is
+    /// the real parts then the imaginary parts (2n); values and eigenvectors stay in scratch.
+    EigenvaluesGeneral { complex: bool },
 }
 
 impl LinalgFn {
@@ -60,6 +64,7 @@ impl LinalgFn {
             LinalgFn::SvdV => m * n.min(m),
             LinalgFn::QrThinQ => n * n.min(m),
             LinalgFn::QrThinR => m * n.min(m),
+            LinalgFn::EigenvaluesGeneral { .. } => 2 * n,
             _ => n * m,
         }
     }
@@ -80,6 +85,8 @@ impl LinalgFn {
                 let k = n.min(m);
                 n * k + k * m
             }
+            // λ then V, as (re, im) pairs.
+            LinalgFn::EigenvaluesGeneral { .. } => 2 * (n + n * n),
             _ => la::factor_len(n),
         }
     }
@@ -95,6 +102,12 @@ impl LinalgFn {
             }
             LinalgFn::QrThinQ | LinalgFn::QrThinR => {
                 la::qr_workspace_len(n, m).max(la::qr_thin_adjoint_workspace_len(n, m))
+            }
+            // Pairs: the matrix then the solver's workspace (forward), or the value adjoints
+            // then the adjoint's workspace (backward).
+            LinalgFn::EigenvaluesGeneral { .. } => {
+                2 * (n * n + cl::eigen_general_workspace_len(n))
+                    .max(n + cl::eigenvalues_general_adjoint_workspace_len(n))
             }
             _ => n * m + n * n + n,
         }
@@ -201,6 +214,21 @@ pub(crate) fn forward(
             };
             la::qr(name, av, n, m, q, k, r, k, tmp).map_err(domain)?;
             o.copy_from_slice(if *fun == LinalgFn::QrThinQ { q } else { r });
+        }
+        LinalgFn::EigenvaluesGeneral { complex } => {
+            let (lv, _) = f.as_chunks_mut::<2>();
+            let (values, vectors) = lv.split_at_mut(n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (ap, ws) = tp.split_at_mut(n * n);
+            for (i, p) in ap.iter_mut().enumerate() {
+                *p = [av[i], if *complex { bv[i] } else { 0.0 }];
+            }
+            cl::eigen_general("eigenvalues", ap, n, !*complex, values, vectors, ws)
+                .map_err(domain)?;
+            for (k, z) in values.iter().enumerate() {
+                o[k] = z[0];
+                o[n + k] = z[1];
+            }
         }
     }
     Ok(())
@@ -327,6 +355,16 @@ pub(crate) fn backward(
                     tmp,
                 )
             }
+        }
+        LinalgFn::EigenvaluesGeneral { .. } => {
+            let (lv, _) = f.as_chunks::<2>();
+            let vectors = &lv[n..n + n * n];
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (gp, ws) = tp.split_at_mut(n);
+            for (k, p) in gp.iter_mut().enumerate() {
+                *p = [g[k], g[n + k]];
+            }
+            cl::eigenvalues_general_adjoint(vectors, n, gp, ga_opt, gb_opt, ws);
         }
     }
     if a.is_var() {

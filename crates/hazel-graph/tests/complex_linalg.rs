@@ -239,7 +239,8 @@ fn complex_singular_values_and_products_of_parameters_differentiate() {
 #[test]
 fn decompositions_of_parameters_that_have_no_gradient_rule_are_refused_by_check() {
     for (call, ok) in [
-        ("eigenvalues(A)", false),
+        ("eigenvalues(A)", true),
+        ("eigenvalues(to_complex(A, A'))", true),
         ("eigenvectors(A)", false),
         ("complex_schur_decompose_t(A)", false),
         ("eigenvectors_sym(to_complex(A, A - A'))", false),
@@ -255,4 +256,56 @@ fn decompositions_of_parameters_that_have_no_gradient_rule_are_refused_by_check(
         let flagged = hazel_graph::unsupported_calls(parsed.checked.as_ref().expect("checks"));
         assert_eq!(flagged.is_empty(), ok, "{call}: {flagged:?}");
     }
+}
+
+#[test]
+fn eigenvalues_of_parameter_matrices_differentiate_and_equal_the_data_path() {
+    // A real matrix with a complex pair and a real eigenvalue near the fixture's, and a
+    // complex one; the loss weighs real and imaginary parts of every eigenvalue.
+    let loss = "target += dot_product(get_real(l), [0.3, -1.2, 0.7]') \
+                + dot_product(get_imag(l), [1.1, 0.4, -0.6]');";
+    let real = build(
+        &format!(
+            "parameters {{ matrix[3, 3] A; }}
+             model {{ complex_vector[3] l = eigenvalues(A); {loss} }}"
+        ),
+        "{}",
+    )
+    .expect("build");
+    let complex = build(
+        &format!(
+            "parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }}
+             model {{ complex_vector[3] l = eigenvalues(to_complex(X, Y)); {loss} }}"
+        ),
+        "{}",
+    )
+    .expect("build");
+    assert!(!real.is_dynamic() && !complex.is_dynamic());
+    // column-major entries of [[1, -2, 0.5], [3, 0.25, -1], [0.5, 1.5, 2]]
+    let a = [1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0];
+    check_fd(&real, &a);
+    let a2: Vec<f64> = a
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x + 0.1 * i as f64)
+        .collect();
+    check_fd(&real, &a2);
+    let xy: Vec<f64> = a
+        .iter()
+        .chain(&[0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25, -0.8])
+        .copied()
+        .collect();
+    check_fd(&complex, &xy);
+    // The parameter path's values are the data path's.
+    let data = build(
+        &format!(
+            "data {{ matrix[3, 3] A; }} parameters {{ real z; }}
+             model {{ complex_vector[3] l = eigenvalues(A); {loss} z ~ normal(0, 1); }}"
+        ),
+        r#"{"A": [[1, -2, 0.5], [3, 0.25, -1], [0.5, 1.5, 2]]}"#,
+    )
+    .expect("build");
+    let (lp_param, _) = eval(&real, &a);
+    let (lp_data, _) = eval(&data, &[0.0]);
+    assert!(rel(lp_param, lp_data) < 1e-14, "{lp_param} vs {lp_data}");
 }

@@ -14,10 +14,13 @@
 //!   real `eigenvalues_sym` / `singular_values` lowering: one `Op::Linalg` for parameters,
 //!   so they are differentiable (each value of `A` is a double one of the embedding, and the
 //!   value adjoint `v vᵀ` is the same for either vector of the pair).
+//! - `eigenvalues` of a parameter-dependent real or complex matrix is one `Op::Linalg`
+//!   (`LinalgFn::EigenvaluesGeneral`, adjoint `Ā = Re(V⁻ᵀ diag(ḡ) Vᵀ)` for simple
+//!   eigenvalues).
 //! - The other decompositions run `hazel_math::linalg::complex` on data (constant) arguments
 //!   only. Stan differentiates them by running Eigen's solvers on autodiff scalars; hazel has
-//!   no adjoint rules for eigenvectors, Schur vectors or non-symmetric eigenvalues yet, so
-//!   with a parameter argument they are "not supported" (reported by `hazel check`).
+//!   no adjoint rules for eigenvectors or Schur vectors yet, so with a parameter argument they
+//!   are "not supported" (reported by `hazel check`).
 
 use super::trace::{cerr, complex_parts, Tracer, R};
 use super::value::{Elems, Val};
@@ -176,12 +179,47 @@ impl<'p> Tracer<'p> {
         })
     }
 
+    /// `eigenvalues` of a parameter-dependent (real or complex) matrix: one `Op::Linalg`
+    /// whose output is the real parts then the imaginary parts.
+    fn eigenvalues_op(&mut self, re: &Val, im: &Val, real_input: bool, span: Span) -> R<Val> {
+        let (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) = (re, im) else {
+            return cerr("eigenvalues: m must be a matrix", span);
+        };
+        let (n, c) = (*r, *c);
+        if n != c || n == 0 {
+            return super::trace::eerr(
+                format!(
+                    "eigenvalues: Expecting a square matrix with a non-zero size; rows of m \
+                     ({n}) and columns of m ({c}) must match in size"
+                ),
+                span,
+            );
+        }
+        let a = self.elems_arg(er);
+        let b = if real_input {
+            self.elems_arg(&Elems::C(Arc::new(vec![])))
+        } else {
+            self.elems_arg(ei)
+        };
+        let f = crate::tape::LinalgFn::EigenvaluesGeneral {
+            complex: !real_input,
+        };
+        let out = Elems::V(self.b.linalg(f, a, b, n, n));
+        Ok(Val::complex(
+            Val::Vector(out.slice(0, n)),
+            Val::Vector(out.slice(n, 2 * n)),
+        ))
+    }
+
     /// The decompositions computed on data only (see the module notes).
     fn complex_decomposition(&mut self, name: &str, z: &Val, span: Span) -> R<Val> {
         let real_input = !z.holds_complex();
         let (re, im) = complex_parts(z.clone());
         if !matches!(re, Val::Matrix(..)) {
             return cerr(format!("{name}: m must be a matrix"), span);
+        }
+        if name == "eigenvalues" && consts_of(&re, &im).is_none() {
+            return self.eigenvalues_op(&re, &im, real_input, span);
         }
         let Some((r, c, a)) = consts_of(&re, &im) else {
             return cerr(

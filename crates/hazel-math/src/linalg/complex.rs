@@ -428,6 +428,93 @@ pub fn eigen_general(
     Ok(())
 }
 
+/// Workspace (pairs) [`eigenvalues_general_adjoint`] needs.
+pub fn eigenvalues_general_adjoint_workspace_len(n: usize) -> usize {
+    2 * n * n
+}
+
+/// Adjoint of the eigenvalues of [`eigen_general`] (simple eigenvalues). With `V` the
+/// eigenvectors and `g_k = ∂L/∂Re λ_k + i ∂L/∂Im λ_k`, `dλ_k = (V⁻¹ dA V)_kk`, so
+/// `Y = V⁻ᵀ diag(ḡ) Vᵀ` gives `Ā += Re Y` for the real part of `A` and `−Im Y` for its
+/// imaginary part (when `A` is complex). A defective (numerically singular) `V` has no
+/// eigenvalue derivative: the adjoints become NaN.
+pub fn eigenvalues_general_adjoint(
+    vectors: &[[f64; 2]],
+    n: usize,
+    g: &[[f64; 2]],
+    re_adj: Option<&mut [f64]>,
+    im_adj: Option<&mut [f64]>,
+    ws: &mut [[f64; 2]],
+) {
+    let (m, y) = ws[..2 * n * n].split_at_mut(n * n);
+    // M = Vᵀ, Y = diag(ḡ) Vᵀ; then solve M Y' = Y in place by Gaussian elimination with
+    // partial pivoting.
+    for k in 0..n {
+        for j in 0..n {
+            let v = at(vectors, j + k * n);
+            m[k + j * n] = v.into();
+            y[k + j * n] = (C64::from(g[k]).conj() * v).into();
+        }
+    }
+    let scale = m.iter().map(|&z| C64::from(z).abs()).fold(0.0, f64::max);
+    let mut singular = false;
+    for p in 0..n {
+        let mut r = p;
+        for i in (p + 1)..n {
+            if at(m, i + p * n).abs() > at(m, r + p * n).abs() {
+                r = i;
+            }
+        }
+        if !(at(m, r + p * n).abs() > f64::EPSILON * scale) {
+            singular = true;
+            break;
+        }
+        if r != p {
+            for j in 0..n {
+                m.swap(p + j * n, r + j * n);
+                y.swap(p + j * n, r + j * n);
+            }
+        }
+        let pivot = at(m, p + p * n);
+        for i in (p + 1)..n {
+            let f = at(m, i + p * n) / pivot;
+            if f == C64::ZERO {
+                continue;
+            }
+            for j in p..n {
+                m[i + j * n] = (at(m, i + j * n) - f * at(m, p + j * n)).into();
+            }
+            for j in 0..n {
+                y[i + j * n] = (at(y, i + j * n) - f * at(y, p + j * n)).into();
+            }
+        }
+    }
+    if !singular {
+        for j in 0..n {
+            for i in (0..n).rev() {
+                let mut s = at(y, i + j * n);
+                for l in (i + 1)..n {
+                    s = s - at(m, i + l * n) * at(y, l + j * n);
+                }
+                y[i + j * n] = (s / at(m, i + i * n)).into();
+            }
+        }
+    }
+    for (adj, part) in [(re_adj, 0usize), (im_adj, 1)] {
+        if let Some(adj) = adj {
+            for (d, z) in adj[..n * n].iter_mut().zip(y.iter()) {
+                *d += if singular {
+                    f64::NAN
+                } else if part == 0 {
+                    z[0]
+                } else {
+                    -z[1]
+                };
+            }
+        }
+    }
+}
+
 /// Scales a vector to unit norm with its entry of largest modulus real and positive.
 fn normalise_phase(col: &mut [[f64; 2]]) {
     let norm = col
