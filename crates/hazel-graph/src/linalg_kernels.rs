@@ -47,10 +47,11 @@ pub enum LinalgFn {
     QrThinQ,
     /// `qr_thin_R`: `min(n, m) × m`.
     QrThinR,
-    /// `eigenvalues` of a real non-symmetric `n × n` matrix `a` (`b` empty), or of the
-    /// complex matrix with real part `a` and imaginary part `b` (`Complex`): the output is
-    /// the real parts then the imaginary parts (2n); values and eigenvectors stay in scratch.
-    EigenvaluesGeneral { complex: bool },
+    /// `eigenvalues` (or `eigenvectors` when `vectors`) of a real non-symmetric `n × n`
+    /// matrix `a` (`b` empty), or of the complex matrix with real part `a` and imaginary part
+    /// `b` (`complex`): the output is the real parts then the imaginary parts (2n, or 2n²);
+    /// values and eigenvectors stay in scratch.
+    EigenGeneral { complex: bool, vectors: bool },
 }
 
 impl LinalgFn {
@@ -64,7 +65,8 @@ impl LinalgFn {
             LinalgFn::SvdV => m * n.min(m),
             LinalgFn::QrThinQ => n * n.min(m),
             LinalgFn::QrThinR => m * n.min(m),
-            LinalgFn::EigenvaluesGeneral { .. } => 2 * n,
+            LinalgFn::EigenGeneral { vectors: false, .. } => 2 * n,
+            LinalgFn::EigenGeneral { vectors: true, .. } => 2 * n * n,
             _ => n * m,
         }
     }
@@ -86,7 +88,7 @@ impl LinalgFn {
                 n * k + k * m
             }
             // λ then V, as (re, im) pairs.
-            LinalgFn::EigenvaluesGeneral { .. } => 2 * (n + n * n),
+            LinalgFn::EigenGeneral { .. } => 2 * (n + n * n),
             _ => la::factor_len(n),
         }
     }
@@ -105,9 +107,9 @@ impl LinalgFn {
             }
             // Pairs: the matrix then the solver's workspace (forward), or the value adjoints
             // then the adjoint's workspace (backward).
-            LinalgFn::EigenvaluesGeneral { .. } => {
+            LinalgFn::EigenGeneral { .. } => {
                 2 * (n * n + cl::eigen_general_workspace_len(n))
-                    .max(n + cl::eigenvalues_general_adjoint_workspace_len(n))
+                    .max(n * n + cl::eigen_general_adjoint_workspace_len(n))
             }
             _ => n * m + n * n + n,
         }
@@ -215,7 +217,10 @@ pub(crate) fn forward(
             la::qr(name, av, n, m, q, k, r, k, tmp).map_err(domain)?;
             o.copy_from_slice(if *fun == LinalgFn::QrThinQ { q } else { r });
         }
-        LinalgFn::EigenvaluesGeneral { complex } => {
+        LinalgFn::EigenGeneral {
+            complex,
+            vectors: want_vectors,
+        } => {
             let (lv, _) = f.as_chunks_mut::<2>();
             let (values, vectors) = lv.split_at_mut(n);
             let (tp, _) = tmp.as_chunks_mut::<2>();
@@ -223,11 +228,17 @@ pub(crate) fn forward(
             for (i, p) in ap.iter_mut().enumerate() {
                 *p = [av[i], if *complex { bv[i] } else { 0.0 }];
             }
-            cl::eigen_general("eigenvalues", ap, n, !*complex, values, vectors, ws)
-                .map_err(domain)?;
-            for (k, z) in values.iter().enumerate() {
+            let name = if *want_vectors {
+                "eigenvectors"
+            } else {
+                "eigenvalues"
+            };
+            cl::eigen_general(name, ap, n, !*complex, values, vectors, ws).map_err(domain)?;
+            let out: &[[f64; 2]] = if *want_vectors { vectors } else { values };
+            let len = out.len();
+            for (k, z) in out.iter().enumerate() {
                 o[k] = z[0];
-                o[n + k] = z[1];
+                o[len + k] = z[1];
             }
         }
     }
@@ -356,15 +367,24 @@ pub(crate) fn backward(
                 )
             }
         }
-        LinalgFn::EigenvaluesGeneral { .. } => {
+        LinalgFn::EigenGeneral {
+            vectors: want_vectors,
+            ..
+        } => {
             let (lv, _) = f.as_chunks::<2>();
-            let vectors = &lv[n..n + n * n];
+            let (values, vectors) = lv[..n + n * n].split_at(n);
             let (tp, _) = tmp.as_chunks_mut::<2>();
-            let (gp, ws) = tp.split_at_mut(n);
+            let len = if *want_vectors { n * n } else { n };
+            let (gp, ws) = tp.split_at_mut(len);
             for (k, p) in gp.iter_mut().enumerate() {
-                *p = [g[k], g[n + k]];
+                *p = [g[k], g[len + k]];
             }
-            cl::eigenvalues_general_adjoint(vectors, n, gp, ga_opt, gb_opt, ws);
+            let (gv, gvec) = if *want_vectors {
+                (None, Some(&*gp))
+            } else {
+                (Some(&*gp), None)
+            };
+            cl::eigen_general_adjoint(values, vectors, n, gv, gvec, ga_opt, gb_opt, ws);
         }
     }
     if a.is_var() {

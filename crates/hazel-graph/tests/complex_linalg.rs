@@ -241,7 +241,8 @@ fn decompositions_of_parameters_that_have_no_gradient_rule_are_refused_by_check(
     for (call, ok) in [
         ("eigenvalues(A)", true),
         ("eigenvalues(to_complex(A, A'))", true),
-        ("eigenvectors(A)", false),
+        ("eigenvectors(A)", true),
+        ("eigendecompose(A).1", true),
         ("complex_schur_decompose_t(A)", false),
         ("eigenvectors_sym(to_complex(A, A - A'))", false),
         ("eigenvalues_sym(to_complex(A + A', A - A'))", true),
@@ -308,4 +309,44 @@ fn eigenvalues_of_parameter_matrices_differentiate_and_equal_the_data_path() {
     let (lp_param, _) = eval(&real, &a);
     let (lp_data, _) = eval(&data, &[0.0]);
     assert!(rel(lp_param, lp_data) < 1e-14, "{lp_param} vs {lp_data}");
+}
+
+#[test]
+fn eigenvectors_of_parameter_matrices_differentiate() {
+    // Phase-dependent functions of the eigenvectors: the derivative of hazel's normalisation
+    // (unit norm, largest entry real and positive), by finite differences.
+    let w = "[[0.3, -1.2, 0.7], [1.1, 0.4, -0.6], [-0.2, 0.9, 0.5]]";
+    let loss = format!(
+        "target += sum(get_real(V) .* {w}) + sum(get_imag(V) .* {w}') \
+         + dot_product(get_real(l), [0.2, 0.1, -0.3]');"
+    );
+    let real = build(
+        &format!(
+            "parameters {{ matrix[3, 3] A; }}
+             model {{ complex_matrix[3, 3] V = eigenvectors(A);
+                      complex_vector[3] l = eigendecompose(A).2; {loss} }}"
+        ),
+        "{}",
+    )
+    .expect("build");
+    let complex = build(
+        &format!(
+            "parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }}
+             model {{ complex_matrix[3, 3] V = eigendecompose(to_complex(X, Y)).1;
+                      complex_vector[3] l = eigenvalues(to_complex(X, Y)); {loss} }}"
+        ),
+        "{}",
+    )
+    .expect("build");
+    assert!(!real.is_dynamic() && !complex.is_dynamic());
+    let a = [1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0];
+    check_fd(&real, &a);
+    // all eigenvalues real
+    check_fd(&real, &[2.0, 0.3, 0.1, 0.5, -1.0, 0.2, 0.4, 0.6, 3.0]);
+    let xy: Vec<f64> = a
+        .iter()
+        .chain(&[0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25, -0.8])
+        .copied()
+        .collect();
+    check_fd(&complex, &xy);
 }

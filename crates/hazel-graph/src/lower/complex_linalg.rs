@@ -14,13 +14,17 @@
 //!   real `eigenvalues_sym` / `singular_values` lowering: one `Op::Linalg` for parameters,
 //!   so they are differentiable (each value of `A` is a double one of the embedding, and the
 //!   value adjoint `v vᵀ` is the same for either vector of the pair).
-//! - `eigenvalues` of a parameter-dependent real or complex matrix is one `Op::Linalg`
-//!   (`LinalgFn::EigenvaluesGeneral`, adjoint `Ā = Re(V⁻ᵀ diag(ḡ) Vᵀ)` for simple
-//!   eigenvalues).
-//! - The other decompositions run `hazel_math::linalg::complex` on data (constant) arguments
-//!   only. Stan differentiates them by running Eigen's solvers on autodiff scalars; hazel has
-//!   no adjoint rules for eigenvectors or Schur vectors yet, so with a parameter argument they
-//!   are "not supported" (reported by `hazel check`).
+//! - `eigenvalues` and `eigenvectors` (and `eigendecompose`, one op each) of a
+//!   parameter-dependent real or complex matrix are `Op::Linalg`s (`LinalgFn::EigenGeneral`,
+//!   `hazel_math::linalg::complex::eigen_general_adjoint`, for simple eigenvalues). The
+//!   eigenvectors' derivative is that of hazel's normalisation (unit norm, largest entry real
+//!   and positive); Stan's (Eigen's algorithm differentiated) may differ by the phase
+//!   convention, so only phase-free functions of the eigenvectors are Stan's.
+//! - The other decompositions (`_sym` eigenvectors of a complex matrix, Schur, complex SVD
+//!   vectors) run `hazel_math::linalg::complex` on data (constant) arguments only. Stan
+//!   differentiates them by running Eigen's solvers on autodiff scalars; hazel has no adjoint
+//!   rules for them yet, so with a parameter argument they are "not supported" (reported by
+//!   `hazel check`).
 
 use super::trace::{cerr, complex_parts, Tracer, R};
 use super::value::{Elems, Val};
@@ -179,17 +183,17 @@ impl<'p> Tracer<'p> {
         })
     }
 
-    /// `eigenvalues` of a parameter-dependent (real or complex) matrix: one `Op::Linalg`
-    /// whose output is the real parts then the imaginary parts.
-    fn eigenvalues_op(&mut self, re: &Val, im: &Val, real_input: bool, span: Span) -> R<Val> {
+    /// `eigenvalues` or `eigenvectors` of a parameter-dependent (real or complex) matrix:
+    /// one `Op::Linalg` whose output is the real parts then the imaginary parts.
+    fn eigen_op(&mut self, name: &str, re: &Val, im: &Val, real_input: bool, span: Span) -> R<Val> {
         let (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) = (re, im) else {
-            return cerr("eigenvalues: m must be a matrix", span);
+            return cerr(format!("{name}: m must be a matrix"), span);
         };
         let (n, c) = (*r, *c);
         if n != c || n == 0 {
             return super::trace::eerr(
                 format!(
-                    "eigenvalues: Expecting a square matrix with a non-zero size; rows of m \
+                    "{name}: Expecting a square matrix with a non-zero size; rows of m \
                      ({n}) and columns of m ({c}) must match in size"
                 ),
                 span,
@@ -201,14 +205,23 @@ impl<'p> Tracer<'p> {
         } else {
             self.elems_arg(ei)
         };
-        let f = crate::tape::LinalgFn::EigenvaluesGeneral {
+        let vectors = name == "eigenvectors";
+        let f = crate::tape::LinalgFn::EigenGeneral {
             complex: !real_input,
+            vectors,
         };
         let out = Elems::V(self.b.linalg(f, a, b, n, n));
-        Ok(Val::complex(
-            Val::Vector(out.slice(0, n)),
-            Val::Vector(out.slice(n, 2 * n)),
-        ))
+        Ok(if vectors {
+            Val::complex(
+                Val::Matrix(n, n, out.slice(0, n * n)),
+                Val::Matrix(n, n, out.slice(n * n, 2 * n * n)),
+            )
+        } else {
+            Val::complex(
+                Val::Vector(out.slice(0, n)),
+                Val::Vector(out.slice(n, 2 * n)),
+            )
+        })
     }
 
     /// The decompositions computed on data only (see the module notes).
@@ -218,8 +231,15 @@ impl<'p> Tracer<'p> {
         if !matches!(re, Val::Matrix(..)) {
             return cerr(format!("{name}: m must be a matrix"), span);
         }
-        if name == "eigenvalues" && consts_of(&re, &im).is_none() {
-            return self.eigenvalues_op(&re, &im, real_input, span);
+        if matches!(name, "eigenvalues" | "eigenvectors" | "eigendecompose")
+            && consts_of(&re, &im).is_none()
+        {
+            if name == "eigendecompose" {
+                let v = self.eigen_op("eigenvectors", &re, &im, real_input, span)?;
+                let l = self.eigen_op("eigenvalues", &re, &im, real_input, span)?;
+                return Ok(Val::Tuple(Arc::new(vec![v, l])));
+            }
+            return self.eigen_op(name, &re, &im, real_input, span);
         }
         let Some((r, c, a)) = consts_of(&re, &im) else {
             return cerr(

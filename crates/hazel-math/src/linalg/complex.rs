@@ -428,32 +428,74 @@ pub fn eigen_general(
     Ok(())
 }
 
-/// Workspace (pairs) [`eigenvalues_general_adjoint`] needs.
-pub fn eigenvalues_general_adjoint_workspace_len(n: usize) -> usize {
-    2 * n * n
+/// Workspace (pairs) [`eigen_general_adjoint`] needs.
+pub fn eigen_general_adjoint_workspace_len(n: usize) -> usize {
+    3 * n * n
 }
 
-/// Adjoint of the eigenvalues of [`eigen_general`] (simple eigenvalues). With `V` the
-/// eigenvectors and `g_k = ∂L/∂Re λ_k + i ∂L/∂Im λ_k`, `dλ_k = (V⁻¹ dA V)_kk`, so
-/// `Y = V⁻ᵀ diag(ḡ) Vᵀ` gives `Ā += Re Y` for the real part of `A` and `−Im Y` for its
-/// imaginary part (when `A` is complex). A defective (numerically singular) `V` has no
-/// eigenvalue derivative: the adjoints become NaN.
-pub fn eigenvalues_general_adjoint(
+/// Adjoint of [`eigen_general`] for simple eigenvalues: `g_values` (`∂L/∂Re λ_k + i ∂L/∂Im
+/// λ_k`) and/or `g_vectors` (the same for each eigenvector entry) given. With `V` the
+/// eigenvectors and `W = V⁻¹`, `dλ_k = (W dA V)_kk` and, for the unit-norm eigenvector whose
+/// largest entry `b` is real (`r = v_b`), `dv_k = P(Σ_{j≠k} v_j (W dA V)_jk / (λ_k − λ_j))`
+/// with `P(x) = x − v_k Re(v_kᴴ x) − i v_k Im(x_b) / r` (keeping the norm and the phase). So
+/// `Ā = Re(Wᵀ K Vᵀ)` for the real part of `A` and `−Im(Wᵀ K Vᵀ)` for its imaginary part, with
+/// `K_kk = ḡ_k` and `K_jk = (H_kᴴ v_j) / (λ_k − λ_j)`, `H_k = G_k − Re(s) v_k + i (Im(s) / r)
+/// e_b`, `s = G_kᴴ v_k`. A defective (numerically singular) `V` has no derivative: the
+/// adjoints become NaN (repeated eigenvalues make the vector adjoint infinite or NaN).
+#[allow(clippy::too_many_arguments)]
+pub fn eigen_general_adjoint(
+    values: &[[f64; 2]],
     vectors: &[[f64; 2]],
     n: usize,
-    g: &[[f64; 2]],
+    g_values: Option<&[[f64; 2]]>,
+    g_vectors: Option<&[[f64; 2]]>,
     re_adj: Option<&mut [f64]>,
     im_adj: Option<&mut [f64]>,
     ws: &mut [[f64; 2]],
 ) {
-    let (m, y) = ws[..2 * n * n].split_at_mut(n * n);
-    // M = Vᵀ, Y = diag(ḡ) Vᵀ; then solve M Y' = Y in place by Gaussian elimination with
-    // partial pivoting.
-    for k in 0..n {
+    let (m, rest) = ws[..3 * n * n].split_at_mut(n * n);
+    let (y, k) = rest.split_at_mut(n * n);
+    // K (n × n).
+    for kk in 0..n {
         for j in 0..n {
-            let v = at(vectors, j + k * n);
-            m[k + j * n] = v.into();
-            y[k + j * n] = (C64::from(g[k]).conj() * v).into();
+            let mut z = C64::ZERO;
+            if j == kk {
+                if let Some(g) = g_values {
+                    z = C64::from(g[kk]).conj();
+                }
+            } else if let Some(gv) = g_vectors {
+                let vk = &vectors[kk * n..(kk + 1) * n];
+                let gk = &gv[kk * n..(kk + 1) * n];
+                let vj = &vectors[j * n..(j + 1) * n];
+                let mut b = 0;
+                for i in 1..n {
+                    if at(vk, i).abs() > at(vk, b).abs() {
+                        b = i;
+                    }
+                }
+                let r = at(vk, b).re;
+                let (mut s, mut gv_j, mut vk_vj) = (C64::ZERO, C64::ZERO, C64::ZERO);
+                for i in 0..n {
+                    s = s + at(gk, i).conj() * at(vk, i);
+                    gv_j = gv_j + at(gk, i).conj() * at(vj, i);
+                    vk_vj = vk_vj + at(vk, i).conj() * at(vj, i);
+                }
+                let h_v = gv_j - vk_vj.scale(s.re) - C64::new(0.0, s.im / r) * at(vj, b);
+                z = h_v / (at(values, kk) - at(values, j));
+            }
+            k[j + kk * n] = z.into();
+        }
+    }
+    // M = Vᵀ, Y = K Vᵀ; then solve M Y' = Y in place by Gaussian elimination with partial
+    // pivoting: Y' = Wᵀ K Vᵀ.
+    for kk in 0..n {
+        for j in 0..n {
+            m[kk + j * n] = vectors[j + kk * n];
+            let mut c = C64::ZERO;
+            for l in 0..n {
+                c = c + at(k, kk + l * n) * at(vectors, j + l * n);
+            }
+            y[kk + j * n] = c.into();
         }
     }
     let scale = m.iter().map(|&z| C64::from(z).abs()).fold(0.0, f64::max);
