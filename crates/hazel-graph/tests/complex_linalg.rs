@@ -59,7 +59,7 @@ fn products_and_ordered_values_match_numpy_and_decompositions_reconstruct() {
         let name = name.as_str().unwrap();
         let r = get(name);
         eprintln!("{name} = {r:e}");
-        if !(r.abs() < 1e-11) {
+        if r.is_nan() || r.abs() >= 1e-11 {
             bad.push(format!("{name} = {r}: {}", expr.as_str().unwrap()));
         }
     }

@@ -32,6 +32,9 @@
 //! eigenvector's (each left singular vector's, the right one following) entry of largest
 //! modulus is real and positive.
 
+// Index loops over several column-major buffers at once read clearer than iterator chains.
+#![allow(clippy::needless_range_loop)]
+
 use super::{eigen_sym, svd};
 use crate::dist::MathError;
 use std::ops::{Add, Div, Mul, Neg, Sub};
