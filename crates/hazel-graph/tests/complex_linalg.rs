@@ -350,3 +350,59 @@ fn eigenvectors_of_parameter_matrices_differentiate() {
         .collect();
     check_fd(&complex, &xy);
 }
+
+#[test]
+fn bad_sizes_and_values_are_errors_not_panics() {
+    // (declaration, expression, must fail): `None` where only "no panic" is checked.
+    for (decl, expr, fails) in [
+        ("complex_matrix[0, 3] Z", "singular_values(Z)", Some(false)),
+        ("complex_matrix[0, 0] Z", "svd_U(Z)", None),
+        ("complex_matrix[0, 0] Z", "eigenvalues(Z)", Some(true)),
+        ("complex_matrix[0, 0] Z", "eigenvectors_sym(Z)", None),
+        ("complex_matrix[2, 3] Z", "eigenvalues_sym(Z)", Some(true)),
+        ("complex_matrix[2, 3] Z", "eigenvectors(Z)", Some(true)),
+        ("complex_matrix[2, 3] Z", "complex_schur_decompose_t(Z)", Some(true)),
+        ("complex_matrix[2, 2] Z", "eigenvectors_sym(Z)", Some(true)),
+        ("complex_matrix[2, 3] Z", "rows_dot_product(Z, Z')", Some(true)),
+        ("complex_vector[2] Z", "dot_product(Z, [1, 2, 3]')", Some(true)),
+    ] {
+        let src = format!(
+            "data {{ {decl}; }} parameters {{ real x; }}
+             model {{ x ~ normal(0, 1); }}
+             generated quantities {{ real y = num_elements({expr}); }}"
+        );
+        let dims: Vec<usize> = decl
+            .split(['[', ']', ','])
+            .filter_map(|t| t.trim().parse().ok())
+            .collect();
+        // A non-Hermitian 2 × 2 where a square matrix is declared, zeros elsewhere.
+        let data = match dims.as_slice() {
+            [2, 2] => r#"{"Z": [[[1, 0], [2, 1]], [[0, 0], [1, 0]]]}"#.to_string(),
+            [r, c] => format!(
+                r#"{{"Z": {}}}"#,
+                serde_json::to_string(&vec![vec![[0.5, 0.0]; *c]; *r]).unwrap()
+            ),
+            [n] => format!(
+                r#"{{"Z": {}}}"#,
+                serde_json::to_string(&vec![[0.5, 0.0]; *n]).unwrap()
+            ),
+            _ => unreachable!(),
+        };
+        let result = std::panic::catch_unwind(|| match build(&src, &data) {
+            Err(e) => Err(e),
+            Ok(m) => {
+                let names = m.output_names();
+                let mut row = vec![0.0; names.len()];
+                let mut ws = m.new_workspace();
+                let mut rng = StreamRng::new(1, 0, Purpose::GeneratedQuantities);
+                m.write_output(&mut ws, &[0.0], &mut rng, &mut row)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        });
+        let outcome = result.unwrap_or_else(|_| panic!("{expr} panicked"));
+        if let Some(fails) = fails {
+            assert_eq!(outcome.is_err(), fails, "{expr} of {decl}: {outcome:?}");
+        }
+    }
+}
