@@ -361,10 +361,22 @@ fn bad_sizes_and_values_are_errors_not_panics() {
         ("complex_matrix[0, 0] Z", "eigenvectors_sym(Z)", None),
         ("complex_matrix[2, 3] Z", "eigenvalues_sym(Z)", Some(true)),
         ("complex_matrix[2, 3] Z", "eigenvectors(Z)", Some(true)),
-        ("complex_matrix[2, 3] Z", "complex_schur_decompose_t(Z)", Some(true)),
+        (
+            "complex_matrix[2, 3] Z",
+            "complex_schur_decompose_t(Z)",
+            Some(true),
+        ),
         ("complex_matrix[2, 2] Z", "eigenvectors_sym(Z)", Some(true)),
-        ("complex_matrix[2, 3] Z", "rows_dot_product(Z, Z')", Some(true)),
-        ("complex_vector[2] Z", "dot_product(Z, [1, 2, 3]')", Some(true)),
+        (
+            "complex_matrix[2, 3] Z",
+            "rows_dot_product(Z, Z')",
+            Some(true),
+        ),
+        (
+            "complex_vector[2] Z",
+            "dot_product(Z, [1, 2, 3]')",
+            Some(true),
+        ),
     ] {
         let src = format!(
             "data {{ {decl}; }} parameters {{ real x; }}
