@@ -19,7 +19,8 @@
 //! pair adjacent, positive imaginary part first and exactly conjugate (eigenvectors too), and
 //! real eigenvalues (imaginary part below `√ε‖A‖`) exactly real with real eigenvectors, as
 //! Eigen's real `EigenSolver` returns them. Stan's order for a real matrix is the order of
-//! Eigen's *real* Schur form, which this complex iteration does not reproduce in general.
+//! Eigen's *real* Schur form, which this complex iteration does not reproduce in general
+//! (it does for 197 of the 300 random matrices of the `linalg_complex` test).
 //! Each eigenvector's phase is fixed by making its entry of largest modulus real and positive.
 //!
 //! **Hermitian eigenproblems and the complex SVD** use the real embedding
