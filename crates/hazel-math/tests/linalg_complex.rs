@@ -221,9 +221,9 @@ fn eigen_adjoint_matches_finite_differences() {
 
 /// Eigen 3.4.0's `EigenSolver` (what Stan Math calls) on 300 random real matrices
 /// (`scripts/complex/make_eigen_order_fixture.py`): hazel's eigenvalues are the same multiset,
-/// with conjugate pairs exact, adjacent and positive imaginary part first as Eigen's. The
-/// order itself is Eigen's real Schur order, which hazel's complex Schur iteration does not
-/// reproduce in general: the agreement is printed (`--nocapture`), not required.
+/// with conjugate pairs exact, adjacent and positive imaginary part first as Eigen's, and in
+/// Eigen's (real Schur) order for at least 295 of them (299 when written: the iteration can
+/// deflate one sweep apart where a subdiagonal entry sits within rounding of the threshold).
 #[test]
 fn real_eigenvalues_are_eigens_multiset_and_pair_layout() {
     let text = std::fs::read_to_string(concat!(
@@ -278,5 +278,9 @@ fn real_eigenvalues_are_eigens_multiset_and_pair_layout() {
     eprintln!(
         "hazel's eigenvalue order equals Eigen's for {same_order} of {} matrices",
         cases.len()
+    );
+    assert!(
+        same_order >= 295,
+        "order equals Eigen's for only {same_order}"
     );
 }
