@@ -52,6 +52,10 @@ pub enum LinalgFn {
     /// `b` (`complex`): the output is the real parts then the imaginary parts (2n, or 2n²);
     /// values and eigenvectors stay in scratch.
     EigenGeneral { complex: bool, vectors: bool },
+    /// `eigenvectors_sym` of the Hermitian matrix with real part `a` and imaginary part `b`
+    /// (`n × n`): the real parts then the imaginary parts (2n²); values (as pairs) and vectors
+    /// stay in scratch.
+    EigenvectorsHermitian,
 }
 
 impl LinalgFn {
@@ -66,7 +70,9 @@ impl LinalgFn {
             LinalgFn::QrThinQ => n * n.min(m),
             LinalgFn::QrThinR => m * n.min(m),
             LinalgFn::EigenGeneral { vectors: false, .. } => 2 * n,
-            LinalgFn::EigenGeneral { vectors: true, .. } => 2 * n * n,
+            LinalgFn::EigenGeneral { vectors: true, .. } | LinalgFn::EigenvectorsHermitian => {
+                2 * n * n
+            }
             _ => n * m,
         }
     }
@@ -88,7 +94,7 @@ impl LinalgFn {
                 n * k + k * m
             }
             // λ then V, as (re, im) pairs.
-            LinalgFn::EigenGeneral { .. } => 2 * (n + n * n),
+            LinalgFn::EigenGeneral { .. } | LinalgFn::EigenvectorsHermitian => 2 * (n + n * n),
             _ => la::factor_len(n),
         }
     }
@@ -110,6 +116,12 @@ impl LinalgFn {
             LinalgFn::EigenGeneral { .. } => {
                 2 * (n * n + cl::eigen_general_workspace_len(n))
                     .max(n * n + cl::eigen_general_adjoint_workspace_len(n))
+            }
+            // f64s: the matrix as pairs, the values, the solver's workspace (forward); the
+            // vector adjoints as pairs and the adjoint's workspace (backward).
+            LinalgFn::EigenvectorsHermitian => {
+                (2 * n * n + n + cl::eigen_hermitian_workspace_len(n))
+                    .max(2 * (n * n + cl::eigen_general_adjoint_workspace_len(n)))
             }
             _ => n * m + n * n + n,
         }
@@ -239,6 +251,24 @@ pub(crate) fn forward(
             for (k, z) in out.iter().enumerate() {
                 o[k] = z[0];
                 o[len + k] = z[1];
+            }
+        }
+        LinalgFn::EigenvectorsHermitian => {
+            let (lv, _) = f.as_chunks_mut::<2>();
+            let (values, vectors) = lv.split_at_mut(n);
+            let (apf, rest) = tmp.split_at_mut(2 * n * n);
+            let (ap, _) = apf.as_chunks_mut::<2>();
+            let (l, ws) = rest.split_at_mut(n);
+            for (i, p) in ap.iter_mut().enumerate() {
+                *p = [av[i], bv[i]];
+            }
+            cl::eigen_hermitian("eigenvectors_sym", ap, n, l, vectors, ws).map_err(domain)?;
+            for (z, x) in values.iter_mut().zip(l.iter()) {
+                *z = [*x, 0.0];
+            }
+            for (k, z) in vectors.iter().enumerate() {
+                o[k] = z[0];
+                o[n * n + k] = z[1];
             }
         }
     }
@@ -385,6 +415,16 @@ pub(crate) fn backward(
                 (Some(&*gp), None)
             };
             cl::eigen_general_adjoint(values, vectors, n, gv, gvec, ga_opt, gb_opt, ws);
+        }
+        LinalgFn::EigenvectorsHermitian => {
+            let (lv, _) = f.as_chunks::<2>();
+            let (values, vectors) = lv[..n + n * n].split_at(n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (gp, ws) = tp.split_at_mut(n * n);
+            for (k, p) in gp.iter_mut().enumerate() {
+                *p = [g[k], g[n * n + k]];
+            }
+            cl::eigen_general_adjoint(values, vectors, n, None, Some(&*gp), ga_opt, gb_opt, ws);
         }
     }
     if a.is_var() {

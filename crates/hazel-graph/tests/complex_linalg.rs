@@ -244,7 +244,8 @@ fn decompositions_of_parameters_that_have_no_gradient_rule_are_refused_by_check(
         ("eigenvectors(A)", true),
         ("eigendecompose(A).1", true),
         ("complex_schur_decompose_t(A)", false),
-        ("eigenvectors_sym(to_complex(A, A - A'))", false),
+        ("eigenvectors_sym(to_complex(A + A', A - A'))", true),
+        ("svd_U(to_complex(A, A))", false),
         ("eigenvalues_sym(to_complex(A + A', A - A'))", true),
         ("to_complex(singular_values(to_complex(A, A)), 0)", true),
     ] {
@@ -417,4 +418,46 @@ fn bad_sizes_and_values_are_errors_not_panics() {
             assert_eq!(outcome.is_err(), fails, "{expr} of {decl}: {outcome:?}");
         }
     }
+}
+
+#[test]
+fn hermitian_eigenvectors_of_parameters_differentiate() {
+    let w = "[[0.3, -1.2, 0.7], [1.1, 0.4, -0.6], [-0.2, 0.9, 0.5]]";
+    let m = build(
+        &format!(
+            "parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }}
+             model {{ complex_matrix[3, 3] H = to_complex(X + X', Y - Y');
+                      complex_matrix[3, 3] V = eigenvectors_sym(H);
+                      tuple(complex_matrix[3, 3], complex_vector[3]) d = eigendecompose_sym(H);
+                      target += sum(get_real(V) .* {w}) + sum(get_imag(V) .* {w}')
+                                + sum(get_real(d.2)) * 0.3 + get_imag(d.1[2, 3]); }}"
+        ),
+        "{}",
+    )
+    .expect("build");
+    assert!(!m.is_dynamic());
+    let xy = [
+        1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0, 0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25,
+        -0.8,
+    ];
+    check_fd(&m, &xy);
+    // The parameter path's vectors are the data path's.
+    let data = build(
+        "data { complex_matrix[2, 2] H; } parameters { real z; }
+         model { z ~ normal(0, 1); target += sum(get_imag(eigenvectors_sym(H))); }",
+        r#"{"H": [[[2, 0], [1, 1]], [[1, -1], [-1, 0]]]}"#,
+    )
+    .expect("build");
+    let param = build(
+        "parameters { real z; }
+         model { z ~ normal(0, 1);
+                 complex_matrix[2, 2] H = to_matrix({{to_complex(2 + 0 * z, 0), to_complex(1, 1)},
+                                                     {to_complex(1, -1), to_complex(-1, 0)}});
+                 target += sum(get_imag(eigenvectors_sym(H))); }",
+        "{}",
+    )
+    .expect("build");
+    let (a, _) = eval(&data, &[0.3]);
+    let (b, _) = eval(&param, &[0.3]);
+    assert!(rel(a, b) < 1e-14, "{a} vs {b}");
 }

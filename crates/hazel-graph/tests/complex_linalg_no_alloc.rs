@@ -62,7 +62,8 @@ fn complex_linear_algebra_evaluation_does_not_allocate() {
           target += sum(get_real(l)) + sum(get_imag(V)) + sum(get_real(eigenvalues(Z)))
                     + sum(get_real(eigenvalues_sym(to_complex(A + A', B - B'))))
                     + sum(singular_values(Z)) + get_real(dot_product(col(Z, 1), col(Z, 2)))
-                    + get_imag(sum(tcrossprod(Z)));
+                    + get_imag(sum(tcrossprod(Z)))
+                    + sum(get_imag(eigenvectors_sym(to_complex(A + A', B - B'))));
         }";
     let model = compile_program(src, "{}");
     assert!(!model.is_dynamic());

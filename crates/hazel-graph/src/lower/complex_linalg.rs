@@ -20,8 +20,11 @@
 //!   eigenvectors' derivative is that of hazel's normalisation (unit norm, largest entry real
 //!   and positive); Stan's (Eigen's algorithm differentiated) may differ by the phase
 //!   convention, so only phase-free functions of the eigenvectors are Stan's.
-//! - The other decompositions (`_sym` eigenvectors of a complex matrix, Schur, complex SVD
-//!   vectors) run `hazel_math::linalg::complex` on data (constant) arguments only. Stan
+//! - `eigenvectors_sym` (and `eigendecompose_sym`) of a parameter-dependent complex matrix is
+//!   one `Op::Linalg` (`LinalgFn::EigenvectorsHermitian`: the data path's values and vectors,
+//!   the same adjoint, which holds for any diagonalisable matrix with simple eigenvalues).
+//! - The other decompositions (Schur, complex SVD vectors) run `hazel_math::linalg::complex`
+//!   on data (constant) arguments only. Stan
 //!   differentiates them by running Eigen's solvers on autodiff scalars; hazel has no adjoint
 //!   rules for them yet, so with a parameter argument they are "not supported" (reported by
 //!   `hazel check`).
@@ -224,12 +227,49 @@ impl<'p> Tracer<'p> {
         })
     }
 
+    /// `eigenvectors_sym` of a parameter-dependent complex (Hermitian) matrix: one
+    /// `Op::Linalg` (values and vectors as the data path computes them, the adjoint of
+    /// `eigen_general_adjoint`).
+    fn hermitian_vectors_op(&mut self, re: &Val, im: &Val, span: Span) -> R<Val> {
+        let (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) = (re, im) else {
+            return cerr("eigenvectors_sym: m must be a matrix", span);
+        };
+        let (n, c) = (*r, *c);
+        if n != c || n == 0 {
+            return super::trace::eerr(
+                format!(
+                    "eigenvectors_sym: Expecting a square matrix with a non-zero size; rows \
+                     of m ({n}) and columns of m ({c}) must match in size"
+                ),
+                span,
+            );
+        }
+        let a = self.elems_arg(er);
+        let b = self.elems_arg(ei);
+        let f = crate::tape::LinalgFn::EigenvectorsHermitian;
+        let out = Elems::V(self.b.linalg(f, a, b, n, n));
+        Ok(Val::complex(
+            Val::Matrix(n, n, out.slice(0, n * n)),
+            Val::Matrix(n, n, out.slice(n * n, 2 * n * n)),
+        ))
+    }
+
     /// The decompositions computed on data only (see the module notes).
     fn complex_decomposition(&mut self, name: &str, z: &Val, span: Span) -> R<Val> {
         let real_input = !z.holds_complex();
         let (re, im) = complex_parts(z.clone());
         if !matches!(re, Val::Matrix(..)) {
             return cerr(format!("{name}: m must be a matrix"), span);
+        }
+        if matches!(name, "eigenvectors_sym" | "eigendecompose_sym")
+            && consts_of(&re, &im).is_none()
+        {
+            let v = self.hermitian_vectors_op(&re, &im, span)?;
+            if name == "eigenvectors_sym" {
+                return Ok(v);
+            }
+            let l = self.embedded_values("eigenvalues_sym", z, span)?;
+            return Ok(Val::Tuple(Arc::new(vec![v, l])));
         }
         if matches!(name, "eigenvalues" | "eigenvectors" | "eigendecompose")
             && consts_of(&re, &im).is_none()
