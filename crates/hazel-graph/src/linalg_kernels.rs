@@ -56,6 +56,10 @@ pub enum LinalgFn {
     /// (`n × n`): the real parts then the imaginary parts (2n²); values (as pairs) and vectors
     /// stay in scratch.
     EigenvectorsHermitian,
+    /// `complex_schur_decompose_t` (or `_u` when `u`) of the real matrix `a` (`b` empty) or
+    /// of the complex one with parts `a`, `b` (`complex`): real parts then imaginary parts
+    /// (2n²); T and U stay in scratch.
+    ComplexSchur { complex: bool, u: bool },
 }
 
 impl LinalgFn {
@@ -70,9 +74,9 @@ impl LinalgFn {
             LinalgFn::QrThinQ => n * n.min(m),
             LinalgFn::QrThinR => m * n.min(m),
             LinalgFn::EigenGeneral { vectors: false, .. } => 2 * n,
-            LinalgFn::EigenGeneral { vectors: true, .. } | LinalgFn::EigenvectorsHermitian => {
-                2 * n * n
-            }
+            LinalgFn::EigenGeneral { vectors: true, .. }
+            | LinalgFn::EigenvectorsHermitian
+            | LinalgFn::ComplexSchur { .. } => 2 * n * n,
             _ => n * m,
         }
     }
@@ -95,6 +99,7 @@ impl LinalgFn {
             }
             // λ then V, as (re, im) pairs.
             LinalgFn::EigenGeneral { .. } | LinalgFn::EigenvectorsHermitian => 2 * (n + n * n),
+            LinalgFn::ComplexSchur { .. } => 4 * n * n,
             _ => la::factor_len(n),
         }
     }
@@ -122,6 +127,10 @@ impl LinalgFn {
             LinalgFn::EigenvectorsHermitian => {
                 (2 * n * n + n + cl::eigen_hermitian_workspace_len(n))
                     .max(2 * (n * n + cl::eigen_general_adjoint_workspace_len(n)))
+            }
+            LinalgFn::ComplexSchur { .. } => {
+                2 * (n * n + cl::complex_schur_workspace_len(n))
+                    .max(n * n + cl::complex_schur_adjoint_workspace_len(n))
             }
             _ => n * m + n * n + n,
         }
@@ -251,6 +260,26 @@ pub(crate) fn forward(
             for (k, z) in out.iter().enumerate() {
                 o[k] = z[0];
                 o[len + k] = z[1];
+            }
+        }
+        LinalgFn::ComplexSchur { complex, u: want_u } => {
+            let (tu, _) = f.as_chunks_mut::<2>();
+            let (t, u) = tu.split_at_mut(n * n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (ap, ws) = tp.split_at_mut(n * n);
+            for (i, p) in ap.iter_mut().enumerate() {
+                *p = [av[i], if *complex { bv[i] } else { 0.0 }];
+            }
+            let name = if *want_u {
+                "complex_schur_decompose_u"
+            } else {
+                "complex_schur_decompose_t"
+            };
+            cl::complex_schur(name, ap, n, t, u, ws).map_err(domain)?;
+            let out: &[[f64; 2]] = if *want_u { u } else { t };
+            for (k, z) in out.iter().enumerate() {
+                o[k] = z[0];
+                o[n * n + k] = z[1];
             }
         }
         LinalgFn::EigenvectorsHermitian => {
@@ -415,6 +444,21 @@ pub(crate) fn backward(
                 (Some(&*gp), None)
             };
             cl::eigen_general_adjoint(values, vectors, n, gv, gvec, ga_opt, gb_opt, ws);
+        }
+        LinalgFn::ComplexSchur { u: want_u, .. } => {
+            let (tu, _) = f.as_chunks::<2>();
+            let (t, u) = tu[..2 * n * n].split_at(n * n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (gp, ws) = tp.split_at_mut(n * n);
+            for (k, p) in gp.iter_mut().enumerate() {
+                *p = [g[k], g[n * n + k]];
+            }
+            let (gt, gu) = if *want_u {
+                (None, Some(&*gp))
+            } else {
+                (Some(&*gp), None)
+            };
+            cl::complex_schur_adjoint(t, u, n, gt, gu, ga_opt, gb_opt, ws);
         }
         LinalgFn::EigenvectorsHermitian => {
             let (lv, _) = f.as_chunks::<2>();

@@ -243,7 +243,8 @@ fn decompositions_of_parameters_that_have_no_gradient_rule_are_refused_by_check(
         ("eigenvalues(to_complex(A, A'))", true),
         ("eigenvectors(A)", true),
         ("eigendecompose(A).1", true),
-        ("complex_schur_decompose_t(A)", false),
+        ("complex_schur_decompose_t(A)", true),
+        ("complex_schur_decompose(to_complex(A, A')).1", true),
         ("eigenvectors_sym(to_complex(A + A', A - A'))", true),
         ("svd_U(to_complex(A, A))", false),
         ("eigenvalues_sym(to_complex(A + A', A - A'))", true),
@@ -460,4 +461,44 @@ fn hermitian_eigenvectors_of_parameters_differentiate() {
     let (a, _) = eval(&data, &[0.3]);
     let (b, _) = eval(&param, &[0.3]);
     assert!(rel(a, b) < 1e-14, "{a} vs {b}");
+}
+
+#[test]
+fn complex_schur_of_parameters_differentiates() {
+    // Phase-dependent functions of U and T (hazel's convention: each Schur vector's largest
+    // entry real and positive), by finite differences; real and complex input.
+    let w = "[[0.3, -1.2, 0.7], [1.1, 0.4, -0.6], [-0.2, 0.9, 0.5]]";
+    let loss = format!(
+        "target += sum(get_real(T) .* {w}) + sum(get_imag(T) .* {w}') \
+                   + sum(get_real(U) .* {w}') - sum(get_imag(U) .* {w});"
+    );
+    let real = build(
+        &format!(
+            "parameters {{ matrix[3, 3] A; }}
+             model {{ complex_matrix[3, 3] T = complex_schur_decompose_t(A);
+                      complex_matrix[3, 3] U = complex_schur_decompose(A).1; {loss} }}"
+        ),
+        "{}",
+    )
+    .expect("build");
+    let complex = build(
+        &format!(
+            "parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }}
+             model {{ complex_matrix[3, 3] T = complex_schur_decompose(to_complex(X, Y)).2;
+                      complex_matrix[3, 3] U = complex_schur_decompose_u(to_complex(X, Y));
+                      {loss} }}"
+        ),
+        "{}",
+    )
+    .expect("build");
+    assert!(!real.is_dynamic() && !complex.is_dynamic());
+    let a = [1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0];
+    check_fd(&real, &a);
+    check_fd(&real, &[2.0, 0.3, 0.1, 0.5, -1.0, 0.2, 0.4, 0.6, 3.0]);
+    let xy: Vec<f64> = a
+        .iter()
+        .chain(&[0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25, -0.8])
+        .copied()
+        .collect();
+    check_fd(&complex, &xy);
 }

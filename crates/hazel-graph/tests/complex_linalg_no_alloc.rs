@@ -1,6 +1,7 @@
 //! Steady-state gradient evaluation of the complex linear algebra of parameters
 //! (`eigenvalues`/`eigenvectors` of real and complex matrices, Hermitian eigenvalues and
-//! complex singular values through the real embedding, complex products) allocates nothing:
+//! eigenvectors, complex Schur factors, complex singular values through the real embedding,
+//! complex products) allocates nothing:
 //! the decompositions and workspaces live in the ops' scratch.
 //!
 //! A counting global allocator sees every allocation in this test binary, so it holds a
@@ -63,7 +64,9 @@ fn complex_linear_algebra_evaluation_does_not_allocate() {
                     + sum(get_real(eigenvalues_sym(to_complex(A + A', B - B'))))
                     + sum(singular_values(Z)) + get_real(dot_product(col(Z, 1), col(Z, 2)))
                     + get_imag(sum(tcrossprod(Z)))
-                    + sum(get_imag(eigenvectors_sym(to_complex(A + A', B - B'))));
+                    + sum(get_imag(eigenvectors_sym(to_complex(A + A', B - B'))))
+                    + sum(get_real(complex_schur_decompose_u(Z)))
+                    + sum(get_imag(complex_schur_decompose_t(A)));
         }";
     let model = compile_program(src, "{}");
     assert!(!model.is_dynamic());

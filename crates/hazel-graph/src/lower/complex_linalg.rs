@@ -23,10 +23,12 @@
 //! - `eigenvectors_sym` (and `eigendecompose_sym`) of a parameter-dependent complex matrix is
 //!   one `Op::Linalg` (`LinalgFn::EigenvectorsHermitian`: the data path's values and vectors,
 //!   the same adjoint, which holds for any diagonalisable matrix with simple eigenvalues).
-//! - The other decompositions (Schur, complex SVD vectors) run `hazel_math::linalg::complex`
-//!   on data (constant) arguments only. Stan
+//! - `complex_schur_decompose*` of parameters: one `Op::Linalg` per factor
+//!   (`LinalgFn::ComplexSchur`, `complex_schur_adjoint`; the phases are hazel's convention).
+//! - The complex SVD's vectors run `hazel_math::linalg::complex` on data (constant) arguments
+//!   only. Stan
 //!   differentiates them by running Eigen's solvers on autodiff scalars; hazel has no adjoint
-//!   rules for them yet, so with a parameter argument they are "not supported" (reported by
+//!   rule for them yet, so with a parameter argument they are "not supported" (reported by
 //!   `hazel check`).
 
 use super::trace::{cerr, complex_parts, Tracer, R};
@@ -227,6 +229,39 @@ impl<'p> Tracer<'p> {
         })
     }
 
+    /// `complex_schur_decompose_t` (`_u` when `u`) of a parameter-dependent real or complex
+    /// matrix: one `Op::Linalg`.
+    fn schur_op(&mut self, u: bool, re: &Val, im: &Val, real_input: bool, span: Span) -> R<Val> {
+        let (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) = (re, im) else {
+            return cerr("complex_schur_decompose: m must be a matrix", span);
+        };
+        let (n, c) = (*r, *c);
+        if n != c || n == 0 {
+            return super::trace::eerr(
+                format!(
+                    "complex_schur_decompose: Expecting a square matrix with a non-zero size; \
+                     rows of m ({n}) and columns of m ({c}) must match in size"
+                ),
+                span,
+            );
+        }
+        let a = self.elems_arg(er);
+        let b = if real_input {
+            self.elems_arg(&Elems::C(Arc::new(vec![])))
+        } else {
+            self.elems_arg(ei)
+        };
+        let f = crate::tape::LinalgFn::ComplexSchur {
+            complex: !real_input,
+            u,
+        };
+        let out = Elems::V(self.b.linalg(f, a, b, n, n));
+        Ok(Val::complex(
+            Val::Matrix(n, n, out.slice(0, n * n)),
+            Val::Matrix(n, n, out.slice(n * n, 2 * n * n)),
+        ))
+    }
+
     /// `eigenvectors_sym` of a parameter-dependent complex (Hermitian) matrix: one
     /// `Op::Linalg` (values and vectors as the data path computes them, the adjoint of
     /// `eigen_general_adjoint`).
@@ -260,6 +295,17 @@ impl<'p> Tracer<'p> {
         let (re, im) = complex_parts(z.clone());
         if !matches!(re, Val::Matrix(..)) {
             return cerr(format!("{name}: m must be a matrix"), span);
+        }
+        if name.starts_with("complex_schur_decompose") && consts_of(&re, &im).is_none() {
+            return match name {
+                "complex_schur_decompose_t" => self.schur_op(false, &re, &im, real_input, span),
+                "complex_schur_decompose_u" => self.schur_op(true, &re, &im, real_input, span),
+                _ => {
+                    let u = self.schur_op(true, &re, &im, real_input, span)?;
+                    let t = self.schur_op(false, &re, &im, real_input, span)?;
+                    Ok(Val::Tuple(Arc::new(vec![u, t])))
+                }
+            };
         }
         if matches!(name, "eigenvectors_sym" | "eigendecompose_sym")
             && consts_of(&re, &im).is_none()

@@ -10,6 +10,9 @@
 //! matrix, as Eigen's `ComplexSchur` (which Stan calls) does. `U` and `T` are not unique (the
 //! order of the eigenvalues on the diagonal and each column's phase are artefacts of the
 //! iteration), so only `A = U T Uᴴ`, `UᴴU = I`, the triangle and the eigenvalues are Stan's.
+//! hazel fixes the phases (each Schur vector's largest entry real and positive), which makes
+//! `U` and `T` differentiable functions of `A` ([`complex_schur_adjoint`]) where the diagonal
+//! of `T` has distinct entries.
 //!
 //! **General eigenproblems.** The eigenvalues are the diagonal of `T`; the eigenvector of
 //! `T_kk` solves the triangular system `(T − T_kk I) x = 0` with `x_k = 1` (a zero pivot, from
@@ -253,7 +256,153 @@ pub fn complex_schur(
             h[i + j * n] = (C64::ZERO).into();
         }
     }
+    // Fix the phases: each Schur vector's entry of largest modulus real and positive
+    // (U ← U D, T ← Dᴴ T D), which makes the decomposition a function of A to differentiate.
+    for c in 0..n {
+        let b = largest(&u[c * n..(c + 1) * n]);
+        let ub = at(u, b + c * n);
+        if ub.abs() == 0.0 {
+            continue;
+        }
+        let d = ub.conj().scale(1.0 / ub.abs());
+        for i in 0..n {
+            u[i + c * n] = (at(u, i + c * n) * d).into();
+            h[i + c * n] = (at(h, i + c * n) * d).into();
+        }
+        for j in 0..n {
+            h[c + j * n] = (d.conj() * at(h, c + j * n)).into();
+        }
+        u[b + c * n] = [at(u, b + c * n).abs(), 0.0];
+    }
     Ok(())
+}
+
+/// Index of the first entry of largest modulus.
+fn largest(col: &[[f64; 2]]) -> usize {
+    let mut big = 0;
+    for i in 1..col.len() {
+        if at(col, i).abs() > at(col, big).abs() {
+            big = i;
+        }
+    }
+    big
+}
+
+/// Workspace (pairs) [`complex_schur_adjoint`] needs.
+pub fn complex_schur_adjoint_workspace_len(n: usize) -> usize {
+    3 * n * n
+}
+
+/// Adjoint of [`complex_schur`] (with its phase convention) for `T` with distinct diagonal
+/// entries. With `X = Uᴴ dU` (skew-Hermitian) and `M = Uᴴ dA U`, `dT = M − X T + T X` is upper
+/// triangular, which fixes the strictly lower part of `X` by the triangular Sylvester
+/// recursion `X_ij (T_ii − T_jj) = −M_ij + Σ_{k<j} X_ik T_kj − Σ_{k>i} T_ik X_kj` (columns
+/// ascending, rows descending); the upper part is `−X̄ᵀ` and the diagonal `iθ_c` keeps
+/// `dU`'s gauge entry real. This runs that map backwards: `Ā = U M̄ Uᴴ`, added to `re_adj`
+/// (real part) and `im_adj` (imaginary part) when given. `g_t` (upper triangle read) and `g_u`
+/// are `∂L/∂Re + i ∂L/∂Im` of T and U.
+#[allow(clippy::too_many_arguments)]
+pub fn complex_schur_adjoint(
+    t: &[[f64; 2]],
+    u: &[[f64; 2]],
+    n: usize,
+    g_t: Option<&[[f64; 2]]>,
+    g_u: Option<&[[f64; 2]]>,
+    re_adj: Option<&mut [f64]>,
+    im_adj: Option<&mut [f64]>,
+    ws: &mut [[f64; 2]],
+) {
+    let (xb, rest) = ws[..3 * n * n].split_at_mut(n * n);
+    let (mb, tmp) = rest.split_at_mut(n * n);
+    let idx = |i: usize, j: usize| i + j * n;
+    // X̄ = Uᴴ G_U − Gu Tᴴ + Tᴴ Gu (Gu the upper triangle of G_T); M̄ = Gu.
+    for j in 0..n {
+        for i in 0..n {
+            let mut x = C64::ZERO;
+            if let Some(gu) = g_u {
+                for k in 0..n {
+                    x = x + at(u, idx(k, i)).conj() * at(gu, idx(k, j));
+                }
+            }
+            let mut m = C64::ZERO;
+            if let Some(gt) = g_t {
+                let g = |a: usize, b: usize| {
+                    if a <= b {
+                        at(gt, idx(a, b))
+                    } else {
+                        C64::ZERO
+                    }
+                };
+                // (Gu Tᴴ)_ij = Σ_k Gu_ik conj(T_jk); (Tᴴ Gu)_ij = Σ_k conj(T_ki) Gu_kj
+                for k in 0..n {
+                    x = x - g(i, k) * at(t, idx(j, k)).conj() + at(t, idx(k, i)).conj() * g(k, j);
+                }
+                m = g(i, j);
+            }
+            xb[idx(i, j)] = x.into();
+            mb[idx(i, j)] = m.into();
+        }
+    }
+    // Diagonal: θ̄_c = Im X̄_cc, and θ_c = −Im(Σ_{k≠c} U_bk X_kc)/U_bc.
+    for c in 0..n {
+        let b = largest(&u[c * n..(c + 1) * n]);
+        let ubc = at(u, idx(b, c)).re;
+        let theta_bar = at(xb, idx(c, c)).im;
+        if ubc == 0.0 || theta_bar == 0.0 {
+            continue;
+        }
+        for k in 0..n {
+            if k != c {
+                let add = C64::new(0.0, 1.0) * at(u, idx(b, k)).conj();
+                xb[idx(k, c)] = (at(xb, idx(k, c)) - add.scale(theta_bar / ubc)).into();
+            }
+        }
+    }
+    // Upper entries X_ij = −conj(X_ji): fold into the lower ones.
+    for j in 0..n {
+        for i in 0..j {
+            xb[idx(j, i)] = (at(xb, idx(j, i)) - at(xb, idx(i, j)).conj()).into();
+        }
+    }
+    // The triangular recursion backwards (columns descending, rows ascending).
+    for j in (0..n).rev() {
+        for i in (j + 1)..n {
+            let d = at(t, idx(i, i)) - at(t, idx(j, j));
+            let a = at(xb, idx(i, j)) / d.conj();
+            mb[idx(i, j)] = (at(mb, idx(i, j)) - a).into();
+            for k in 0..j {
+                xb[idx(i, k)] = (at(xb, idx(i, k)) + a * at(t, idx(k, j)).conj()).into();
+            }
+            for k in (i + 1)..n {
+                xb[idx(k, j)] = (at(xb, idx(k, j)) - a * at(t, idx(i, k)).conj()).into();
+            }
+        }
+    }
+    // Ā = U M̄ Uᴴ.
+    for j in 0..n {
+        for i in 0..n {
+            let mut s = C64::ZERO;
+            for k in 0..n {
+                s = s + at(mb, idx(i, k)) * at(u, idx(j, k)).conj();
+            }
+            tmp[idx(i, j)] = s.into();
+        }
+    }
+    let (mut re_adj, mut im_adj) = (re_adj, im_adj);
+    for j in 0..n {
+        for i in 0..n {
+            let mut s = C64::ZERO;
+            for k in 0..n {
+                s = s + at(u, idx(i, k)) * at(tmp, idx(k, j));
+            }
+            if let Some(r) = re_adj.as_deref_mut() {
+                r[idx(i, j)] += s.re;
+            }
+            if let Some(m) = im_adj.as_deref_mut() {
+                m[idx(i, j)] += s.im;
+            }
+        }
+    }
 }
 
 /// Reduces `h` to upper Hessenberg form by Householder reflections, accumulating them into
