@@ -25,11 +25,14 @@
 //!   the same adjoint, which holds for any diagonalisable matrix with simple eigenvalues).
 //! - `complex_schur_decompose*` of parameters: one `Op::Linalg` per factor
 //!   (`LinalgFn::ComplexSchur`, `complex_schur_adjoint`; the phases are hazel's convention).
-//! - The complex SVD's vectors run `hazel_math::linalg::complex` on data (constant) arguments
-//!   only. Stan
-//!   differentiates them by running Eigen's solvers on autodiff scalars; hazel has no adjoint
-//!   rule for them yet, so with a parameter argument they are "not supported" (reported by
-//!   `hazel check`).
+//! - The complex SVD's vectors of parameters are compositions: `U` from the Hermitian
+//!   eigenvectors of `Z Zᴴ`, `V = Zᴴ U diag(1/σ)`, equal to the data path's
+//!   (`hazel_math::linalg::complex::svd_complex`) up to rounding for distinct non-zero
+//!   singular values (squaring the matrix costs accuracy when it is ill-conditioned).
+//! - Every decomposition of data arguments runs `hazel_math::linalg::complex` once, at
+//!   compile time. Where the phases of vectors are not fixed by the matrix, Stan's are
+//!   artefacts of Eigen's algorithm (differentiated on autodiff scalars): only phase-free
+//!   functions of them, and their gradients, agree with Stan.
 
 use super::trace::{cerr, complex_parts, Tracer, R};
 use super::value::{Elems, Val};
@@ -229,6 +232,53 @@ impl<'p> Tracer<'p> {
         })
     }
 
+    /// `svd_U`, `svd_V`, `svd` of a parameter-dependent complex matrix `Z` (`m × n`, `k =
+    /// min(m, n)`), as compositions: `U` is the eigenvectors of the Hermitian `Z Zᴴ` for its
+    /// `k` largest eigenvalues (descending), `σ` the singular values, `V = Zᴴ U diag(1/σ)`.
+    /// For distinct non-zero singular values these are the data path's vectors (the same
+    /// phase convention: `U`'s largest entries real and positive, `V` following through
+    /// `A v = σ u`), up to rounding; their gradients come from the parts' rules.
+    fn svd_vectors_of_parameters(&mut self, name: &str, z: &Val, span: Span) -> R<Val> {
+        let (re, _) = complex_parts(z.clone());
+        let Val::Matrix(m, n, _) = re else {
+            return cerr(format!("{name}: m must be a matrix"), span);
+        };
+        let k = m.min(n);
+        if k == 0 {
+            return super::trace::eerr(format!("{name}: m has size 0"), span);
+        }
+        let zt = self.complex_transpose(z, span)?;
+        let (tr, ti) = complex_parts(zt);
+        let zh = Val::complex(tr, self.map_unary(UnaryFn::Neg, &ti, span)?);
+        let h = self.complex_binop(BinOp::Mul, z, &zh, span)?;
+        let (hr, hi) = complex_parts(h);
+        let vecs = self.hermitian_vectors_op(&hr, &hi, span)?;
+        // Columns m − 1, …, m − k (descending eigenvalues).
+        let (er, ei) = complex_parts(vecs);
+        let (Val::Matrix(_, _, er), Val::Matrix(_, _, ei)) = (er, ei) else {
+            return cerr(format!("{name}: internal shape error"), span);
+        };
+        let idx: Vec<usize> = (0..k)
+            .flat_map(|c| {
+                let col = m - 1 - c;
+                (0..m).map(move |r| r + col * m)
+            })
+            .collect();
+        let u = Val::complex(
+            Val::Matrix(m, k, er.select(&idx)),
+            Val::Matrix(m, k, ei.select(&idx)),
+        );
+        let sigma = self.embedded_values("singular_values", z, span)?;
+        let inv = self.map_unary(UnaryFn::Inv, &sigma, span)?;
+        let zhu = self.complex_binop(BinOp::Mul, &zh, &u, span)?;
+        let v = self.complex_call("diag_post_multiply", vec![zhu, inv], span)?;
+        Ok(match name {
+            "svd_U" => u,
+            "svd_V" => v,
+            _ => Val::Tuple(Arc::new(vec![u, sigma, v])),
+        })
+    }
+
     /// `complex_schur_decompose_t` (`_u` when `u`) of a parameter-dependent real or complex
     /// matrix: one `Op::Linalg`.
     fn schur_op(&mut self, u: bool, re: &Val, im: &Val, real_input: bool, span: Span) -> R<Val> {
@@ -306,6 +356,9 @@ impl<'p> Tracer<'p> {
                     Ok(Val::Tuple(Arc::new(vec![u, t])))
                 }
             };
+        }
+        if matches!(name, "svd_U" | "svd_V" | "svd") && consts_of(&re, &im).is_none() {
+            return self.svd_vectors_of_parameters(name, z, span);
         }
         if matches!(name, "eigenvectors_sym" | "eigendecompose_sym")
             && consts_of(&re, &im).is_none()

@@ -625,7 +625,13 @@ pub fn eigen_general_adjoint(
                 if let Some(g) = g_values {
                     z = C64::from(g[kk]).conj();
                 }
-            } else if let Some(gv) = g_vectors {
+            } else if let Some(gv) = g_vectors.filter(|gv| {
+                // An eigenvector the loss does not read contributes nothing (even where its
+                // eigenvalue is repeated and the ratio below would be 0/0).
+                gv[kk * n..(kk + 1) * n]
+                    .iter()
+                    .any(|z| z[0] != 0.0 || z[1] != 0.0)
+            }) {
                 let vk = &vectors[kk * n..(kk + 1) * n];
                 let gk = &gv[kk * n..(kk + 1) * n];
                 let vj = &vectors[j * n..(j + 1) * n];
