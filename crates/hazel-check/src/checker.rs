@@ -2185,6 +2185,36 @@ impl Checker {
             );
             return;
         }
+        // Stan's *Removed Features*: the `_log`, `_cdf_log` and `_ccdf_log` suffixes of
+        // distribution functions (removed in 2.33).
+        let suffixes = [
+            ("_ccdf_log", &["_lccdf"][..]),
+            ("_cdf_log", &["_lcdf"][..]),
+            ("_log", &["_lpdf", "_lpmf"][..]),
+        ];
+        for (old, new) in suffixes {
+            let Some(stem) = name.name.strip_suffix(old) else {
+                continue;
+            };
+            if let Some(new) = new
+                .iter()
+                .map(|n| format!("{stem}{n}"))
+                .find(|n| self.table.contains(n))
+            {
+                self.error(
+                    Diagnostic::error(
+                        name.span,
+                        format!(
+                            "the `{old}` suffix of `{}` was removed in Stan 2.33",
+                            name.name
+                        ),
+                    )
+                    .with_hint(format!("use `{new}(y | ...)` instead")),
+                );
+                return;
+            }
+            break;
+        }
         let mut d = Diagnostic::error(name.span, format!("unknown function `{}`", name.name))
             .with_primary_label("not a built-in or user-defined function");
         let names = self

@@ -666,6 +666,10 @@ fn lp_functions_in_transformed_parameters_warn_and_removed_functions_name_their_
         ("fabs(x[1])", "abs"),
         ("multiply_log(x[1], x[2])", "lmultiply"),
         ("binomial_coefficient_log(x[1], x[2])", "lchoose"),
+        ("normal_log(x[1], 0, 1)", "normal_lpdf"),
+        ("poisson_log(2, x[1])", "poisson_lpmf"),
+        ("normal_cdf_log(x[1], 0, 1)", "normal_lcdf"),
+        ("normal_ccdf_log(x[1], 0, 1)", "normal_lccdf"),
     ] {
         let src =
             format!("transformed data {{ array[2] real x = {{1.0, 2.0}}; real y = {call}; }}");
@@ -678,6 +682,6 @@ fn lp_functions_in_transformed_parameters_warn_and_removed_functions_name_their_
             .collect();
         assert_eq!(errors.len(), 1, "{errors:#?}");
         assert!(errors[0].contains("was removed in Stan 2.33"), "{errors:?}");
-        assert!(errors[0].contains(&format!("use `{new}`")), "{errors:?}");
+        assert!(errors[0].contains(&format!("use `{new}")), "{errors:?}");
     }
 }
