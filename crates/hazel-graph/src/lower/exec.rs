@@ -301,10 +301,11 @@ impl<'p> Tracer<'p> {
             EltDiv => self.map_binary(BinaryFn::Div, a, b, span),
             Pow | EltPow => self.map_binary(BinaryFn::Pow, a, b, span),
             Div => {
-                if scalar(b) || !matches!(b, Val::Matrix(..)) {
+                // `b / A` is mdivide_right(b, A); `c / A` for a scalar c is elementwise (Stan
+                // Math's `divide(c, A)`).
+                if scalar(a) || scalar(b) || !matches!(b, Val::Matrix(..)) {
                     self.map_binary(BinaryFn::Div, a, b, span)
                 } else {
-                    // `b / A` is mdivide_right(b, A).
                     self.call("mdivide_right", vec![a.clone(), b.clone()], span)
                 }
             }

@@ -2,6 +2,7 @@
 
 pub mod builtins;
 pub mod complex;
+pub mod complex_linalg;
 pub mod constraints;
 pub mod containers;
 pub mod dist2;

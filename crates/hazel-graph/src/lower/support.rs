@@ -219,6 +219,7 @@ fn instance(pattern: &Pattern, container: bool) -> Type {
 fn real_based(ty: &Type) -> bool {
     match ty.array_element() {
         Type::Real | Type::Vector | Type::RowVector | Type::Matrix => true,
+        Type::Complex | Type::ComplexVector | Type::ComplexRowVector | Type::ComplexMatrix => true,
         Type::Tuple(items) => items.iter().any(real_based),
         _ => false,
     }
