@@ -284,6 +284,17 @@ impl<'p> Tracer<'p> {
         let scalar = |v: &Val| matches!(v, Val::Int(_) | Val::Real(_));
         match op {
             Eq | Neq | Lt | Leq | Gt | Geq => {
+                let cmp: fn(f64, f64) -> bool = match op {
+                    Eq => |x, y| x == y,
+                    Neq => |x, y| x != y,
+                    Lt => |x, y| x < y,
+                    Leq => |x, y| x <= y,
+                    Gt => |x, y| x > y,
+                    _ => |x, y| x >= y,
+                };
+                if let Some(c) = self.guarded_compare(cmp, a, b) {
+                    return Ok(Val::Int(c as i64));
+                }
                 let x = self.real_value(a, span)?;
                 let y = self.real_value(b, span)?;
                 Ok(Val::Int(match op {
