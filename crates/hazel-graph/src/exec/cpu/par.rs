@@ -299,7 +299,10 @@ impl std::fmt::Debug for ThreadedWorkspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ThreadedWorkspace")
             .field("values", &self.buf.vals.len())
-            .field("threads", &self.pool.as_ref().map(|p| p.current_num_threads()))
+            .field(
+                "threads",
+                &self.pool.as_ref().map(|p| p.current_num_threads()),
+            )
             .finish()
     }
 }
