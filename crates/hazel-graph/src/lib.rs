@@ -28,7 +28,9 @@
 //! per-element partials live in the workspace's [`Buffers`], and the within-chain parallel
 //! sweeps keep their per-chunk partials in a workspace buffer too (test
 //! `tests/no_alloc_per_eval.rs`; the only allocation left with threads is rayon's injector
-//! block, one per 63 evaluations). The dynamic path re-traces and does allocate.
+//! block, one per 63 evaluations). The dynamic path re-traces and does allocate, and so do
+//! the solver ops ([`Op::Solve`], [`Op::Dae`]: the user function's sub-graph buffers and the
+//! solvers' work arrays).
 //!
 //! - [`tape`]: the graph (ops over slots of a flat buffer), forward and backward sweeps, the
 //!   rewrites above.
@@ -44,19 +46,25 @@
 //!   `vectorize` (independent loops as vector ops) and `ode` (Stan's variadic ODE solvers:
 //!   data-only calls solved at build time, parameter-dependent ones make the model dynamic and
 //!   lower to the solution plus its sensitivities from `hazel_math::ode`).
+//! - [`solve_op`], [`dae_op`]: the algebraic-solver and DAE ops, which hold the user's
+//!   function as a traced sub-graph (`lower::fn_graph`) and differentiate by the implicit
+//!   function theorem / forward sensitivities (lowered by `lower::solve`, `lower::dae`).
 //! - `par`: within-chain parallel sweeps, bit-identical to the serial ones, on the
 //!   workspace's thread pool (`CompileOptions::threads_per_chain`).
 //! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits).
 //! - `special`: the special functions the kernels call, re-exported from `hazel_math`.
 
 pub mod builder;
+pub mod dae_op;
 pub mod exec;
 pub mod integrate_op;
 pub mod ir;
 pub mod lower;
 mod model;
 pub mod mvdist;
+pub mod nary;
 pub mod ode_op;
+pub mod solve_op;
 
 /// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,
 /// `hazel_graph::dists::DistKind`, …): the same items under their old names.
