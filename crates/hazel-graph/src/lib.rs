@@ -56,22 +56,31 @@
 
 pub mod builder;
 pub mod dae_op;
-pub mod dists;
+pub mod exec;
 pub mod integrate_op;
-pub mod kernels;
-mod linalg_kernels;
+pub mod ir;
 pub mod lower;
 mod model;
 pub mod mvdist;
-pub mod ode_op;
 pub mod nary;
+pub mod ode_op;
 mod output;
-mod par;
 pub mod solve_op;
-mod special;
-pub mod tape;
+
+/// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,
+/// `hazel_graph::dists::DistKind`, …): the same items under their old names.
+pub use exec::cpu::{dists, kernels};
+pub(crate) use exec::cpu::{linalg_kernels, special};
+
+/// The graph and the reference executor's buffers under their old module name.
+pub mod tape {
+    pub(crate) use crate::exec::cpu::read;
+    pub use crate::exec::cpu::Buffers;
+    pub use crate::ir::graph::*;
+}
 
 pub use builder::GraphBuilder;
+pub use exec::{Executor, ExecutorKind};
 pub use lower::support::{unsupported_calls, unsupported_signatures};
 pub use model::{compile, CompileError, CompileOptions, CompiledModel, Workspace};
 pub use tape::{Arg, Buffers, Graph, Op};

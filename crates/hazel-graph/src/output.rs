@@ -25,7 +25,8 @@
 use crate::builder::GraphBuilder;
 use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
-use crate::tape::{Buffers, Graph};
+use crate::exec::{Buffers, Executor, SerialCpu};
+use crate::ir::{Arg, Graph};
 use hazel_check::CheckedProgram;
 use hazel_density::{EvalError, StreamRng};
 use hazel_syntax::SourceMap;
@@ -37,6 +38,8 @@ type Env = Vec<(Arc<str>, Val)>;
 pub(crate) struct OutputPlan {
     /// Forward-only graph over the unconstrained point (slots `0..dim`).
     pub graph: Graph,
+    /// A constant of the graph, the scalar the executor's forward sweep returns.
+    unit: Arg,
     /// Where each column the graph provides comes from: a constant or a slot of the graph.
     cols: Vec<Sc>,
     /// The generated quantities when they are re-traced: the parameters' and transformed
@@ -114,9 +117,11 @@ impl OutputPlan {
                 split.push((Arc::from(name.as_str()), v));
             }
         }
+        let unit = tr.b.scalar_const(0.0);
         let graph = tr.b.finish();
         Some(OutputPlan {
             graph,
+            unit,
             cols,
             split: (!with_gq).then_some(split),
         })
@@ -134,8 +139,9 @@ impl OutputPlan {
         q: &[f64],
         out: &mut [f64],
     ) -> Result<usize, EvalError> {
-        buf.fit(&self.graph);
-        self.graph.forward(q, buf)?;
+        // The reference executor: its workspace is the value buffer the columns are read from.
+        // The scalar it returns (a constant the plan holds for the purpose) is not needed.
+        SerialCpu.forward(&self.graph, self.unit, q, buf)?;
         let n = self.cols.len();
         if out.len() < n {
             return Err(EvalError::reject(format!(
