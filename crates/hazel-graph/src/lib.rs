@@ -52,6 +52,8 @@
 //! - `par`: within-chain parallel sweeps, bit-identical to the serial ones, on the
 //!   workspace's thread pool (`CompileOptions::threads_per_chain`).
 //! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits).
+//! - `output`: output rows compiled once per data set (a forward-only graph over the
+//!   unconstrained point; generated quantities that need values re-traced alone).
 //! - `special`: the special functions the kernels call, re-exported from `hazel_math`.
 
 pub mod builder;
