@@ -23,10 +23,10 @@
 //! row at two points when it is built (a plan that disagrees in any bit is dropped).
 
 use crate::builder::GraphBuilder;
-use crate::lower::trace::{TraceErr, Tracer};
-use crate::lower::value::{Elems, Sc, Val};
 use crate::exec::{Buffers, Executor, SerialCpu};
 use crate::ir::{Arg, Graph};
+use crate::lower::trace::{TraceErr, Tracer};
+use crate::lower::value::{Elems, Sc, Val};
 use hazel_check::CheckedProgram;
 use hazel_density::{EvalError, StreamRng};
 use hazel_syntax::SourceMap;

@@ -22,10 +22,66 @@ pub fn write_number(out: &mut String, value: f64) {
         });
         return;
     }
-    let mut buf = [0u8; 40];
-    let n = layout(value, &mut buf);
-    // `layout` writes only ASCII digits, '-', '.', 'e'.
-    out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or("nan"));
+    let a = value.abs();
+    if value == 0.0 || tie_possible(a) {
+        // Zero, and the few values whose shortest digits could be an exact tie (a short
+        // binary fraction or integer): the digit-by-digit layout with the tie check.
+        let mut buf = [0u8; 40];
+        let n = layout(value, &mut buf);
+        // `layout` writes only ASCII digits, '-', '.', 'e'.
+        out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or("nan"));
+        return;
+    }
+    // zmij writes plain notation exactly on [1e-5, 1e16) too, with `.0` after an integer.
+    let mut zb = zmij::Buffer::new();
+    let text = zb.format_finite(value);
+    if (1e-5..1e16).contains(&a) {
+        out.push_str(text.strip_suffix(".0").unwrap_or(text));
+        return;
+    }
+    // Exponent notation: `std` writes the exponent without `+` and without leading zeros.
+    match text.split_once('e') {
+        Some((mantissa, exp)) => {
+            out.push_str(mantissa);
+            out.push('e');
+            let (negative, digits) = match exp.as_bytes().first() {
+                Some(b'-') => (true, &exp[1..]),
+                Some(b'+') => (false, &exp[1..]),
+                _ => (false, exp),
+            };
+            if negative {
+                out.push('-');
+            }
+            let digits = digits.trim_start_matches('0');
+            out.push_str(if digits.is_empty() { "0" } else { digits });
+        }
+        None => out.push_str(text),
+    }
+}
+
+/// Whether positive finite `a` could be an exact midpoint between two shortest candidates:
+/// `a = n × 10^p` with `n` odd and at most 19 digits needs `a`'s odd binary significand times
+/// `5^-e` (for `a = m_odd × 2^e`, `e < 0`) below 10^19, or `a` an integer (`e ≥ 0`) within 27
+/// binary orders of its odd part. Random doubles fail this at once.
+fn tie_possible(a: f64) -> bool {
+    let bits = a.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
+    if m == 0 {
+        return false;
+    }
+    let tz = m.trailing_zeros() as i32;
+    let m_odd = u128::from(m >> tz);
+    let twos = e + tz;
+    if !(-27..=27).contains(&twos) {
+        return false;
+    }
+    twos >= 0 || m_odd * 5u128.pow(twos.unsigned_abs()) < 10_000_000_000_000_000_000
 }
 
 /// The reference spelling of [`write_number`], through `std::fmt` (kept for tests and as the
