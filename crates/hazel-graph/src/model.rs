@@ -94,6 +94,17 @@ fn trace_to_compile(e: TraceErr, context: &str) -> CompileError {
 
 type Env = Vec<(Arc<str>, Val)>;
 
+/// Which output blocks a re-traced row covers.
+enum OutputBlocks {
+    /// Parameters, transformed parameters and generated quantities.
+    All,
+    /// Parameters and transformed parameters.
+    Upper,
+    /// Generated quantities alone, with the parameters and transformed parameters bound to
+    /// these values.
+    Generated(Env),
+}
+
 /// A program lowered with its data.
 pub struct CompiledModel {
     checked: CheckedProgram,
@@ -874,7 +885,9 @@ impl CompiledModel {
 
     /// Builds the output plan and checks it against the re-traced rows at two points (the
     /// origin and a fixed point in (-2, 2)^dim); a plan that disagrees in any bit, or one that
-    /// no point confirms, is dropped.
+    /// no point confirms, is dropped. A split plan is checked on the graph's columns only (the
+    /// values its generated quantities are traced with), so the check never runs the
+    /// generated quantities' `print`s or rngs.
     fn build_output_plan(&self) -> Option<crate::output::OutputPlan> {
         let plan = crate::output::OutputPlan::build(&crate::output::PlanInput {
             checked: &self.checked,
@@ -901,9 +914,18 @@ impl CompiledModel {
         for q in &points {
             let mut rng_a = crate::output::placeholder_rng();
             let mut rng_b = crate::output::placeholder_rng();
-            let reference = self.trace_output(q, &mut rng_a);
             let mut row = vec![0.0; self.names.len()];
-            let planned = self.planned_row(&plan, &mut buf, q, &mut rng_b, &mut row);
+            let (reference, planned) = if plan.is_split() {
+                let reference = self.trace_output_blocks(q, &mut rng_a, OutputBlocks::Upper);
+                let planned = plan.write_static(&mut buf, q, &mut row).map(|n| {
+                    row.truncate(n);
+                });
+                (reference, planned)
+            } else {
+                let reference = self.trace_output(q, &mut rng_a);
+                let planned = self.planned_row(&plan, &mut buf, q, &mut rng_b, &mut row);
+                (reference, planned)
+            };
             match (reference, planned) {
                 (Ok(r), Ok(())) if crate::output::same_row(&r, &row) => confirmed = true,
                 (Err(_), Err(_)) => {}
@@ -945,7 +967,7 @@ impl CompiledModel {
         let Some(env) = plan.split_env(buf) else {
             return Ok(());
         };
-        let gq = self.trace_output_from(q, rng, Some(env))?;
+        let gq = self.trace_output_blocks(q, rng, OutputBlocks::Generated(env))?;
         if gq.len() != out.len() - n {
             return Err(EvalError::reject(format!(
                 "generated quantities have {} values, expected {}",
@@ -959,19 +981,18 @@ impl CompiledModel {
 
     /// Constrained values of the parameters, transformed parameters and generated quantities.
     fn trace_output(&self, q: &[f64], rng: &mut StreamRng) -> Result<Vec<f64>, EvalError> {
-        self.trace_output_from(q, rng, None)
+        self.trace_output_blocks(q, rng, OutputBlocks::All)
     }
 
-    /// [`Self::trace_output`]; with `split` (the parameters' and transformed parameters'
-    /// values, from the output graph) only the generated quantities are traced and returned.
-    fn trace_output_from(
+    /// [`Self::trace_output`] for some of the output blocks (see [`OutputBlocks`]).
+    fn trace_output_blocks(
         &self,
         q: &[f64],
         rng: &mut StreamRng,
-        split: Option<Env>,
+        blocks: OutputBlocks,
     ) -> Result<Vec<f64>, EvalError> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.trace_output_inner(q, rng, split)
+            self.trace_output_inner(q, rng, blocks)
         }))
         .unwrap_or_else(|p| {
             Err(EvalError::reject(format!(
@@ -985,11 +1006,17 @@ impl CompiledModel {
         &self,
         q: &[f64],
         rng: &mut StreamRng,
-        split: Option<Env>,
+        blocks: OutputBlocks,
     ) -> Result<Vec<f64>, EvalError> {
-        let is_split = split.is_some();
         let mut env = self.env.clone();
-        env.extend(split.unwrap_or_default());
+        let (upper, generated) = match blocks {
+            OutputBlocks::All => (true, true),
+            OutputBlocks::Upper => (true, false),
+            OutputBlocks::Generated(bound) => {
+                env.extend(bound);
+                (false, true)
+            }
+        };
         let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, env);
         tr.sources = self.sources.clone();
         tr.dynamic = true;
@@ -998,7 +1025,7 @@ impl CompiledModel {
         tr.rng = Some(std::mem::replace(rng, placeholder));
         let program = &self.checked.program;
         let run = |tr: &mut Tracer| -> Result<(), TraceErr> {
-            if !is_split {
+            if upper {
                 let qe = Elems::C(Arc::new(q.to_vec()));
                 tr.read_params(&program.parameters, Some(&qe))?;
                 if let Some(tp) = &program.transformed_parameters {
@@ -1006,7 +1033,7 @@ impl CompiledModel {
                     check_bounds(tr, &program.transformed_parameters)?;
                 }
             }
-            if let Some(gq) = &program.generated_quantities {
+            if let Some(gq) = program.generated_quantities.as_ref().filter(|_| generated) {
                 // Generated quantities may not see the model block's locals, only the blocks
                 // above; `~`/target are not allowed there.
                 tr.block_stmts(&gq.stmts)?;
@@ -1026,8 +1053,13 @@ impl CompiledModel {
             }
         })?;
         let mut out = Vec::with_capacity(self.names.len());
-        let first = if is_split { self.n_upper_vars } else { 0 };
-        for (name, n) in &self.outputs[first..] {
+        let first = if upper { 0 } else { self.n_upper_vars };
+        let last = if generated {
+            self.outputs.len()
+        } else {
+            self.n_upper_vars
+        };
+        for (name, n) in &self.outputs[first..last] {
             let v = tr.lookup(name).cloned().unwrap_or(Val::real(f64::NAN));
             let mut sc = Vec::new();
             v.flatten_output(&mut sc);
