@@ -200,7 +200,7 @@ fn layout(value: f64, buf: &mut [u8; 40]) -> usize {
     // zmij breaks an exact tie between two shortest candidates to the even digit, `std` to the
     // larger magnitude: when the value is exactly the midpoint above an even last digit, take
     // the digit above (never a carry: the last digit is even).
-    if (digits[nd - 1] - b'0') % 2 == 0 {
+    if (digits[nd - 1] - b'0').is_multiple_of(2) {
         let d = digits[..nd]
             .iter()
             .fold(0u64, |acc, &c| acc * 10 + u64::from(c - b'0'));
@@ -211,8 +211,8 @@ fn layout(value: f64, buf: &mut [u8; 40]) -> usize {
     if (1e-5..1e16).contains(&a) {
         if exp10 >= 0 {
             let int_len = exp10 as usize + 1;
-            for i in 0..int_len {
-                buf[len] = if i < nd { digits[i] } else { b'0' };
+            for k in 0..int_len {
+                buf[len] = digits.get(k).filter(|_| k < nd).copied().unwrap_or(b'0');
                 len += 1;
             }
             if nd > int_len {
@@ -323,7 +323,7 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let mut check = |v: f64| {
+        let check = |v: f64| {
             assert_eq!(text(v), std_text(v), "bits {:#018x}", v.to_bits());
         };
         for _ in 0..400_000 {
@@ -354,8 +354,8 @@ mod tests {
             f64::MAX,
             f64::EPSILON,
             123456789.125,
-            1658206780088562.25, // a tie: `std` writes …562.3, zmij …562.2
-            1010791494722.40625,
+            1_658_206_780_088_562.0 + 0.25, // a tie: `std` writes …562.3, zmij …562.2
+            1_010_791_494_722.0 + 0.406_25,
         ] {
             check(v);
             check(-v);
