@@ -171,7 +171,7 @@ fn main() {
     let mut text = String::with_capacity(1 << 16);
     // The four row paths in turn, 20 rounds of 200 rows each; the fastest round of each (the
     // machine may be shared: alternating keeps the comparison fair).
-    let mut best = [f64::INFINITY; 4];
+    let mut best = [f64::INFINITY; 5];
     for _ in 0..20 {
         for (k, best) in best.iter_mut().enumerate() {
             let t0 = Instant::now();
@@ -183,6 +183,15 @@ fn main() {
                     1 => model
                         .write_output(&mut ws, &q, &mut rng, &mut out)
                         .expect("row"),
+                    4 => {
+                        // zmij's own text, for reference (not hazel's spelling).
+                        text.clear();
+                        let mut b = zmij::Buffer::new();
+                        for &v in &row {
+                            text.push(',');
+                            text.push_str(b.format(v));
+                        }
+                    }
                     _ => {
                         text.clear();
                         for &v in &row {
@@ -199,7 +208,7 @@ fn main() {
             *best = best.min(t0.elapsed().as_secs_f64() / 200.0);
         }
     }
-    let [t_row_old, t_row_new, t_fmt_old, t_fmt_new] = best;
+    let [t_row_old, t_row_new, t_fmt_old, t_fmt_new, t_zmij] = best;
     let sampling = r.sampling_s;
     println!(
         "radon: {} parameters, {} columns; one chain: {} draws, sampling {:.3} s, {:.1} leapfrog steps per iteration, gradient {:.2} µs",
@@ -220,6 +229,7 @@ fn main() {
         ("model row, compiled (after)", t_row_new),
         ("CSV text, std::fmt (before)", t_fmt_old),
         ("CSV text, zmij (after)", t_fmt_new),
+        ("(zmij's own text, reference)", t_zmij),
         ("both, before", t_row_old + t_fmt_old),
         ("both, after", t_row_new + t_fmt_new),
     ] {
@@ -230,4 +240,54 @@ fn main() {
             100.0 * t * rows / 10.0 / sampling
         );
     }
+
+    // The same model with posterior predictive draws in generated quantities (a split plan:
+    // transformed parameters from the graph, the generated quantities re-traced per row).
+    let src_gq = src.replace(
+        "model {",
+        "generated quantities {\n  array[N] real y_rep = normal_rng(alpha[county_idx] + floor_measure .* beta[county_idx], sigma_y);\n}\nmodel {",
+    );
+    let src_gq = {
+        // generated quantities must come last
+        let (head, rest) = src_gq.split_once("generated quantities {").expect("gq");
+        let (gq, tail) = rest.split_once("}\n").expect("gq end");
+        format!("{head}{tail}\ngenerated quantities {{{gq}}}\n")
+    };
+    let parsed = hazel_check::check_source("model.stan", &src_gq);
+    let program = parsed
+        .checked
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", parsed.render_diagnostics()));
+    let model = compile(program, &data, &CompileOptions::default()).expect("compile");
+    assert_eq!(
+        model.output_plan_split(),
+        Some(true),
+        "y_rep needs a split plan"
+    );
+    let mut ws = model.new_workspace();
+    let mut out = vec![0.0; model.output_names().len()];
+    let mut best = [f64::INFINITY; 2];
+    for _ in 0..20 {
+        for (k, best) in best.iter_mut().enumerate() {
+            let t0 = Instant::now();
+            for _ in 0..50 {
+                if k == 0 {
+                    model
+                        .write_output_retraced(&q, &mut rng, &mut out)
+                        .expect("row");
+                } else {
+                    model
+                        .write_output(&mut ws, &q, &mut rng, &mut out)
+                        .expect("row");
+                }
+            }
+            *best = best.min(t0.elapsed().as_secs_f64() / 50.0);
+        }
+    }
+    println!(
+        "with y_rep (900 normal_rng in generated quantities, {} columns): model row re-traced {:.2} µs, split plan {:.2} µs",
+        out.len(),
+        best[0] * 1e6,
+        best[1] * 1e6
+    );
 }
