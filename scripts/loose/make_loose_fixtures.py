@@ -5,7 +5,11 @@ accepts since the issue-8 loose ends, at seeded unconstrained points:
 - `$I`/`$R` functions with an int array matching a real container of as many dimensions
   (`falling_factorial(vector, array[] int)`, `bessel_second_kind(array[] int, vector)`,
   `bessel_first_kind(array[,] int, matrix)`, …), which stanc 2.37 accepts;
-- poisson_binomial with `row_vector` and `array[] real` probabilities.
+- poisson_binomial with `row_vector` and `array[] real` probabilities;
+
+and `stanc_grid`: which argument types stanc 2.37 (`stanli.stan_to_mir`) accepts for each
+two-argument vectorised function (`$I`/`$R` and `$R`/`$R` kinds) and for `step`, over the
+`declarations` listed (the test checks hazel's checker against every pair).
 
 Rerun with /work/venv-stanli/bin/python scripts/loose/make_loose_fixtures.py; the points are
 seeded, so a rerun reproduces the file.
@@ -56,6 +60,44 @@ model {
 }""", {"y": [1, 2]}),
 }
 
+GRID_FUNCTIONS = ["falling_factorial", "rising_factorial", "bessel_first_kind",
+                  "bessel_second_kind", "modified_bessel_first_kind",
+                  "modified_bessel_second_kind", "lmgamma", "binary_log_loss", "ldexp",
+                  "choose", "pow", "lbeta", "log_modified_bessel_first_kind", "lmultiply"]
+# Type -> a data declaration of it with `{}` for the name.
+GRID_TYPES = {
+    "int": "int {};", "real": "real {};", "vector": "vector[2] {};",
+    "row_vector": "row_vector[2] {};", "matrix": "matrix[2, 2] {};",
+    "array[] int": "array[2] int {};", "array[] real": "array[2] real {};",
+    "array[] vector": "array[2] vector[2] {};", "array[] row_vector": "array[2] row_vector[2] {};",
+    "array[,] int": "array[2, 2] int {};", "array[,] real": "array[2, 2] real {};",
+    "array[,] vector": "array[2, 2] vector[2] {};", "array[] matrix": "array[2] matrix[2, 2] {};",
+    "array[,,] int": "array[2, 2, 2] int {};",
+}
+
+
+def stanc_accepts(code):
+    try:
+        stanli.stan_to_mir(code)
+        return True
+    except Exception:  # stanc's type error
+        return False
+
+
+def grid_code(call, decls):
+    return "data { " + " ".join(decls) + " }\ngenerated quantities { print(" + call + "); }\n"
+
+
+def stanc_grid():
+    accepted = {}
+    for f in GRID_FUNCTIONS:
+        accepted[f] = [[a, b] for a in GRID_TYPES for b in GRID_TYPES
+                       if stanc_accepts(grid_code(f"{f}(x, y)", [GRID_TYPES[a].format("x"),
+                                                                 GRID_TYPES[b].format("y")]))]
+    accepted["step"] = [[a] for a in GRID_TYPES
+                        if stanc_accepts(grid_code("step(x)", [GRID_TYPES[a].format("x")]))]
+    return {"declarations": GRID_TYPES, "accepted": accepted}
+
 
 def main():
     out = []
@@ -82,7 +124,8 @@ def main():
                     "n_unconstrained": dim, "points": points})
         print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
     OUT.write_text(json.dumps({"generator": "scripts/loose/make_loose_fixtures.py",
-                               "stanli": stanli.__version__, "programs": out}, indent=1) + "\n")
+                               "stanli": stanli.__version__, "programs": out,
+                               "stanc_grid": stanc_grid()}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

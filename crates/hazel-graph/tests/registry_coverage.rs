@@ -91,7 +91,11 @@ fn called(label: &str, src: &str, generated: Generated, into: &mut BTreeSet<Stri
         &p.transformed_parameters,
         &p.model,
     ];
-    let mut stmts: Vec<&Stmt> = blocks.into_iter().flatten().flat_map(|b| &b.stmts).collect();
+    let mut stmts: Vec<&Stmt> = blocks
+        .into_iter()
+        .flatten()
+        .flat_map(|b| &b.stmts)
+        .collect();
     if let Some(functions) = &p.functions {
         stmts.extend(functions.functions.iter().filter_map(|f| f.body.as_ref()));
     }
@@ -139,7 +143,8 @@ fn tested_names() -> BTreeSet<String> {
                 let src = src.unwrap_or_else(|| panic!("{label}: a program without code"));
                 called(&label, src, Generated::Skip, &mut tested);
             }
-        } else if let (Some(src), Some(expected)) = (v["program"].as_str(), v["expected"].as_object())
+        } else if let (Some(src), Some(expected)) =
+            (v["program"].as_str(), v["expected"].as_object())
         {
             // A numpy fixture (`complex.json`, `complex_linalg.json`): its test compares the
             // generated quantities `expected` has columns for (`name` or `name.index…`) and

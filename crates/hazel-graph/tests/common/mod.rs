@@ -142,7 +142,8 @@ pub fn builtins_called<'s>(
     }
     impl Calls<'_> {
         fn note(&mut self, id: NodeId) {
-            if let Some(hazel_check::CallTarget::Builtin { name, .. }) = self.checked.call_target(id)
+            if let Some(hazel_check::CallTarget::Builtin { name, .. }) =
+                self.checked.call_target(id)
             {
                 self.found.insert(name.clone());
             }
@@ -182,7 +183,10 @@ pub fn checked_list(stem: &str, checks: &[(String, &[&str])]) {
         let stmts = checked.program.generated_quantities.iter();
         builtins_called(checked, stmts.flat_map(|b| &b.stmts), &mut gq);
         for f in *functions {
-            assert!(gq.contains(*f), "{f} is not called in the generated quantities of {src}");
+            assert!(
+                gq.contains(*f),
+                "{f} is not called in the generated quantities of {src}"
+            );
             names.insert(f.to_string());
         }
     }
