@@ -85,7 +85,7 @@ impl BatchedCpu {
         qs: &[f64],
         ws: &mut BatchWorkspace,
         lps: &mut [Result<f64, EvalError>],
-        mut grads: Option<&mut [f64]>,
+        grads: Option<&mut [f64]>,
     ) {
         let k = lps.len();
         let d = g.dim;
@@ -99,14 +99,14 @@ impl BatchedCpu {
             if k > 1 && matvec_forward(op, &g.consts, ws, k) {
                 continue;
             }
-            for l in 0..k {
+            for (l, lp) in lps.iter_mut().enumerate() {
                 if !ws.alive[l] {
                     continue;
                 }
                 let vals = &mut ws.vals[l * nv..(l + 1) * nv];
                 let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
                 if let Err(e) = kernels::forward(op, &g.consts, vals, scratch) {
-                    lps[l] = Err(g.locate(op, e));
+                    *lp = Err(g.locate(op, e));
                     ws.alive[l] = false;
                 }
             }
@@ -116,7 +116,7 @@ impl BatchedCpu {
                 *lp = Ok(read(out, &ws.vals[l * nv..(l + 1) * nv], &g.consts)[0]);
             }
         }
-        let Some(grads) = grads.as_deref_mut() else {
+        let Some(grads) = grads else {
             return;
         };
         for l in 0..k {
