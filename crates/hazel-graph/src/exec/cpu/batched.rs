@@ -151,9 +151,9 @@ impl BatchedCpu {
     }
 }
 
-/// `out = M v` with a constant `M`, every live lane: row block by row block, each column's
-/// block applied to every lane while it is in cache. Per value, the reference order:
-/// `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
+/// `out = M v` with a constant `M`, every live lane: row block by row block, each block of
+/// four columns applied to every lane while it is in cache. Per value, the reference order
+/// ([`kernels::matvec`]): `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
 fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
     let &Op::MatVec {
         m,
@@ -178,12 +178,27 @@ fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) ->
                 .iter_mut()
                 .for_each(|o| *o = 0.0);
         }
-        for c in 0..cols {
-            let col = &mv[c * rows + r0..c * rows + r1];
+        let col = |c: usize| &mv[c * rows + r0..c * rows + r1];
+        let mut c = 0;
+        while c + 4 <= cols {
+            let (m0, m1, m2, m3) = (col(c), col(c + 1), col(c + 2), col(c + 3));
+            for l in (0..k).filter(|&l| ws.alive[l]) {
+                let (lo, hi) = ws.vals[l * nv..(l + 1) * nv].split_at_mut(o0);
+                let vs = &lo[v0 + c..v0 + c + 4];
+                let (v0, v1, v2, v3) = (vs[0], vs[1], vs[2], vs[3]);
+                let rows4 = hi[r0..r1].iter_mut().zip(m0).zip(m1).zip(m2).zip(m3);
+                for ((((o, a0), a1), a2), a3) in rows4 {
+                    *o = (((*o + a0 * v0) + a1 * v1) + a2 * v2) + a3 * v3;
+                }
+            }
+            c += 4;
+        }
+        for c in c..cols {
+            let mc = col(c);
             for l in (0..k).filter(|&l| ws.alive[l]) {
                 let (lo, hi) = ws.vals[l * nv..(l + 1) * nv].split_at_mut(o0);
                 let vc = lo[v0 + c];
-                for (o, mr) in hi[r0..r1].iter_mut().zip(col) {
+                for (o, mr) in hi[r0..r1].iter_mut().zip(mc) {
                     *o += mr * vc;
                 }
             }
