@@ -47,6 +47,17 @@ impl BatchWorkspace {
     /// Grows (never shrinks) the buffers to `lanes` lanes of `g`.
     fn fit(&mut self, g: &Graph, lanes: usize) {
         let lanes = lanes.max(self.lanes);
+        if lanes == self.lanes && g.n_vals <= self.n_vals && g.n_scratch <= self.n_scratch {
+            return;
+        }
+        self.lanes = lanes;
+        self.n_vals = self.n_vals.max(g.n_vals);
+        self.n_scratch = self.n_scratch.max(g.n_scratch);
+        self.vals.resize(lanes * self.n_vals, 0.0);
+        self.adj.resize(lanes * self.n_vals, 0.0);
+        self.scratch.resize(lanes * self.n_scratch, 0.0);
+        self.alive.resize(lanes, false);
+        // The lane-aware rules' partial sums: `lanes ×` the widest data matrix.
         let cols = g
             .ops
             .iter()
@@ -56,23 +67,9 @@ impl BatchWorkspace {
             })
             .max()
             .unwrap_or(0);
-        if lanes == self.lanes
-            && g.n_vals <= self.n_vals
-            && g.n_scratch <= self.n_scratch
-            && lanes * cols <= self.tmp.len()
-        {
-            return;
-        }
-        self.lanes = lanes;
-        self.n_vals = self.n_vals.max(g.n_vals);
-        self.n_scratch = self.n_scratch.max(g.n_scratch);
-        self.vals.resize(lanes * self.n_vals, 0.0);
-        self.adj.resize(lanes * self.n_vals, 0.0);
-        self.scratch.resize(lanes * self.n_scratch, 0.0);
         if self.tmp.len() < lanes * cols {
             self.tmp.resize(lanes * cols, 0.0);
         }
-        self.alive.resize(lanes, false);
     }
 }
 
@@ -229,6 +226,10 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
     let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
     let mv = &consts[m.range()];
     let col = |c: usize, s: usize, e: usize| &mv[c * rows + s..c * rows + e];
+    if ws.tmp.len() < k * cols {
+        // Only when the workspace was sized for another graph.
+        ws.tmp.resize(k * cols, 0.0);
+    }
     let tmp = &mut ws.tmp[..k * cols];
     tmp.iter_mut().for_each(|t| *t = 0.0);
     let o0 = out.off as usize;
