@@ -368,3 +368,69 @@ model { beta ~ normal(0, 1); z ~ bernoulli_logit(alpha + X * beta); }
         );
     }
 }
+
+/// The `Executor` trait used directly on a hand-built graph: `forward` gives `gradient`'s
+/// value, and every executor's `gradient` and `gradient_batch` give `SerialCpu`'s bits
+/// (a data matrix × vector of 5,003 × 6 — one four-column block and a tail —, its transpose
+/// read through a product, an elementwise chain and a density).
+#[test]
+fn the_executor_trait_on_a_hand_built_graph() {
+    use hazel_graph::exec::{BatchedCpu, CpuExecutor, Executor, SerialCpu, ThreadedCpu};
+    use hazel_graph::kernels::{BinaryFn, DistKind, UnaryFn};
+    use hazel_graph::GraphBuilder;
+    let (rows, cols) = (5_003, 6);
+    let q: Vec<f64> = (0..cols).map(|i| 0.1 * i as f64 - 0.2).collect();
+    let mut b = GraphBuilder::new(&q);
+    let m: Vec<f64> = (0..rows * cols)
+        .map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5)
+        .collect();
+    let x = b.konst(&m);
+    let eta = b.matvec(x, b.params(), rows, cols);
+    let t = b.unary(UnaryFn::Tanh, eta);
+    let s = b.binary(BinaryFn::Mul, t, eta);
+    let y = b.konst(&(0..rows).map(|i| (i % 3) as f64 * 0.1).collect::<Vec<_>>());
+    let sd = b.scalar_const(0.7);
+    let out = b.dist(DistKind::Normal, vec![y, s, sd], false);
+    let g = b.finish();
+    let d = g.dim;
+    let points: Vec<Vec<f64>> = (0..5)
+        .map(|p| q.iter().map(|v| v + 0.05 * p as f64).collect())
+        .collect();
+    let mut serial_ws = SerialCpu.new_workspace(&g);
+    let want: Vec<Eval> = points
+        .iter()
+        .map(|p| {
+            let mut gr = vec![0.0; d];
+            bits(SerialCpu.gradient(&g, out, p, &mut serial_ws, &mut gr), &gr)
+        })
+        .collect();
+    let executors = [
+        CpuExecutor::Serial(SerialCpu),
+        CpuExecutor::Threaded(ThreadedCpu { threads: 2 }),
+        CpuExecutor::Batched(BatchedCpu { lanes: 1 }),
+        CpuExecutor::Batched(BatchedCpu { lanes: 2 }),
+        CpuExecutor::Batched(BatchedCpu { lanes: 8 }),
+    ];
+    for e in executors {
+        let mut ws = e.new_workspace(&g);
+        for (i, p) in points.iter().enumerate() {
+            let mut gr = vec![0.0; d];
+            let got = bits(e.gradient(&g, out, p, &mut ws, &mut gr), &gr);
+            assert_eq!(got, want[i], "{e:?} gradient at point {i}");
+            let f = e.forward(&g, out, p, &mut ws).expect("forward");
+            assert_eq!(
+                Ok(f.to_bits()),
+                want[i].as_ref().map(|w| w.0),
+                "{e:?} forward"
+            );
+        }
+        let qs: Vec<f64> = points.concat();
+        let mut lps: Vec<Result<f64, EvalError>> = vec![Ok(0.0); points.len()];
+        let mut grads = vec![0.0; points.len() * d];
+        e.gradient_batch(&g, out, &qs, &mut ws, &mut lps, &mut grads);
+        for (i, lp) in lps.into_iter().enumerate() {
+            let got = bits(lp, &grads[i * d..(i + 1) * d]);
+            assert_eq!(got, want[i], "{e:?} batch lane {i}");
+        }
+    }
+}
