@@ -434,3 +434,18 @@ fn the_executor_trait_on_a_hand_built_graph() {
         }
     }
 }
+
+#[test]
+fn a_batch_with_mismatched_buffers_is_an_error_not_a_panic() {
+    let data = glm_data(50, 7);
+    let model = build(GLM, &data, ExecutorKind::Serial);
+    let d = model.dim();
+    let mut wss: Vec<_> = (0..2).map(|_| model.new_workspace()).collect();
+    let mut out: Vec<Result<f64, EvalError>> = vec![Ok(0.0); 3];
+    let qs = vec![0.1; 3 * d - 1];
+    let mut grads = vec![0.0; 3 * d];
+    model.log_density_gradient_batch(&mut wss, &qs, &mut grads, &mut out);
+    assert!(out.iter().all(|r| r.is_err()), "{out:?}");
+    // An empty batch is fine.
+    model.log_density_gradient_batch(&mut wss, &[], &mut [], &mut []);
+}
