@@ -1152,6 +1152,8 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
 /// in order (the order the parallel row blocks of `crate::par` use too). Four columns are
 /// applied per pass over `out`, adding their products one after another, which is the same
 /// sequence of roundings as four passes with a quarter of the memory traffic.
+/// (The batched executor's lane-aware rules, `batched.rs`, repeat this order and [`dot`]'s
+/// chunks: change them together; `tests/executors.rs` compares the bits.)
 pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
     out.iter_mut().for_each(|o| *o = 0.0);
     let col = |c: usize| &m[c * rows..(c + 1) * rows];
