@@ -1,54 +1,21 @@
 //! Writing output rows from a compiled output plan allocates nothing once the workspace has
 //! written one row: the forward sweep runs in the workspace's buffers and the columns are
-//! copied out of them. A counting global allocator sees every allocation of this test binary,
-//! which holds a single test so that nothing else runs concurrently.
+//! copied out of them. The shared counting allocator (`counting_alloc`) counts the test
+//! thread's allocations only.
 
 use hazel_density::{LogDensity, Model, StreamRng};
 use hazel_graph::{compile, CompileOptions};
 use hazel_rng::Purpose;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-struct CountingAlloc;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: CountingAlloc = CountingAlloc;
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
-/// Allocations made while `f` runs.
+/// Allocations this thread makes while `f` runs.
 fn count_allocations(f: impl FnOnce()) -> usize {
-    ALLOCATIONS.store(0, Ordering::SeqCst);
-    COUNTING.store(true, Ordering::SeqCst);
+    counting_alloc::start();
     f();
-    COUNTING.store(false, Ordering::SeqCst);
-    ALLOCATIONS.load(Ordering::SeqCst)
+    counting_alloc::stop()
 }
 
 /// Hierarchical regression with vector transformed parameters and generated quantities

@@ -1,35 +1,42 @@
 //! The CSV writer's draw path allocates nothing once it has written one row: the row buffer is
-//! reused and numbers are formatted without `fmt` machinery. A counting global allocator sees
-//! every allocation of this test binary, which holds a single test.
+//! reused and numbers are formatted without `fmt` machinery. A counting global allocator counts
+//! the test thread's allocations.
 
 use hazel_nuts::{DrawSink, DrawStats, RunConfig};
 use hazel_output::{CsvHeaderInfo, StanCsvWriter};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// Counts the allocations of the thread that is measuring (the harness's own threads allocate
+/// at times that depend on the machine's load), as hazel-graph's `tests/counting_alloc`.
 struct CountingAlloc;
 
-static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    // Const-initialised and without a destructor: reading it never allocates.
+    static MEASURING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if MEASURING.try_with(Cell::get).unwrap_or(false) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 // SAFETY: forwards every call to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
+        count();
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
+        count();
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
+        count();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -40,12 +47,12 @@ unsafe impl GlobalAlloc for CountingAlloc {
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
 
-/// Allocations made while `f` runs.
+/// Allocations this thread makes while `f` runs.
 fn count_allocations(f: impl FnOnce()) -> usize {
     ALLOCATIONS.store(0, Ordering::SeqCst);
-    COUNTING.store(true, Ordering::SeqCst);
+    MEASURING.with(|m| m.set(true));
     f();
-    COUNTING.store(false, Ordering::SeqCst);
+    MEASURING.with(|m| m.set(false));
     ALLOCATIONS.load(Ordering::SeqCst)
 }
 
