@@ -59,10 +59,12 @@ mod model;
 pub mod mvdist;
 pub mod ode_op;
 mod par;
+pub mod simd;
 mod special;
 pub mod tape;
 
 pub use builder::GraphBuilder;
 pub use lower::support::{unsupported_calls, unsupported_signatures};
 pub use model::{compile, CompileError, CompileOptions, CompiledModel, Workspace};
+pub use simd::SimdLevel;
 pub use tape::{Arg, Buffers, Graph, Op};

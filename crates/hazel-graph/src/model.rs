@@ -28,6 +28,9 @@ pub struct CompileOptions {
     /// The program's sources, for naming the model line in evaluation errors (`None`: errors
     /// carry no location).
     pub sources: Option<Arc<hazel_syntax::SourceMap>>,
+    /// Which instruction set the kernels use (`Auto`: the best this CPU has). Every level
+    /// gives the same bits; forcing one the CPU lacks is a compile error.
+    pub simd: crate::simd::SimdLevel,
 }
 
 impl Default for CompileOptions {
@@ -36,6 +39,7 @@ impl Default for CompileOptions {
             seed: 1,
             threads_per_chain: 1,
             sources: None,
+            simd: crate::simd::SimdLevel::Auto,
         }
     }
 }
@@ -109,6 +113,8 @@ pub struct CompiledModel {
     /// The graph always rejects (a data-only `reject` reached in the model block).
     always_reject: Option<EvalError>,
     threads: usize,
+    /// `CompileOptions::simd`, resolved for this CPU.
+    isa: crate::simd::Isa,
 }
 
 /// Per-chain buffers.
@@ -529,6 +535,11 @@ fn compile_inner(
         dynamic_reason: None,
         always_reject: None,
         threads: options.threads_per_chain.max(1),
+        isa: options.simd.resolve().map_err(|m| CompileError {
+            message: m,
+            span: None,
+            variable: None,
+        })?,
     };
     let zeros = vec![0.0; dim];
     match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
@@ -909,9 +920,13 @@ impl LogDensity for CompiledModel {
         } else {
             None
         };
+        let mut buf = buf;
+        buf.isa = self.isa;
+        let mut dyn_builder = GraphBuilder::default();
+        dyn_builder.buf.isa = self.isa;
         Workspace {
             buf,
-            dyn_builder: GraphBuilder::default(),
+            dyn_builder,
             pool,
             par: crate::par::ParScratch::default(),
         }

@@ -389,6 +389,9 @@ pub struct Buffers {
     pub vals: Vec<f64>,
     pub adj: Vec<f64>,
     pub scratch: Vec<f64>,
+    /// The instruction set the kernels run with (`CompileOptions::simd`, resolved); every
+    /// choice gives the same bits.
+    pub isa: crate::simd::Isa,
 }
 
 impl Buffers {
@@ -435,7 +438,7 @@ impl Graph {
     /// Runs ops `from..` forward. `vals[0..dim]` must hold the parameters.
     pub fn forward_from(&self, from: usize, buf: &mut Buffers) -> Result<(), EvalError> {
         for op in &self.ops[from..] {
-            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch)
+            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch, buf.isa)
                 .map_err(|e| self.locate(op, e))?;
         }
         Ok(())
@@ -464,7 +467,14 @@ impl Graph {
             buf.adj[seed.off as usize] = 1.0;
         }
         for op in self.ops.iter().rev() {
-            kernels::backward(op, &self.consts, &buf.vals, &mut buf.adj, &mut buf.scratch);
+            kernels::backward(
+                op,
+                &self.consts,
+                &buf.vals,
+                &mut buf.adj,
+                &mut buf.scratch,
+                buf.isa,
+            );
         }
     }
 
