@@ -587,6 +587,7 @@ pub fn forward(
             let bv = read(*b, lo, consts);
             dispatch!(isa, matmul(av, bv, n, k, m, o));
         }
+        Op::Glm { spec, out } => crate::fuse_glm::forward(spec, consts, vals, *out, scratch, isa)?,
         Op::Dist {
             kind,
             args,
@@ -926,6 +927,9 @@ pub fn backward(
         } => {
             dispatch!(isa, dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo));
         }
+        Op::Glm { spec, .. } => {
+            dispatch!(isa, crate::fuse_glm::backward(spec, g[0], scratch, adj_lo));
+        }
         Op::Constrain {
             kind,
             x,
@@ -1120,7 +1124,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// `[dot(a[0], b), …, dot(a[3], b)]`, each summed in exactly [`dot`]'s order, in one pass
 /// over `b` (the adjoint of a matrix–vector product's vector, four columns at a time).
 #[inline(always)]
-fn dot4(a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
+pub fn dot4(a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     let mut total = [0.0f64; 4];
     let mut start = 0;
     while start < b.len() {

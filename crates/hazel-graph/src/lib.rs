@@ -51,6 +51,7 @@
 
 pub mod builder;
 pub mod dists;
+pub mod fuse_glm;
 pub mod integrate_op;
 pub mod kernels;
 mod linalg_kernels;

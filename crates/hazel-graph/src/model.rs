@@ -548,6 +548,7 @@ fn compile_inner(
             graph.eliminate_common_subexpressions(out);
             graph.fuse_mul_add(out);
             graph.fuse_mul_add_chains(out);
+            graph.fuse_glm(out);
             model.graph = Some((graph, out));
         }
         Err(boxed) => match boxed.1 {
