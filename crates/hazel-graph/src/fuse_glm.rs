@@ -3,8 +3,10 @@
 //! [`Graph::fuse_glm`] rewrites `MatVec(X, beta) → [Add(·, alpha)] → Dist(…, η, …)` — what
 //! `y ~ bernoulli_logit(X * beta + alpha)`, `poisson_log(…)`, `normal(…, sigma)`,
 //! `neg_binomial_2_log(…)`, the `_glm` functions (lowered to exactly this) and loops that the
-//! tracer re-rolls into vector ops produce — into one [`Op::Glm`] when `X` is data, the
-//! products and `η` are read by nothing else, and `alpha` (if any) is a scalar. Its forward
+//! tracer re-rolls into vector ops produce — into one [`Op::Glm`] when the product and `η`
+//! are read by nothing else and `alpha` (if any) is a scalar. `X` is usually data; a
+//! parameter-dependent `X` (a network's last layer) also fuses, its adjoint added by the
+//! backward rule as the product's rule would add it. Its forward
 //! rule walks `X` in row blocks of [`CHUNK`] rows: per block it computes `η = X β + α`
 //! ([`kernels::matvec_rows`]), the block's density terms and `∂/∂η` (the density's own chunk
 //! loop, [`DistArgs::chunk`]), and while the block of `X` is still in cache adds
@@ -34,7 +36,7 @@ pub struct GlmSpec {
     pub eta: usize,
     pub propto: bool,
     pub scratch: Box<[u32]>,
-    /// `X` (data, column-major `rows × cols`), `beta` (varying), `alpha` (scalar, optional).
+    /// `X` (column-major `rows × cols`), `beta`, `alpha` (scalar, optional).
     pub x: Arg,
     pub beta: Arg,
     pub alpha: Option<Arg>,
@@ -91,26 +93,18 @@ pub fn forward(
         .iter_mut()
         .for_each(|v| *v = 0.0);
     let (lo, hi) = vals.split_at_mut(out.off as usize);
-    // `X` is data (the rewrite requires it).
-    let xm = &consts[s.x.range()];
     let alpha = s.alpha.map(|a| read(a, lo, consts)[0]);
     let mut total = 0.0;
     let mut scalar_tot = [0.0f64; 4];
     let n_blocks = rows.div_ceil(CHUNK);
     for blk in 0..n_blocks {
         let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(rows));
-        // η for the block, written into its (otherwise unread) slot. `beta` lies below the
-        // η slot or above it, never inside (distinct slots of the value buffer).
+        // η for the block, written into its (otherwise unread) slot. `X` and `beta` were the
+        // product's inputs, so they lie below the product's output, which is at or below η.
         {
             let (below, from_eta) = lo.split_at_mut(eta_slot.off as usize);
-            let (eta_all, above) = from_eta.split_at_mut(eta_slot.len());
-            let beta = if s.beta.is_var() && (s.beta.off as usize) >= eta_slot.off as usize {
-                let o = s.beta.off as usize - eta_slot.off as usize - eta_slot.len();
-                &above[o..o + cols]
-            } else {
-                read(s.beta, below, consts)
-            };
-            let eta = &mut eta_all[r0..r1];
+            let (xm, beta) = (read(s.x, below, consts), read(s.beta, below, consts));
+            let eta = &mut from_eta[r0..r1];
             dispatch!(isa, kernels::matvec_rows(xm, beta, rows, cols, r0, eta));
             if let Some(a) = alpha {
                 // Add's rounding, with the operands in the unfused op's order (a + b = b + a
@@ -127,6 +121,7 @@ pub fn forward(
             scalar_tot[k] += sp[k];
         }
         // Xᵀ ∂η for the block, while X's rows are in cache.
+        let xm = read(s.x, lo_ro, consts);
         let p_off = s.scratch[s.eta] as usize;
         let (below, from_work) = scratch.split_at_mut(work);
         let p = &below[p_off + r0..p_off + r1];
@@ -162,9 +157,17 @@ fn block_gradient(xm: &[f64], p: &[f64], rows: usize, cols: usize, r0: usize, gb
     gb[cols] += kernels::chunked_sum(p);
 }
 
-/// Backward rule: `adj[β] += g ∂lp/∂β`, `adj[α] += g ∂lp/∂α`, and the density's other
-/// arguments as the density op's own rule does.
-pub fn backward(s: &GlmSpec, g: f64, scratch: &[f64], adj_lo: &mut [f64]) {
+/// Backward rule: `adj[β] += g ∂lp/∂β`, `adj[α] += g ∂lp/∂α`, `adj[X] += (g ∂lp/∂η) βᵀ`
+/// when `X` varies, and the density's other arguments as the density op's own rule does.
+#[inline(always)]
+pub fn backward(
+    s: &GlmSpec,
+    g: f64,
+    lo: &[f64],
+    consts: &[f64],
+    scratch: &[f64],
+    adj_lo: &mut [f64],
+) {
     let cols = s.cols as usize;
     let work = s.work as usize;
     // The unfused order: the density's arguments, then α (the add), then β (the product).
@@ -188,10 +191,24 @@ pub fn backward(s: &GlmSpec, g: f64, scratch: &[f64], adj_lo: &mut [f64]) {
             *d += g * v;
         }
     }
+    if s.x.is_var() {
+        // The product's rule for its matrix, with its output's adjoint `g ∂lp/∂η`.
+        let rows = s.rows as usize;
+        let p_off = s.scratch[s.eta] as usize;
+        let p = &scratch[p_off..p_off + rows];
+        let beta = read(s.beta, lo, consts);
+        let d = &mut adj_lo[s.x.range()];
+        for c in 0..cols {
+            let bc = beta[c];
+            for (dr, pr) in d[c * rows..(c + 1) * rows].iter_mut().zip(p) {
+                *dr += (g * pr) * bc;
+            }
+        }
+    }
 }
 
 impl Graph {
-    /// Fuses every `MatVec → [Add α] → Dist` chain over a data matrix into one [`Op::Glm`]
+    /// Fuses every `MatVec → [Add α] → Dist` chain into one [`Op::Glm`]
     /// (see the module comment); returns how many were fused. Run after the other rewrites.
     pub fn fuse_glm(&mut self, keep: Arg) -> usize {
         const NONE: usize = usize::MAX;
@@ -252,7 +269,7 @@ impl Graph {
                 let Op::MatVec { m, v, out, .. } = &self.ops[mv] else {
                     continue;
                 };
-                if m.is_var() || !v.is_var() || out.len != *len {
+                if !(m.is_var() || v.is_var()) || out.len != *len {
                     continue;
                 }
                 plans.push((i, add, mv, k));

@@ -928,7 +928,10 @@ pub fn backward(
             dispatch!(isa, dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo));
         }
         Op::Glm { spec, .. } => {
-            dispatch!(isa, crate::fuse_glm::backward(spec, g[0], scratch, adj_lo));
+            dispatch!(
+                isa,
+                crate::fuse_glm::backward(spec, g[0], lo, consts, scratch, adj_lo)
+            );
         }
         Op::Constrain {
             kind,

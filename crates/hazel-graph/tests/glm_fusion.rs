@@ -34,7 +34,8 @@ enum Intercept {
     Absent,
 }
 
-/// `prior(beta) + family(y | X beta + alpha [, aux])` with `q = [alpha, beta, aux]`.
+/// `prior(beta) + family(y | X beta + alpha [, aux])` with `q = [alpha, beta, aux]`, or
+/// `q = [alpha, beta, aux, X]` when `X` varies (`q.len() > k + 2`).
 fn build(kind: DistKind, intercept: Intercept, n: usize, k: usize, q: &[f64]) -> (Graph, Arg) {
     let mut r = Xorshift(0x9e37_79b9_7f4a_7c15 ^ (n * 31 + k) as u64);
     let x: Vec<f64> = (0..n * k).map(|_| 2.0 * r.next()).collect();
@@ -49,7 +50,11 @@ fn build(kind: DistKind, intercept: Intercept, n: usize, k: usize, q: &[f64]) ->
     let alpha = Arg::var(0, 1);
     let beta = Arg::var(1, k);
     let aux = Arg::var(1 + k, 1);
-    let xa = b.konst(&x);
+    let xa = if q.len() > k + 2 {
+        Arg::var(k + 2, n * k)
+    } else {
+        b.konst(&x)
+    };
     let ya = b.konst(&y);
     let xb = b.matvec(xa, beta, n, k);
     let eta = match intercept {
@@ -95,9 +100,10 @@ fn fused_glm_gives_the_unfused_bits() {
     ];
     for kind in kinds {
         for intercept in [Intercept::Varying, Intercept::Constant, Intercept::Absent] {
-            for (n, k) in [(5003, 7), (2048, 20), (9, 1)] {
+            for (n, k, x_varies) in [(5003, 7, false), (2048, 20, false), (9, 1, false), (2100, 5, true)] {
                 let mut r = Xorshift(n as u64 + 17);
-                let q: Vec<f64> = (0..k + 2).map(|_| 0.6 * r.next()).collect();
+                let dim = if x_varies { k + 2 + n * k } else { k + 2 };
+                let q: Vec<f64> = (0..dim).map(|_| 0.6 * r.next()).collect();
                 let (unfused, out) = build(kind, intercept, n, k, &q);
                 let mut fused = unfused.clone();
                 assert_eq!(fused.fuse_glm(out), 1, "{kind:?} {intercept:?} fused");
@@ -109,7 +115,7 @@ fn fused_glm_gives_the_unfused_bits() {
                 for level in SimdLevel::available() {
                     let isa = level.resolve().expect("available");
                     let (lp1, g1) = eval(&fused, out, &q, isa);
-                    let what = format!("{kind:?} {intercept:?} n={n} k={k} {level:?}");
+                    let what = format!("{kind:?} {intercept:?} n={n} k={k} X varies: {x_varies} {level:?}");
                     assert_eq!(lp1.to_bits(), lp0.to_bits(), "{what}: lp {lp1} vs {lp0}");
                     for i in 0..g0.len() {
                         assert_eq!(
@@ -217,6 +223,11 @@ fn stan_glm_spellings_compile_to_the_fused_op() {
         ("normal_id_glm", "w ~ normal_id_glm(X, alpha, beta, aux);", true),
         ("normal", "w ~ normal(X * beta + alpha, aux);", true),
         (
+            "neg_binomial_2_log_glm",
+            "y ~ neg_binomial_2_log_glm(X, alpha, beta, aux);",
+            true,
+        ),
+        (
             "neg_binomial_2_log",
             "y ~ neg_binomial_2_log(X * beta + alpha, aux);",
             true,
@@ -227,5 +238,62 @@ fn stan_glm_spellings_compile_to_the_fused_op() {
             "{HEAD}model {{ alpha ~ normal(0, 1); beta ~ normal(0, 1); aux ~ exponential(1); {statement} }}"
         );
         check_program(name, &program, &glm_data(2100, 6, counts));
+    }
+}
+
+/// Each `_glm` function is its base density at `alpha + X * beta` (the base densities'
+/// values are covered by the stanli fixtures): the same bits of log density and gradient.
+#[test]
+fn glm_functions_equal_their_expanded_form() {
+    let pairs = [
+        (
+            "y ~ bernoulli_logit_glm(X, alpha, beta);",
+            "y ~ bernoulli_logit(X * beta + alpha);",
+            false,
+        ),
+        (
+            "y ~ poisson_log_glm(X, alpha, beta);",
+            "y ~ poisson_log(X * beta + alpha);",
+            true,
+        ),
+        (
+            "w ~ normal_id_glm(X, alpha, beta, aux);",
+            "w ~ normal(X * beta + alpha, aux);",
+            true,
+        ),
+        (
+            "y ~ neg_binomial_2_log_glm(X, alpha, beta, aux);",
+            "y ~ neg_binomial_2_log(X * beta + alpha, aux);",
+            true,
+        ),
+        (
+            "target += neg_binomial_2_log_glm_lpmf(y | X, alpha, beta, aux);",
+            "target += neg_binomial_2_log_lpmf(y | X * beta + alpha, aux);",
+            true,
+        ),
+    ];
+    let eval = |statement: &str, data: &str| {
+        let program = format!("{HEAD}model {{ beta ~ normal(0, 1); {statement} }}");
+        let parsed = hazel_check::check_source("model.stan", &program);
+        let program = parsed.checked.expect("program checks");
+        let data = hazel_data::DataFile::parse(data).expect("data parses");
+        let model = compile(&program, &data, &CompileOptions::default()).expect("compiles");
+        let q: Vec<f64> = (0..model.dim()).map(|i| 0.1 * i as f64 - 0.2).collect();
+        let mut ws = model.new_workspace();
+        let mut grad = vec![0.0; q.len()];
+        let lp = model
+            .log_density_gradient(&mut ws, &q, &mut grad)
+            .expect("evaluates");
+        (lp, grad)
+    };
+    for (glm, expanded, counts) in pairs {
+        let data = glm_data(301, 4, counts);
+        let (a, ga) = eval(glm, &data);
+        let (b, gb) = eval(expanded, &data);
+        assert_eq!(a.to_bits(), b.to_bits(), "{glm}: {a} vs {b}");
+        assert!(
+            ga.iter().zip(&gb).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{glm}: gradient {ga:?} vs {gb:?}"
+        );
     }
 }

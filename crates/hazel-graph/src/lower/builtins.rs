@@ -1322,9 +1322,11 @@ impl<'p> Tracer<'p> {
                 }
                 Ok(Some(total))
             }
-            "bernoulli_logit_glm" | "poisson_log_glm" | "normal_id_glm" => {
-                // GLMs are their base density at the linear predictor alpha + x beta.
-                let need = if name == "normal_id_glm" { 5 } else { 4 };
+            "bernoulli_logit_glm" | "poisson_log_glm" | "normal_id_glm" | "neg_binomial_2_log_glm" => {
+                // GLMs are their base density at the linear predictor alpha + x beta (one
+                // `Op::Glm` after `Graph::fuse_glm`).
+                let two_param = matches!(name, "normal_id_glm" | "neg_binomial_2_log_glm");
+                let need = if two_param { 5 } else { 4 };
                 if args.len() != need {
                     return cerr(format!("{name} takes {need} arguments"), span);
                 }
@@ -1343,10 +1345,11 @@ impl<'p> Tracer<'p> {
                 let base = match name {
                     "bernoulli_logit_glm" => crate::dists::DistKind::BernoulliLogit,
                     "poisson_log_glm" => crate::dists::DistKind::PoissonLog,
+                    "neg_binomial_2_log_glm" => crate::dists::DistKind::NegBinomial2Log,
                     _ => crate::dists::DistKind::Normal,
                 };
                 let mut a = vec![args[0].clone(), eta];
-                if name == "normal_id_glm" {
+                if two_param {
                     a.push(args[4].clone());
                 }
                 Ok(Some(self.dist_sum(base, &a, propto, span)?))
