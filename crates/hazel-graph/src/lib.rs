@@ -23,6 +23,8 @@
 //! of those feeding one another into one [`Op::MulAddChain`] (a whole AR(K) mean per op).
 //! Values are unchanged by all three; the fusions keep every gradient bit, sharing may change
 //! the gradient's last bits (summation order). `tests/fusion.rs` checks each rewrite.
+//! Last, [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
+//! once per gradient ([`fuse_glm`]; same bits, `tests/glm_fusion.rs`).
 //!
 //! **Evaluation allocates nothing** once a workspace has run once: values, adjoints and
 //! per-element partials live in the workspace's [`Buffers`], and the within-chain parallel
@@ -44,6 +46,9 @@
 //!   `vectorize` (independent loops as vector ops) and `ode` (Stan's variadic ODE solvers:
 //!   data-only calls solved at build time, parameter-dependent ones make the model dynamic and
 //!   lower to the solution plus its sensitivities from `hazel_math::ode`).
+//! - [`simd`]: runtime CPU-feature dispatch of the hot kernels through `pulp`
+//!   ([`CompileOptions::simd`]); every level gives the same bits (fixed reduction shapes).
+//! - [`fuse_glm`]: the fused GLM likelihood op and its rewrite.
 //! - `par`: within-chain parallel sweeps, bit-identical to the serial ones, on the
 //!   workspace's thread pool (`CompileOptions::threads_per_chain`).
 //! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits).
