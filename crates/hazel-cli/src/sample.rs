@@ -483,7 +483,7 @@ fn sample(
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
         seed,
-        threads_per_chain: args.threads_per_chain as usize,
+        executor: hazel_graph::ExecutorKind::with_threads(args.threads_per_chain as usize),
         ..CompileOptions::default()
     };
     let model = compile_model(&source, &data, args.data.as_deref(), &options)?;

@@ -185,7 +185,7 @@ fn compile_example(example: &str, data: &Path, threads_per_chain: usize) -> Comp
         &data,
         &CompileOptions {
             seed: 1,
-            threads_per_chain,
+            executor: hazel_graph::ExecutorKind::with_threads(threads_per_chain),
             ..Default::default()
         },
     )

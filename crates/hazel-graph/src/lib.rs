@@ -24,7 +24,7 @@
 //! Values are unchanged by all three; the fusions keep every gradient bit, sharing may change
 //! the gradient's last bits (summation order). `tests/fusion.rs` checks each rewrite.
 //! Last, [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
-//! once per gradient ([`fuse_glm`]; same bits, `tests/glm_fusion.rs`).
+//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`).
 //!
 //! **Evaluation allocates nothing** once a workspace has run once: values, adjoints and
 //! per-element partials live in the workspace's [`Buffers`], and the within-chain parallel
@@ -48,28 +48,35 @@
 //!   lower to the solution plus its sensitivities from `hazel_math::ode`).
 //! - [`simd`]: runtime CPU-feature dispatch of the hot kernels through `pulp`
 //!   ([`CompileOptions::simd`]); every level gives the same bits (fixed reduction shapes).
-//! - [`fuse_glm`]: the fused GLM likelihood op and its rewrite.
 //! - `par`: within-chain parallel sweeps, bit-identical to the serial ones, on the
 //!   workspace's thread pool (`CompileOptions::threads_per_chain`).
 //! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits).
 //! - `special`: the special functions the kernels call, re-exported from `hazel_math`.
 
 pub mod builder;
-pub mod dists;
-pub mod fuse_glm;
+pub mod exec;
 pub mod integrate_op;
-pub mod kernels;
-mod linalg_kernels;
+pub mod ir;
 pub mod lower;
 mod model;
 pub mod mvdist;
 pub mod ode_op;
-mod par;
-pub mod simd;
-mod special;
-pub mod tape;
+
+/// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,
+/// `hazel_graph::dists::DistKind`, …): the same items under their old names.
+pub use exec::cpu::{dists, kernels};
+pub(crate) use exec::cpu::{linalg_kernels, special};
+pub use exec::cpu::simd;
+
+/// The graph and the reference executor's buffers under their old module name.
+pub mod tape {
+    pub(crate) use crate::exec::cpu::read;
+    pub use crate::exec::cpu::Buffers;
+    pub use crate::ir::graph::*;
+}
 
 pub use builder::GraphBuilder;
+pub use exec::{Executor, ExecutorKind};
 pub use lower::support::{unsupported_calls, unsupported_signatures};
 pub use model::{compile, CompileError, CompileOptions, CompiledModel, Workspace};
 pub use simd::SimdLevel;

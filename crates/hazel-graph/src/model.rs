@@ -6,7 +6,8 @@ use crate::builder::GraphBuilder;
 use crate::lower::params::declarations;
 use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
-use crate::tape::{Arg, Buffers, CheckKind, Graph};
+use crate::exec::{BatchWorkspace, CpuWorkspace, Executor, ExecutorKind};
+use crate::ir::{Arg, CheckKind, Graph};
 use hazel_check::CheckedProgram;
 use hazel_data::{BaseType, Bound, Constraint, DataDecl, DataFile, DataType, Values};
 use hazel_density::{EvalError, LogDensity, Model, StreamRng};
@@ -22,9 +23,10 @@ pub struct CompileOptions {
     /// The run's seed: `_rng` calls in transformed data draw from
     /// `StreamRng::new(seed, 0, Purpose::TransformedData)`.
     pub seed: u64,
-    /// Threads each chain's evaluation may use for large vector ops (1 = serial). Results are
-    /// bit-identical for any value.
-    pub threads_per_chain: usize,
+    /// Which executor runs the static graph (`crate::exec`): serial (the default), threaded
+    /// (`ExecutorKind::with_threads(n)`, the CLI's `--threads-per-chain n`) or batched.
+    /// Results are bit-identical for every choice.
+    pub executor: ExecutorKind,
     /// The program's sources, for naming the model line in evaluation errors (`None`: errors
     /// carry no location).
     pub sources: Option<Arc<hazel_syntax::SourceMap>>,
@@ -37,7 +39,7 @@ impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
             seed: 1,
-            threads_per_chain: 1,
+            executor: ExecutorKind::Serial,
             sources: None,
             simd: crate::simd::SimdLevel::Auto,
         }
@@ -112,27 +114,20 @@ pub struct CompiledModel {
     dynamic_reason: Option<Span>,
     /// The graph always rejects (a data-only `reject` reached in the model block).
     always_reject: Option<EvalError>,
-    threads: usize,
+    executor: ExecutorKind,
     /// `CompileOptions::simd`, resolved for this CPU.
     isa: crate::simd::Isa,
 }
 
-/// Per-chain buffers.
+/// Per-chain buffers: the executor's workspace (for the static graph) and the dynamic path's
+/// builder.
+#[derive(Debug)]
 pub struct Workspace {
-    buf: Buffers,
+    exec: Option<CpuWorkspace>,
+    /// The batched executor's lanes, made at the first batch call of a static model.
+    batch: Option<BatchWorkspace>,
     /// The dynamic path's builder (capacity reused across evaluations).
     dyn_builder: GraphBuilder,
-    pool: Option<rayon::ThreadPool>,
-    /// Buffers of the within-chain parallel sweeps.
-    par: crate::par::ParScratch,
-}
-
-impl fmt::Debug for Workspace {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Workspace")
-            .field("values", &self.buf.vals.len())
-            .finish()
-    }
 }
 
 fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
@@ -534,7 +529,7 @@ fn compile_inner(
         graph: None,
         dynamic_reason: None,
         always_reject: None,
-        threads: options.threads_per_chain.max(1),
+        executor: options.executor,
         isa: options.simd.resolve().map_err(|m| CompileError {
             message: m,
             span: None,
@@ -634,6 +629,14 @@ fn finish_eval(lp: f64, grad: &[f64]) -> Result<f64, EvalError> {
 }
 
 impl CompiledModel {
+    /// The executor's workspace for the static graph, its kernels set to this model's
+    /// instruction set.
+    fn new_exec_workspace(&self, g: &Graph) -> CpuWorkspace {
+        let mut w = self.executor.executor().new_workspace(g);
+        w.set_isa(self.isa);
+        w
+    }
+
     /// Whether evaluation re-traces the program (control flow depends on parameters).
     pub fn is_dynamic(&self) -> bool {
         self.graph.is_none() && self.always_reject.is_none()
@@ -664,6 +667,17 @@ impl CompiledModel {
             return self.log_density_gradient(ws, q, grad);
         }
         self.eval_traced(ws, q, grad, jacobian, propto)
+    }
+
+    fn check_dims(&self, q: &[f64], grad: &[f64]) -> Result<(), EvalError> {
+        if q.len() != self.dim || grad.len() != self.dim {
+            return Err(EvalError::reject(format!(
+                "expected {} unconstrained values, got {}",
+                self.dim,
+                q.len()
+            )));
+        }
+        Ok(())
     }
 
     fn eval_traced(
@@ -909,27 +923,17 @@ impl LogDensity for CompiledModel {
     }
 
     fn new_workspace(&self) -> Workspace {
-        let buf = match &self.graph {
-            Some((g, _)) => Buffers::for_graph(g),
-            None => Buffers::default(),
-        };
-        let pool = if self.threads > 1 {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(self.threads)
-                .build()
-                .ok()
-        } else {
-            None
-        };
-        let mut buf = buf;
-        buf.isa = self.isa;
-        let mut dyn_builder = GraphBuilder::default();
-        dyn_builder.buf.isa = self.isa;
         Workspace {
-            buf,
-            dyn_builder,
-            pool,
-            par: crate::par::ParScratch::default(),
+            exec: self
+                .graph
+                .as_ref()
+                .map(|(g, _)| self.new_exec_workspace(g)),
+            batch: None,
+            dyn_builder: {
+                let mut b = GraphBuilder::default();
+                b.buf.isa = self.isa;
+                b
+            },
         }
     }
 
@@ -945,26 +949,54 @@ impl LogDensity for CompiledModel {
         let Some((g, out)) = &self.graph else {
             return self.eval_traced(ws, q, grad, true, true);
         };
-        if q.len() != self.dim || grad.len() != self.dim {
-            return Err(EvalError::reject(format!(
-                "expected {} unconstrained values, got {}",
-                self.dim,
-                q.len()
-            )));
-        }
-        match &ws.pool {
-            Some(pool) => {
-                let (buf, par) = (&mut ws.buf, &mut ws.par);
-                pool.install(|| crate::par::forward_backward(g, *out, q, buf, par))?;
-            }
-            None => {
-                g.forward(q, &mut ws.buf)?;
-                g.backward(*out, &mut ws.buf);
-            }
-        }
-        let lp = g.scalar(*out, &ws.buf);
-        grad.copy_from_slice(&ws.buf.adj[..self.dim]);
+        self.check_dims(q, grad)?;
+        let exec = self.executor.executor();
+        let w = ws.exec.get_or_insert_with(|| self.new_exec_workspace(g));
+        let lp = exec.gradient(g, *out, q, w, grad)?;
         finish_eval(lp, grad)
+    }
+
+    /// Static models run the batch op-major on the batched executor (its lanes live in the
+    /// first workspace), unless the model's executor is the threaded one; dynamic models and
+    /// the threaded executor go point by point. Bit for bit the single-point results.
+    fn log_density_gradient_batch(
+        &self,
+        ws: &mut [Workspace],
+        qs: &[f64],
+        grads: &mut [f64],
+        out: &mut [Result<f64, EvalError>],
+    ) {
+        let d = self.dim;
+        let batched = match (&self.graph, self.executor.batch_executor(), &self.always_reject) {
+            (Some((g, o)), Some(b), None)
+                if !ws.is_empty() && qs.len() == out.len() * d && grads.len() == out.len() * d =>
+            {
+                Some((g, *o, b))
+            }
+            _ => None,
+        };
+        let Some((g, o, exec)) = batched else {
+            for (i, ((w, r), gr)) in ws
+                .iter_mut()
+                .zip(out.iter_mut())
+                .zip(grads.chunks_mut(d.max(1)))
+                .enumerate()
+            {
+                *r = self.log_density_gradient(w, &qs[i * d..(i + 1) * d], gr);
+            }
+            return;
+        };
+        let w = ws[0].batch.get_or_insert_with(|| {
+            let mut w = exec.new_workspace(g);
+            w.isa = self.isa;
+            w
+        });
+        exec.gradient_batch(g, o, qs, w, out, grads);
+        for (r, gr) in out.iter_mut().zip(grads.chunks(d.max(1))) {
+            if let Ok(lp) = *r {
+                *r = finish_eval(lp, gr);
+            }
+        }
     }
 }
 

@@ -24,7 +24,7 @@ fn compile_with(src: &str, data: &str, threads: usize) -> CompiledModel {
         program,
         &data,
         &CompileOptions {
-            threads_per_chain: threads,
+            executor: hazel_graph::ExecutorKind::with_threads(threads),
             ..Default::default()
         },
     )

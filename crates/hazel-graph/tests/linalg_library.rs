@@ -27,7 +27,7 @@ fn compile_with(src: &str, data_json: &str, threads: usize) -> Result<CompiledMo
         .ok_or_else(|| format!("parse error: {}", parsed.render_diagnostics()))?;
     let data = hazel_data::DataFile::parse(data_json).map_err(|e| format!("data: {e}"))?;
     let options = CompileOptions {
-        threads_per_chain: threads,
+        executor: hazel_graph::ExecutorKind::with_threads(threads),
         ..CompileOptions::default()
     };
     hazel_graph::compile(program, &data, &options).map_err(|e| e.render(&parsed.sources))

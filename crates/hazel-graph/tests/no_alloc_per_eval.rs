@@ -1,5 +1,6 @@
-//! Steady-state gradient evaluation of a static graph allocates nothing, serially and with
-//! within-chain threads.
+//! Steady-state gradient evaluation of a static graph allocates nothing, on every executor:
+//! the serial reference, the threaded one (within its rayon allowance, below) and the batched
+//! one (single-point calls and `log_density_gradient_batch` over K points).
 //!
 //! A counting global allocator sees every allocation in this test binary, on every thread
 //! (the caller's and the rayon workers'); this file holds a single test so that no other test
@@ -16,7 +17,8 @@
 //! already give one per evaluation).
 
 use hazel_density::LogDensity;
-use hazel_graph::{compile, CompileOptions};
+use hazel_density::EvalError;
+use hazel_graph::{compile, CompileOptions, ExecutorKind};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -75,6 +77,32 @@ model {
 }
 "#;
 
+/// A logistic regression over a data design matrix: the batched executor's lane-aware
+/// matrix × vector rules.
+const GLM: &str = r#"
+data {
+  int<lower=0> N;
+  vector[N] x;
+  vector[N] y;
+}
+transformed data {
+  matrix[N, 3] X;
+  array[N] int z;
+  for (n in 1:N) {
+    X[n] = [x[n], y[n], x[n] * y[n]];
+    z[n] = y[n] > 2;
+  }
+}
+parameters {
+  real alpha;
+  vector[3] beta;
+}
+model {
+  beta ~ normal(0, 1);
+  z ~ bernoulli_logit(alpha + X * beta);
+}
+"#;
+
 fn data_json(n: usize) -> String {
     let x: Vec<String> = (0..n)
         .map(|i| format!("{:.4}", (i % 97) as f64 / 97.0))
@@ -94,9 +122,16 @@ fn data_json(n: usize) -> String {
     )
 }
 
-/// Allocations during `evals` gradient evaluations after one warm-up evaluation.
-fn allocations_per_run(threads_per_chain: usize, evals: usize) -> usize {
-    let parsed = hazel_check::check_source("model.stan", PROGRAM);
+/// Allocations during `evals` gradient evaluations after one warm-up evaluation, with
+/// `executor`; `batch > 0` evaluates `batch` points per call through
+/// `log_density_gradient_batch` instead.
+fn allocations_per_run(
+    program: &str,
+    executor: ExecutorKind,
+    batch: usize,
+    evals: usize,
+) -> usize {
+    let parsed = hazel_check::check_source("model.stan", program);
     let program = parsed.checked.expect("program parses");
     let data = hazel_data::DataFile::parse(&data_json(20_000)).expect("data parses");
     let model = compile(
@@ -104,27 +139,40 @@ fn allocations_per_run(threads_per_chain: usize, evals: usize) -> usize {
         &data,
         &CompileOptions {
             seed: 1,
-            threads_per_chain,
+            executor,
             ..Default::default()
         },
     )
     .expect("compiles");
     assert!(!model.is_dynamic(), "the test needs the static path");
-    let q = vec![0.3, 1.7, -0.2];
-    let mut grad = vec![0.0; model.dim()];
-    let mut ws = model.new_workspace();
-    let warm = model
-        .log_density_gradient(&mut ws, &q, &mut grad)
-        .expect("evaluates");
-    assert!(warm.is_finite());
+    let d = model.dim();
+    let k = batch.max(1);
+    let qs: Vec<f64> = (0..k * d).map(|i| 0.3 - 0.1 * (i % 7) as f64).collect();
+    let mut grads = vec![0.0; k * d];
+    let mut wss: Vec<_> = (0..k).map(|_| model.new_workspace()).collect();
+    let mut lps: Vec<Result<f64, EvalError>> = vec![Ok(0.0); k];
+    let mut run = |lps: &mut [Result<f64, EvalError>]| {
+        if batch > 0 {
+            model.log_density_gradient_batch(&mut wss, &qs, &mut grads, lps);
+        } else {
+            lps[0] = model.log_density_gradient(&mut wss[0], &qs[..d], &mut grads[..d]);
+        }
+    };
+    run(&mut lps);
+    let warm: Vec<u64> = lps
+        .iter()
+        .map(|r| r.as_ref().expect("evaluates").to_bits())
+        .collect();
+    assert!(lps.iter().all(|r| r.as_ref().is_ok_and(|v| v.is_finite())));
     ALLOCATIONS.store(0, Ordering::SeqCst);
     COUNTING.store(true, Ordering::SeqCst);
     let mut all_equal = true;
     for _ in 0..evals {
-        let lp = model
-            .log_density_gradient(&mut ws, &q, &mut grad)
-            .expect("evaluates");
-        all_equal &= lp.to_bits() == warm.to_bits();
+        run(&mut lps);
+        all_equal &= lps
+            .iter()
+            .zip(&warm)
+            .all(|(r, w)| r.as_ref().is_ok_and(|v| v.to_bits() == *w));
     }
     COUNTING.store(false, Ordering::SeqCst);
     assert!(all_equal, "evaluations are deterministic");
@@ -133,16 +181,23 @@ fn allocations_per_run(threads_per_chain: usize, evals: usize) -> usize {
 
 #[test]
 fn steady_state_gradient_evaluation_does_not_allocate() {
-    let serial = allocations_per_run(1, 50);
-    assert_eq!(
-        serial, 0,
-        "serial evaluation allocated {serial} times in 50 evaluations"
-    );
-    let evals = 200;
-    let threaded = allocations_per_run(2, evals);
-    eprintln!("allocations with 2 threads in {evals} evaluations: {threaded}");
-    assert!(
-        threaded * 16 <= evals,
-        "threaded evaluation allocated {threaded} times in {evals} evaluations"
-    );
+    for (name, program) in [("normal", PROGRAM), ("glm", GLM)] {
+        let static_paths = [
+            ("serial", ExecutorKind::Serial, 0),
+            ("serial, batch of 3", ExecutorKind::Serial, 3),
+            ("batched, one point", ExecutorKind::Batched { lanes: 4 }, 0),
+            ("batched, batch of 8", ExecutorKind::Batched { lanes: 4 }, 8),
+        ];
+        for (what, executor, batch) in static_paths {
+            let n = allocations_per_run(program, executor, batch, 20);
+            assert_eq!(n, 0, "{name}, {what}: allocated {n} times in 20 evaluations");
+        }
+        let evals = 200;
+        let threaded = allocations_per_run(program, ExecutorKind::with_threads(2), 0, evals);
+        eprintln!("{name}: allocations with 2 threads in {evals} evaluations: {threaded}");
+        assert!(
+            threaded * 16 <= evals,
+            "{name}: threaded evaluation allocated {threaded} times in {evals} evaluations"
+        );
+    }
 }

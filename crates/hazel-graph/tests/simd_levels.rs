@@ -135,7 +135,7 @@ fn evaluate(program: &str, data: &str, simd: SimdLevel, threads: usize) -> Vec<(
     let data = hazel_data::DataFile::parse(data).expect("data parses");
     let options = CompileOptions {
         simd,
-        threads_per_chain: threads,
+        executor: hazel_graph::ExecutorKind::with_threads(threads),
         ..CompileOptions::default()
     };
     let model = compile(&program, &data, &options).expect("compiles");

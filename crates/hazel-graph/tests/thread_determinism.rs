@@ -75,7 +75,7 @@ fn log_density_and_gradient_are_bit_identical_for_any_thread_count() {
             &data,
             &CompileOptions {
                 seed: 1,
-                threads_per_chain: threads,
+                executor: hazel_graph::ExecutorKind::with_threads(threads),
                 ..Default::default()
             },
         )

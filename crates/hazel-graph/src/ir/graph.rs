@@ -2,6 +2,9 @@
 //! also the reverse-mode tape. A forward sweep runs the ops in order and writes values; a
 //! backward sweep runs them in reverse and accumulates adjoints.
 //!
+//! The graph knows nothing of how it runs: executors ([`crate::exec`]) own the buffers and
+//! the kernels.
+//!
 //! Layout invariants (checked by [`crate::builder::GraphBuilder`] when an op is pushed):
 //! - every op writes one output slot, allocated after all its inputs, so an op's inputs all lie
 //!   strictly below its output offset; the kernels split the buffers at the output offset and
@@ -9,8 +12,8 @@
 //! - constants live in the graph (`Graph::consts`), values and adjoints in the workspace;
 //! - the unconstrained parameter vector occupies slot `0..dim` of the value buffer.
 
-use crate::kernels::{self, BinaryFn, DistKind, UnaryFn};
-pub use crate::linalg_kernels::LinalgFn;
+pub use super::ops::LinalgFn;
+use super::ops::{BinaryFn, DistKind, UnaryFn};
 use hazel_density::EvalError;
 pub use hazel_math::transforms::Structured as StructKind;
 
@@ -99,8 +102,8 @@ pub enum CheckKind {
     Finite,
 }
 
-/// One operation. Each variant's value rule is in [`crate::kernels::forward`] and its gradient
-/// rule in [`crate::kernels::backward`], side by side.
+/// One operation. Each variant's value rule is in [`crate::exec::cpu::kernels::forward`] and
+/// its gradient rule in [`crate::exec::cpu::kernels::backward`], side by side.
 #[derive(Debug, Clone)]
 pub enum Op {
     /// Elementwise `f(x)`.
@@ -197,7 +200,7 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
-    /// A solve or determinant of an `n × n` matrix (`crate::linalg_kernels`): `a` and `b` are
+    /// A solve or determinant of an `n × n` matrix (`crate::exec::cpu::linalg_kernels`): `a` and `b` are
     /// the Stan arguments in order (`b` empty for one-argument functions). `scratch` holds
     /// the factorisation the forward rule leaves for the backward rule
     /// ([`LinalgFn::scratch_len`]).
@@ -248,9 +251,9 @@ pub enum Op {
         out: Slot,
     },
     /// A GLM likelihood `family(…, X β + α, …)` over a data matrix in one pass over `X`
-    /// (fused by [`Graph::fuse_glm`], [`crate::fuse_glm`]); `out` is the density's value.
+    /// (fused by [`Graph::fuse_glm`], [`crate::ir::glm`]); `out` is the density's value.
     Glm {
-        spec: Box<crate::fuse_glm::GlmSpec>,
+        spec: Box<crate::ir::glm::GlmSpec>,
         out: Slot,
     },
     /// An `integrate_1d` call ([`crate::integrate_op`]): the integral from the
@@ -392,35 +395,6 @@ pub struct Graph {
     pub locations: Vec<(u32, std::sync::Arc<str>)>,
 }
 
-/// Per-chain buffers of one graph.
-#[derive(Debug, Clone, Default)]
-pub struct Buffers {
-    pub vals: Vec<f64>,
-    pub adj: Vec<f64>,
-    pub scratch: Vec<f64>,
-    /// The instruction set the kernels run with (`CompileOptions::simd`, resolved); every
-    /// choice gives the same bits.
-    pub isa: crate::simd::Isa,
-}
-
-impl Buffers {
-    pub fn for_graph(g: &Graph) -> Buffers {
-        let mut b = Buffers::default();
-        b.fit(g);
-        b
-    }
-    /// Grows (never shrinks) the buffers to fit `g`; reuses capacity.
-    pub fn fit(&mut self, g: &Graph) {
-        if self.vals.len() < g.n_vals {
-            self.vals.resize(g.n_vals, 0.0);
-            self.adj.resize(g.n_vals, 0.0);
-        }
-        if self.scratch.len() < g.n_scratch {
-            self.scratch.resize(g.n_scratch, 0.0);
-        }
-    }
-}
-
 /// Appends what identifies a scalar argument to a common-subexpression key: its slot if it
 /// varies, its value if it is a constant (the pool is immutable, so equal constants at
 /// different offsets are interchangeable; the tracer does not intern them). `false` for runs.
@@ -433,58 +407,13 @@ fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
         }
 }
 
-/// Reads an argument from the buffer it lives in; `vals` is the part of the value buffer below
-/// the current op's output.
-#[inline(always)]
-pub(crate) fn read<'a>(a: Arg, vals: &'a [f64], consts: &'a [f64]) -> &'a [f64] {
-    match a.space {
-        Space::Var => &vals[a.range()],
-        Space::Const => &consts[a.range()],
-    }
-}
-
 impl Graph {
-    /// Runs ops `from..` forward. `vals[0..dim]` must hold the parameters.
-    pub fn forward_from(&self, from: usize, buf: &mut Buffers) -> Result<(), EvalError> {
-        for op in &self.ops[from..] {
-            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch, buf.isa)
-                .map_err(|e| self.locate(op, e))?;
-        }
-        Ok(())
-    }
-
     /// `e`, raised by `op`, with the model location `op` was traced from.
     pub fn locate(&self, op: &Op, e: EvalError) -> EvalError {
         let slot = op.out().off;
         let at = self.locations.partition_point(|(s, _)| *s <= slot);
         let location = at.checked_sub(1).map(|i| &*self.locations[i].1);
         e.at(location)
-    }
-
-    /// Full forward sweep at `q`.
-    pub fn forward(&self, q: &[f64], buf: &mut Buffers) -> Result<(), EvalError> {
-        buf.vals[..self.dim].copy_from_slice(q);
-        self.forward_from(0, buf)
-    }
-
-    /// Backward sweep from the scalar at `seed` (adjoint 1); afterwards `buf.adj[0..dim]`
-    /// holds the gradient with respect to the parameters.
-    pub fn backward(&self, seed: Arg, buf: &mut Buffers) {
-        let n = self.n_vals;
-        buf.adj[..n].iter_mut().for_each(|a| *a = 0.0);
-        if seed.is_var() {
-            buf.adj[seed.off as usize] = 1.0;
-        }
-        for op in self.ops.iter().rev() {
-            kernels::backward(
-                op,
-                &self.consts,
-                &buf.vals,
-                &mut buf.adj,
-                &mut buf.scratch,
-                buf.isa,
-            );
-        }
     }
 
     /// Removes scalar ops that repeat an earlier op on the same arguments (after earlier
@@ -704,10 +633,5 @@ impl Graph {
         }
         self.ops = ops;
         removed
-    }
-
-    /// Value of a scalar argument after a forward sweep.
-    pub fn scalar(&self, a: Arg, buf: &Buffers) -> f64 {
-        read(a, &buf.vals, &self.consts)[0]
     }
 }

@@ -1,4 +1,5 @@
-//! Within-chain parallel evaluation, inside the workspace's thread pool.
+//! The chunked threaded executor ([`ThreadedCpu`]): within-chain parallel evaluation, inside
+//! the workspace's own thread pool.
 //!
 //! Large elementwise ops, density sums and matrix–vector products are split into the same
 //! fixed chunks ([`CHUNK`] elements, or column/row blocks) that the serial kernels use; each
@@ -6,10 +7,12 @@
 //! order. The result is therefore bit-identical to the serial sweep for any number of threads.
 //! Small ops, and ops without a parallel rule, run the serial kernels.
 
-use crate::dists::{self, DistArgs};
-use crate::kernels::{self, CHUNK};
+use super::dists::{self, DistArgs};
+use super::kernels::{self, CHUNK};
+use super::{read, Buffers};
+use crate::exec::Executor;
+use crate::ir::{Arg, Graph, Op};
 use crate::simd::{dispatch, Isa};
-use crate::tape::{read, Arg, Buffers, Graph, Op};
 use hazel_density::EvalError;
 use rayon::prelude::*;
 
@@ -283,4 +286,74 @@ pub fn forward_backward(
         );
     }
     Ok(())
+}
+
+/// Large ops split into fixed chunks on the workspace's own thread pool of `threads`.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadedCpu {
+    pub threads: usize,
+}
+
+/// The threaded executor's workspace: the buffers, the pool, the per-chunk partials.
+pub struct ThreadedWorkspace {
+    pub(crate) buf: Buffers,
+    /// `None` if the pool could not be built: the sweeps then run on the caller's thread
+    /// (same bits).
+    pool: Option<rayon::ThreadPool>,
+    par: ParScratch,
+}
+
+impl std::fmt::Debug for ThreadedWorkspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadedWorkspace")
+            .field("values", &self.buf.vals.len())
+            .field("threads", &self.pool.as_ref().map(|p| p.current_num_threads()))
+            .finish()
+    }
+}
+
+impl Executor for ThreadedCpu {
+    type Workspace = ThreadedWorkspace;
+
+    fn new_workspace(&self, g: &Graph) -> ThreadedWorkspace {
+        ThreadedWorkspace {
+            buf: Buffers::for_graph(g),
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(self.threads.max(1))
+                .build()
+                .ok(),
+            par: ParScratch::default(),
+        }
+    }
+
+    fn forward(
+        &self,
+        g: &Graph,
+        out: Arg,
+        q: &[f64],
+        ws: &mut ThreadedWorkspace,
+    ) -> Result<f64, EvalError> {
+        // The forward sweep alone is rarely asked for; it runs the reference rules.
+        ws.buf.fit(g);
+        g.forward(q, &mut ws.buf)?;
+        Ok(g.scalar(out, &ws.buf))
+    }
+
+    fn gradient(
+        &self,
+        g: &Graph,
+        out: Arg,
+        q: &[f64],
+        ws: &mut ThreadedWorkspace,
+        grad: &mut [f64],
+    ) -> Result<f64, EvalError> {
+        ws.buf.fit(g);
+        let (buf, par) = (&mut ws.buf, &mut ws.par);
+        match &ws.pool {
+            Some(pool) => pool.install(|| forward_backward(g, out, q, buf, par))?,
+            None => forward_backward(g, out, q, buf, par)?,
+        }
+        grad.copy_from_slice(&ws.buf.adj[..g.dim]);
+        Ok(g.scalar(out, &ws.buf))
+    }
 }

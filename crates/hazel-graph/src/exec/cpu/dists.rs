@@ -14,8 +14,10 @@
 //! for varying arguments, and every summand a varying argument appears in is kept, so the
 //! partials are always those of the full density.
 
-use crate::kernels::CHUNK;
-use crate::tape::{read, Arg};
+use super::kernels::CHUNK;
+use super::read;
+use crate::ir::Arg;
+pub use crate::ir::ops::{DistKind, Mode, TableDist};
 use hazel_density::EvalError;
 use hazel_math::dist::kernel::{self as kernel, UnivariateKernel};
 use hazel_math::dist::{MathError, Terms};
@@ -153,64 +155,6 @@ fn table_elem(t: TableDist, x: &[f64; 4], inc: &Inc) -> Result<(f64, [f64; 4]), 
 #[cold]
 fn at_element(e: MathError, i: usize) -> EvalError {
     EvalError::domain(format!("{} (element {})", e.message, i + 1))
-}
-
-/// What a table distribution op computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Lpdf,
-    Lcdf,
-    Lccdf,
-}
-
-/// A distribution of `hazel_math::dist`'s table (evaluated through its function pointers).
-#[derive(Clone, Copy)]
-pub struct TableDist {
-    pub dist: &'static hazel_math::dist::Distribution,
-    pub mode: Mode,
-}
-
-impl std::fmt::Debug for TableDist {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{:?}", self.dist.name, self.mode)
-    }
-}
-
-impl PartialEq for TableDist {
-    fn eq(&self, other: &Self) -> bool {
-        self.dist.name == other.dist.name && self.mode == other.mode
-    }
-}
-impl Eq for TableDist {}
-
-/// The univariate distributions: those with a `hazel_math::dist::kernel` (evaluated in a loop
-/// monomorphised over the kernel) and, as `Table`, every other family and the cdfs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DistKind {
-    Normal,
-    StdNormal,
-    Cauchy,
-    StudentT,
-    Lognormal,
-    Exponential,
-    Gamma,
-    InvGamma,
-    Beta,
-    Uniform,
-    DoubleExponential,
-    Logistic,
-    Weibull,
-    ChiSquare,
-    Poisson,
-    PoissonLog,
-    Bernoulli,
-    BernoulliLogit,
-    Binomial,
-    BinomialLogit,
-    NegBinomial2,
-    NegBinomial2Log,
-    /// Any other distribution (or a cdf) from `hazel_math::dist`.
-    Table(TableDist),
 }
 
 impl DistKind {

@@ -2,89 +2,19 @@
 //!
 //! Reductions are always computed in fixed chunks of [`CHUNK`] elements: each chunk is summed
 //! left to right, then the chunk sums are added left to right. The parallel path (see
-//! `crate::par`) evaluates chunks on other threads but combines them in the same order, so
+//! `super::par`) evaluates chunks on other threads but combines them in the same order, so
 //! results are bit-identical for any thread count.
 
-use crate::dists;
+use super::dists;
+use super::read;
+use crate::ir::{Arg, CheckKind, Op};
 use crate::simd::{dispatch, Isa};
-use crate::tape::{read, Arg, CheckKind, Op};
 use hazel_density::EvalError;
 
-pub use crate::dists::DistKind;
+pub use crate::ir::ops::{BinaryFn, DistKind, MathBinary, MathUnary, UnaryFn};
 
 /// Elements per reduction chunk (and per parallel work item).
 pub const CHUNK: usize = 2048;
-
-/// A scalar function of hazel_math's table.
-#[derive(Clone, Copy)]
-pub struct MathUnary(pub &'static hazel_math::special::UnaryFn);
-
-impl std::fmt::Debug for MathUnary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0.name)
-    }
-}
-
-/// A binary function of hazel_math's table.
-#[derive(Clone, Copy)]
-pub struct MathBinary(pub &'static hazel_math::special::BinaryFn);
-
-impl std::fmt::Debug for MathBinary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0.name)
-    }
-}
-
-/// Elementwise unary functions: value `f(x)` and derivative `f'(x)` given `x` and `y = f(x)`.
-#[derive(Debug, Clone, Copy)]
-pub enum UnaryFn {
-    Neg,
-    Exp,
-    Log,
-    Sqrt,
-    Square,
-    Inv,
-    Log1p,
-    Expm1,
-    Log1pExp,
-    InvLogit,
-    Logit,
-    LogInvLogit,
-    Log1mInvLogit,
-    Log1m,
-    Abs,
-    Sin,
-    Cos,
-    Tan,
-    Tanh,
-    Sinh,
-    Cosh,
-    Asin,
-    Acos,
-    Atan,
-    Log10,
-    Log2,
-    Exp2,
-    InvSqrt,
-    InvSquare,
-    Cbrt,
-    Lgamma,
-    Digamma,
-    Erf,
-    Erfc,
-    Phi,
-    /// `x^c` with a constant exponent.
-    PowConst(f64),
-    /// `c * x`.
-    Scale(f64),
-    /// Zero-derivative step functions (floor, ceil, round, trunc, step).
-    Floor,
-    Ceil,
-    Round,
-    Trunc,
-    /// Any other scalar function: value and derivative rules from hazel_math's table.
-    Table(MathUnary),
-}
 
 #[inline(always)]
 fn inv_logit(x: f64) -> f64 {
@@ -215,27 +145,6 @@ impl UnaryFn {
             Table(t) => (t.0.deriv)(x, y),
         }
     }
-}
-
-/// Elementwise binary functions: value and both partial derivatives.
-#[derive(Debug, Clone, Copy)]
-pub enum BinaryFn {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Fmin,
-    Fmax,
-    Hypot,
-    Atan2,
-    LogSumExp,
-    LogDiffExp,
-    Fdim,
-    Lbeta,
-    Lchoose,
-    /// Any other function: value and partials from hazel_math's table.
-    Table(MathBinary),
 }
 
 impl BinaryFn {
@@ -587,7 +496,7 @@ pub fn forward(
             let bv = read(*b, lo, consts);
             dispatch!(isa, matmul(av, bv, n, k, m, o));
         }
-        Op::Glm { spec, out } => crate::fuse_glm::forward(spec, consts, vals, *out, scratch, isa)?,
+        Op::Glm { spec, out } => super::glm::forward(spec, consts, vals, *out, scratch, isa)?,
         Op::Dist {
             kind,
             args,
@@ -930,7 +839,7 @@ pub fn backward(
         Op::Glm { spec, .. } => {
             dispatch!(
                 isa,
-                crate::fuse_glm::backward(spec, g[0], lo, consts, scratch, adj_lo)
+                super::glm::backward(spec, g[0], lo, consts, scratch, adj_lo)
             );
         }
         Op::Constrain {

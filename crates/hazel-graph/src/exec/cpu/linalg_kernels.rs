@@ -6,48 +6,11 @@
 //! adjoints are accumulated into scratch first and then added to the adjoint buffer, which
 //! keeps both inputs' updates correct when they are the same (or overlapping) runs.
 
-use crate::tape::{read, Op};
+use super::read;
+use crate::ir::Op;
+pub use crate::ir::ops::LinalgFn;
 use hazel_density::EvalError;
 use hazel_math::linalg::{self as la, Factor};
-
-/// Which function an [`Op::Linalg`] computes. `n` is the size of the square argument, `m`
-/// the other dimension of the right-hand side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinalgFn {
-    /// `A⁻¹` (`inverse`, or `inverse_spd` with `Factor::Spd`): `a` = A (`n × n`), `b` empty,
-    /// `m = n`.
-    Inverse(Factor),
-    /// `A⁻¹ B`: `a` = A (`n × n`), `b` = B (`n × m`); `Factor::Spd` is `mdivide_left_spd`.
-    MdivideLeft(Factor),
-    /// `B A⁻¹`: `a` = B (`m × n`), `b` = A (`n × n`); `Factor::Spd` is `mdivide_right_spd`.
-    MdivideRight(Factor),
-    /// `B L⁻¹` for lower-triangular L: `a` = B (`m × n`), `b` = L (`n × n`).
-    MdivideRightTriLow,
-    /// `det A` (`a` = A, `b` empty).
-    Determinant,
-    /// `log |det A|`.
-    LogDeterminant,
-    /// `log det A` of a symmetric positive-definite A.
-    LogDeterminantSpd,
-    /// Eigenvalues of a symmetric A (`a` = A, `b` empty); the decomposition stays in scratch.
-    EigenvaluesSym,
-    /// Eigenvectors of a symmetric A.
-    EigenvectorsSym,
-    /// `matrix_exp(A)`.
-    MatrixExp,
-    /// Singular values of the `n × m` matrix `a` (here `n` is rows, `m` columns, `b` empty);
-    /// the thin SVD stays in scratch.
-    SingularValues,
-    /// `svd_U` (`n × min(n, m)`).
-    SvdU,
-    /// `svd_V` (`m × min(n, m)`).
-    SvdV,
-    /// `qr_thin_Q` of the `n × m` matrix `a` (`n` rows, `m` columns): `n × min(n, m)`; the
-    /// thin factors stay in scratch.
-    QrThinQ,
-    /// `qr_thin_R`: `min(n, m) × m`.
-    QrThinR,
-}
 
 impl LinalgFn {
     /// Length of the output run.

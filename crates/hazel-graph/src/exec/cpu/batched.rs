@@ -1,0 +1,312 @@
+//! The batched executor: K points in one call, op-major — for each op, all K lanes.
+//!
+//! Each lane has its own flat value, adjoint and scratch buffers, laid out lane after lane in
+//! one allocation (`vals[lane · n_vals + slot]`), so any op can run on one lane with the
+//! reference kernels unchanged. Ops where the lanes share a large operand get a lane-aware
+//! rule: a matrix × vector with a constant (data) matrix — a design matrix `X β` — is, over K
+//! points, one matrix × matrix, so it walks the matrix once in cache-sized blocks and applies
+//! each block to every lane while it is in cache. Each lane's arithmetic is still the
+//! reference's, value by value in the same order (rows accumulate over columns in column order;
+//! the vector's adjoint sums rows in the same [`CHUNK`]-row chunks, combined in chunk order), so
+//! every lane gives the reference executor's bits.
+//!
+//! A lane whose evaluation fails stops there (its result is the error); the others go on.
+
+use super::kernels::{self, dot, dot4, CHUNK};
+use super::read;
+use crate::exec::Executor;
+use crate::ir::{Arg, Graph, Op, Space};
+use hazel_density::EvalError;
+
+/// Rows of a constant matrix applied to every lane before moving on (`ROW_BLOCK × 8` bytes
+/// per column: a block of a few columns stays in L1 while the lanes use it).
+const ROW_BLOCK: usize = 512;
+
+/// Runs up to `lanes` points per call, op-major.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchedCpu {
+    /// Points per pass; larger batches run in groups of this many.
+    pub lanes: usize,
+}
+
+/// K lanes of buffers for one graph, flat and lane-major, plus the lane-aware rules' scratch.
+#[derive(Debug, Default)]
+pub struct BatchWorkspace {
+    lanes: usize,
+    n_vals: usize,
+    n_scratch: usize,
+    vals: Vec<f64>,
+    adj: Vec<f64>,
+    scratch: Vec<f64>,
+    /// Per-lane partial sums of a lane-aware rule (`lanes × widest matrix`).
+    tmp: Vec<f64>,
+    alive: Vec<bool>,
+    /// The instruction set of the per-lane kernels (same bits for every choice).
+    pub(crate) isa: crate::simd::Isa,
+}
+
+impl BatchWorkspace {
+    /// Grows (never shrinks) the buffers to `lanes` lanes of `g`.
+    fn fit(&mut self, g: &Graph, lanes: usize) {
+        let lanes = lanes.max(self.lanes);
+        let cols = g
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::MatVec { cols, .. } => *cols as usize,
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        if lanes == self.lanes
+            && g.n_vals <= self.n_vals
+            && g.n_scratch <= self.n_scratch
+            && lanes * cols <= self.tmp.len()
+        {
+            return;
+        }
+        self.lanes = lanes;
+        self.n_vals = self.n_vals.max(g.n_vals);
+        self.n_scratch = self.n_scratch.max(g.n_scratch);
+        self.vals.resize(lanes * self.n_vals, 0.0);
+        self.adj.resize(lanes * self.n_vals, 0.0);
+        self.scratch.resize(lanes * self.n_scratch, 0.0);
+        if self.tmp.len() < lanes * cols {
+            self.tmp.resize(lanes * cols, 0.0);
+        }
+        self.alive.resize(lanes, false);
+    }
+}
+
+impl BatchedCpu {
+    /// Evaluates `lps.len()` (≤ the workspace's lanes) points; with `grads`, also the gradients.
+    fn run(
+        &self,
+        g: &Graph,
+        out: Arg,
+        qs: &[f64],
+        ws: &mut BatchWorkspace,
+        lps: &mut [Result<f64, EvalError>],
+        mut grads: Option<&mut [f64]>,
+    ) {
+        let k = lps.len();
+        let d = g.dim;
+        ws.fit(g, k);
+        let (nv, ns) = (ws.n_vals, ws.n_scratch);
+        for l in 0..k {
+            ws.vals[l * nv..l * nv + d].copy_from_slice(&qs[l * d..(l + 1) * d]);
+            ws.alive[l] = true;
+        }
+        for op in &g.ops {
+            if k > 1 && matvec_forward(op, &g.consts, ws, k) {
+                continue;
+            }
+            for l in 0..k {
+                if !ws.alive[l] {
+                    continue;
+                }
+                let vals = &mut ws.vals[l * nv..(l + 1) * nv];
+                let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+                if let Err(e) = kernels::forward(op, &g.consts, vals, scratch, ws.isa) {
+                    lps[l] = Err(g.locate(op, e));
+                    ws.alive[l] = false;
+                }
+            }
+        }
+        for (l, lp) in lps.iter_mut().enumerate() {
+            if ws.alive[l] {
+                *lp = Ok(read(out, &ws.vals[l * nv..(l + 1) * nv], &g.consts)[0]);
+            }
+        }
+        let Some(grads) = grads.as_deref_mut() else {
+            return;
+        };
+        for l in 0..k {
+            if !ws.alive[l] {
+                continue;
+            }
+            let adj = &mut ws.adj[l * nv..l * nv + g.n_vals];
+            adj.iter_mut().for_each(|a| *a = 0.0);
+            if out.is_var() {
+                adj[out.off as usize] = 1.0;
+            }
+        }
+        for op in g.ops.iter().rev() {
+            if k > 1 && matvec_backward(op, &g.consts, ws, k) {
+                continue;
+            }
+            for l in 0..k {
+                if !ws.alive[l] {
+                    continue;
+                }
+                let vals = &ws.vals[l * nv..(l + 1) * nv];
+                let adj = &mut ws.adj[l * nv..(l + 1) * nv];
+                let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+                kernels::backward(op, &g.consts, vals, adj, scratch, ws.isa);
+            }
+        }
+        for l in 0..k {
+            if ws.alive[l] {
+                grads[l * d..(l + 1) * d].copy_from_slice(&ws.adj[l * nv..l * nv + d]);
+            }
+        }
+    }
+}
+
+/// `out = M v` with a constant `M`, every live lane: row block by row block, each column's
+/// block applied to every lane while it is in cache. Per value, the reference order:
+/// `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
+fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
+    let &Op::MatVec {
+        m,
+        v,
+        rows,
+        cols,
+        out,
+    } = op
+    else {
+        return false;
+    };
+    if m.space != Space::Const || !v.is_var() {
+        return false;
+    }
+    let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
+    let mv = &consts[m.range()];
+    let (o0, v0) = (out.off as usize, v.off as usize);
+    for r0 in (0..rows).step_by(ROW_BLOCK) {
+        let r1 = (r0 + ROW_BLOCK).min(rows);
+        for l in (0..k).filter(|&l| ws.alive[l]) {
+            ws.vals[l * nv + o0 + r0..l * nv + o0 + r1]
+                .iter_mut()
+                .for_each(|o| *o = 0.0);
+        }
+        for c in 0..cols {
+            let col = &mv[c * rows + r0..c * rows + r1];
+            for l in (0..k).filter(|&l| ws.alive[l]) {
+                let (lo, hi) = ws.vals[l * nv..(l + 1) * nv].split_at_mut(o0);
+                let vc = lo[v0 + c];
+                for (o, mr) in hi[r0..r1].iter_mut().zip(col) {
+                    *o += mr * vc;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The vector's adjoint of `out = M v` with a constant `M`, every live lane:
+/// `adj_v[c] += dot(M[:, c], adj_out)`, summed in [`dot`]'s chunks, each chunk of four
+/// columns applied to every lane while it is in cache, the chunk sums added in chunk order
+/// (so each value is the reference's `dot`/`dot4` to the bit: a sum that starts at `+0.0`
+/// never becomes `-0.0`, so `t + (0 + s)` is `t + s`).
+fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
+    let &Op::MatVec {
+        m,
+        v,
+        rows,
+        cols,
+        out,
+    } = op
+    else {
+        return false;
+    };
+    if m.space != Space::Const || !v.is_var() {
+        return false;
+    }
+    let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
+    let mv = &consts[m.range()];
+    let col = |c: usize, s: usize, e: usize| &mv[c * rows + s..c * rows + e];
+    let tmp = &mut ws.tmp[..k * cols];
+    tmp.iter_mut().for_each(|t| *t = 0.0);
+    let o0 = out.off as usize;
+    let mut start = 0;
+    while start < rows {
+        let end = (start + CHUNK).min(rows);
+        let mut c = 0;
+        while c + 4 <= cols {
+            let block = [
+                col(c, start, end),
+                col(c + 1, start, end),
+                col(c + 2, start, end),
+                col(c + 3, start, end),
+            ];
+            for l in (0..k).filter(|&l| ws.alive[l]) {
+                let g = &ws.adj[l * nv + o0 + start..l * nv + o0 + end];
+                let s = dot4(block, g);
+                for (t, sc) in tmp[l * cols + c..l * cols + c + 4].iter_mut().zip(s) {
+                    *t += sc;
+                }
+            }
+            c += 4;
+        }
+        for c in c..cols {
+            let cc = col(c, start, end);
+            for l in (0..k).filter(|&l| ws.alive[l]) {
+                let g = &ws.adj[l * nv + o0 + start..l * nv + o0 + end];
+                tmp[l * cols + c] += dot(cc, g);
+            }
+        }
+        start = end;
+    }
+    for l in (0..k).filter(|&l| ws.alive[l]) {
+        let d = &mut ws.adj[l * nv + v.off as usize..l * nv + v.off as usize + cols];
+        for (dc, t) in d.iter_mut().zip(&tmp[l * cols..(l + 1) * cols]) {
+            *dc += t;
+        }
+    }
+    true
+}
+
+impl Executor for BatchedCpu {
+    type Workspace = BatchWorkspace;
+
+    fn new_workspace(&self, g: &Graph) -> BatchWorkspace {
+        let mut ws = BatchWorkspace::default();
+        ws.fit(g, self.lanes.max(1));
+        ws
+    }
+
+    fn forward(
+        &self,
+        g: &Graph,
+        out: Arg,
+        q: &[f64],
+        ws: &mut BatchWorkspace,
+    ) -> Result<f64, EvalError> {
+        let mut lp = [Ok(0.0)];
+        self.run(g, out, q, ws, &mut lp, None);
+        let [lp] = lp;
+        lp
+    }
+
+    fn gradient(
+        &self,
+        g: &Graph,
+        out: Arg,
+        q: &[f64],
+        ws: &mut BatchWorkspace,
+        grad: &mut [f64],
+    ) -> Result<f64, EvalError> {
+        let mut lp = [Ok(0.0)];
+        self.run(g, out, q, ws, &mut lp, Some(grad));
+        let [lp] = lp;
+        lp
+    }
+
+    fn gradient_batch(
+        &self,
+        g: &Graph,
+        out: Arg,
+        qs: &[f64],
+        ws: &mut BatchWorkspace,
+        lps: &mut [Result<f64, EvalError>],
+        grads: &mut [f64],
+    ) {
+        let d = g.dim;
+        let lanes = self.lanes.max(1);
+        for (i, group) in lps.chunks_mut(lanes).enumerate() {
+            let (a, b) = (i * lanes * d, (i * lanes + group.len()) * d);
+            self.run(g, out, &qs[a..b], ws, group, Some(&mut grads[a..b]));
+        }
+    }
+}

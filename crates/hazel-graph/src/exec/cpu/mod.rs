@@ -1,0 +1,139 @@
+//! The CPU executors and their kernels.
+//!
+//! - [`kernels`], [`dists`], `linalg_kernels`, `special`: the value and gradient rules of
+//!   every op (the reference arithmetic, one copy).
+//! - [`Buffers`] and the reference sweeps (`Graph::forward`, `Graph::backward`): the serial
+//!   executor [`SerialCpu`].
+//! - `par`: the chunked threaded executor ([`crate::exec::ThreadedCpu`]).
+//! - `batched`: K points op-major ([`crate::exec::BatchedCpu`]).
+
+pub mod batched;
+pub mod dists;
+pub mod glm;
+pub mod kernels;
+pub(crate) mod linalg_kernels;
+pub(crate) mod par;
+pub mod simd;
+pub(crate) mod special;
+
+use crate::exec::Executor;
+use crate::ir::{Arg, Graph, Space};
+use hazel_density::EvalError;
+
+/// Per-chain buffers of one graph: the reference executor's workspace, and one lane of the
+/// others'.
+#[derive(Debug, Clone, Default)]
+pub struct Buffers {
+    pub vals: Vec<f64>,
+    pub adj: Vec<f64>,
+    pub scratch: Vec<f64>,
+    /// The instruction set the kernels run with (`CompileOptions::simd`, resolved); every
+    /// choice gives the same bits.
+    pub isa: simd::Isa,
+}
+
+impl Buffers {
+    pub fn for_graph(g: &Graph) -> Buffers {
+        let mut b = Buffers::default();
+        b.fit(g);
+        b
+    }
+    /// Grows (never shrinks) the buffers to fit `g`; reuses capacity.
+    pub fn fit(&mut self, g: &Graph) {
+        if self.vals.len() < g.n_vals {
+            self.vals.resize(g.n_vals, 0.0);
+            self.adj.resize(g.n_vals, 0.0);
+        }
+        if self.scratch.len() < g.n_scratch {
+            self.scratch.resize(g.n_scratch, 0.0);
+        }
+    }
+}
+
+/// Reads an argument from the buffer it lives in; `vals` is the part of the value buffer below
+/// the current op's output.
+#[inline(always)]
+pub(crate) fn read<'a>(a: Arg, vals: &'a [f64], consts: &'a [f64]) -> &'a [f64] {
+    match a.space {
+        Space::Var => &vals[a.range()],
+        Space::Const => &consts[a.range()],
+    }
+}
+
+/// The reference sweeps. They are `Graph` methods for the tracer's eager evaluation and the
+/// traced sub-graphs (`lower::fn_graph`), but live here: the IR itself never runs.
+impl Graph {
+    /// Runs ops `from..` forward. `vals[0..dim]` must hold the parameters.
+    pub fn forward_from(&self, from: usize, buf: &mut Buffers) -> Result<(), EvalError> {
+        for op in &self.ops[from..] {
+            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch, buf.isa)
+                .map_err(|e| self.locate(op, e))?;
+        }
+        Ok(())
+    }
+
+    /// Full forward sweep at `q`.
+    pub fn forward(&self, q: &[f64], buf: &mut Buffers) -> Result<(), EvalError> {
+        buf.vals[..self.dim].copy_from_slice(q);
+        self.forward_from(0, buf)
+    }
+
+    /// Backward sweep from the scalar at `seed` (adjoint 1); afterwards `buf.adj[0..dim]`
+    /// holds the gradient with respect to the parameters.
+    pub fn backward(&self, seed: Arg, buf: &mut Buffers) {
+        let n = self.n_vals;
+        buf.adj[..n].iter_mut().for_each(|a| *a = 0.0);
+        if seed.is_var() {
+            buf.adj[seed.off as usize] = 1.0;
+        }
+        for op in self.ops.iter().rev() {
+            kernels::backward(
+                op,
+                &self.consts,
+                &buf.vals,
+                &mut buf.adj,
+                &mut buf.scratch,
+                buf.isa,
+            );
+        }
+    }
+
+    /// Value of a scalar argument after a forward sweep.
+    pub fn scalar(&self, a: Arg, buf: &Buffers) -> f64 {
+        read(a, &buf.vals, &self.consts)[0]
+    }
+}
+
+/// The reference executor: one op after another on one thread, every op's kernel from
+/// [`kernels`]. Every other executor must give its bits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SerialCpu;
+
+impl Executor for SerialCpu {
+    type Workspace = Buffers;
+
+    fn new_workspace(&self, g: &Graph) -> Buffers {
+        Buffers::for_graph(g)
+    }
+
+    fn forward(&self, g: &Graph, out: Arg, q: &[f64], ws: &mut Buffers) -> Result<f64, EvalError> {
+        ws.fit(g);
+        g.forward(q, ws)?;
+        Ok(g.scalar(out, ws))
+    }
+
+    fn gradient(
+        &self,
+        g: &Graph,
+        out: Arg,
+        q: &[f64],
+        ws: &mut Buffers,
+        grad: &mut [f64],
+    ) -> Result<f64, EvalError> {
+        ws.fit(g);
+        g.forward(q, ws)?;
+        g.backward(out, ws);
+        grad.copy_from_slice(&ws.adj[..g.dim]);
+        Ok(g.scalar(out, ws))
+    }
+}
