@@ -1,15 +1,15 @@
 //! Every SIMD level gives the reference bits (issue 14): the log density and gradient of
 //! several models — a GLM, a hierarchical regression, a Bayesian neural net with matrix ×
 //! matrix products, a model with both factors of a product on the tape — are bit-identical
-//! for each instruction set this CPU has (`CompileOptions::simd`), with 1 and 2 threads per
-//! chain. The reference is `SimdLevel::Sse2` with one thread: the same fixed-shape source
-//! compiled for the baseline target.
+//! for each instruction set this CPU has (`CompileOptions::simd`), with the serial, threaded
+//! (2 threads) and batched executors. The reference is `SimdLevel::Sse2` with the serial
+//! executor: the same fixed-shape source compiled for the baseline target.
 //!
 //! Blind spot: levels the CPU lacks are not run (the list is printed); an SSE2-only machine
-//! checks only the threads.
+//! checks only the executors.
 
 use hazel_density::LogDensity;
-use hazel_graph::{compile, CompileOptions, SimdLevel};
+use hazel_graph::{compile, CompileOptions, ExecutorKind, SimdLevel};
 
 /// A fixed pseudo-random sequence in (−0.5, 0.5) (no RNG crate needed).
 struct Xorshift(u64);
@@ -129,24 +129,45 @@ fn cases() -> Vec<(&'static str, &'static str, String)> {
 }
 
 /// (log density, gradient) at three points, for one level and thread count.
-fn evaluate(program: &str, data: &str, simd: SimdLevel, threads: usize) -> Vec<(f64, Vec<f64>)> {
+fn evaluate(
+    program: &str,
+    data: &str,
+    simd: SimdLevel,
+    executor: ExecutorKind,
+) -> Vec<(f64, Vec<f64>)> {
     let parsed = hazel_check::check_source("model.stan", program);
     let program = parsed.checked.expect("program checks");
     let data = hazel_data::DataFile::parse(data).expect("data parses");
     let options = CompileOptions {
         simd,
-        executor: hazel_graph::ExecutorKind::with_threads(threads),
+        executor,
         ..CompileOptions::default()
     };
     let model = compile(&program, &data, &options).expect("compiles");
     assert!(!model.is_dynamic());
     let dim = model.dim();
+    let point = |p: usize| -> Vec<f64> {
+        (0..dim)
+            .map(|i| (((i * 37 + p * 11) % 101) as f64 / 101.0 - 0.5) * 0.8)
+            .collect()
+    };
+    if let ExecutorKind::Batched { .. } = executor {
+        // The three points in one batch call (the lane-aware rules run with 3 lanes).
+        let qs: Vec<f64> = (0..3).flat_map(point).collect();
+        let mut ws: Vec<_> = (0..3).map(|_| model.new_workspace()).collect();
+        let mut grads = vec![0.0; 3 * dim];
+        let mut out = vec![Ok(0.0), Ok(0.0), Ok(0.0)];
+        model.log_density_gradient_batch(&mut ws, &qs, &mut grads, &mut out);
+        return out
+            .into_iter()
+            .zip(grads.chunks(dim))
+            .map(|(lp, g)| (lp.expect("evaluates"), g.to_vec()))
+            .collect();
+    }
     let mut ws = model.new_workspace();
     (0..3)
         .map(|p| {
-            let q: Vec<f64> = (0..dim)
-                .map(|i| (((i * 37 + p * 11) % 101) as f64 / 101.0 - 0.5) * 0.8)
-                .collect();
+            let q = point(p);
             let mut grad = vec![0.0; dim];
             let lp = model
                 .log_density_gradient(&mut ws, &q, &mut grad)
@@ -162,16 +183,21 @@ fn every_simd_level_and_thread_count_gives_the_reference_bits() {
     eprintln!("simd levels available here: {levels:?}");
     assert!(levels.contains(&SimdLevel::Sse2));
     for (name, program, data) in cases() {
-        let reference = evaluate(program, &data, SimdLevel::Sse2, 1);
+        let reference = evaluate(program, &data, SimdLevel::Sse2, ExecutorKind::Serial);
         for &level in levels.iter().chain([&SimdLevel::Auto]) {
-            for threads in [1, 2] {
-                let got = evaluate(program, &data, level, threads);
+            let executors = [
+                ExecutorKind::Serial,
+                ExecutorKind::Threaded { threads: 2 },
+                ExecutorKind::Batched { lanes: 3 },
+            ];
+            for executor in executors {
+                let got = evaluate(program, &data, level, executor);
                 for (p, ((lp, g), (lp_ref, g_ref))) in got.iter().zip(&reference).enumerate() {
                     assert!(lp.is_finite(), "{name}: lp {lp}");
                     assert_eq!(
                         lp.to_bits(),
                         lp_ref.to_bits(),
-                        "{name} point {p}: log density {lp} with {level:?}, {threads} threads; \
+                        "{name} point {p}: log density {lp} with {level:?}, {executor:?}; \
                          reference {lp_ref}"
                     );
                     let differ: Vec<usize> = (0..g.len())
@@ -180,7 +206,7 @@ fn every_simd_level_and_thread_count_gives_the_reference_bits() {
                     assert!(
                         differ.is_empty(),
                         "{name} point {p}: {} gradient components differ with {level:?}, \
-                         {threads} threads (first: {:?})",
+                         {executor:?} (first: {:?})",
                         differ.len(),
                         differ.first()
                     );
