@@ -183,11 +183,7 @@ for kernel, hyper, ard in STATIONARY:
     PROGRAMS[kernel] = gp_program(kernel, hyper, ard)
     PROGRAMS[kernel + "_param_points"] = gp_param_points(kernel, hyper, ard)
 
-# cov_exp_quad: the spelling of gp_exp_quad_cov before Stan 2.33 (stanc 2.37 no longer
-# declares it; hazel's checker still accepts it), checked against gp_exp_quad_cov.
-_cq = gp_program("gp_exp_quad_cov", "alpha, rho", False)
-PROGRAMS["cov_exp_quad"] = {"program": _cq["program"].replace("gp_exp_quad_cov", "cov_exp_quad"),
-                            "data": GP_DATA, "oracle": _cq["oracle"]}
+# cov_exp_quad was removed in Stan 2.33; the checker rejects it naming gp_exp_quad_cov.
 
 # A GP regression as users write it: the covariance feeds a Cholesky factor.
 PROGRAMS["gp_regression"] = {"program": """

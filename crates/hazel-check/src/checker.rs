@@ -326,6 +326,26 @@ impl Checker {
             .iter()
             .find_map(|s| name.strip_suffix(s))
             .unwrap_or(name);
+        if let Some(new) = match name {
+            "algebra_solver" => Some("solve_powell"),
+            "algebra_solver_newton" => Some("solve_newton"),
+            _ => None,
+        } {
+            // Deprecated in Stan 2.31 (Functions Reference, *Deprecated Functions*); stanc 2.37
+            // itself prints nothing for these.
+            self.error(
+                Diagnostic::warning(
+                    span,
+                    format!(
+                        "{name} is deprecated and will be removed in Stan 3.0. Use {new} instead"
+                    ),
+                )
+                .with_hint(format!(
+                    "{new}(f, y_guess, ...) passes its arguments to the system function directly \
+                     instead of packed `theta, x_r, x_i`"
+                )),
+            );
+        }
         if family == "lkj_cov" {
             self.error(
                 Diagnostic::warning(span, "`lkj_cov` is deprecated")
@@ -2136,6 +2156,16 @@ impl Checker {
                 );
             }
         } else if fname.ends_with("_lp") {
+            if self.function.is_none() && self.block == Some(BlockKind::TransformedParameters) {
+                // Valid but deprecated; stanc's warning, word for word.
+                self.error(Diagnostic::warning(
+                    name.span,
+                    "Using _lp functions in transformed parameters is deprecated and will be \
+                     disallowed in Stan 2.39. Use an _jacobian function instead, as this allows \
+                     change of variable adjustments which are conditionally enabled by the \
+                     algorithms.",
+                ));
+            }
             if !self.lp_context() {
                 self.error(
                     Diagnostic::error(
@@ -2169,6 +2199,53 @@ impl Checker {
     }
 
     fn unknown_function(&mut self, name: &Ident) {
+        // Stan's *Removed Functions* (Functions Reference): rejected with the replacement.
+        const REMOVED: [(&str, &str); 4] = [
+            ("cov_exp_quad", "gp_exp_quad_cov"),
+            ("fabs", "abs"),
+            ("multiply_log", "lmultiply"),
+            ("binomial_coefficient_log", "lchoose"),
+        ];
+        if let Some((_, new)) = REMOVED.iter().find(|(old, _)| *old == name.name) {
+            self.error(
+                Diagnostic::error(
+                    name.span,
+                    format!("`{}` was removed in Stan 2.33", name.name),
+                )
+                .with_hint(format!("use `{new}` (same arguments) instead")),
+            );
+            return;
+        }
+        // Stan's *Removed Features*: the `_log`, `_cdf_log` and `_ccdf_log` suffixes of
+        // distribution functions (removed in 2.33).
+        let suffixes = [
+            ("_ccdf_log", &["_lccdf"][..]),
+            ("_cdf_log", &["_lcdf"][..]),
+            ("_log", &["_lpdf", "_lpmf"][..]),
+        ];
+        for (old, new) in suffixes {
+            let Some(stem) = name.name.strip_suffix(old) else {
+                continue;
+            };
+            if let Some(new) = new
+                .iter()
+                .map(|n| format!("{stem}{n}"))
+                .find(|n| self.table.contains(n))
+            {
+                self.error(
+                    Diagnostic::error(
+                        name.span,
+                        format!(
+                            "the `{old}` suffix of `{}` was removed in Stan 2.33",
+                            name.name
+                        ),
+                    )
+                    .with_hint(format!("use `{new}(y | ...)` instead")),
+                );
+                return;
+            }
+            break;
+        }
         let mut d = Diagnostic::error(name.span, format!("unknown function `{}`", name.name))
             .with_primary_label("not a built-in or user-defined function");
         let names = self

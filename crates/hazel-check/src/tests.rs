@@ -646,3 +646,42 @@ fn valid_but_deprecated_stan_checks_with_warnings() {
     assert!(warnings[1].contains("`n * 1.0 / m`"));
     assert!(warnings[2].starts_with("`lkj_cov` is deprecated"));
 }
+
+#[test]
+fn lp_functions_in_transformed_parameters_warn_and_removed_functions_name_their_replacement() {
+    let r = ok("functions { real f_lp(real x) { target += -x; return x; } }
+         parameters { real<lower=0> s; }
+         transformed parameters { real t = f_lp(s); }
+         model { s ~ exponential(1); real u = f_lp(s); }");
+    let warnings: Vec<&str> = r
+        .diagnostics
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(warnings[0].starts_with("Using _lp functions in transformed parameters is deprecated"));
+    for (call, new) in [
+        ("cov_exp_quad(x, 1.0, 1.0)[1, 1]", "gp_exp_quad_cov"),
+        ("fabs(x[1])", "abs"),
+        ("multiply_log(x[1], x[2])", "lmultiply"),
+        ("binomial_coefficient_log(x[1], x[2])", "lchoose"),
+        ("normal_log(x[1], 0, 1)", "normal_lpdf"),
+        ("poisson_log(2, x[1])", "poisson_lpmf"),
+        ("normal_cdf_log(x[1], 0, 1)", "normal_lcdf"),
+        ("normal_ccdf_log(x[1], 0, 1)", "normal_lccdf"),
+    ] {
+        let src =
+            format!("transformed data {{ array[2] real x = {{1.0, 2.0}}; real y = {call}; }}");
+        let r = check_source("m.stan", &src);
+        let errors: Vec<String> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| format!("{} | {}", d.message, d.hint.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].contains("was removed in Stan 2.33"), "{errors:?}");
+        assert!(errors[0].contains(&format!("use `{new}")), "{errors:?}");
+    }
+}

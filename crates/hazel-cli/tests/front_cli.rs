@@ -296,14 +296,14 @@ fn log_density_flags_change_exactly_the_documented_terms() {
 
 #[test]
 fn check_and_sample_agree_on_calls_hazel_cannot_run_yet() {
-    // Stan accepts hypergeometric_pFq; hazel's library does not lower it yet. `hazel check`
+    // Stan accepts wiener_lpdf's 7-parameter form; hazel's library does not lower it yet. `hazel check`
     // says so at the call, with its line, and `hazel sample` stops there too, before any
     // draw.
     let dir = scratch_dir("check-unsupported");
     let model = dir.join("m.stan");
     std::fs::write(
         &model,
-        "data { vector[2] a; }\nparameters { real mu; }\nmodel {\n  mu ~ normal(hypergeometric_pFq(a, a, mu), 1);\n}\n",
+        "data { vector[2] a; }\nparameters { real mu; }\nmodel {\n  mu ~ normal(wiener_lpdf(1.0 | mu, 0.2, 0.5, 0.3, 0.1, 0.1, 0.05), 1);\n}\n",
     )
     .unwrap();
     for command in ["check", "sample"] {

@@ -176,7 +176,7 @@ const UNARY: &[&str] = &[
     "square",
     "inv_logit",
     "logit",
-    "fabs",
+    "abs",
     "lgamma",
     "tanh",
     "sin",

@@ -137,6 +137,18 @@ impl GraphBuilder {
         self.push(Op::Binary { f, a, b, out })
     }
 
+    /// Elementwise `f(args…)` with broadcasting (see [`crate::nary`]).
+    pub fn nary(&mut self, f: crate::nary::MathNary, args: Vec<Arg>) -> Arg {
+        let n = args.iter().map(|a| a.len()).max().unwrap_or(1);
+        debug_assert!(args.iter().all(|a| a.len() == 1 || a.len() == n));
+        let out = self.alloc(n);
+        self.push(Op::Nary {
+            f,
+            args: args.into_boxed_slice(),
+            out,
+        })
+    }
+
     pub fn sum(&mut self, x: Arg) -> Arg {
         let out = self.alloc(1);
         self.push(Op::Sum { x, out })
@@ -342,6 +354,33 @@ impl GraphBuilder {
             b,
             n: n as u32,
             m: m as u32,
+            scratch: sc,
+            out,
+        })
+    }
+
+    /// An algebraic solve ([`Op::Solve`]): the root, `spec.n` values.
+    pub fn solve(&mut self, spec: crate::solve_op::SolveSpec, guess: Arg, theta: Arg) -> Arg {
+        let sc = self.alloc_scratch(spec.scratch_len());
+        let out = self.alloc(spec.n);
+        self.push(Op::Solve {
+            spec: std::sync::Arc::new(spec),
+            guess,
+            theta,
+            scratch: sc,
+            out,
+        })
+    }
+
+    /// A DAE solve ([`Op::Dae`]): the states at every output time, time-major.
+    pub fn dae(&mut self, spec: crate::dae_op::DaeSpec, yy0: Arg, yp0: Arg, theta: Arg) -> Arg {
+        let sc = self.alloc_scratch(spec.scratch_len());
+        let out = self.alloc(spec.out_len());
+        self.push(Op::Dae {
+            spec: std::sync::Arc::new(spec),
+            yy0,
+            yp0,
+            theta,
             scratch: sc,
             out,
         })

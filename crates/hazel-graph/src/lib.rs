@@ -30,7 +30,9 @@
 //! per-element partials live in the workspace's [`Buffers`], and the within-chain parallel
 //! sweeps keep their per-chunk partials in a workspace buffer too (test
 //! `tests/no_alloc_per_eval.rs`; the only allocation left with threads is rayon's injector
-//! block, one per 63 evaluations). The dynamic path re-traces and does allocate.
+//! block, one per 63 evaluations). The dynamic path re-traces and does allocate, and so do
+//! the solver ops ([`Op::Solve`], [`Op::Dae`]: the user function's sub-graph buffers and the
+//! solvers' work arrays).
 //!
 //! - [`tape`]: the graph (ops over slots of a flat buffer), forward and backward sweeps, the
 //!   rewrites above.
@@ -48,6 +50,9 @@
 //!   lower to the solution plus its sensitivities from `hazel_math::ode`).
 //! - [`simd`]: runtime CPU-feature dispatch of the hot kernels through `pulp`
 //!   ([`CompileOptions::simd`]); every level gives the same bits (fixed reduction shapes).
+//! - [`solve_op`], [`dae_op`]: the algebraic-solver and DAE ops, which hold the user's
+//!   function as a traced sub-graph (`lower::fn_graph`) and differentiate by the implicit
+//!   function theorem / forward sensitivities (lowered by `lower::solve`, `lower::dae`).
 //! - `par`: within-chain parallel sweeps, bit-identical to the serial ones, on the
 //!   workspace's thread pool (`CompileOptions::threads_per_chain`).
 //! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits).
@@ -55,6 +60,7 @@
 
 pub mod builder;
 pub mod exec;
+pub mod dae_op;
 pub mod integrate_op;
 pub mod ir;
 pub mod lower;
@@ -74,6 +80,8 @@ pub mod tape {
     pub use crate::exec::cpu::Buffers;
     pub use crate::ir::graph::*;
 }
+pub mod nary;
+pub mod solve_op;
 
 pub use builder::GraphBuilder;
 pub use exec::{Executor, ExecutorKind};

@@ -44,6 +44,11 @@ pub enum MvFamily {
     LkjCov,
     /// `hmm_marginal`; args: log_omega, Gamma, rho; `n` = states, `n_obs` = observations.
     HmmMarginal,
+    /// args: theta (`n_obs` vectors of `n`); ints: outcomes.
+    PoissonBinomial(hazel_math::dist::poisson_binomial::PbTail),
+    /// Not a density: `pFq(a; b; z)` with its partials (`hypergeometric_2F1`, `_3F2`,
+    /// `_pFq`). args: a (`n`), b (`n_obs`), z.
+    Hypergeometric,
 }
 
 /// Everything about one density op that is fixed when the graph is built.
@@ -68,7 +73,8 @@ impl MvSpec {
             | MvFamily::OrderedProbit
             | MvFamily::Multinomial
             | MvFamily::MultinomialLogit
-            | MvFamily::DirichletMultinomial => 1,
+            | MvFamily::DirichletMultinomial
+            | MvFamily::PoissonBinomial(_) => 1,
             _ => 0,
         }
     }
@@ -102,6 +108,9 @@ impl MvSpec {
             MvFamily::MultiGpCholesky => la::multi_gp_cholesky_workspace_len(self.n),
             MvFamily::LkjCov => la::lkj_cov_workspace_len(self.n),
             MvFamily::HmmMarginal => la::hmm::hmm_workspace_len(self.n, self.n_obs),
+            MvFamily::PoissonBinomial(_) => {
+                hazel_math::dist::poisson_binomial::poisson_binomial_workspace_len(self.n)
+            }
             _ => 0,
         }
     }
@@ -258,6 +267,50 @@ impl MvSpec {
                 g2.as_deref_mut(),
                 ws,
             ),
+            MvFamily::PoissonBinomial(tail) => {
+                hazel_math::dist::poisson_binomial::poisson_binomial(
+                    tail,
+                    &self.ints,
+                    args[0],
+                    n,
+                    n_obs,
+                    terms,
+                    g0.as_deref_mut(),
+                    ws,
+                )
+            }
+            MvFamily::Hypergeometric => {
+                let z = args[2][0];
+                if n == 2 && n_obs == 1 {
+                    let (v, g) = hazel_math::special::hypergeometric_2f1_grad(
+                        args[0][0], args[0][1], args[1][0], z,
+                    )?;
+                    if let Some(d) = g0.as_deref_mut() {
+                        d[0] += g[0];
+                        d[1] += g[1];
+                    }
+                    if let Some(d) = g1.as_deref_mut() {
+                        d[0] += g[2];
+                    }
+                    if let Some(d) = first(g2) {
+                        *d += g[3];
+                    }
+                    Ok(v)
+                } else {
+                    let (v, dz) = hazel_math::special::hypergeometric_pfq_grad(
+                        "hypergeometric_pFq",
+                        args[0],
+                        args[1],
+                        z,
+                        g0.as_deref_mut(),
+                        g1.as_deref_mut(),
+                    )?;
+                    if let Some(d) = first(g2) {
+                        *d += dz;
+                    }
+                    Ok(v)
+                }
+            }
             MvFamily::LkjCorr => la::lkj_corr_lpdf(
                 args[0],
                 n,

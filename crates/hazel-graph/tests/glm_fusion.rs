@@ -258,6 +258,8 @@ fn stan_glm_spellings_compile_to_the_fused_op() {
 
 /// Each `_glm` function is its base density at `alpha + X * beta` (the base densities'
 /// values are covered by the stanli fixtures): the same bits of log density and gradient.
+/// (`neg_binomial_2_log_glm` under `~` keeps other constant terms than its base family, as in
+/// Stan Math, so only its full `_lpmf` is compared.)
 #[test]
 fn glm_functions_equal_their_expanded_form() {
     let pairs = [
@@ -274,11 +276,6 @@ fn glm_functions_equal_their_expanded_form() {
         (
             "w ~ normal_id_glm(X, alpha, beta, aux);",
             "w ~ normal(X * beta + alpha, aux);",
-            true,
-        ),
-        (
-            "y ~ neg_binomial_2_log_glm(X, alpha, beta, aux);",
-            "y ~ neg_binomial_2_log(X * beta + alpha, aux);",
             true,
         ),
         (

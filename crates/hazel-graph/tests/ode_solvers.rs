@@ -3,6 +3,7 @@
 //!
 //! - `ode_ckrk`, `ode_ckrk_tol`: Cash–Karp under Boost's controlled stepper, Stan's own step
 //!   sequence, so lp and gradient agree to 1e-8;
+//! - `ode_bdf`, `ode_adams` at Stan's default tolerances and `ode_adams_tol` (bound 1e-6);
 //! - `ode_bdf_tol` (a damped oscillator and the stiff Robertson kinetics) and
 //!   `ode_adjoint_tol_ctl` (forward solver BDF or Adams): Stan runs CVODES (and an adjoint
 //!   pass), hazel its own stiff or non-stiff method with forward sensitivities, so they agree
@@ -52,6 +53,16 @@ fn ckrk_matches_stanli() {
 fn bdf_matches_stanli() {
     check("bdf_sho", 1e-6);
     check("bdf_robertson", 1e-6);
+}
+
+/// At Stan's default tolerances (1e-6) the two solvers may differ by their error at those
+/// tolerances; on this smooth problem both land within ~1e-9 of each other (measured), and the
+/// bound is the requested tolerance's order, as for `ode_bdf_tol`.
+#[test]
+fn default_tolerance_bdf_and_adams_match_stanli() {
+    check("bdf_default", 1e-6);
+    check("adams_default", 1e-6);
+    check("adams_tol", 1e-6);
 }
 
 #[test]

@@ -27,7 +27,7 @@ const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[
 /// finite-difference check, why). Adaptive solvers agree only to their step control: `ode_rk45`
 /// reproduces Stan's step sequence (agreement is at rounding level unless a rounding
 /// difference flips one accept/reject decision), `ode_bdf` is CVODES in Stan and
-/// Dormand–Prince at tightened tolerances here. Forward sensitivities are the derivative of
+/// hazel's stiff SDIRK at tightened tolerances here. Forward sensitivities are the derivative of
 /// the ODE solution, not of the discrete solver's output (whose step sizes move with the
 /// parameters), so at loose solver tolerances a central difference of the log density differs
 /// from both Stan's gradient and ours by about the solver's error over `h`.

@@ -211,15 +211,15 @@ fn ternary_with_an_int_branch_is_real_when_the_other_is() {
 
 #[test]
 fn compile_errors_point_at_the_model_or_the_data() {
-    // hypergeometric_pFq checks (Stan has it) but is not lowered yet.
+    // wiener_lpdf's 7-parameter form checks (Stan has it) but is not lowered yet.
     let src = "data { int N; vector[N] y; }\nparameters { real mu; }\n\
-               model { y ~ normal(hypergeometric_pFq(y, y, mu), 1); }";
+               model { y ~ normal(wiener_lpdf(1.0 | mu, 0.2, 0.5, 0.3, 0.1, 0.1, 0.05), 1); }";
     let parsed = hazel_check::check_source("m.stan", src);
     let program = parsed.checked.expect("checks");
     let data = hazel_data::DataFile::parse(r#"{"N": 2, "y": [1, 2]}"#).expect("data");
     let err = compile(&program, &data, &CompileOptions::default())
         .err()
-        .expect("hypergeometric_pFq is not lowered");
+        .expect("wiener_lpdf's 7-parameter form is not lowered");
     assert!(
         err.render(&parsed.sources).starts_with("m.stan:3:"),
         "{}",

@@ -49,7 +49,9 @@ mod continuous;
 mod discrete;
 pub mod kernel;
 pub mod mv_rng;
+pub mod poisson_binomial;
 mod rng;
+pub mod wiener;
 
 use hazel_rng::StreamRng;
 use std::fmt;
@@ -644,8 +646,8 @@ static TABLE: &[Distribution] = &[
         3,
         ints = 0,
         c::von_mises,
-        lcdf = None,
-        lccdf = None,
+        lcdf = Some(cdf::von_mises_lcdf),
+        lccdf = Some(cdf::von_mises_lccdf),
         rng = Some(rng::von_mises)
     ),
     dist!(
@@ -757,6 +759,16 @@ static TABLE: &[Distribution] = &[
         lcdf = Some(cdf::skew_double_exponential_lcdf),
         lccdf = Some(cdf::skew_double_exponential_lccdf),
         rng = Some(rng::skew_double_exponential)
+    ),
+    dist!(
+        "loglogistic",
+        Continuous,
+        3,
+        ints = 0,
+        c::loglogistic,
+        lcdf = Some(cdf::loglogistic_lcdf),
+        lccdf = None,
+        rng = Some(rng::loglogistic)
     ),
     dist!(
         "beta_binomial",

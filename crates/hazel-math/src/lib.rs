@@ -1,6 +1,10 @@
 //! hazel's math library. Every function has a plain-value rule and a gradient rule beside it,
 //! tested against reference values (mpmath/scipy fixtures) and finite differences.
 //!
+//! - [`algebra`]: nonlinear algebraic systems: Newton with a line search (Stan's KINSOL-based
+//!   `solve_newton`), Powell's dogleg hybrid (`solve_powell`) and the implicit-function rule.
+//! - [`dae`]: implicit DAEs `F(t, y, y') = 0` of index 1 (Stan's `dae`): variable-order BDF
+//!   with forward sensitivities.
 //! - [`special`]: scalar special functions (lgamma, digamma, log1p_exp, erfc, Phi, …) and the
 //!   table of Stan's scalar functions by name.
 //! - [`dist`]: univariate densities/mass functions, cdfs and rngs, and the table of Stan's
@@ -11,6 +15,8 @@
 //!   Stan's `ode_rk45`'s) step control, and forward sensitivities.
 //! - [`transforms`]: Stan's constraining transforms with log-Jacobians and their adjoints.
 
+pub mod algebra;
+pub mod dae;
 pub mod dist;
 pub mod linalg;
 pub mod ode;

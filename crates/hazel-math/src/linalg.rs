@@ -26,6 +26,7 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
+pub mod complex;
 pub mod densities;
 pub mod eigen;
 pub mod hmm;

@@ -194,6 +194,7 @@ fn every_binary_rule_matches_finite_differences() {
         "bessel_first_kind",
         "bessel_second_kind",
         "modified_bessel_first_kind",
+        "modified_bessel_second_kind",
         "lmgamma",
         "binary_log_loss",
         "log_modified_bessel_first_kind",

@@ -36,7 +36,7 @@ use zarrs::array::codec::BytesCodec;
 use zarrs::array::{data_type, Array, ArrayBuilder, FillValue};
 use zarrs::filesystem::FilesystemStore;
 use zarrs::group::Group;
-use zarrs::storage::{Bytes, StoreKey, WritableStorageTraits};
+use zarrs::storage::{Bytes, ReadableStorageTraits, StoreKey, WritableStorageTraits};
 
 /// Target size of one chain's buffered draws (one chunk along `draw`).
 pub const CHUNK_BYTES: usize = 8 << 20;
@@ -70,10 +70,12 @@ pub struct ZarrRun {
     shared: Mutex<Shared>,
 }
 
+/// Guarded by the run's mutex, which also orders the chains' updates of the root attributes
+/// (read back from the store each time rather than kept: for wide models the adapted metrics
+/// are large, and memory held for the whole run counts against the writer's bound).
 struct Shared {
     /// Created by the first chain to begin; the others check their columns against it.
     layout: Option<Arc<Layout>>,
-    root_attributes: Map<String, Value>,
 }
 
 struct Layout {
@@ -184,12 +186,9 @@ impl ZarrRun {
                 0
             },
             chunk_bytes,
-            shared: Mutex::new(Shared {
-                layout: None,
-                root_attributes,
-            }),
+            shared: Mutex::new(Shared { layout: None }),
         });
-        run.store_root(&run.lock()?.root_attributes)?;
+        run.store_root(&root_attributes)?;
         Ok(run)
     }
 
@@ -511,15 +510,25 @@ impl DrawSink for ZarrChainWriter {
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
         let chain_id = self.run.chain_ids[self.chain_index].to_string();
-        let mut shared = self.run.lock()?;
-        let adaptation = shared
-            .root_attributes
+        let _shared = self.run.lock()?;
+        let root = self
+            .run
+            .store
+            .get(&StoreKey::new("zarr.json").map_err(to_io)?)
+            .map_err(to_io)?
+            .ok_or_else(|| io::Error::other("the Zarr store lost its root zarr.json"))?;
+        let mut root: Value = serde_json::from_slice(&root).map_err(to_io)?;
+        let Some(Value::Object(mut attributes)) = root.get_mut("attributes").map(Value::take)
+        else {
+            return Err(io::Error::other("the Zarr store's root has no attributes"));
+        };
+        let adaptation = attributes
             .entry("adaptation")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(by_chain) = adaptation {
             by_chain.insert(chain_id, Value::Object(pairs));
         }
-        self.run.store_root(&shared.root_attributes)
+        self.run.store_root(&attributes)
     }
 
     fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {

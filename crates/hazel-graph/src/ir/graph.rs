@@ -242,6 +242,27 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// The root `x` of an algebraic system `f(x, θ) = 0` from the initial guess `guess`
+    /// ([`crate::solve_op`]); `theta` holds the system's parameter-dependent scalars.
+    /// `scratch` holds the Jacobians at the root for the implicit-function gradient.
+    Solve {
+        spec: std::sync::Arc<crate::solve_op::SolveSpec>,
+        guess: Arg,
+        theta: Arg,
+        scratch: u32,
+        out: Slot,
+    },
+    /// The solution of a DAE `F(t, y, y'; θ) = 0` at the requested times ([`crate::dae_op`])
+    /// from `yy0`, `yp0`; `theta` holds the residual's parameter-dependent scalars. `scratch`
+    /// holds the forward sensitivities for the backward rule.
+    Dae {
+        spec: std::sync::Arc<crate::dae_op::DaeSpec>,
+        yy0: Arg,
+        yp0: Arg,
+        theta: Arg,
+        scratch: u32,
+        out: Slot,
+    },
     /// An ODE solve ([`crate::ode_op`]): the states at the requested times from the
     /// parameter-dependent scalars `v`; `scratch` holds the sensitivities for the backward rule.
     Ode {
@@ -262,6 +283,13 @@ pub enum Op {
         spec: std::sync::Arc<crate::integrate_op::IntegrateSpec>,
         v: Arg,
         scratch: u32,
+        out: Slot,
+    },
+    /// Elementwise `f(args…)` for a function of three or more arguments ([`crate::nary`]),
+    /// each argument of length 1 (broadcast) or the output's length.
+    Nary {
+        f: crate::nary::MathNary,
+        args: Box<[Arg]>,
         out: Slot,
     },
 }
@@ -292,9 +320,12 @@ impl Op {
             | Op::Check { out, .. }
             | Op::Reject { out, .. }
             | Op::MvDist { out, .. }
+            | Op::Solve { out, .. }
+            | Op::Dae { out, .. }
             | Op::Ode { out, .. }
             | Op::Integrate { out, .. }
-            | Op::Glm { out, .. } => *out,
+            | Op::Glm { out, .. }
+            | Op::Nary { out, .. } => *out,
         }
     }
 
@@ -314,7 +345,10 @@ impl Op {
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
             | Op::MatMul { a, b, .. }
-            | Op::Linalg { a, b, .. } => {
+            | Op::Linalg { a, b, .. }
+            | Op::Solve {
+                guess: a, theta: b, ..
+            } => {
                 f(a);
                 f(b)
             }
@@ -332,7 +366,9 @@ impl Op {
                 f(m);
                 f(v)
             }
-            Op::Dist { args, .. } | Op::MvDist { args, .. } => args.iter_mut().for_each(f),
+            Op::Dist { args, .. } | Op::MvDist { args, .. } | Op::Nary { args, .. } => {
+                args.iter_mut().for_each(f)
+            }
             Op::Cholesky { a, .. } => f(a),
             Op::TriSolve { l, b, .. } => {
                 f(l);
@@ -344,6 +380,13 @@ impl Op {
             }
             Op::Reject { .. } => {}
             Op::Glm { spec, .. } => spec.for_each_input_mut(f),
+            Op::Dae {
+                yy0, yp0, theta, ..
+            } => {
+                f(yy0);
+                f(yp0);
+                f(theta)
+            }
         }
     }
 
@@ -368,7 +411,13 @@ impl Op {
             Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
             Op::MatVec { m, v, .. } => vec![*m, *v],
             Op::MatMul { a, b, .. } | Op::Linalg { a, b, .. } => vec![*a, *b],
-            Op::Dist { args, .. } | Op::MvDist { args, .. } => args.to_vec(),
+            Op::Solve { guess, theta, .. } => vec![*guess, *theta],
+            Op::Dae {
+                yy0, yp0, theta, ..
+            } => vec![*yy0, *yp0, *theta],
+            Op::Dist { args, .. } | Op::MvDist { args, .. } | Op::Nary { args, .. } => {
+                args.to_vec()
+            }
             Op::Cholesky { a, .. } => vec![*a],
             Op::TriSolve { l, b, .. } => vec![*l, *b],
             Op::Check { x, bound, .. } => vec![*x, *bound],

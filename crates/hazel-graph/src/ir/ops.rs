@@ -195,4 +195,17 @@ pub enum LinalgFn {
     QrThinQ,
     /// `qr_thin_R`: `min(n, m) × m`.
     QrThinR,
+    /// `eigenvalues` (or `eigenvectors` when `vectors`) of a real non-symmetric `n × n`
+    /// matrix `a` (`b` empty), or of the complex matrix with real part `a` and imaginary part
+    /// `b` (`complex`): the output is the real parts then the imaginary parts (2n, or 2n²);
+    /// values and eigenvectors stay in scratch.
+    EigenGeneral { complex: bool, vectors: bool },
+    /// `eigenvectors_sym` of the Hermitian matrix with real part `a` and imaginary part `b`
+    /// (`n × n`): the real parts then the imaginary parts (2n²); values (as pairs) and vectors
+    /// stay in scratch.
+    EigenvectorsHermitian,
+    /// `complex_schur_decompose_t` (or `_u` when `u`) of the real matrix `a` (`b` empty) or
+    /// of the complex one with parts `a`, `b` (`complex`): real parts then imaginary parts
+    /// (2n²); T and U stay in scratch.
+    ComplexSchur { complex: bool, u: bool },
 }

@@ -89,7 +89,7 @@ impl<'p> Tracer<'p> {
         Ok(())
     }
 
-    fn sum_elems(&mut self, e: &Elems) -> Sc {
+    pub(crate) fn sum_elems(&mut self, e: &Elems) -> Sc {
         if let Some(c) = e.consts() {
             return Sc::C(crate::kernels::chunked_sum(&c));
         }
@@ -108,7 +108,7 @@ impl<'p> Tracer<'p> {
         Sc::V(self.b.log_sum_exp(a).off)
     }
 
-    fn dot_elems(&mut self, a: &Elems, b: &Elems, span: Span) -> R<Sc> {
+    pub(crate) fn dot_elems(&mut self, a: &Elems, b: &Elems, span: Span) -> R<Sc> {
         if a.len() != b.len() {
             return eerr(
                 format!("dot_product: size mismatch ({} vs {})", a.len(), b.len()),
@@ -196,6 +196,21 @@ impl<'p> Tracer<'p> {
             ("_cdf", None),
         ] {
             if let Some(base) = name.strip_suffix(suffix) {
+                if base == "poisson_binomial" {
+                    let tail = if ccdf == Some(true) {
+                        "_lccdf"
+                    } else {
+                        "_lcdf"
+                    };
+                    let family = format!("{base}{tail}");
+                    let v = self.mv_density(&family, &args, false, span)?;
+                    let v = v.unwrap_or(Sc::C(f64::NAN));
+                    return Ok(Val::Real(if ccdf.is_none() {
+                        self.sc_unary(UnaryFn::Exp, v)
+                    } else {
+                        v
+                    }));
+                }
                 let Some(kind) = crate::dists::DistKind::cdf(base, ccdf.unwrap_or(false)) else {
                     return cerr(format!("function '{name}' is not supported"), span);
                 };
@@ -236,6 +251,14 @@ impl<'p> Tracer<'p> {
         if let Some(f) = binary {
             self.n_args(name, &args, 2, span)?;
             return self.map_binary(f, &args[0], &args[1], span);
+        }
+        // `fma` and `log_mix` are compositions below.
+        let nary = crate::nary::MathNary::lookup(name, args.len());
+        if let Some(f) = nary.filter(|_| name != "fma" && name != "log_mix") {
+            return self.map_nary(f, &args, span);
+        }
+        if let Some(v) = self.hypergeometric_call(name, &args, span)? {
+            return Ok(v);
         }
         match name {
             "pi" => Ok(Val::real(std::f64::consts::PI)),
@@ -1164,6 +1187,19 @@ impl<'p> Tracer<'p> {
     fn multivariate_rng(&mut self, base: &str, args: &[Val], span: Span) -> R<Option<Val>> {
         match base {
             _ if super::multivariate::has_mv_rng(base) => self.mv_rng(base, args, span),
+            _ if super::glm::has_glm_rng(base) => self.glm_rng(base, args, span),
+            "poisson_binomial" => {
+                if args.len() != 1 {
+                    return cerr("poisson_binomial_rng takes 1 argument", span);
+                }
+                let theta = self.const_vec(&args[0], span)?;
+                let rng = self.rng.as_mut().expect("checked by caller");
+                let k = hazel_math::dist::poisson_binomial::poisson_binomial_rng(&theta, rng)
+                    .map_err(|e| {
+                        TraceErr::Eval(hazel_density::EvalError::domain(e.message), span)
+                    })?;
+                Ok(Some(Val::Int(k as i64)))
+            }
             "categorical" | "categorical_logit" => {
                 if args.len() != 1 {
                     return cerr(format!("{base}_rng takes 1 argument"), span);
@@ -1259,6 +1295,10 @@ impl<'p> Tracer<'p> {
             _ if super::multivariate::mv_family(name).is_some() => {
                 self.mv_density(name, args, propto, span)
             }
+            _ if super::glm::is_glm(name) => self.glm_density(name, args, propto, span),
+            _ if super::dist2::is_composed_matrix_density(name) => {
+                self.composed_matrix_density(name, args, propto, span)
+            }
             "multi_normal_cholesky" => {
                 if args.len() != 3 {
                     return cerr("multi_normal_cholesky takes 3 arguments", span);
@@ -1321,38 +1361,6 @@ impl<'p> Tracer<'p> {
                     );
                 }
                 Ok(Some(total))
-            }
-            "bernoulli_logit_glm" | "poisson_log_glm" | "normal_id_glm" | "neg_binomial_2_log_glm" => {
-                // GLMs are their base density at the linear predictor alpha + x beta (one
-                // `Op::Glm` after `Graph::fuse_glm`).
-                let two_param = matches!(name, "normal_id_glm" | "neg_binomial_2_log_glm");
-                let need = if two_param { 5 } else { 4 };
-                if args.len() != need {
-                    return cerr(format!("{name} takes {need} arguments"), span);
-                }
-                let xb = match (&args[1], &args[3]) {
-                    (Val::RowVector(_), b) => {
-                        let x = self.to_elems(&args[1]);
-                        let be = self.to_elems(b);
-                        Val::Real(self.dot_elems(&x, &be, span)?)
-                    }
-                    (x, b) => {
-                        let b = Val::Vector(self.to_elems(b));
-                        self.matmul(x, &b, span)?
-                    }
-                };
-                let eta = self.binop(hazel_syntax::ast::BinOp::Add, &xb, &args[2], span)?;
-                let base = match name {
-                    "bernoulli_logit_glm" => crate::dists::DistKind::BernoulliLogit,
-                    "poisson_log_glm" => crate::dists::DistKind::PoissonLog,
-                    "neg_binomial_2_log_glm" => crate::dists::DistKind::NegBinomial2Log,
-                    _ => crate::dists::DistKind::Normal,
-                };
-                let mut a = vec![args[0].clone(), eta];
-                if two_param {
-                    a.push(args[4].clone());
-                }
-                Ok(Some(self.dist_sum(base, &a, propto, span)?))
             }
             "dirichlet" => {
                 if args.len() != 2 {

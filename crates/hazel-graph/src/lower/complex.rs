@@ -63,11 +63,16 @@ const BILINEAR: [&str; 2] = ["diag_pre_multiply", "diag_post_multiply"];
 impl<'p> Tracer<'p> {
     /// Whether a call must run as a complex function: a complex argument, or a constructor.
     pub fn is_complex_call(name: &str, args: &[Val]) -> bool {
-        CONSTRUCTORS.contains(&name) || args.iter().any(Val::holds_complex)
+        CONSTRUCTORS.contains(&name)
+            || super::complex_linalg::ALWAYS_COMPLEX.contains(&name)
+            || args.iter().any(Val::holds_complex)
     }
 
     /// A built-in called with complex arguments (or a complex constructor).
     pub fn complex_call(&mut self, name: &str, args: Vec<Val>, span: Span) -> R<Val> {
+        if let Some(result) = self.complex_linalg(name, &args, span) {
+            return result;
+        }
         if PARTWISE.contains(&name) {
             return self.complex_partwise(name, args, span);
         }

@@ -547,15 +547,15 @@ impl<'p> Tracer<'p> {
                 self.check_elems(&dev, CheckKind::Upper, 1e-8, &message);
                 Elems::from_scalars_or_empty(parts)
             }
-            StructKind::SumToZeroVector { .. }
-            | StructKind::SumToZeroMatrix { .. }
-            | StructKind::Simplex { .. }
-            | StructKind::ColumnStochastic { .. }
-            | StructKind::RowStochastic { .. } => {
-                self.linear_unconstrain(kind, x, &message, span)?
-            }
             StructKind::CorrMatrix { k } => {
-                // Through the Cholesky factor, whose unit rows are the unit diagonal.
+                // hazel_math's inverse as ops: unit diagonal checked, L = cholesky_decompose(Ω)
+                // with its rows renormalised, the Cholesky-factor inverse (row-major CPCs),
+                // reordered to the corr_matrix transform's column-major CPCs.
+                let diag = Elems::from_scalars((0..k).map(|d| x.get(d + d * k)).collect());
+                let ones = Elems::C(Arc::new(vec![1.0; k]));
+                let dev = self.elems_binary(BinaryFn::Sub, &diag, &ones);
+                self.check_elems(&dev, CheckKind::Lower, -1e-8, &message);
+                self.check_elems(&dev, CheckKind::Upper, 1e-8, &message);
                 let l = match self.call(
                     "cholesky_decompose",
                     vec![Val::Matrix(k, k, x.clone())],
@@ -564,21 +564,47 @@ impl<'p> Tracer<'p> {
                     Val::Matrix(_, _, e) => e,
                     _ => return cerr("cholesky_decompose returned a non-matrix", span),
                 };
-                match self.structured_unconstrain(
+                let mut scaled = vec![Sc::C(0.0); k * k];
+                for r in 0..k {
+                    let mut sum_sqs = Sc::C(0.0);
+                    for c in 0..=r {
+                        let v2 = self.sc_unary(UnaryFn::Square, l.get(r + c * k));
+                        sum_sqs = self.sc_binary(BinaryFn::Add, sum_sqs, v2);
+                    }
+                    let norm = self.sc_unary(UnaryFn::Sqrt, sum_sqs);
+                    for c in 0..=r {
+                        scaled[r + c * k] = self.sc_binary(BinaryFn::Div, l.get(r + c * k), norm);
+                    }
+                }
+                let factor = Elems::from_scalars(scaled);
+                let Val::Vector(row_major) = self.structured_unconstrain(
                     name,
                     "cholesky_factor_corr",
                     (k, k, true),
-                    &l,
+                    &factor,
                     span,
-                )? {
-                    Val::Vector(e) => e,
-                    _ => {
-                        return cerr(
-                            "cholesky_factor_corr_unconstrain returned a non-vector",
-                            span,
-                        )
+                )?
+                else {
+                    return cerr(
+                        "cholesky_factor_corr_unconstrain returned a non-vector",
+                        span,
+                    );
+                };
+                let mut parts = vec![Sc::C(0.0); kind.free_len()];
+                for c in 0..k {
+                    for r in (c + 1)..k {
+                        parts[c * (2 * k - c - 1) / 2 + (r - c - 1)] =
+                            row_major.get(r * (r - 1) / 2 + c);
                     }
                 }
+                Elems::from_scalars_or_empty(parts)
+            }
+            StructKind::SumToZeroVector { .. }
+            | StructKind::SumToZeroMatrix { .. }
+            | StructKind::Simplex { .. }
+            | StructKind::ColumnStochastic { .. }
+            | StructKind::RowStochastic { .. } => {
+                self.linear_unconstrain(kind, x, &message, span)?
             }
         };
         Ok(vector(free, free_shape.0, free_shape.1))

@@ -72,6 +72,12 @@ impl<'p> Tracer<'p> {
             ExprKind::Call { name, args } if super::ode::is_ode_solver(&name.name) => {
                 self.ode_call(&name.name, args, span)
             }
+            ExprKind::Call { name, args } if super::solve::is_algebra_solver(&name.name) => {
+                self.solve_call(&name.name, args, span)
+            }
+            ExprKind::Call { name, args } if super::dae::is_dae_solver(&name.name) => {
+                self.dae_call(&name.name, args, span)
+            }
             ExprKind::Call { name, args } if super::hof::is_higher_order(&name.name) => {
                 self.higher_order_call(&name.name, args, span)
             }
@@ -278,6 +284,17 @@ impl<'p> Tracer<'p> {
         let scalar = |v: &Val| matches!(v, Val::Int(_) | Val::Real(_));
         match op {
             Eq | Neq | Lt | Leq | Gt | Geq => {
+                let cmp: fn(f64, f64) -> bool = match op {
+                    Eq => |x, y| x == y,
+                    Neq => |x, y| x != y,
+                    Lt => |x, y| x < y,
+                    Leq => |x, y| x <= y,
+                    Gt => |x, y| x > y,
+                    _ => |x, y| x >= y,
+                };
+                if let Some(c) = self.guarded_compare(cmp, a, b) {
+                    return Ok(Val::Int(c as i64));
+                }
                 let x = self.real_value(a, span)?;
                 let y = self.real_value(b, span)?;
                 Ok(Val::Int(match op {
@@ -295,10 +312,11 @@ impl<'p> Tracer<'p> {
             EltDiv => self.map_binary(BinaryFn::Div, a, b, span),
             Pow | EltPow => self.map_binary(BinaryFn::Pow, a, b, span),
             Div => {
-                if scalar(b) || !matches!(b, Val::Matrix(..)) {
+                // `b / A` is mdivide_right(b, A); `c / A` for a scalar c is elementwise (Stan
+                // Math's `divide(c, A)`).
+                if scalar(a) || scalar(b) || !matches!(b, Val::Matrix(..)) {
                     self.map_binary(BinaryFn::Div, a, b, span)
                 } else {
-                    // `b / A` is mdivide_right(b, A).
                     self.call("mdivide_right", vec![a.clone(), b.clone()], span)
                 }
             }

@@ -1,6 +1,6 @@
 //! A user function traced into a small sub-graph over a flat parameter slot, evaluated with
 //! its value and Jacobian rows by reverse sweeps: the facility behind the ODE right-hand
-//! sides (and meant for the algebraic solvers, DAEs and `integrate_1d`).
+//! sides, `integrate_1d` integrands, the algebraic solvers' systems and the DAE residuals.
 //!
 //! The function is called as `f(lead..., args...)`. The *leading* arguments are what the
 //! solver varies (an ODE's `t` and `y`, a root finder's `x`); each is a real, a vector or an
@@ -172,7 +172,72 @@ pub struct FnGraph {
     /// Values control flow read while tracing (a guarded trace, see
     /// [`TracedFn::set_guarded`]): (value slot, value). The trace is valid where each slot
     /// still holds its value.
-    pub guards: Vec<(u32, f64)>,
+    pub guards: Vec<Guard>,
+}
+
+/// What a guarded trace assumed about the values control flow read.
+#[derive(Debug, Clone, Copy)]
+pub enum Guard {
+    /// Value slot `.0` held `.1` (bit for bit).
+    Value(u32, f64),
+    /// `cmp(a, b)` was `outcome` (a comparison in a condition: `if (t > 0)`).
+    Compare {
+        cmp: fn(f64, f64) -> bool,
+        a: Sc,
+        b: Sc,
+        outcome: bool,
+    },
+}
+
+impl Guard {
+    fn holds(&self, vals: &[f64]) -> bool {
+        let at = |s: Sc| match s {
+            Sc::C(c) => c,
+            Sc::V(o) => vals[o as usize],
+        };
+        match *self {
+            Guard::Value(o, v) => vals[o as usize].to_bits() == v.to_bits(),
+            Guard::Compare { cmp, a, b, outcome } => cmp(at(a), at(b)) == outcome,
+        }
+    }
+}
+
+impl<'p> Tracer<'p> {
+    /// A comparison of scalars in a guarded trace whose varying operands are computed from
+    /// readable slots alone: its outcome, recorded as a [`Guard::Compare`]. `None` when this
+    /// is not such a trace or such a comparison (the caller reads the values as usual).
+    pub fn guarded_compare(&self, cmp: fn(f64, f64) -> bool, a: &Val, b: &Val) -> Option<bool> {
+        if self.dynamic || self.readable.is_empty() {
+            return None;
+        }
+        let sc = |v: &Val| match v {
+            Val::Int(i) => Some(Sc::C(*i as f64)),
+            Val::Real(s) => Some(*s),
+            _ => None,
+        };
+        let (a, b) = (sc(a)?, sc(b)?);
+        let mut varying = false;
+        for s in [a, b] {
+            if let Sc::V(o) = s {
+                if !depends_only_on(&self.b.graph, o, &self.readable) {
+                    return None;
+                }
+                varying = true;
+            }
+        }
+        if !varying {
+            return None;
+        }
+        let at = |s: Sc| match s {
+            Sc::C(c) => c,
+            Sc::V(o) => self.b.buf.vals[o as usize],
+        };
+        let outcome = cmp(at(a), at(b));
+        self.guards
+            .borrow_mut()
+            .push(Guard::Compare { cmp, a, b, outcome });
+        Some(outcome)
+    }
 }
 
 impl FnGraph {
@@ -184,9 +249,7 @@ impl FnGraph {
 
     /// Whether the guards hold after [`FnGraph::forward`].
     pub fn guards_hold(&self, buf: &Buffers) -> bool {
-        self.guards
-            .iter()
-            .all(|&(o, v)| buf.vals[o as usize].to_bits() == v.to_bits())
+        self.guards.iter().all(|g| g.holds(&buf.vals))
     }
 
     /// Reads the result after [`FnGraph::forward`] into `out` and, when `jac` is given, the
@@ -338,7 +401,7 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         }
     }
 
-    fn fn_graph(&self, graph: Graph, out: Vec<Sc>, guards: Vec<(u32, f64)>) -> FnGraph {
+    fn fn_graph(&self, graph: Graph, out: Vec<Sc>, guards: Vec<Guard>) -> FnGraph {
         FnGraph {
             graph,
             out,
@@ -396,7 +459,7 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         &self,
         static_trace: bool,
         guarded: bool,
-    ) -> Result<(GraphBuilder, Vec<Sc>, Vec<(u32, f64)>), TraceErr> {
+    ) -> Result<(GraphBuilder, Vec<Sc>, Vec<Guard>), TraceErr> {
         let mut sub = Tracer::new(GraphBuilder::new(&self.q), self.prog, Vec::new());
         sub.dynamic = !static_trace;
         if guarded {

@@ -1,5 +1,5 @@
-//! Gaussian-process covariance functions (`gp_exp_quad_cov`, its deprecated alias
-//! `cov_exp_quad`, `gp_exponential_cov`, `gp_matern32_cov`, `gp_matern52_cov`,
+//! Gaussian-process covariance functions (`gp_exp_quad_cov` (`cov_exp_quad`, removed in
+//! Stan 2.33, is rejected by the checker), `gp_exponential_cov`, `gp_matern32_cov`, `gp_matern52_cov`,
 //! `gp_periodic_cov`, `gp_dot_prod_cov`), every argument form: one or two arrays of real or
 //! vector points, a scalar length scale or one per dimension (ARD).
 //!
@@ -29,7 +29,7 @@ enum Kernel {
 impl Kernel {
     fn by_name(name: &str) -> Option<Kernel> {
         Some(match name {
-            "gp_exp_quad_cov" | "cov_exp_quad" => Kernel::ExpQuad,
+            "gp_exp_quad_cov" => Kernel::ExpQuad,
             "gp_exponential_cov" => Kernel::Exponential,
             "gp_matern32_cov" => Kernel::Matern32,
             "gp_matern52_cov" => Kernel::Matern52,

@@ -2,17 +2,23 @@
 
 pub mod builtins;
 pub mod complex;
+pub mod complex_linalg;
 pub mod constraints;
 pub mod containers;
+pub mod dist2;
+pub mod dae;
 pub mod exec;
 pub mod fn_graph;
+pub mod glm;
 pub mod gp;
 pub mod hof;
 pub mod integrate;
 pub mod linalg;
 pub mod multivariate;
+pub mod nary;
 pub mod ode;
 pub mod params;
+pub mod solve;
 pub mod sparse;
 pub mod support;
 pub mod trace;

@@ -6,6 +6,7 @@
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::mvdist::{MvFamily, MvSpec, MAX_ARGS};
+use hazel_math::dist::poisson_binomial::PbTail;
 use hazel_syntax::Span;
 
 /// The family behind a distribution name, if it is lowered here.
@@ -28,6 +29,10 @@ pub fn mv_family(name: &str) -> Option<MvFamily> {
         "multi_gp" => MvFamily::MultiGp,
         "multi_gp_cholesky" => MvFamily::MultiGpCholesky,
         "lkj_cov" => MvFamily::LkjCov,
+        // The cdfs are reached by these names from the `_lcdf`/`_lccdf` calls.
+        "poisson_binomial" => MvFamily::PoissonBinomial(PbTail::Mass),
+        "poisson_binomial_lcdf" => MvFamily::PoissonBinomial(PbTail::Lower),
+        "poisson_binomial_lccdf" => MvFamily::PoissonBinomial(PbTail::Upper),
         _ => return None,
     })
 }
@@ -145,9 +150,10 @@ impl<'p> Tracer<'p> {
             return Ok(None);
         };
         let arity = match family {
-            MvFamily::Multinomial | MvFamily::MultinomialLogit | MvFamily::DirichletMultinomial => {
-                2
-            }
+            MvFamily::Multinomial
+            | MvFamily::MultinomialLogit
+            | MvFamily::DirichletMultinomial
+            | MvFamily::PoissonBinomial(_) => 2,
             MvFamily::OrderedLogistic
             | MvFamily::OrderedProbit
             | MvFamily::MultiNormalPrec
@@ -160,6 +166,8 @@ impl<'p> Tracer<'p> {
             | MvFamily::HmmMarginal => 3,
             MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky | MvFamily::LkjCov => 4,
             MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => 2,
+            // Not a density (never named by `mv_family`).
+            MvFamily::Hypergeometric => return Ok(None),
         };
         if args.len() != arity {
             return cerr(format!("{name} takes {arity} arguments"), span);
@@ -320,6 +328,34 @@ impl<'p> Tracer<'p> {
                         n_obs: 1,
                     },
                     vec![y, mu, sigma, eta],
+                )
+            }
+            MvFamily::Hypergeometric => return Ok(None),
+            MvFamily::PoissonBinomial(_) => {
+                let ys = self.mv_ints(&args[0], name, span)?;
+                // One probability vector (vector, row vector or array of reals) or an array
+                // of vectors, one per outcome.
+                let thetas = match &args[1] {
+                    Val::Array(xs)
+                        if xs.iter().all(|x| matches!(x, Val::Int(_) | Val::Real(_))) =>
+                    {
+                        vec![args[1].clone()]
+                    }
+                    v => items(v),
+                };
+                let n = thetas.first().map_or(0, |t| self.to_elems(t).len());
+                if thetas.iter().any(|t| self.to_elems(t).len() != n) {
+                    return eerr(format!("{name}: probability vectors differ in size"), span);
+                }
+                let n_obs = thetas.len();
+                (
+                    MvSpec {
+                        family,
+                        ints: ys.into(),
+                        n,
+                        n_obs,
+                    },
+                    vec![self.mv_elems(&thetas)],
                 )
             }
             MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => {

@@ -11,7 +11,9 @@
 //! [`unsupported_signatures`] does the same for every signature of the checker's registry
 //! (the test `tests/registry.rs` keeps the list of what is missing honest).
 
+use super::dae::is_dae_solver;
 use super::ode::is_ode_solver;
+use super::solve::is_algebra_solver;
 use super::trace::{TraceErr, Tracer};
 use super::value::{Elems, Sc, Val};
 use crate::builder::GraphBuilder;
@@ -184,10 +186,14 @@ fn probe_signature(checked: &CheckedProgram, sig: &Signature) -> Result<(), Stri
     Ok(())
 }
 
-/// Higher-order built-ins take their function as an expression: the ODE solvers have a
-/// lowering of their own, nothing else does yet.
+/// Higher-order built-ins take their function as an expression: the ODE, algebraic and DAE
+/// solvers and the other higher-order functions (`lower/hof`) have lowerings of their own.
 fn higher_order(name: &str) -> Result<(), String> {
-    if is_ode_solver(name) || super::hof::is_higher_order(name) {
+    if is_ode_solver(name)
+        || is_algebra_solver(name)
+        || is_dae_solver(name)
+        || super::hof::is_higher_order(name)
+    {
         Ok(())
     } else {
         Err(format!("'{name}' is not supported"))
@@ -213,6 +219,7 @@ fn instance(pattern: &Pattern, container: bool) -> Type {
 fn real_based(ty: &Type) -> bool {
     match ty.array_element() {
         Type::Real | Type::Vector | Type::RowVector | Type::Matrix => true,
+        Type::Complex | Type::ComplexVector | Type::ComplexRowVector | Type::ComplexMatrix => true,
         Type::Tuple(items) => items.iter().any(real_based),
         _ => false,
     }

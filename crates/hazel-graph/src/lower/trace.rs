@@ -134,7 +134,7 @@ pub struct Tracer<'p> {
     /// every value computed from them alone), each read recorded in `guards` (slot, value):
     /// `lower::fn_graph`'s guarded traces. Empty: none.
     pub readable: Vec<bool>,
-    pub guards: std::cell::RefCell<Vec<(u32, f64)>>,
+    pub guards: std::cell::RefCell<Vec<super::fn_graph::Guard>>,
 }
 
 /// The truncation normaliser shared by `count` scalar `~ … T[L, U]` statements.
@@ -294,7 +294,9 @@ impl<'p> Tracer<'p> {
                     && super::fn_graph::depends_only_on(&self.b.graph, o, &self.readable)
                 {
                     let v = self.b.buf.vals[o as usize];
-                    self.guards.borrow_mut().push((o, v));
+                    self.guards
+                        .borrow_mut()
+                        .push(super::fn_graph::Guard::Value(o, v));
                     Ok(v)
                 } else {
                     Err(TraceErr::Dynamic(span))

@@ -1152,3 +1152,183 @@ cdf_pair!(
     beta_neg_binomial_lccdf,
     beta_neg_binomial_cdfs
 );
+
+/// loglogistic lcdf: `−log1p((y/α)^−β)` (Stan has only the cdf, its exponential).
+pub fn loglogistic_lcdf(args: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
+    let check = Check {
+        function: "loglogistic_cdf",
+    };
+    let [y, alpha, beta] = check.args(args, grad)?;
+    check.nonnegative("Random variable", y)?;
+    check.positive_finite("Scale parameter", alpha)?;
+    check.positive_finite("Shape parameter", beta)?;
+    if y == 0.0 {
+        zero_grad(grad, 3);
+        return Ok(f64::NEG_INFINITY);
+    }
+    if y.is_infinite() {
+        zero_grad(grad, 3);
+        return Ok(0.0);
+    }
+    // u = log (y/α)^−β; lcdf = −log1p(e^u), d lcdf/du = −inv_logit(u).
+    let log_ratio = y.ln() - alpha.ln();
+    let u = -beta * log_ratio;
+    let d = -inv_logit(u);
+    grad[0] = d * (-beta / y);
+    grad[1] = d * (beta / alpha);
+    grad[2] = d * (-log_ratio);
+    Ok(-crate::special::log1p_exp(u))
+}
+
+/// A value with its partials in (x, κ), for Stan's von Mises cdf recursions.
+#[derive(Clone, Copy)]
+struct Dual2 {
+    v: f64,
+    dx: f64,
+    dk: f64,
+}
+
+impl Dual2 {
+    fn new(v: f64, dx: f64, dk: f64) -> Dual2 {
+        Dual2 { v, dx, dk }
+    }
+    fn mul(self, o: Dual2) -> Dual2 {
+        Dual2::new(
+            self.v * o.v,
+            self.dx * o.v + self.v * o.dx,
+            self.dk * o.v + self.v * o.dk,
+        )
+    }
+    fn add(self, o: Dual2) -> Dual2 {
+        Dual2::new(self.v + o.v, self.dx + o.dx, self.dk + o.dk)
+    }
+    fn sub(self, o: Dual2) -> Dual2 {
+        Dual2::new(self.v - o.v, self.dx - o.dx, self.dk - o.dk)
+    }
+    fn recip(self) -> Dual2 {
+        let r = 1.0 / self.v;
+        Dual2::new(r, -self.dx * r * r, -self.dk * r * r)
+    }
+    fn scale(self, c: f64) -> Dual2 {
+        Dual2::new(self.v * c, self.dx * c, self.dk * c)
+    }
+}
+
+/// Stan Math's `von_mises_cdf_series`: Hill's backward recursion with
+/// `p = ⌊28 + κ/2 − 100/(κ + 5) + 1⌋` terms, for the centred angle x ∈ [−π, π].
+fn von_mises_cdf_series(x: f64, k: f64) -> Dual2 {
+    let p = (28.0 + 0.5 * k - 100.0 / (k + 5.0) + 1.0) as i64;
+    let (s, c) = x.sin_cos();
+    let s = Dual2::new(s, c, 0.0);
+    let c = Dual2::new(c, -s.v, 0.0);
+    let pf = p as f64;
+    let (spx, cpx) = (pf * x).sin_cos();
+    let mut sn = Dual2::new(spx, pf * cpx, 0.0);
+    let mut cn = Dual2::new(cpx, -pf * spx, 0.0);
+    let mut r = Dual2::new(0.0, 0.0, 0.0);
+    let mut v = Dual2::new(0.0, 0.0, 0.0);
+    for n in (1..p).rev() {
+        let nf = n as f64;
+        let sn_tmp = sn.mul(c).sub(cn.mul(s));
+        cn = cn.mul(c).add(sn.mul(s));
+        sn = sn_tmp;
+        // R = 1 / (2n/κ + R)
+        let two_n_over_k = Dual2::new(2.0 * nf / k, 0.0, -2.0 * nf / (k * k));
+        r = two_n_over_k.add(r).recip();
+        v = r.mul(sn.scale(1.0 / nf).add(v));
+    }
+    let two_pi = 2.0 * PI;
+    Dual2::new(
+        0.5 + x / two_pi + v.v / PI,
+        1.0 / two_pi + v.dx / PI,
+        v.dk / PI,
+    )
+}
+
+/// Stan Math's `von_mises_cdf_normalapprox`: Φ(b sin(x/2)) with `b = √(2/π) e^κ / I₀(κ)`,
+/// with Stan's `normal_cdf` cut-offs (0 below z = −37.5, 1 above z = 8.25).
+fn von_mises_cdf_normalapprox(x: f64, k: f64) -> Dual2 {
+    let log_b = 0.5 * (2.0 / PI).ln() + k - crate::special::log_modified_bessel_first_kind(0.0, k);
+    let b = log_b.exp();
+    let db_dk = b * (1.0 - crate::special::log_modified_bessel_first_kind_dz(0.0, k));
+    let (sh, ch) = (0.5 * x).sin_cos();
+    let z = b * sh;
+    if z < -37.5 {
+        return Dual2::new(0.0, 0.0, 0.0);
+    }
+    if z > 8.25 {
+        return Dual2::new(1.0, 0.0, 0.0);
+    }
+    let pdf = std_normal_pdf(z);
+    Dual2::new(Phi(z), pdf * 0.5 * b * ch, pdf * db_dk * sh)
+}
+
+/// Stan Math's `von_mises_cdf_centered`: the series below κ = 49 (clamped to [0, 1]), the
+/// normal approximation from κ = 50, a linear blend between.
+fn von_mises_cdf_centered(x: f64, k: f64) -> Dual2 {
+    if k < 49.0 {
+        let f = von_mises_cdf_series(x, k);
+        if f.v < 0.0 {
+            Dual2::new(0.0, 0.0, 0.0)
+        } else if f.v > 1.0 {
+            Dual2::new(1.0, 0.0, 0.0)
+        } else {
+            f
+        }
+    } else if k < 50.0 {
+        let a = von_mises_cdf_series(x, 49.0);
+        let b = von_mises_cdf_normalapprox(x, 50.0);
+        Dual2::new(
+            (50.0 - k) * a.v + (k - 49.0) * b.v,
+            (50.0 - k) * a.dx + (k - 49.0) * b.dx,
+            b.v - a.v,
+        )
+    } else {
+        von_mises_cdf_normalapprox(x, k)
+    }
+}
+
+/// von_mises lcdf/lccdf as Stan Math computes them: the distribution lives on [−π, π], so the
+/// cdf is `G(y − μ) − G(−π − μ)` for the centred cdf `G` continued past ±π by whole turns
+/// (`G(x + 2π) = G(x) + 1`), each angle wrapped into [−π, π) for `G`; then the log of it or
+/// of its complement.
+fn von_mises_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
+    let check = Check {
+        function: if upper {
+            "von_mises_lccdf"
+        } else {
+            "von_mises_lcdf"
+        },
+    };
+    let [y, mu, k] = check.args(args, grad)?;
+    check.bounded("Random variable", y, -PI, PI)?;
+    check.finite("Location parameter", mu)?;
+    check.positive("Scale parameter", k)?;
+    let two_pi = 2.0 * PI;
+    // The centred cdf continued by whole turns, at angle a.
+    let continued = |a: f64| -> Dual2 {
+        let turns = ((a + PI) / two_pi).floor();
+        let g = von_mises_cdf_centered(a - turns * two_pi, k);
+        Dual2::new(g.v + turns, g.dx, g.dk)
+    };
+    let hi = continued(y - mu);
+    let lo = continued(-PI - mu);
+    let mut f = Dual2::new(hi.v - lo.v, hi.dx, hi.dk - lo.dk);
+    // ∂/∂μ of G(y − μ) − G(−π − μ).
+    let mut dmu = -hi.dx + lo.dx;
+    if f.v < 0.0 {
+        f = Dual2::new(0.0, 0.0, 0.0);
+        dmu = 0.0;
+    }
+    let (value, scale) = if upper {
+        ((-f.v).ln_1p(), -1.0 / (1.0 - f.v))
+    } else {
+        (f.v.ln(), 1.0 / f.v)
+    };
+    grad[0] = scale * f.dx;
+    grad[1] = scale * dmu;
+    grad[2] = scale * f.dk;
+    finite_or_zero(grad, 3);
+    Ok(value)
+}
+cdf_pair!(von_mises_lcdf, von_mises_lccdf, von_mises_cdfs);

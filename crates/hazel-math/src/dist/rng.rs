@@ -690,3 +690,15 @@ pub fn beta_neg_binomial(params: &[f64], rng: &mut StreamRng) -> Result<f64, Mat
     }
     neg_binomial(&[r, odds], rng)
 }
+
+/// loglogistic_rng(alpha, beta) by inversion of the cdf: `α (U / (1 − U))^(1/β)`.
+pub fn loglogistic(params: &[f64], rng: &mut StreamRng) -> Result<f64, MathError> {
+    let check = Check {
+        function: "loglogistic_rng",
+    };
+    let [alpha, beta] = check.params(params)?;
+    check.positive_finite("Scale parameter", alpha)?;
+    check.positive_finite("Shape parameter", beta)?;
+    let u = rng.uniform_open();
+    Ok(alpha * (u / (1.0 - u)).powf(1.0 / beta))
+}

@@ -186,8 +186,17 @@ pub fn svd_adjoint(
     }
     for jx in 0..k {
         for ix in 0..k {
-            let mut x = (utu[ix + jx * k] - utu[jx + ix * k]) * f(ix, jx) * sigma[jx]
-                + sigma[ix] * f(ix, jx) * (vtv[ix + jx * k] - vtv[jx + ix * k]);
+            // A zero difference contributes nothing even where F is infinite (repeated
+            // singular values, e.g. of a complex matrix's real embedding, with only σ̄ given).
+            let du = utu[ix + jx * k] - utu[jx + ix * k];
+            let dv = vtv[ix + jx * k] - vtv[jx + ix * k];
+            let mut x = 0.0;
+            if du != 0.0 {
+                x += du * f(ix, jx) * sigma[jx];
+            }
+            if dv != 0.0 {
+                x += sigma[ix] * f(ix, jx) * dv;
+            }
             if ix == jx {
                 if let Some(sb) = sigma_adj {
                     x += sb[ix];

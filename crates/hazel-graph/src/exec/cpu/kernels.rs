@@ -576,6 +576,31 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             o[0] = crate::mvdist::forward(spec, args, *propto, *sc, lo, consts, scratch)?;
         }
+        Op::Solve {
+            spec,
+            guess,
+            theta,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let s = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+            let (g, t) = (read(*guess, lo, consts), read(*theta, lo, consts));
+            crate::solve_op::forward(spec, g, t, o, s)?;
+        }
+        Op::Dae {
+            spec,
+            yy0,
+            yp0,
+            theta,
+            scratch: sc,
+            out,
+        } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            let s = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+            let (y0, p0) = (read(*yy0, lo, consts), read(*yp0, lo, consts));
+            crate::dae_op::forward(spec, y0, p0, read(*theta, lo, consts), o, s)?;
+        }
         Op::Ode {
             spec,
             v,
@@ -595,6 +620,10 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             let grad = &mut scratch[*sc as usize..*sc as usize + v.len()];
             crate::integrate_op::forward(spec, read(*v, lo, consts), o, grad)?;
+        }
+        Op::Nary { f, args, out } => {
+            let (lo, o) = split_out(vals, out.off, out.len);
+            crate::nary::forward(*f, args, lo, consts, o)?;
         }
     }
     Ok(())
@@ -1007,7 +1036,31 @@ pub fn backward(
                 crate::integrate_op::backward(grad, g[0], &mut adj_lo[v.range()]);
             }
         }
+        Op::Nary { f, args, out } => {
+            crate::nary::backward(*f, args, lo, consts, &vals[out.range()], g, adj_lo)
+        }
         Op::Check { .. } | Op::Reject { .. } => {}
+        Op::Solve {
+            spec,
+            theta,
+            scratch: sc,
+            ..
+        } => {
+            if theta.is_var() {
+                let s = &mut scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+                crate::solve_op::backward(spec, g, &mut adj_lo[theta.range()], s);
+            }
+        }
+        Op::Dae {
+            spec,
+            yy0,
+            theta,
+            scratch: sc,
+            ..
+        } => {
+            let s = &scratch[*sc as usize..*sc as usize + spec.scratch_len()];
+            crate::dae_op::backward(spec, g, adj_lo, *yy0, *theta, s);
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use super::read;
 use crate::ir::Op;
 pub use crate::ir::ops::LinalgFn;
 use hazel_density::EvalError;
-use hazel_math::linalg::{self as la, Factor};
+use hazel_math::linalg::{self as la, complex as cl, Factor};
 
 impl LinalgFn {
     /// Length of the output run.
@@ -23,6 +23,10 @@ impl LinalgFn {
             LinalgFn::SvdV => m * n.min(m),
             LinalgFn::QrThinQ => n * n.min(m),
             LinalgFn::QrThinR => m * n.min(m),
+            LinalgFn::EigenGeneral { vectors: false, .. } => 2 * n,
+            LinalgFn::EigenGeneral { vectors: true, .. }
+            | LinalgFn::EigenvectorsHermitian
+            | LinalgFn::ComplexSchur { .. } => 2 * n * n,
             _ => n * m,
         }
     }
@@ -43,6 +47,9 @@ impl LinalgFn {
                 let k = n.min(m);
                 n * k + k * m
             }
+            // λ then V, as (re, im) pairs.
+            LinalgFn::EigenGeneral { .. } | LinalgFn::EigenvectorsHermitian => 2 * (n + n * n),
+            LinalgFn::ComplexSchur { .. } => 4 * n * n,
             _ => la::factor_len(n),
         }
     }
@@ -58,6 +65,22 @@ impl LinalgFn {
             }
             LinalgFn::QrThinQ | LinalgFn::QrThinR => {
                 la::qr_workspace_len(n, m).max(la::qr_thin_adjoint_workspace_len(n, m))
+            }
+            // Pairs: the matrix then the solver's workspace (forward), or the value adjoints
+            // then the adjoint's workspace (backward).
+            LinalgFn::EigenGeneral { .. } => {
+                2 * (n * n + cl::eigen_general_workspace_len(n))
+                    .max(n * n + cl::eigen_general_adjoint_workspace_len(n))
+            }
+            // f64s: the matrix as pairs, the values, the solver's workspace (forward); the
+            // vector adjoints as pairs and the adjoint's workspace (backward).
+            LinalgFn::EigenvectorsHermitian => {
+                (2 * n * n + n + cl::eigen_hermitian_workspace_len(n))
+                    .max(2 * (n * n + cl::eigen_general_adjoint_workspace_len(n)))
+            }
+            LinalgFn::ComplexSchur { .. } => {
+                2 * (n * n + cl::complex_schur_workspace_len(n))
+                    .max(n * n + cl::complex_schur_adjoint_workspace_len(n))
             }
             _ => n * m + n * n + n,
         }
@@ -164,6 +187,68 @@ pub(crate) fn forward(
             };
             la::qr(name, av, n, m, q, k, r, k, tmp).map_err(domain)?;
             o.copy_from_slice(if *fun == LinalgFn::QrThinQ { q } else { r });
+        }
+        LinalgFn::EigenGeneral {
+            complex,
+            vectors: want_vectors,
+        } => {
+            let (lv, _) = f.as_chunks_mut::<2>();
+            let (values, vectors) = lv.split_at_mut(n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (ap, ws) = tp.split_at_mut(n * n);
+            for (i, p) in ap.iter_mut().enumerate() {
+                *p = [av[i], if *complex { bv[i] } else { 0.0 }];
+            }
+            let name = if *want_vectors {
+                "eigenvectors"
+            } else {
+                "eigenvalues"
+            };
+            cl::eigen_general(name, ap, n, !*complex, values, vectors, ws).map_err(domain)?;
+            let out: &[[f64; 2]] = if *want_vectors { vectors } else { values };
+            let len = out.len();
+            for (k, z) in out.iter().enumerate() {
+                o[k] = z[0];
+                o[len + k] = z[1];
+            }
+        }
+        LinalgFn::ComplexSchur { complex, u: want_u } => {
+            let (tu, _) = f.as_chunks_mut::<2>();
+            let (t, u) = tu.split_at_mut(n * n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (ap, ws) = tp.split_at_mut(n * n);
+            for (i, p) in ap.iter_mut().enumerate() {
+                *p = [av[i], if *complex { bv[i] } else { 0.0 }];
+            }
+            let name = if *want_u {
+                "complex_schur_decompose_u"
+            } else {
+                "complex_schur_decompose_t"
+            };
+            cl::complex_schur(name, ap, n, t, u, ws).map_err(domain)?;
+            let out: &[[f64; 2]] = if *want_u { u } else { t };
+            for (k, z) in out.iter().enumerate() {
+                o[k] = z[0];
+                o[n * n + k] = z[1];
+            }
+        }
+        LinalgFn::EigenvectorsHermitian => {
+            let (lv, _) = f.as_chunks_mut::<2>();
+            let (values, vectors) = lv.split_at_mut(n);
+            let (apf, rest) = tmp.split_at_mut(2 * n * n);
+            let (ap, _) = apf.as_chunks_mut::<2>();
+            let (l, ws) = rest.split_at_mut(n);
+            for (i, p) in ap.iter_mut().enumerate() {
+                *p = [av[i], bv[i]];
+            }
+            cl::eigen_hermitian("eigenvectors_sym", ap, n, l, vectors, ws).map_err(domain)?;
+            for (z, x) in values.iter_mut().zip(l.iter()) {
+                *z = [*x, 0.0];
+            }
+            for (k, z) in vectors.iter().enumerate() {
+                o[k] = z[0];
+                o[n * n + k] = z[1];
+            }
         }
     }
     Ok(())
@@ -290,6 +375,50 @@ pub(crate) fn backward(
                     tmp,
                 )
             }
+        }
+        LinalgFn::EigenGeneral {
+            vectors: want_vectors,
+            ..
+        } => {
+            let (lv, _) = f.as_chunks::<2>();
+            let (values, vectors) = lv[..n + n * n].split_at(n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let len = if *want_vectors { n * n } else { n };
+            let (gp, ws) = tp.split_at_mut(len);
+            for (k, p) in gp.iter_mut().enumerate() {
+                *p = [g[k], g[len + k]];
+            }
+            let (gv, gvec) = if *want_vectors {
+                (None, Some(&*gp))
+            } else {
+                (Some(&*gp), None)
+            };
+            cl::eigen_general_adjoint(values, vectors, n, gv, gvec, ga_opt, gb_opt, ws);
+        }
+        LinalgFn::ComplexSchur { u: want_u, .. } => {
+            let (tu, _) = f.as_chunks::<2>();
+            let (t, u) = tu[..2 * n * n].split_at(n * n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (gp, ws) = tp.split_at_mut(n * n);
+            for (k, p) in gp.iter_mut().enumerate() {
+                *p = [g[k], g[n * n + k]];
+            }
+            let (gt, gu) = if *want_u {
+                (None, Some(&*gp))
+            } else {
+                (Some(&*gp), None)
+            };
+            cl::complex_schur_adjoint(t, u, n, gt, gu, ga_opt, gb_opt, ws);
+        }
+        LinalgFn::EigenvectorsHermitian => {
+            let (lv, _) = f.as_chunks::<2>();
+            let (values, vectors) = lv[..n + n * n].split_at(n);
+            let (tp, _) = tmp.as_chunks_mut::<2>();
+            let (gp, ws) = tp.split_at_mut(n * n);
+            for (k, p) in gp.iter_mut().enumerate() {
+                *p = [g[k], g[n * n + k]];
+            }
+            cl::eigen_general_adjoint(values, vectors, n, None, Some(&*gp), ga_opt, gb_opt, ws);
         }
     }
     if a.is_var() {
