@@ -59,8 +59,8 @@
 //! - `special`: the special functions the kernels call, re-exported from `hazel_math`.
 
 pub mod builder;
-pub mod exec;
 pub mod dae_op;
+pub mod exec;
 pub mod integrate_op;
 pub mod ir;
 pub mod lower;
@@ -68,11 +68,11 @@ mod model;
 pub mod mvdist;
 pub mod ode_op;
 
+pub use exec::cpu::simd;
 /// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,
 /// `hazel_graph::dists::DistKind`, …): the same items under their old names.
 pub use exec::cpu::{dists, kernels};
 pub(crate) use exec::cpu::{linalg_kernels, special};
-pub use exec::cpu::simd;
 
 /// The graph and the reference executor's buffers under their old module name.
 pub mod tape {

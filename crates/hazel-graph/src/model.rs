@@ -3,11 +3,11 @@
 //! `hazel_density::Model`.
 
 use crate::builder::GraphBuilder;
+use crate::exec::{BatchWorkspace, CpuWorkspace, Executor, ExecutorKind};
+use crate::ir::{Arg, CheckKind, Graph};
 use crate::lower::params::declarations;
 use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
-use crate::exec::{BatchWorkspace, CpuWorkspace, Executor, ExecutorKind};
-use crate::ir::{Arg, CheckKind, Graph};
 use hazel_check::CheckedProgram;
 use hazel_data::{BaseType, Bound, Constraint, DataDecl, DataFile, DataType, Values};
 use hazel_density::{EvalError, LogDensity, Model, StreamRng};
@@ -924,10 +924,7 @@ impl LogDensity for CompiledModel {
 
     fn new_workspace(&self) -> Workspace {
         Workspace {
-            exec: self
-                .graph
-                .as_ref()
-                .map(|(g, _)| self.new_exec_workspace(g)),
+            exec: self.graph.as_ref().map(|(g, _)| self.new_exec_workspace(g)),
             batch: None,
             dyn_builder: {
                 let mut b = GraphBuilder::default();
@@ -967,7 +964,11 @@ impl LogDensity for CompiledModel {
         out: &mut [Result<f64, EvalError>],
     ) {
         let d = self.dim;
-        let batched = match (&self.graph, self.executor.batch_executor(), &self.always_reject) {
+        let batched = match (
+            &self.graph,
+            self.executor.batch_executor(),
+            &self.always_reject,
+        ) {
             (Some((g, o)), Some(b), None)
                 if !ws.is_empty() && qs.len() == out.len() * d && grads.len() == out.len() * d =>
             {

@@ -87,7 +87,10 @@ fn eval(g: &Graph, out: Arg, q: &[f64], isa: hazel_graph::simd::Isa) -> (f64, Ve
 }
 
 fn count_glm(g: &Graph) -> usize {
-    g.ops.iter().filter(|op| matches!(op, Op::Glm { .. })).count()
+    g.ops
+        .iter()
+        .filter(|op| matches!(op, Op::Glm { .. }))
+        .count()
 }
 
 #[test]
@@ -100,7 +103,12 @@ fn fused_glm_gives_the_unfused_bits() {
     ];
     for kind in kinds {
         for intercept in [Intercept::Varying, Intercept::Constant, Intercept::Absent] {
-            for (n, k, x_varies) in [(5003, 7, false), (2048, 20, false), (9, 1, false), (2100, 5, true)] {
+            for (n, k, x_varies) in [
+                (5003, 7, false),
+                (2048, 20, false),
+                (9, 1, false),
+                (2100, 5, true),
+            ] {
                 let mut r = Xorshift(n as u64 + 17);
                 let dim = if x_varies { k + 2 + n * k } else { k + 2 };
                 let q: Vec<f64> = (0..dim).map(|_| 0.6 * r.next()).collect();
@@ -115,7 +123,9 @@ fn fused_glm_gives_the_unfused_bits() {
                 for level in SimdLevel::available() {
                     let isa = level.resolve().expect("available");
                     let (lp1, g1) = eval(&fused, out, &q, isa);
-                    let what = format!("{kind:?} {intercept:?} n={n} k={k} X varies: {x_varies} {level:?}");
+                    let what = format!(
+                        "{kind:?} {intercept:?} n={n} k={k} X varies: {x_varies} {level:?}"
+                    );
                     assert_eq!(lp1.to_bits(), lp0.to_bits(), "{what}: lp {lp1} vs {lp0}");
                     for i in 0..g0.len() {
                         assert_eq!(
@@ -173,8 +183,12 @@ fn check_program(name: &str, program: &str, data: &str) {
         qp[i] += h;
         qm[i] -= h;
         let mut scratch = vec![0.0; dim];
-        let lp = model.log_density_gradient(&mut ws, &qp, &mut scratch).unwrap();
-        let lm = model.log_density_gradient(&mut ws, &qm, &mut scratch).unwrap();
+        let lp = model
+            .log_density_gradient(&mut ws, &qp, &mut scratch)
+            .unwrap();
+        let lm = model
+            .log_density_gradient(&mut ws, &qm, &mut scratch)
+            .unwrap();
         let fd = (lp - lm) / (2.0 * h);
         assert!(
             (fd - grad[i]).abs() <= 1e-6 * scale,
@@ -216,11 +230,27 @@ parameters { real alpha; vector[K] beta; real<lower=0> aux; }\n";
 #[test]
 fn stan_glm_spellings_compile_to_the_fused_op() {
     let cases = [
-        ("bernoulli_logit", "y ~ bernoulli_logit(X * beta + alpha);", false),
-        ("bernoulli_logit_glm", "y ~ bernoulli_logit_glm(X, alpha, beta);", false),
+        (
+            "bernoulli_logit",
+            "y ~ bernoulli_logit(X * beta + alpha);",
+            false,
+        ),
+        (
+            "bernoulli_logit_glm",
+            "y ~ bernoulli_logit_glm(X, alpha, beta);",
+            false,
+        ),
         ("poisson_log", "y ~ poisson_log(alpha + X * beta);", true),
-        ("poisson_log_glm", "target += poisson_log_glm_lpmf(y | X, alpha, beta);", true),
-        ("normal_id_glm", "w ~ normal_id_glm(X, alpha, beta, aux);", true),
+        (
+            "poisson_log_glm",
+            "target += poisson_log_glm_lpmf(y | X, alpha, beta);",
+            true,
+        ),
+        (
+            "normal_id_glm",
+            "w ~ normal_id_glm(X, alpha, beta, aux);",
+            true,
+        ),
         ("normal", "w ~ normal(X * beta + alpha, aux);", true),
         (
             "neg_binomial_2_log_glm",
@@ -349,7 +379,10 @@ fn loops_over_rows_match_the_vector_form() {
             let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0);
             assert!(close(a, b), "{looped} (K = {k}): {a} vs {b}");
             for (i, (x, y)) in ga.iter().zip(&gb).enumerate() {
-                assert!(close(*x, *y), "{looped} (K = {k}): gradient {i}: {x} vs {y}");
+                assert!(
+                    close(*x, *y),
+                    "{looped} (K = {k}): gradient {i}: {x} vs {y}"
+                );
             }
         }
     }

@@ -16,8 +16,8 @@
 //! most one allocation per 16 evaluations with threads (a single per-evaluation `Vec` would
 //! already give one per evaluation).
 
-use hazel_density::LogDensity;
 use hazel_density::EvalError;
+use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, ExecutorKind};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -125,12 +125,7 @@ fn data_json(n: usize) -> String {
 /// Allocations during `evals` gradient evaluations after one warm-up evaluation, with
 /// `executor`; `batch > 0` evaluates `batch` points per call through
 /// `log_density_gradient_batch` instead.
-fn allocations_per_run(
-    program: &str,
-    executor: ExecutorKind,
-    batch: usize,
-    evals: usize,
-) -> usize {
+fn allocations_per_run(program: &str, executor: ExecutorKind, batch: usize, evals: usize) -> usize {
     let parsed = hazel_check::check_source("model.stan", program);
     let program = parsed.checked.expect("program parses");
     let data = hazel_data::DataFile::parse(&data_json(20_000)).expect("data parses");
@@ -190,7 +185,10 @@ fn steady_state_gradient_evaluation_does_not_allocate() {
         ];
         for (what, executor, batch) in static_paths {
             let n = allocations_per_run(program, executor, batch, 20);
-            assert_eq!(n, 0, "{name}, {what}: allocated {n} times in 20 evaluations");
+            assert_eq!(
+                n, 0,
+                "{name}, {what}: allocated {n} times in 20 evaluations"
+            );
         }
         let evals = 200;
         let threaded = allocations_per_run(program, ExecutorKind::with_threads(2), 0, evals);

@@ -103,9 +103,7 @@ fn cases() -> Vec<(&'static str, &'static str, String)> {
         r.vec(n, 3.0)
     );
     let (n2, j) = (4901, 37);
-    let groups: Vec<String> = (0..n2)
-        .map(|i| ((i * 7919) % j + 1).to_string())
-        .collect();
+    let groups: Vec<String> = (0..n2).map(|i| ((i * 7919) % j + 1).to_string()).collect();
     let hier = format!(
         r#"{{"N": {n2}, "J": {j}, "g": [{}], "x": {}, "y": {}}}"#,
         groups.join(","),
@@ -119,7 +117,10 @@ fn cases() -> Vec<(&'static str, &'static str, String)> {
         r.bits(n3)
     );
     let (n4, k4, m4) = (523, 6, 9);
-    let products = format!(r#"{{"N": {n4}, "K": {k4}, "M": {m4}, "y": {}}}"#, r.vec(n4, 1.0));
+    let products = format!(
+        r#"{{"N": {n4}, "K": {k4}, "M": {m4}, "y": {}}}"#,
+        r.vec(n4, 1.0)
+    );
     vec![
         ("glm", GLM, glm),
         ("hierarchical", HIER, hier),

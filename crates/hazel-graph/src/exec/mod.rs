@@ -80,7 +80,9 @@ impl ExecutorKind {
             ExecutorKind::Serial => Some(BatchedCpu {
                 lanes: DEFAULT_LANES,
             }),
-            ExecutorKind::Batched { lanes } => Some(BatchedCpu { lanes: lanes.max(1) }),
+            ExecutorKind::Batched { lanes } => Some(BatchedCpu {
+                lanes: lanes.max(1),
+            }),
             ExecutorKind::Threaded { .. } => None,
         }
     }

@@ -153,7 +153,9 @@ impl Graph {
                 // side by side) reads like a `Pack` of them.
                 let run: Vec<Arg>;
                 let (p_op, pack) = if self.ops[p].out().len == 1 {
-                    run = (0..len).map(|n| Arg::var(a.off as usize + n as usize, 1)).collect();
+                    run = (0..len)
+                        .map(|n| Arg::var(a.off as usize + n as usize, 1))
+                        .collect();
                     (None, NONE)
                 } else if self.ops[p].out() == (Slot { off: a.off, len }) {
                     run = Vec::new();
@@ -187,12 +189,8 @@ impl Graph {
                                     out,
                                 } if out.len == 1 && u.len == 1 && w.len == 1 => {
                                     let (d, other) = match (prod(*u), prod(*w)) {
-                                        (pu, _) if pu != NONE && row_dot(pu).is_some() => {
-                                            (pu, *w)
-                                        }
-                                        (_, pw) if pw != NONE && row_dot(pw).is_some() => {
-                                            (pw, *u)
-                                        }
+                                        (pu, _) if pu != NONE && row_dot(pu).is_some() => (pu, *w),
+                                        (_, pw) if pw != NONE && row_dot(pw).is_some() => (pw, *u),
                                         _ => continue 'args,
                                     };
                                     row_ops.push(q);
@@ -203,7 +201,9 @@ impl Graph {
                             let Some((row, b)) = row_dot(dot_op) else {
                                 continue 'args;
                             };
-                            if *beta.get_or_insert(b) != b || *alpha.get_or_insert(this_alpha) != this_alpha {
+                            if *beta.get_or_insert(b) != b
+                                || *alpha.get_or_insert(this_alpha) != this_alpha
+                            {
                                 continue 'args;
                             }
                             row_ops.push(dot_op);

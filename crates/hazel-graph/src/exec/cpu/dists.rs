@@ -16,8 +16,8 @@
 
 use super::kernels::CHUNK;
 use super::read;
-use crate::ir::Arg;
 pub use crate::ir::ops::{DistKind, Mode, TableDist};
+use crate::ir::Arg;
 use hazel_density::EvalError;
 use hazel_math::dist::kernel::{self as kernel, UnivariateKernel};
 use hazel_math::dist::{MathError, Terms};

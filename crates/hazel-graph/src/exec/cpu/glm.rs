@@ -139,4 +139,3 @@ pub fn backward(
         }
     }
 }
-

@@ -853,7 +853,10 @@ pub fn backward(
                 let av = read(*a, lo, consts);
                 let d = &mut adj_lo[b.range()];
                 for j in 0..m {
-                    dispatch!(isa, matvec_t_add(av, &g[j * n..(j + 1) * n], n, k, &mut d[j * k..(j + 1) * k]));
+                    dispatch!(
+                        isa,
+                        matvec_t_add(av, &g[j * n..(j + 1) * n], n, k, &mut d[j * k..(j + 1) * k])
+                    );
                 }
             }
         }
@@ -863,7 +866,10 @@ pub fn backward(
             scratch: sc,
             ..
         } => {
-            dispatch!(isa, dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo));
+            dispatch!(
+                isa,
+                dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo)
+            );
         }
         Op::Glm { spec, .. } => {
             dispatch!(

@@ -7,8 +7,8 @@
 //! keeps both inputs' updates correct when they are the same (or overlapping) runs.
 
 use super::read;
-use crate::ir::Op;
 pub use crate::ir::ops::LinalgFn;
+use crate::ir::Op;
 use hazel_density::EvalError;
 use hazel_math::linalg::{self as la, complex as cl, Factor};
 

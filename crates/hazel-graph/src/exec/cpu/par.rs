@@ -129,7 +129,10 @@ fn forward_op(
                 .par_chunks_mut(CHUNK)
                 .enumerate()
                 .for_each(|(blk, o)| {
-                    dispatch!(isa, kernels::matvec_rows(mv, vv, rows, cols, blk * CHUNK, o))
+                    dispatch!(
+                        isa,
+                        kernels::matvec_rows(mv, vv, rows, cols, blk * CHUNK, o)
+                    )
                 });
             Ok(())
         }
@@ -307,7 +310,10 @@ impl std::fmt::Debug for ThreadedWorkspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ThreadedWorkspace")
             .field("values", &self.buf.vals.len())
-            .field("threads", &self.pool.as_ref().map(|p| p.current_num_threads()))
+            .field(
+                "threads",
+                &self.pool.as_ref().map(|p| p.current_num_threads()),
+            )
             .finish()
     }
 }
