@@ -115,29 +115,42 @@ impl Isa {
     }
 }
 
-/// Runs `$body` (an expression calling `#[inline(always)]` kernels) compiled for `$isa`.
-/// A level whose token cannot be had (never after [`SimdLevel::resolve`]) runs the baseline.
+/// Calls `f` in a function of its own: each [`dispatch!`] site (three compiled copies of its
+/// kernel) stays out of the op interpreters' `forward`/`backward`, whose size would otherwise
+/// slow the small ops of scalar-heavy models.
+#[inline(never)]
+pub fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// Runs `$body` (an expression calling `#[inline(always)]` kernels) compiled for `$isa`, out
+/// of line. A level whose token cannot be had (never after [`SimdLevel::resolve`]) runs the
+/// baseline.
 macro_rules! dispatch {
     ($isa:expr, $body:expr) => {{
-        match $isa {
-            #[cfg(target_arch = "x86_64")]
-            $crate::simd::Isa::Avx512 => match pulp::x86::V4::try_new() {
-                Some(s) => s.vectorize(
-                    #[inline(always)]
-                    || $body,
-                ),
-                None => $body,
+        let isa = $isa;
+        $crate::simd::out_of_line(
+            #[inline(always)]
+            || match isa {
+                #[cfg(target_arch = "x86_64")]
+                $crate::simd::Isa::Avx512 => match pulp::x86::V4::try_new() {
+                    Some(s) => s.vectorize(
+                        #[inline(always)]
+                        || $body,
+                    ),
+                    None => $body,
+                },
+                #[cfg(target_arch = "x86_64")]
+                $crate::simd::Isa::Avx2 => match pulp::x86::V3::try_new() {
+                    Some(s) => s.vectorize(
+                        #[inline(always)]
+                        || $body,
+                    ),
+                    None => $body,
+                },
+                _ => $body,
             },
-            #[cfg(target_arch = "x86_64")]
-            $crate::simd::Isa::Avx2 => match pulp::x86::V3::try_new() {
-                Some(s) => s.vectorize(
-                    #[inline(always)]
-                    || $body,
-                ),
-                None => $body,
-            },
-            _ => $body,
-        }
+        )
     }};
 }
 pub(crate) use dispatch;
