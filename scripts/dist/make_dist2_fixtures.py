@@ -144,22 +144,8 @@ model {
   target += von_mises_lcdf(y | mu, 49.5) + von_mises_lccdf(y | mu, 49.5);
   target += von_mises_lcdf(y | mu, 20.0) + von_mises_lccdf(y | mu, 20.0);
 }""", {"N": 3, "y": [0.1, -0.15, 0.02]}),
+    # (stanc 2.37 has no array-of-vectors form of poisson_binomial: loops over the rows)
     "poisson_binomial": ("""
-data { int N; array[N] int y; }
-parameters { vector<lower=0, upper=1>[4] t; array[N] vector<lower=0, upper=1>[4] ts;
-             row_vector<lower=0, upper=1>[3] ta; }
-model {
-  y ~ poisson_binomial(t);
-  y[2] ~ poisson_binomial(ta);
-  target += poisson_binomial_lpmf(y | ts);
-  target += poisson_binomial_lupmf(y[1] | ts[3]');
-  target += poisson_binomial_lpmf(y | t);
-  target += poisson_binomial_lcdf(y | t) + poisson_binomial_lccdf(y | ta);
-  target += poisson_binomial_lcdf(y | ts) + poisson_binomial_lccdf(y | ts);
-  target += poisson_binomial_cdf(y[3] | t) + log(poisson_binomial_cdf(y | ts));
-  target += poisson_binomial_lpmf(2 | [0.2, 0.5, 0.7]');
-  y ~ poisson_binomial([0.2, 0.5, 0.7, 0.1]');
-}""", {"N": 3, "y": [0, 2, 1]}, """
 data { int N; array[N] int y; }
 parameters { vector<lower=0, upper=1>[4] t; array[N] vector<lower=0, upper=1>[4] ts;
              row_vector<lower=0, upper=1>[3] ta; }
@@ -175,7 +161,7 @@ model {
   for (i in 1:N) target += log(poisson_binomial_cdf(y[i] | ts[i]));
   target += poisson_binomial_lpmf(2 | [0.2, 0.5, 0.7]');
   y ~ poisson_binomial([0.2, 0.5, 0.7, 0.1]');
-}"""),
+}""", {"N": 3, "y": [0, 2, 1]}),
     "modified_bessel_second_kind": ("""
 parameters { real<lower=0> x; vector<lower=0>[2] xs; }
 model {

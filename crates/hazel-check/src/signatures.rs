@@ -485,6 +485,18 @@ fn shape_key(t: &Type) -> (usize, u8) {
     (t.array_dims(), elem)
 }
 
+/// Dimensions of a container counting a vector's one and a matrix's two: stanc matches an
+/// int array (`$I`) with any real container of as many (`bessel_second_kind(array[] int,
+/// vector)`, `falling_factorial(matrix, array[,] int)`).
+fn flat_dims(t: &Type) -> usize {
+    let inner = match t.array_element() {
+        Type::Vector | Type::RowVector => 1,
+        Type::Matrix => 2,
+        _ => 0,
+    };
+    t.array_dims() + inner
+}
+
 /// Tries one signature: `Some((promotion cost, return type))` if the arguments fit.
 pub fn match_signature(sig: &Signature, args: &[Type]) -> Option<(u32, Type)> {
     if args.len() < sig.args.len() || (!sig.variadic && args.len() != sig.args.len()) {
@@ -494,6 +506,8 @@ pub fn match_signature(sig: &Signature, args: &[Type]) -> Option<(u32, Type)> {
     let mut type_var: Option<Type> = None;
     // The non-scalar shape shared by the vectorised arguments, if any.
     let mut vector_shape: Option<Type> = None;
+    // Whether that shape is a `$I` argument's (an int array).
+    let mut shape_from_int = false;
     let mut rng_container = false;
     for (spec, actual) in sig.args.iter().zip(args) {
         if *actual == Type::Error {
@@ -538,14 +552,24 @@ pub fn match_signature(sig: &Signature, args: &[Type]) -> Option<(u32, Type)> {
                     cost += 1;
                 }
                 if !actual.is_scalar() {
+                    let int_pattern = spec.pattern == Pattern::AnyInt;
                     match &vector_shape {
-                        None => vector_shape = Some(actual.clone()),
+                        None => {
+                            vector_shape = Some(actual.clone());
+                            shape_from_int = int_pattern;
+                        }
                         Some(s) => {
-                            if shape_key(s) != shape_key(actual) {
+                            let agree = if int_pattern || shape_from_int {
+                                flat_dims(s) == flat_dims(actual)
+                            } else {
+                                shape_key(s) == shape_key(actual)
+                            };
+                            if !agree {
                                 return None;
                             }
                             if s.is_int_based() && !actual.is_int_based() {
                                 vector_shape = Some(actual.clone());
+                                shape_from_int = int_pattern;
                             }
                         }
                     }
@@ -749,6 +773,45 @@ mod tests {
             Err(ResolveError::NoMatch)
         );
         assert_eq!(ret("choose", &["int", "int"]), Ok(Type::Int));
+        // An int array (`$I`) matches a real container of as many dimensions, a vector
+        // counting one and a matrix two (stanc 2.37 accepts these); the result has the real
+        // container's shape.
+        assert_eq!(
+            ret("falling_factorial", &["vector", "array[] int"]),
+            Ok(Type::Vector)
+        );
+        assert_eq!(
+            ret("falling_factorial", &["real", "array[] int"]),
+            Ok(t("array[] real"))
+        );
+        assert_eq!(
+            ret("falling_factorial", &["array[] vector", "array[,] int"]),
+            Ok(t("array[] vector"))
+        );
+        assert_eq!(
+            ret("bessel_second_kind", &["array[] int", "vector"]),
+            Ok(Type::Vector)
+        );
+        assert_eq!(
+            ret("bessel_second_kind", &["array[,] int", "matrix"]),
+            Ok(Type::Matrix)
+        );
+        assert_eq!(
+            ret("lmgamma", &["array[,] int", "array[] row_vector"]),
+            Ok(t("array[] row_vector"))
+        );
+        // … and nothing else: dimensions must agree, and `$R` pairs keep their exact shape.
+        for (f, a, b) in [
+            ("falling_factorial", "vector", "array[,] int"),
+            ("falling_factorial", "matrix", "array[] int"),
+            ("bessel_second_kind", "array[] int", "array[] vector"),
+            ("bessel_second_kind", "array[,] int", "vector"),
+            ("pow", "vector", "array[] int"),
+            ("pow", "array[] real", "vector"),
+            ("fmax", "matrix", "array[,] real"),
+        ] {
+            assert_eq!(ret(f, &[a, b]), Err(ResolveError::NoMatch), "{f}({a}, {b})");
+        }
     }
 
     #[test]
@@ -783,6 +846,28 @@ mod tests {
         assert_eq!(ret("log_sum_exp", &["vector", "vector"]), Ok(Type::Vector));
         assert_eq!(ret("log_sum_exp", &["vector"]), Ok(Type::Real));
         assert_eq!(ret("falling_factorial", &["int", "int"]), Ok(Type::Int));
+        // step is scalar only (stanc 2.37: step(vector) is an error).
+        assert_eq!(ret("step", &["real"]), Ok(Type::Real));
+        assert_eq!(ret("step", &["int"]), Ok(Type::Real));
+        for a in ["vector", "array[] real", "matrix"] {
+            assert_eq!(ret("step", &[a]), Err(ResolveError::NoMatch), "step({a})");
+        }
+        // poisson_binomial's probabilities: one vector, row_vector or array[] real.
+        for theta in ["vector", "row_vector", "array[] real"] {
+            for y in ["int", "array[] int"] {
+                for f in ["poisson_binomial_lpmf", "poisson_binomial_lcdf"] {
+                    assert_eq!(ret(f, &[y, theta]), Ok(Type::Real), "{f}({y}, {theta})");
+                }
+            }
+            assert_eq!(ret("poisson_binomial_rng", &[theta]), Ok(Type::Int));
+        }
+        for theta in ["array[] vector", "array[,] real", "real"] {
+            assert_eq!(
+                ret("poisson_binomial_lpmf", &["array[] int", theta]),
+                Err(ResolveError::NoMatch),
+                "{theta}"
+            );
+        }
         assert_eq!(ret("prefix-", &["array[,] int"]), Ok(t("array[,] int")));
         assert_eq!(ret("sum", &["real"]), Err(ResolveError::NoMatch));
         assert_eq!(

@@ -26,19 +26,32 @@
 //! Last, [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
 //! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`).
 //!
+//! **The IR and its executors are separate.** [`ir`] is what the model computes (the graph,
+//! the op descriptors, the rewrites above) and never runs anything; [`exec`] runs it: the
+//! [`Executor`] trait (workspace, forward, gradient, a batched entry point over K points with
+//! flat buffers) and the CPU executors — the serial reference, the chunked threaded one and
+//! the batched one (K points op-major) — chosen by [`CompileOptions::executor`]
+//! ([`ExecutorKind`]), never a global. Every executor gives the reference's bits
+//! (`tests/executors.rs`). `CompiledModel::log_density_gradient_batch` runs on the batched
+//! executor.
+//!
 //! **Evaluation allocates nothing** once a workspace has run once: values, adjoints and
-//! per-element partials live in the workspace's [`Buffers`], and the within-chain parallel
+//! per-element partials live in the executor's workspace ([`Buffers`] for the reference, one
+//! flat buffer of K lanes for the batched one), and the within-chain parallel
 //! sweeps keep their per-chunk partials in a workspace buffer too (test
 //! `tests/no_alloc_per_eval.rs`; the only allocation left with threads is rayon's injector
 //! block, one per 63 evaluations). The dynamic path re-traces and does allocate, and so do
 //! the solver ops ([`Op::Solve`], [`Op::Dae`]: the user function's sub-graph buffers and the
 //! solvers' work arrays).
 //!
-//! - [`tape`]: the graph (ops over slots of a flat buffer), forward and backward sweeps, the
-//!   rewrites above.
-//! - [`kernels`]: value and gradient rules of every op, side by side.
-//! - [`dists`]: vectorised univariate densities with Stan's constant-dropping rule (inlined
-//!   kernels for the common families, `hazel_math::dist` for the rest and for cdfs).
+//! - [`ir`]: `ir::graph` (ops over slots of a flat buffer, the rewrites above) and `ir::ops`
+//!   (the function, family and matrix-function descriptors ops name).
+//! - [`exec`]: the [`Executor`] trait, [`ExecutorKind`], and `exec::cpu`: the reference sweeps
+//!   (`Graph::forward`/`backward`), `kernels` (value and gradient rules of every op, side by
+//!   side), `dists` (vectorised univariate densities with Stan's constant-dropping rule:
+//!   inlined kernels for the common families, `hazel_math::dist` for the rest and for cdfs),
+//!   `linalg_kernels`, `special`, `par` (the threaded executor), `batched`.
+//! - [`tape`], [`kernels`], [`dists`]: the old paths of the same items (aliases).
 //! - [`builder`]: building a graph op by op, with eager values (also used by hand in tests).
 //! - [`lower`]: the tracing interpreter — `trace` (the tracer, scopes, dynamic detection),
 //!   `exec` (expressions and statements), `value` (constants vs. graph nodes), `builtins`
@@ -53,10 +66,11 @@
 //! - [`solve_op`], [`dae_op`]: the algebraic-solver and DAE ops, which hold the user's
 //!   function as a traced sub-graph (`lower::fn_graph`) and differentiate by the implicit
 //!   function theorem / forward sensitivities (lowered by `lower::solve`, `lower::dae`).
-//! - `par`: within-chain parallel sweeps, bit-identical to the serial ones, on the
-//!   workspace's thread pool (`CompileOptions::threads_per_chain`).
-//! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits).
-//! - `special`: the special functions the kernels call, re-exported from `hazel_math`.
+//! - [`mvdist`], [`nary`], [`ode_op`], [`integrate_op`], [`solve_op`], [`dae_op`]: ops whose
+//!   descriptor (a spec the IR holds) and rules live together; every executor runs them with
+//!   these rules, lane by lane.
+//! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits; runs the
+//!   static graph on the configured executor).
 
 pub mod builder;
 pub mod dae_op;
@@ -66,7 +80,9 @@ pub mod ir;
 pub mod lower;
 mod model;
 pub mod mvdist;
+pub mod nary;
 pub mod ode_op;
+pub mod solve_op;
 
 pub use exec::cpu::simd;
 /// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,
@@ -80,8 +96,6 @@ pub mod tape {
     pub use crate::exec::cpu::Buffers;
     pub use crate::ir::graph::*;
 }
-pub mod nary;
-pub mod solve_op;
 
 pub use builder::GraphBuilder;
 pub use exec::{Executor, ExecutorKind};

@@ -969,13 +969,23 @@ impl LogDensity for CompiledModel {
             self.executor.batch_executor(),
             &self.always_reject,
         ) {
-            (Some((g, o)), Some(b), None)
-                if !ws.is_empty() && qs.len() == out.len() * d && grads.len() == out.len() * d =>
-            {
-                Some((g, *o, b))
-            }
+            (Some((g, o)), Some(b), None) if !ws.is_empty() => Some((g, *o, b)),
             _ => None,
         };
+        if qs.len() != out.len() * d || grads.len() != out.len() * d || ws.len() < out.len() {
+            let e = EvalError::reject(format!(
+                "a batch of {} points needs {} unconstrained values, gradient values and {} \
+                 workspaces; got {}, {} and {}",
+                out.len(),
+                out.len() * d,
+                out.len(),
+                qs.len(),
+                grads.len(),
+                ws.len()
+            ));
+            out.iter_mut().for_each(|r| *r = Err(e.clone()));
+            return;
+        }
         let Some((g, o, exec)) = batched else {
             for (i, ((w, r), gr)) in ws
                 .iter_mut()

@@ -149,9 +149,7 @@ fn mean_within(rows: &[Vec<f64>], c: usize, mean: f64, var: f64) -> (f64, bool) 
     (m, (m - mean).abs() <= 4.5 * (var / n).sqrt())
 }
 
-#[test]
-fn bernoulli_logit_glm_rng_draws_at_the_linear_predictor() {
-    let src = r#"
+const GLM_RNG: &str = r#"
 data { matrix[3, 2] X; }
 parameters { real a; }
 model { a ~ normal(0, 1); }
@@ -161,6 +159,10 @@ generated quantities {
   array[1] int yr = bernoulli_logit_glm_rng([1.0, 2.0], a, [0.5, -1.0]');
 }
 "#;
+
+#[test]
+fn bernoulli_logit_glm_rng_draws_at_the_linear_predictor() {
+    let src = GLM_RNG;
     let x = [[0.3, -0.2], [1.5, 0.7], [-1.0, 0.4]];
     let data = r#"{"X": [[0.3, -0.2], [1.5, 0.7], [-1.0, 0.4]]}"#;
     let a = 0.25;
@@ -222,10 +224,7 @@ fn glm_errors_name_the_function() {
     }
 }
 
-/// Draws of the new univariate rngs against their exact means and variances.
-#[test]
-fn univariate_rngs_match_their_moments() {
-    let src = r#"
+const UNIVARIATE_RNGS: &str = r#"
 parameters { real mu; }
 model { mu ~ normal(0, 1); }
 generated quantities {
@@ -233,7 +232,11 @@ generated quantities {
   int pb = poisson_binomial_rng([0.1, 0.5, 0.9, 0.3]');
 }
 "#;
-    let (names, rows) = gq_draws(src, "{}", &[0.0], 20_000);
+
+/// Draws of the new univariate rngs against their exact means and variances.
+#[test]
+fn univariate_rngs_match_their_moments() {
+    let (names, rows) = gq_draws(UNIVARIATE_RNGS, "{}", &[0.0], 20_000);
     let col = |n: &str| names.iter().position(|x| x == n).expect(n);
     // loglogistic(α, β): mean α b / sin b, variance α² (2b / sin 2b − b² / sin² b), b = π/β.
     let (a, b) = (2.0, std::f64::consts::PI / 5.0);
@@ -249,4 +252,20 @@ generated quantities {
     let (m, ok) = mean_within(&rows, col("pb"), mean, var);
     assert!(ok, "poisson_binomial_rng mean {m} vs {mean}");
     assert!(rows.iter().all(|r| (0.0..=4.0).contains(&r[col("pb")])));
+}
+
+/// `tests/fixtures/dist2.checked.txt` (read by `registry_coverage`): the functions the
+/// moment tests above check.
+#[test]
+fn the_checked_list_is_what_these_tests_check() {
+    common::checked_list(
+        "dist2",
+        &[
+            (GLM_RNG.to_string(), &["bernoulli_logit_glm_rng"]),
+            (
+                UNIVARIATE_RNGS.to_string(),
+                &["loglogistic_rng", "poisson_binomial_rng"],
+            ),
+        ],
+    );
 }

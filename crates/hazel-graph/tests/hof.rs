@@ -221,11 +221,12 @@ fn hmm_program(gq: &str) -> (String, String) {
     (src, data)
 }
 
+const HIDDEN_STATE_PROB: &str =
+    "matrix[2, 4] p = hmm_hidden_state_prob(lo, G, rho); real lm = hmm_marginal(lo, G, rho);";
+
 #[test]
 fn hmm_hidden_state_prob_is_the_posterior_over_paths() {
-    let (src, data) = hmm_program(
-        "matrix[2, 4] p = hmm_hidden_state_prob(lo, G, rho); real lm = hmm_marginal(lo, G, rho);",
-    );
+    let (src, data) = hmm_program(HIDDEN_STATE_PROB);
     let m = compile_with(&src, &data, 1);
     let names = m.output_names();
     let mut ws = m.new_workspace();
@@ -257,11 +258,13 @@ fn hmm_hidden_state_prob_is_the_posterior_over_paths() {
     assert!((row[col] - total.ln()).abs() < 1e-12);
 }
 
+const LATENT_RNG: &str = "array[4] int z = hmm_latent_rng(lo, G, rho);";
+
 #[test]
 fn hmm_latent_rng_draws_paths_with_their_posterior_probabilities() {
     // Every one of the 16 paths' frequency within 5 standard errors of its posterior
     // probability (a multinomial check of the whole joint, not only the marginals).
-    let (src, data) = hmm_program("array[4] int z = hmm_latent_rng(lo, G, rho);");
+    let (src, data) = hmm_program(LATENT_RNG);
     let m = compile_with(&src, &data, 1);
     let mut ws = m.new_workspace();
     let mut row = vec![0.0; m.output_names().len()];
@@ -286,6 +289,22 @@ fn hmm_latent_rng_draws_paths_with_their_posterior_probabilities() {
         let se = (pr * (1.0 - pr) / draws as f64).sqrt();
         assert!((f - pr).abs() < 5.0 * se, "path {p}: {f} vs {pr}");
     }
+}
+
+/// `tests/fixtures/hof.checked.txt` (read by `registry_coverage`): the functions the
+/// brute-force path checks above compare.
+#[test]
+fn the_checked_list_is_what_these_tests_check() {
+    common::checked_list(
+        "hof",
+        &[
+            (
+                hmm_program(HIDDEN_STATE_PROB).0,
+                &["hmm_hidden_state_prob", "hmm_marginal"],
+            ),
+            (hmm_program(LATENT_RNG).0, &["hmm_latent_rng"]),
+        ],
+    );
 }
 
 #[test]

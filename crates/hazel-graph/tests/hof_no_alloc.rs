@@ -1,45 +1,15 @@
 //! Steady-state gradient evaluation of static models using hmm_marginal and reduce_sum
 //! allocates nothing (the hmm_marginal op's forward and backward passes work in the op's
-//! workspace scratch). A counting global allocator sees every allocation of this binary, so it
-//! holds a single test.
+//! workspace scratch). Allocations are counted on the evaluating thread only
+//! (`counting_alloc`).
 
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-struct CountingAlloc;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: CountingAlloc = CountingAlloc;
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 const PROGRAM: &str = r#"
 functions {
@@ -84,13 +54,12 @@ fn hmm_marginal_and_reduce_sum_evaluate_without_allocating() {
             .log_density_gradient(&mut ws, &q, &mut g)
             .expect("evaluates");
     }
-    ALLOCATIONS.store(0, Ordering::Relaxed);
-    COUNTING.store(true, Ordering::Relaxed);
+    counting_alloc::start();
     for _ in 0..50 {
         model
             .log_density_gradient(&mut ws, &q, &mut g)
             .expect("evaluates");
     }
-    COUNTING.store(false, Ordering::Relaxed);
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0);
+    let n = counting_alloc::stop();
+    assert_eq!(n, 0, "{n} allocations in 50 evaluations");
 }

@@ -2,47 +2,16 @@
 //! `Op::Linalg` function: solves, inverses, determinants, eigen, SVD, QR, matrix_exp)
 //! allocates nothing: their factorisations and workspaces live in the op's scratch.
 //!
-//! A counting global allocator sees every allocation in this test binary, so it holds a
-//! single test.
+//! Allocations are counted on the evaluating thread only (`counting_alloc`).
 
 use hazel_density::LogDensity;
 use hazel_graph::{CompileOptions, CompiledModel};
 use serde_json::Value;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-struct CountingAlloc;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: CountingAlloc = CountingAlloc;
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 /// The one place this file calls `compile`.
 fn compile_program(src: &str, data_json: &str) -> CompiledModel {
@@ -73,16 +42,14 @@ fn matrix_algebra_evaluation_does_not_allocate() {
         let mut grad = vec![0.0; model.dim()];
         let mut ws = model.new_workspace();
         let warm = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-        ALLOCATIONS.store(0, Ordering::SeqCst);
-        COUNTING.store(true, Ordering::SeqCst);
+        counting_alloc::start();
         let mut all_equal = true;
         for _ in 0..20 {
             let lp = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
             all_equal &= lp.to_bits() == warm.to_bits();
         }
-        COUNTING.store(false, Ordering::SeqCst);
+        let n = counting_alloc::stop();
         assert!(all_equal, "{name}: evaluations are deterministic");
-        let n = ALLOCATIONS.load(Ordering::SeqCst);
         assert_eq!(n, 0, "{name}: {n} allocations in 20 evaluations");
     }
 }

@@ -15,8 +15,14 @@
 //!   `y ~ fam(…)` counts for `fam_lpdf`/`fam_lpmf` and their `_lupdf`/`_lupmf` forms, an
 //!   explicit `fam_lpdf(…)` for `fam_lupdf` too and the other way round (one kernel, the
 //!   `propto` mask aside, which `dist_terms` checks);
-//! - the numpy fixture `tests/fixtures/complex.json` calls it (its test compares every
-//!   generated quantity, so all blocks count there);
+//! - a numpy fixture (`tests/fixtures/*.json` with one `program` and `expected`:
+//!   `complex.json`, `complex_linalg.json`) calls it outside generated quantities or in the
+//!   declaration of a generated quantity its test compares (`expected` has a column of it,
+//!   `name` or `name.index…`, or `invariants` names it);
+//! - a test of this crate compares generated quantities that call it with exact values,
+//!   moments or brute force: the blessed lists `tests/fixtures/<test>.checked.txt`, which
+//!   that test file checks against the programs its tests evaluate
+//!   (`common::checked_list`);
 //! - a hazel-math mpmath fixture has a row for it: `special_{unary,binary,ternary}.json`
 //!   by function name; `dist_lpdf.json` by family (`fam_lpdf`/`fam_lpmf` and the `lu`
 //!   forms: the kernel takes the variate as a real, so the row's family is the function
@@ -28,9 +34,10 @@
 //! - a coverage fixture rng case (`tests/fixtures/coverage.json`, `rng[].functions`, tested
 //!   by `tests/coverage.rs`) draws from it.
 
-use hazel_check::{CallTarget, CheckedProgram, SignatureTable};
-use hazel_syntax::ast::{Expr, Stmt};
-use hazel_syntax::visit::{walk_stmt, Visitor};
+mod common;
+
+use hazel_check::SignatureTable;
+use hazel_syntax::ast::{Stmt, StmtKind};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -61,59 +68,47 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The built-in names a program calls (every block but generated quantities unless
-/// `with_generated`).
-fn called(label: &str, src: &str, with_generated: bool, into: &mut BTreeSet<String>) {
-    struct Calls<'c> {
-        checked: &'c CheckedProgram,
-        found: &'c mut BTreeSet<String>,
-    }
-    impl Calls<'_> {
-        fn note(&mut self, id: hazel_syntax::ast::NodeId) {
-            if let Some(CallTarget::Builtin { name, .. }) = self.checked.call_target(id) {
-                self.found.insert(name.clone());
-            }
-        }
-    }
-    impl Visitor for Calls<'_> {
-        fn expr(&mut self, e: &Expr) {
-            self.note(e.id);
-        }
-        fn stmt(&mut self, s: &Stmt) {
-            self.note(s.id);
-        }
-    }
+/// Which generated quantities count.
+enum Generated<'a> {
+    /// None (the stanli oracles compare log densities only).
+    Skip,
+    /// The top-level declarations of these variables (the ones a test compares).
+    Compared(&'a BTreeSet<String>),
+}
+
+/// The built-in names a program calls (every block but generated quantities, and the
+/// generated quantities `generated` says).
+fn called(label: &str, src: &str, generated: Generated, into: &mut BTreeSet<String>) {
     let result = hazel_check::check_source(label, src);
     let Some(checked) = &result.checked else {
         panic!("{label} does not check: {}", result.render_diagnostics());
     };
     let p = &checked.program;
-    let mut calls = Calls {
-        checked,
-        found: into,
-    };
-    if let Some(functions) = &p.functions {
-        for f in &functions.functions {
-            if let Some(body) = &f.body {
-                walk_stmt(body, &mut calls);
-            }
-        }
-    }
-    let mut blocks = vec![
+    let blocks = [
         &p.data,
         &p.transformed_data,
         &p.parameters,
         &p.transformed_parameters,
         &p.model,
     ];
-    if with_generated {
-        blocks.push(&p.generated_quantities);
+    let mut stmts: Vec<&Stmt> = blocks
+        .into_iter()
+        .flatten()
+        .flat_map(|b| &b.stmts)
+        .collect();
+    if let Some(functions) = &p.functions {
+        stmts.extend(functions.functions.iter().filter_map(|f| f.body.as_ref()));
     }
-    for block in blocks.into_iter().flatten() {
+    if let (Generated::Compared(names), Some(block)) = (generated, &p.generated_quantities) {
         for s in &block.stmts {
-            walk_stmt(s, &mut calls);
+            if let StmtKind::VarDecl(d) = &s.kind {
+                if d.declarators.iter().any(|d| names.contains(&d.name.name)) {
+                    stmts.push(s);
+                }
+            }
         }
     }
+    common::builtins_called(checked, stmts, into);
 }
 
 fn blessed_list(path: &Path) -> Vec<String> {
@@ -132,6 +127,11 @@ fn tested_names() -> BTreeSet<String> {
     // Stanli fixture programs of this crate.
     let fixtures = root.join("crates/hazel-graph/tests/fixtures");
     for path in entries(&fixtures) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".checked.txt") {
+            tested.extend(blessed_list(&path));
+            continue;
+        }
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
@@ -141,11 +141,22 @@ fn tested_names() -> BTreeSet<String> {
             for p in programs {
                 let src = p["program"].as_str().or(p["code"].as_str());
                 let src = src.unwrap_or_else(|| panic!("{label}: a program without code"));
-                called(&label, src, false, &mut tested);
+                called(&label, src, Generated::Skip, &mut tested);
             }
-        } else if path.file_name().and_then(|n| n.to_str()) == Some("complex.json") {
-            let src = v["program"].as_str().expect("complex.json program");
-            called(&label, src, true, &mut tested);
+        } else if let (Some(src), Some(expected)) =
+            (v["program"].as_str(), v["expected"].as_object())
+        {
+            // A numpy fixture (`complex.json`, `complex_linalg.json`): its test compares the
+            // generated quantities `expected` has columns for (`name` or `name.index…`) and
+            // those `invariants` names.
+            let mut compared: BTreeSet<String> = expected
+                .keys()
+                .map(|k| k.split('.').next().unwrap_or(k).to_string())
+                .collect();
+            for n in v["invariants"].as_array().into_iter().flatten() {
+                compared.insert(n.as_str().expect("invariant name").into());
+            }
+            called(&label, src, Generated::Compared(&compared), &mut tested);
         }
         if let Some(cases) = v["rng"].as_array() {
             for c in cases {
@@ -167,7 +178,7 @@ fn tested_names() -> BTreeSet<String> {
             called(
                 &file.display().to_string(),
                 &read(&file),
-                false,
+                Generated::Skip,
                 &mut tested,
             );
         }
@@ -189,7 +200,7 @@ fn tested_names() -> BTreeSet<String> {
                     } else {
                         read(&root.join(program))
                     };
-                    called(&f.display().to_string(), &src, false, &mut tested);
+                    called(&f.display().to_string(), &src, Generated::Skip, &mut tested);
                 }
             }
         }
@@ -201,7 +212,7 @@ fn tested_names() -> BTreeSet<String> {
             called(
                 &model.display().to_string(),
                 &read(&model),
-                false,
+                Generated::Skip,
                 &mut tested,
             );
         }

@@ -33,7 +33,7 @@ pub(crate) fn unary_by_name(name: &str) -> Option<UnaryFn> {
         "log_inv_logit" => LogInvLogit,
         "log1m_inv_logit" => Log1mInvLogit,
         "log1m" => Log1m,
-        "fabs" | "abs" => Abs,
+        "abs" => Abs,
         "sin" => Sin,
         "cos" => Cos,
         "tan" => Tan,
@@ -653,7 +653,7 @@ impl<'p> Tracer<'p> {
                 let p = self.map_binary(BinaryFn::Mul, &args[0], &args[1], span)?;
                 self.map_binary(BinaryFn::Add, &p, &args[2], span)
             }
-            "multiply_log" | "lmultiply" => {
+            "lmultiply" => {
                 self.n_args(name, &args, 2, span)?;
                 let l = self.map_unary(UnaryFn::Log, &args[1], span)?;
                 self.map_binary(BinaryFn::Mul, &args[0], &l, span)

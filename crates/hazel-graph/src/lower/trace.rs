@@ -458,6 +458,9 @@ impl<'p> Tracer<'p> {
             let y = self.to_elems(b).get(0);
             return Ok(Val::Real(self.sc_binary(f, x, y)));
         }
+        // An int array beside a matrix (`bessel_first_kind(array[,] int, matrix)`): pair
+        // elements by index, not by storage order (arrays are row-major, matrices column-major).
+        let (a, b) = (&conform_to_matrices(b, a), &conform_to_matrices(a, b));
         let like = if a_scalar { b } else { a };
         let ea = self.to_elems(a);
         let eb = self.to_elems(b);
@@ -709,6 +712,36 @@ impl<'p> Tracer<'p> {
         }
         let out = self.b.dist(kind, argv, propto);
         Ok(Sc::V(out.off))
+    }
+}
+
+/// `v` with every two-dimensional array of scalars that sits where `like` has a matrix of
+/// the same size turned into that matrix (column-major); anything else unchanged.
+fn conform_to_matrices(like: &Val, v: &Val) -> Val {
+    match (like, v) {
+        (Val::Matrix(r, c, _), Val::Array(rows)) if rows.len() == *r => {
+            let mut sc = Vec::with_capacity(r * c);
+            for j in 0..*c {
+                for row in rows.iter() {
+                    let Val::Array(row) = row else {
+                        return v.clone();
+                    };
+                    match row.get(j) {
+                        Some(Val::Int(i)) if row.len() == *c => sc.push(Sc::C(*i as f64)),
+                        Some(Val::Real(x)) if row.len() == *c => sc.push(*x),
+                        _ => return v.clone(),
+                    }
+                }
+            }
+            Val::Matrix(*r, *c, Elems::from_scalars(sc))
+        }
+        (Val::Array(ls), Val::Array(vs)) if ls.len() == vs.len() => Val::array(
+            ls.iter()
+                .zip(vs.iter())
+                .map(|(l, x)| conform_to_matrices(l, x))
+                .collect(),
+        ),
+        _ => v.clone(),
     }
 }
 

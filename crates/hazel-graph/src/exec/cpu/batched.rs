@@ -49,6 +49,17 @@ impl BatchWorkspace {
     /// Grows (never shrinks) the buffers to `lanes` lanes of `g`.
     fn fit(&mut self, g: &Graph, lanes: usize) {
         let lanes = lanes.max(self.lanes);
+        if lanes == self.lanes && g.n_vals <= self.n_vals && g.n_scratch <= self.n_scratch {
+            return;
+        }
+        self.lanes = lanes;
+        self.n_vals = self.n_vals.max(g.n_vals);
+        self.n_scratch = self.n_scratch.max(g.n_scratch);
+        self.vals.resize(lanes * self.n_vals, 0.0);
+        self.adj.resize(lanes * self.n_vals, 0.0);
+        self.scratch.resize(lanes * self.n_scratch, 0.0);
+        self.alive.resize(lanes, false);
+        // The lane-aware rules' partial sums: `lanes ×` the widest data matrix.
         let cols = g
             .ops
             .iter()
@@ -58,23 +69,9 @@ impl BatchWorkspace {
             })
             .max()
             .unwrap_or(0);
-        if lanes == self.lanes
-            && g.n_vals <= self.n_vals
-            && g.n_scratch <= self.n_scratch
-            && lanes * cols <= self.tmp.len()
-        {
-            return;
-        }
-        self.lanes = lanes;
-        self.n_vals = self.n_vals.max(g.n_vals);
-        self.n_scratch = self.n_scratch.max(g.n_scratch);
-        self.vals.resize(lanes * self.n_vals, 0.0);
-        self.adj.resize(lanes * self.n_vals, 0.0);
-        self.scratch.resize(lanes * self.n_scratch, 0.0);
         if self.tmp.len() < lanes * cols {
             self.tmp.resize(lanes * cols, 0.0);
         }
-        self.alive.resize(lanes, false);
     }
 }
 
@@ -87,7 +84,7 @@ impl BatchedCpu {
         qs: &[f64],
         ws: &mut BatchWorkspace,
         lps: &mut [Result<f64, EvalError>],
-        mut grads: Option<&mut [f64]>,
+        grads: Option<&mut [f64]>,
     ) {
         let k = lps.len();
         let d = g.dim;
@@ -101,14 +98,14 @@ impl BatchedCpu {
             if k > 1 && matvec_forward(op, &g.consts, ws, k) {
                 continue;
             }
-            for l in 0..k {
+            for (l, lp) in lps.iter_mut().enumerate() {
                 if !ws.alive[l] {
                     continue;
                 }
                 let vals = &mut ws.vals[l * nv..(l + 1) * nv];
                 let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
                 if let Err(e) = kernels::forward(op, &g.consts, vals, scratch, ws.isa) {
-                    lps[l] = Err(g.locate(op, e));
+                    *lp = Err(g.locate(op, e));
                     ws.alive[l] = false;
                 }
             }
@@ -118,7 +115,7 @@ impl BatchedCpu {
                 *lp = Ok(read(out, &ws.vals[l * nv..(l + 1) * nv], &g.consts)[0]);
             }
         }
-        let Some(grads) = grads.as_deref_mut() else {
+        let Some(grads) = grads else {
             return;
         };
         for l in 0..k {
@@ -153,9 +150,9 @@ impl BatchedCpu {
     }
 }
 
-/// `out = M v` with a constant `M`, every live lane: row block by row block, each column's
-/// block applied to every lane while it is in cache. Per value, the reference order:
-/// `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
+/// `out = M v` with a constant `M`, every live lane: row block by row block, each block of
+/// four columns applied to every lane while it is in cache. Per value, the reference order
+/// ([`kernels::matvec`]): `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
 fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
     let &Op::MatVec {
         m,
@@ -180,12 +177,27 @@ fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) ->
                 .iter_mut()
                 .for_each(|o| *o = 0.0);
         }
-        for c in 0..cols {
-            let col = &mv[c * rows + r0..c * rows + r1];
+        let col = |c: usize| &mv[c * rows + r0..c * rows + r1];
+        let mut c = 0;
+        while c + 4 <= cols {
+            let (m0, m1, m2, m3) = (col(c), col(c + 1), col(c + 2), col(c + 3));
+            for l in (0..k).filter(|&l| ws.alive[l]) {
+                let (lo, hi) = ws.vals[l * nv..(l + 1) * nv].split_at_mut(o0);
+                let vs = &lo[v0 + c..v0 + c + 4];
+                let (v0, v1, v2, v3) = (vs[0], vs[1], vs[2], vs[3]);
+                let rows4 = hi[r0..r1].iter_mut().zip(m0).zip(m1).zip(m2).zip(m3);
+                for ((((o, a0), a1), a2), a3) in rows4 {
+                    *o = (((*o + a0 * v0) + a1 * v1) + a2 * v2) + a3 * v3;
+                }
+            }
+            c += 4;
+        }
+        for c in c..cols {
+            let mc = col(c);
             for l in (0..k).filter(|&l| ws.alive[l]) {
                 let (lo, hi) = ws.vals[l * nv..(l + 1) * nv].split_at_mut(o0);
                 let vc = lo[v0 + c];
-                for (o, mr) in hi[r0..r1].iter_mut().zip(col) {
+                for (o, mr) in hi[r0..r1].iter_mut().zip(mc) {
                     *o += mr * vc;
                 }
             }
@@ -216,6 +228,10 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
     let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
     let mv = &consts[m.range()];
     let col = |c: usize, s: usize, e: usize| &mv[c * rows + s..c * rows + e];
+    if ws.tmp.len() < k * cols {
+        // Only when the workspace was sized for another graph.
+        ws.tmp.resize(k * cols, 0.0);
+    }
     let tmp = &mut ws.tmp[..k * cols];
     tmp.iter_mut().for_each(|t| *t = 0.0);
     let o0 = out.off as usize;

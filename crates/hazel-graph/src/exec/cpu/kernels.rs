@@ -1145,6 +1145,8 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
 /// in order (the order the parallel row blocks of `crate::par` use too). Four columns are
 /// applied per pass over `out`, adding their products one after another, which is the same
 /// sequence of roundings as four passes with a quarter of the memory traffic.
+/// (The batched executor's lane-aware rules, `batched.rs`, repeat this order and [`dot`]'s
+/// chunks: change them together; `tests/executors.rs` compares the bits.)
 #[inline(always)]
 pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
     matvec_rows(m, v, rows, cols, 0, out)
