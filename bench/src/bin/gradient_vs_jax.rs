@@ -4,7 +4,7 @@
 //! bandwidth of the machine measured in the same run (a STREAM-style triad).
 //!
 //! Usage: `cargo run --release -p hazel-bench --bin gradient_vs_jax -- [--python PATH]
-//! [--rounds R] [filter]` (`filter`: only the cases whose name contains it). The peers run in
+//! [--rounds R] [--simd auto|sse2|avx2|avx512] [filter]` (`filter`: only the cases whose name contains it). The peers run in
 //! `bench/gradient_vs_jax.py` under the Python named by `--python`, else `HAZEL_BENCH_PYTHON`,
 //! else `python3`; it needs `jax` (CPU) and/or `stanli`, and a peer that is missing is reported
 //! as unavailable while the others are still timed.
@@ -252,14 +252,23 @@ struct Hazel {
     grad: Vec<f64>,
 }
 
-fn prepare_hazel(program: &Path, data_path: &Path, case_id: u64) -> Result<Hazel, String> {
+fn prepare_hazel(
+    program: &Path,
+    data_path: &Path,
+    case_id: u64,
+    simd: hazel_graph::SimdLevel,
+) -> Result<Hazel, String> {
     let src = std::fs::read_to_string(program).map_err(|e| e.to_string())?;
     let parsed = hazel_check::check_source("model.stan", &src);
     let prog = parsed.checked.ok_or("parse/check error")?;
     let text = std::fs::read_to_string(data_path).map_err(|e| e.to_string())?;
     let data = hazel_data::DataFile::parse(&text).map_err(|e| e.to_string())?;
     drop(text);
-    let model = compile(&prog, &data, &CompileOptions::default()).map_err(|e| e.to_string())?;
+    let options = CompileOptions {
+        simd,
+        ..CompileOptions::default()
+    };
+    let model = compile(&prog, &data, &options).map_err(|e| e.to_string())?;
     drop(data);
     let q = point(model.dim(), case_id);
     let mut ws = model.new_workspace();
@@ -388,6 +397,7 @@ fn main() {
     let mut python = std::env::var("HAZEL_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut filter = None;
     let mut rounds = 3usize;
+    let mut simd = hazel_graph::SimdLevel::Auto;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -398,8 +408,14 @@ fn main() {
                     .and_then(|r| r.parse().ok())
                     .expect("--rounds needs a number")
             }
+            "--simd" => {
+                simd = args
+                    .next()
+                    .and_then(|l| hazel_graph::SimdLevel::parse(&l))
+                    .expect("--simd needs auto, sse2, avx2 or avx512")
+            }
             "--help" | "-h" => {
-                println!("gradient_vs_jax [--python PATH] [--rounds R] [filter]");
+                println!("gradient_vs_jax [--python PATH] [--rounds R] [--simd LEVEL] [filter]");
                 return;
             }
             _ => filter = Some(a),
@@ -428,7 +444,7 @@ fn main() {
         std::fs::write(&data_path, &case.data).expect("write data.json");
         let program = root.join(case.program);
         eprintln!("preparing {}", case.name);
-        let h = prepare_hazel(&program, &data_path, case.id);
+        let h = prepare_hazel(&program, &data_path, case.id, simd);
         let dim = h.as_ref().map(|h| h.grad.len()).unwrap_or(0);
         let job = json!({
             "name": case.name,

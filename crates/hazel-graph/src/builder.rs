@@ -105,6 +105,7 @@ impl GraphBuilder {
                 &self.graph.consts,
                 &mut self.buf.vals,
                 &mut self.buf.scratch,
+                self.buf.isa,
             ) {
                 self.eager_error = Some(e.at(self.location.as_deref()));
             }

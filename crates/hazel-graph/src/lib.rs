@@ -23,6 +23,8 @@
 //! of those feeding one another into one [`Op::MulAddChain`] (a whole AR(K) mean per op).
 //! Values are unchanged by all three; the fusions keep every gradient bit, sharing may change
 //! the gradient's last bits (summation order). `tests/fusion.rs` checks each rewrite.
+//! Last, [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
+//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`).
 //!
 //! **The IR and its executors are separate.** [`ir`] is what the model computes (the graph,
 //! the op descriptors, the rewrites above) and never runs anything; [`exec`] runs it: the
@@ -59,6 +61,8 @@
 //!   `vectorize` (independent loops as vector ops) and `ode` (Stan's variadic ODE solvers:
 //!   data-only calls solved at build time, parameter-dependent ones make the model dynamic and
 //!   lower to the solution plus its sensitivities from `hazel_math::ode`).
+//! - [`simd`]: runtime CPU-feature dispatch of the hot kernels through `pulp`
+//!   ([`CompileOptions::simd`]); every level gives the same bits (fixed reduction shapes).
 //! - [`solve_op`], [`dae_op`]: the algebraic-solver and DAE ops, which hold the user's
 //!   function as a traced sub-graph (`lower::fn_graph`) and differentiate by the implicit
 //!   function theorem / forward sensitivities (lowered by `lower::solve`, `lower::dae`).
@@ -83,6 +87,7 @@ pub mod ode_op;
 mod output;
 pub mod solve_op;
 
+pub use exec::cpu::simd;
 /// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,
 /// `hazel_graph::dists::DistKind`, …): the same items under their old names.
 pub use exec::cpu::{dists, kernels};
@@ -99,4 +104,5 @@ pub use builder::GraphBuilder;
 pub use exec::{Executor, ExecutorKind};
 pub use lower::support::{unsupported_calls, unsupported_signatures};
 pub use model::{compile, CompileError, CompileOptions, CompiledModel, Workspace};
+pub use simd::SimdLevel;
 pub use tape::{Arg, Buffers, Graph, Op};

@@ -30,6 +30,9 @@ pub struct CompileOptions {
     /// The program's sources, for naming the model line in evaluation errors (`None`: errors
     /// carry no location).
     pub sources: Option<Arc<hazel_syntax::SourceMap>>,
+    /// Which instruction set the kernels use (`Auto`: the best this CPU has). Every level
+    /// gives the same bits; forcing one the CPU lacks is a compile error.
+    pub simd: crate::simd::SimdLevel,
 }
 
 impl Default for CompileOptions {
@@ -38,6 +41,7 @@ impl Default for CompileOptions {
             seed: 1,
             executor: ExecutorKind::Serial,
             sources: None,
+            simd: crate::simd::SimdLevel::Auto,
         }
     }
 }
@@ -122,6 +126,8 @@ pub struct CompiledModel {
     /// The graph always rejects (a data-only `reject` reached in the model block).
     always_reject: Option<EvalError>,
     executor: ExecutorKind,
+    /// `CompileOptions::simd`, resolved for this CPU.
+    isa: crate::simd::Isa,
     /// Output rows compiled once (`None`: every row re-traces the output blocks).
     output_plan: Option<crate::output::OutputPlan>,
     /// Output variables declared in the parameters and transformed parameters blocks (the
@@ -549,6 +555,11 @@ fn compile_inner(
         dynamic_reason: None,
         always_reject: None,
         executor: options.executor,
+        isa: options.simd.resolve().map_err(|m| CompileError {
+            message: m,
+            span: None,
+            variable: None,
+        })?,
         output_plan: None,
         n_upper_vars,
     };
@@ -559,6 +570,7 @@ fn compile_inner(
             graph.eliminate_common_subexpressions(out);
             graph.fuse_mul_add(out);
             graph.fuse_mul_add_chains(out);
+            graph.fuse_glm(out);
             model.graph = Some((graph, out));
         }
         Err(boxed) => match boxed.1 {
@@ -645,6 +657,14 @@ fn finish_eval(lp: f64, grad: &[f64]) -> Result<f64, EvalError> {
 }
 
 impl CompiledModel {
+    /// The executor's workspace for the static graph, its kernels set to this model's
+    /// instruction set.
+    fn new_exec_workspace(&self, g: &Graph) -> CpuWorkspace {
+        let mut w = self.executor.executor().new_workspace(g);
+        w.set_isa(self.isa);
+        w
+    }
+
     /// Whether evaluation re-traces the program (control flow depends on parameters).
     pub fn is_dynamic(&self) -> bool {
         self.graph.is_none() && self.always_reject.is_none()
@@ -1089,16 +1109,22 @@ impl LogDensity for CompiledModel {
 
     fn new_workspace(&self) -> Workspace {
         Workspace {
-            exec: self
-                .graph
-                .as_ref()
-                .map(|(g, _)| self.executor.executor().new_workspace(g)),
+            exec: self.graph.as_ref().map(|(g, _)| self.new_exec_workspace(g)),
             batch: None,
-            dyn_builder: GraphBuilder::default(),
-            out_buf: self
-                .output_plan
-                .as_ref()
-                .map_or_else(Buffers::default, |p| SerialCpu.new_workspace(&p.graph)),
+            dyn_builder: {
+                let mut b = GraphBuilder::default();
+                b.buf.isa = self.isa;
+                b
+            },
+            out_buf: {
+                // Every instruction set gives the same bits, so rows match the re-traced ones.
+                let mut buf = self
+                    .output_plan
+                    .as_ref()
+                    .map_or_else(Buffers::default, |p| SerialCpu.new_workspace(&p.graph));
+                buf.isa = self.isa;
+                buf
+            },
         }
     }
 
@@ -1116,7 +1142,7 @@ impl LogDensity for CompiledModel {
         };
         self.check_dims(q, grad)?;
         let exec = self.executor.executor();
-        let w = ws.exec.get_or_insert_with(|| exec.new_workspace(g));
+        let w = ws.exec.get_or_insert_with(|| self.new_exec_workspace(g));
         let lp = exec.gradient(g, *out, q, w, grad)?;
         finish_eval(lp, grad)
     }
@@ -1165,7 +1191,11 @@ impl LogDensity for CompiledModel {
             }
             return;
         };
-        let w = ws[0].batch.get_or_insert_with(|| exec.new_workspace(g));
+        let w = ws[0].batch.get_or_insert_with(|| {
+            let mut w = exec.new_workspace(g);
+            w.isa = self.isa;
+            w
+        });
         exec.gradient_batch(g, o, qs, w, out, grads);
         for (r, gr) in out.iter_mut().zip(grads.chunks(d.max(1))) {
             if let Ok(lp) = *r {

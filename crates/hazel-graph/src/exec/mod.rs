@@ -159,6 +159,17 @@ pub enum CpuWorkspace {
     Batched(BatchWorkspace),
 }
 
+impl CpuWorkspace {
+    /// Sets the instruction set the kernels run with (`CompileOptions::simd`, resolved).
+    pub fn set_isa(&mut self, isa: crate::simd::Isa) {
+        match self {
+            CpuWorkspace::Serial(b) => b.isa = isa,
+            CpuWorkspace::Threaded(w) => w.buf.isa = isa,
+            CpuWorkspace::Batched(w) => w.isa = isa,
+        }
+    }
+}
+
 macro_rules! dispatch {
     ($self:ident, $ws:ident, $e:ident, $w:ident => $body:expr) => {
         match ($self, $ws) {

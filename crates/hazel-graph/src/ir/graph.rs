@@ -271,6 +271,12 @@ pub enum Op {
         scratch: u32,
         out: Slot,
     },
+    /// A GLM likelihood `family(…, X β + α, …)` over a data matrix in one pass over `X`
+    /// (fused by [`Graph::fuse_glm`], [`crate::ir::glm`]); `out` is the density's value.
+    Glm {
+        spec: Box<crate::ir::glm::GlmSpec>,
+        out: Slot,
+    },
     /// An `integrate_1d` call ([`crate::integrate_op`]): the integral from the
     /// parameter-dependent scalars `v`; `scratch` holds `∂out/∂v` for the backward rule.
     Integrate {
@@ -318,6 +324,7 @@ impl Op {
             | Op::Dae { out, .. }
             | Op::Ode { out, .. }
             | Op::Integrate { out, .. }
+            | Op::Glm { out, .. }
             | Op::Nary { out, .. } => *out,
         }
     }
@@ -372,6 +379,7 @@ impl Op {
                 f(bound)
             }
             Op::Reject { .. } => {}
+            Op::Glm { spec, .. } => spec.for_each_input_mut(f),
             Op::Dae {
                 yy0, yp0, theta, ..
             } => {
@@ -414,6 +422,7 @@ impl Op {
             Op::TriSolve { l, b, .. } => vec![*l, *b],
             Op::Check { x, bound, .. } => vec![*x, *bound],
             Op::Reject { .. } => vec![],
+            Op::Glm { spec, .. } => spec.inputs(),
         }
     }
 }
@@ -601,7 +610,7 @@ impl Graph {
 
     /// How many times each candidate slot is read: by every op's arguments (a run covering
     /// it counts) and by `keep`. Zero for slots that are not candidates.
-    fn reads_of(&self, keep: Arg, candidate: &[bool]) -> Vec<u32> {
+    pub(crate) fn reads_of(&self, keep: Arg, candidate: &[bool]) -> Vec<u32> {
         let mut reads = vec![0u32; self.n_vals];
         let mut count = |a: Arg| {
             if a.is_var() {

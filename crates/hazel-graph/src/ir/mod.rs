@@ -3,12 +3,14 @@
 //! - [`graph`]: the op graph ([`Op`]s over [`Slot`]s of one flat value buffer, a constant
 //!   pool, buffer sizes, debug locations) and the rewrites run on it after tracing (common
 //!   subexpressions, multiply-add fusion).
+//! - [`glm`]: the fused GLM op's description and its rewrite ([`Graph::fuse_glm`]).
 //! - [`ops`]: the function, density-family and matrix-function descriptors that ops name.
 //!
 //! Invariants of the boundary (ARCHITECTURE.md, "IR and executors"): nothing here calls a
 //! kernel, owns a value buffer, holds a pointer into one, or knows about threads; offsets are
 //! `u32` indexes into buffers the executor owns. Executors live in [`crate::exec`].
 
+pub mod glm;
 pub mod graph;
 pub mod ops;
 

@@ -41,6 +41,8 @@ pub struct BatchWorkspace {
     /// Per-lane partial sums of a lane-aware rule (`lanes × widest matrix`).
     tmp: Vec<f64>,
     alive: Vec<bool>,
+    /// The instruction set of the per-lane kernels (same bits for every choice).
+    pub(crate) isa: crate::simd::Isa,
 }
 
 impl BatchWorkspace {
@@ -102,7 +104,7 @@ impl BatchedCpu {
                 }
                 let vals = &mut ws.vals[l * nv..(l + 1) * nv];
                 let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
-                if let Err(e) = kernels::forward(op, &g.consts, vals, scratch) {
+                if let Err(e) = kernels::forward(op, &g.consts, vals, scratch, ws.isa) {
                     *lp = Err(g.locate(op, e));
                     ws.alive[l] = false;
                 }
@@ -137,7 +139,7 @@ impl BatchedCpu {
                 let vals = &ws.vals[l * nv..(l + 1) * nv];
                 let adj = &mut ws.adj[l * nv..(l + 1) * nv];
                 let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
-                kernels::backward(op, &g.consts, vals, adj, scratch);
+                kernels::backward(op, &g.consts, vals, adj, scratch, ws.isa);
             }
         }
         for l in 0..k {

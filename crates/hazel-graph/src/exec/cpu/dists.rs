@@ -546,6 +546,7 @@ pub fn forward(
 }
 
 /// Gradient rule of a density op: `adj[arg] += g · partials`.
+#[inline(always)]
 pub fn backward(
     args: &[Arg],
     _len: usize,

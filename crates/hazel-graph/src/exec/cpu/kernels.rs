@@ -8,6 +8,7 @@
 use super::dists;
 use super::read;
 use crate::ir::{Arg, CheckKind, Op};
+use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
 
 pub use crate::ir::ops::{BinaryFn, DistKind, MathBinary, MathUnary, UnaryFn};
@@ -271,7 +272,8 @@ fn strong_mul(g: f64, partial: f64) -> f64 {
 /// Sums a slice in fixed chunks (see the module comment); within a chunk, eight interleaved
 /// partial sums (element `i` goes to lane `i mod 8`) are added pairwise at the end, so the
 /// loop is not bound by the latency of one accumulator and still has one fixed order.
-#[inline]
+/// (This fixed shape is what makes every SIMD level give the same bits: see `crate::simd`.)
+#[inline(always)]
 pub fn chunked_sum(x: &[f64]) -> f64 {
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
@@ -326,12 +328,23 @@ pub fn sort_permutation(xs: &[f64], descending: bool, perm: &mut [f64]) {
     });
 }
 
-/// Forward rule of `op`.
+/// [`chunked_sum`] compiled for `isa` (same bits).
+pub fn chunked_sum_at(isa: Isa, x: &[f64]) -> f64 {
+    dispatch!(isa, chunked_sum(x))
+}
+
+/// [`dot`] compiled for `isa` (same bits).
+pub fn dot_at(isa: Isa, a: &[f64], b: &[f64]) -> f64 {
+    dispatch!(isa, dot(a, b))
+}
+
+/// Forward rule of `op`, its loops compiled for `isa` (every `isa` gives the same bits).
 pub fn forward(
     op: &Op,
     consts: &[f64],
     vals: &mut [f64],
     scratch: &mut [f64],
+    isa: Isa,
 ) -> Result<(), EvalError> {
     match op {
         // Scalar fast paths: loops in the program unroll into many of these.
@@ -391,17 +404,17 @@ pub fn forward(
         Op::Unary { f, x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             let xs = read(*x, lo, consts);
-            unary_forward(*f, xs, o);
+            dispatch!(isa, unary_forward(*f, xs, o));
         }
         Op::Binary { f, a, b, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             let av = read(*a, lo, consts);
             let bv = read(*b, lo, consts);
-            binary_forward(*f, av, bv, o);
+            dispatch!(isa, binary_forward(*f, av, bv, o));
         }
         Op::Sum { x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            o[0] = chunked_sum(read(*x, lo, consts));
+            o[0] = chunked_sum_at(isa, read(*x, lo, consts));
         }
         Op::SumScalars { xs, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
@@ -413,7 +426,7 @@ pub fn forward(
         }
         Op::Dot { a, b, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            o[0] = dot(read(*a, lo, consts), read(*b, lo, consts));
+            o[0] = dot_at(isa, read(*a, lo, consts), read(*b, lo, consts));
         }
         Op::LogSumExp { x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
@@ -473,29 +486,17 @@ pub fn forward(
             out,
         } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            matvec(
-                read(*m, lo, consts),
-                read(*v, lo, consts),
-                *rows as usize,
-                *cols as usize,
-                o,
-            );
+            let (mv, vv) = (read(*m, lo, consts), read(*v, lo, consts));
+            dispatch!(isa, matvec(mv, vv, *rows as usize, *cols as usize, o));
         }
         Op::MatMul { a, b, n, k, m, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             let (n, k, m) = (*n as usize, *k as usize, *m as usize);
             let av = read(*a, lo, consts);
             let bv = read(*b, lo, consts);
-            for j in 0..m {
-                matvec(
-                    av,
-                    &bv[j * k..(j + 1) * k],
-                    n,
-                    k,
-                    &mut o[j * n..(j + 1) * n],
-                );
-            }
+            dispatch!(isa, matmul(av, bv, n, k, m, o));
         }
+        Op::Glm { spec, out } => super::glm::forward(spec, consts, vals, *out, scratch, isa)?,
         Op::Dist {
             kind,
             args,
@@ -628,8 +629,16 @@ pub fn forward(
     Ok(())
 }
 
-/// Backward rule of `op`: adds the op's contribution to its inputs' adjoints.
-pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: &mut [f64]) {
+/// Backward rule of `op`: adds the op's contribution to its inputs' adjoints; loops compiled
+/// for `isa` (every `isa` gives the same bits).
+pub fn backward(
+    op: &Op,
+    consts: &[f64],
+    vals: &[f64],
+    adj: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+) {
     let out = op.out();
     if out.len == 0 {
         return;
@@ -707,13 +716,12 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
             let xs = read(*x, lo, consts);
             let ys = &vals[out.range()];
             let d = &mut adj_lo[x.range()];
-            for i in 0..ys.len() {
-                d[i] += strong_mul(g[i], f.deriv(xs[i], ys[i]));
-            }
+            dispatch!(isa, unary_backward(*f, xs, ys, g, d));
         }
-        Op::Binary { f, a, b, out } => {
+        Op::Binary { f, a, b, out } => dispatch!(
+            isa,
             binary_backward(*f, *a, *b, lo, consts, &vals[out.range()], g, adj_lo)
-        }
+        ),
         Op::Sum { x, .. } => {
             if x.is_var() {
                 let g0 = g[0];
@@ -825,28 +833,12 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
             if v.is_var() {
                 let mv = read(*m, lo, consts);
                 let d = &mut adj_lo[v.range()];
-                let col = |c: usize| &mv[c * rows..(c + 1) * rows];
-                let mut c = 0;
-                while c + 4 <= cols {
-                    let s = dot4([col(c), col(c + 1), col(c + 2), col(c + 3)], g);
-                    for (dc, sc) in d[c..c + 4].iter_mut().zip(s) {
-                        *dc += sc;
-                    }
-                    c += 4;
-                }
-                for (c, dc) in d.iter_mut().enumerate().skip(c) {
-                    *dc += dot(col(c), g);
-                }
+                dispatch!(isa, matvec_t_add(mv, g, rows, cols, d));
             }
             if m.is_var() {
                 let vv = read(*v, lo, consts);
                 let d = &mut adj_lo[m.range()];
-                for c in 0..cols {
-                    let vc = vv[c];
-                    for (dr, gr) in d[c * rows..(c + 1) * rows].iter_mut().zip(g) {
-                        *dr += gr * vc;
-                    }
-                }
+                dispatch!(isa, outer_add(g, vv, rows, cols, d));
             }
         }
         Op::MatMul { a, b, n, k, m, .. } => {
@@ -855,23 +847,16 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
             if a.is_var() {
                 let bv = read(*b, lo, consts);
                 let d = &mut adj_lo[a.range()];
-                for j in 0..m {
-                    for l in 0..k {
-                        let bl = bv[j * k + l];
-                        for (dr, gr) in d[l * n..(l + 1) * n].iter_mut().zip(&g[j * n..(j + 1) * n])
-                        {
-                            *dr += gr * bl;
-                        }
-                    }
-                }
+                dispatch!(isa, matmul_adj_a(g, bv, n, k, m, d));
             }
             if b.is_var() {
                 let av = read(*a, lo, consts);
                 let d = &mut adj_lo[b.range()];
                 for j in 0..m {
-                    for l in 0..k {
-                        d[j * k + l] += dot(&av[l * n..(l + 1) * n], &g[j * n..(j + 1) * n]);
-                    }
+                    dispatch!(
+                        isa,
+                        matvec_t_add(av, &g[j * n..(j + 1) * n], n, k, &mut d[j * k..(j + 1) * k])
+                    );
                 }
             }
         }
@@ -881,7 +866,16 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
             scratch: sc,
             ..
         } => {
-            dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo);
+            dispatch!(
+                isa,
+                dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo)
+            );
+        }
+        Op::Glm { spec, .. } => {
+            dispatch!(
+                isa,
+                super::glm::backward(spec, g[0], lo, consts, scratch, adj_lo)
+            );
         }
         Op::Constrain {
             kind,
@@ -1077,7 +1071,7 @@ pub fn backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch:
 }
 
 /// Dot product with the same fixed chunking and eight-lane order as [`chunked_sum`].
-#[inline]
+#[inline(always)]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     let mut total = 0.0;
     for (ca, cb) in a.chunks(CHUNK).zip(b.chunks(CHUNK)) {
@@ -1100,7 +1094,8 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// `[dot(a[0], b), …, dot(a[3], b)]`, each summed in exactly [`dot`]'s order, in one pass
 /// over `b` (the adjoint of a matrix–vector product's vector, four columns at a time).
-pub(crate) fn dot4(a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
+#[inline(always)]
+pub fn dot4(a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     let mut total = [0.0f64; 4];
     let mut start = 0;
     while start < b.len() {
@@ -1146,17 +1141,24 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     m + total.ln()
 }
 
-/// `out = M v`, `M` column-major `rows × cols`.
-#[inline]
 /// `out = M v` for column-major `M`: each row accumulates `m[r, c] * v[c]` over the columns
 /// in order (the order the parallel row blocks of `crate::par` use too). Four columns are
 /// applied per pass over `out`, adding their products one after another, which is the same
 /// sequence of roundings as four passes with a quarter of the memory traffic.
 /// (The batched executor's lane-aware rules, `batched.rs`, repeat this order and [`dot`]'s
 /// chunks: change them together; `tests/executors.rs` compares the bits.)
+#[inline(always)]
 pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
+    matvec_rows(m, v, rows, cols, 0, out)
+}
+
+/// Rows `r0 .. r0 + out.len()` of `M v` ([`matvec`]'s order, which does not depend on the
+/// block): a parallel row block, or a row block of a fused kernel.
+#[inline(always)]
+pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, out: &mut [f64]) {
     out.iter_mut().for_each(|o| *o = 0.0);
-    let col = |c: usize| &m[c * rows..(c + 1) * rows];
+    let nr = out.len();
+    let col = |c: usize| &m[c * rows + r0..c * rows + r0 + nr];
     let mut c = 0;
     while c + 4 <= cols {
         let (v0, v1, v2, v3) = (v[c], v[c + 1], v[c + 2], v[c + 3]);
@@ -1178,6 +1180,132 @@ pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
     }
 }
 
+/// `d += Mᵀ g` for column-major `M` (`rows × cols`): `d[c] += dot(M[:, c], g)`, each dot in
+/// exactly [`dot`]'s order, four columns per pass over `g`.
+#[inline(always)]
+pub fn matvec_t_add(m: &[f64], g: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
+    let col = |c: usize| &m[c * rows..(c + 1) * rows];
+    let mut c = 0;
+    while c + 4 <= cols {
+        let s = dot4([col(c), col(c + 1), col(c + 2), col(c + 3)], g);
+        for (dc, sc) in d[c..c + 4].iter_mut().zip(s) {
+            *dc += sc;
+        }
+        c += 4;
+    }
+    for (c, dc) in d.iter_mut().enumerate().take(cols).skip(c) {
+        *dc += dot(col(c), g);
+    }
+}
+
+/// `D += g vᵀ` for column-major `D` (`rows × cols`): the adjoint of `M` in `M v`.
+#[inline(always)]
+pub fn outer_add(g: &[f64], v: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
+    for c in 0..cols {
+        let vc = v[c];
+        for (dr, gr) in d[c * rows..(c + 1) * rows].iter_mut().zip(g) {
+            *dr += gr * vc;
+        }
+    }
+}
+
+/// Rows per block of the blocked matrix–matrix kernels (a block of `A` or `G` stays in L1/L2
+/// while several output columns use it). Blocking never changes an element's summation order.
+const MM_ROWS: usize = 512;
+
+/// `C = A B` (column-major, `A` is `n × k`, `B` is `k × m`), blocked: per block of
+/// [`MM_ROWS`] rows, four output columns at a time, each element accumulating
+/// `a[r, l] b[l, j]` over `l` in order, one rounding per addition, exactly as [`matvec`] does
+/// for one column (so `C`'s column `j` has the bits of `A · B[:, j]`).
+#[inline(always)]
+pub fn matmul(a: &[f64], b: &[f64], n: usize, k: usize, m: usize, out: &mut [f64]) {
+    out.iter_mut().for_each(|o| *o = 0.0);
+    let mut r0 = 0;
+    while r0 < n {
+        let nr = MM_ROWS.min(n - r0);
+        let acol = |l: usize| &a[l * n + r0..l * n + r0 + nr];
+        let mut j = 0;
+        while j + 4 <= m {
+            let (o01, o23) = out[j * n..(j + 4) * n].split_at_mut(2 * n);
+            let (o0, o1) = o01.split_at_mut(n);
+            let (o2, o3) = o23.split_at_mut(n);
+            let (o0, o1, o2, o3) = (
+                &mut o0[r0..r0 + nr],
+                &mut o1[r0..r0 + nr],
+                &mut o2[r0..r0 + nr],
+                &mut o3[r0..r0 + nr],
+            );
+            for l in 0..k {
+                let al = acol(l);
+                let (b0, b1, b2, b3) = (
+                    b[j * k + l],
+                    b[(j + 1) * k + l],
+                    b[(j + 2) * k + l],
+                    b[(j + 3) * k + l],
+                );
+                for i in 0..nr {
+                    let x = al[i];
+                    o0[i] += x * b0;
+                    o1[i] += x * b1;
+                    o2[i] += x * b2;
+                    o3[i] += x * b3;
+                }
+            }
+            j += 4;
+        }
+        while j < m {
+            let o = &mut out[j * n + r0..j * n + r0 + nr];
+            for l in 0..k {
+                let (al, bl) = (acol(l), b[j * k + l]);
+                for i in 0..nr {
+                    o[i] += al[i] * bl;
+                }
+            }
+            j += 1;
+        }
+        r0 += nr;
+    }
+}
+
+/// `dA += G Bᵀ` for `C = A B` (`G` is `n × m`): each `dA[r, l]` adds `g[r, j] b[l, j]` over
+/// `j` in order, blocked by rows so a block of `G` stays in cache for every `l`.
+#[inline(always)]
+pub fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut [f64]) {
+    let mut r0 = 0;
+    while r0 < n {
+        let nr = MM_ROWS.min(n - r0);
+        for l in 0..k {
+            let dl = &mut d[l * n + r0..l * n + r0 + nr];
+            for j in 0..m {
+                let bl = b[j * k + l];
+                let gj = &g[j * n + r0..j * n + r0 + nr];
+                for i in 0..nr {
+                    dl[i] += gj[i] * bl;
+                }
+            }
+        }
+        r0 += nr;
+    }
+}
+
+/// `d += g · f'(x)` elementwise.
+#[inline(always)]
+fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
+    match f {
+        UnaryFn::Tanh => {
+            for i in 0..ys.len() {
+                d[i] += strong_mul(g[i], 1.0 - ys[i] * ys[i]);
+            }
+        }
+        _ => {
+            for i in 0..ys.len() {
+                d[i] += strong_mul(g[i], f.deriv(xs[i], ys[i]));
+            }
+        }
+    }
+}
+
+#[inline(always)]
 fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
     // The common functions get their own loop so they inline and vectorise.
     match f {
@@ -1213,6 +1341,7 @@ fn zip_broadcast(a: &[f64], b: &[f64], out: &mut [f64], f: impl Fn(f64, f64) -> 
     }
 }
 
+#[inline(always)]
 fn binary_forward(f: BinaryFn, a: &[f64], b: &[f64], out: &mut [f64]) {
     match f {
         BinaryFn::Add => zip_broadcast(a, b, out, |x, y| x + y),
@@ -1224,6 +1353,7 @@ fn binary_forward(f: BinaryFn, a: &[f64], b: &[f64], out: &mut [f64]) {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn binary_backward(
     f: BinaryFn,
     a: Arg,

@@ -9,9 +9,11 @@
 
 pub mod batched;
 pub mod dists;
+pub mod glm;
 pub mod kernels;
 pub(crate) mod linalg_kernels;
 pub(crate) mod par;
+pub mod simd;
 pub(crate) mod special;
 
 use crate::exec::Executor;
@@ -25,6 +27,9 @@ pub struct Buffers {
     pub vals: Vec<f64>,
     pub adj: Vec<f64>,
     pub scratch: Vec<f64>,
+    /// The instruction set the kernels run with (`CompileOptions::simd`, resolved); every
+    /// choice gives the same bits.
+    pub isa: simd::Isa,
 }
 
 impl Buffers {
@@ -61,7 +66,7 @@ impl Graph {
     /// Runs ops `from..` forward. `vals[0..dim]` must hold the parameters.
     pub fn forward_from(&self, from: usize, buf: &mut Buffers) -> Result<(), EvalError> {
         for op in &self.ops[from..] {
-            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch)
+            kernels::forward(op, &self.consts, &mut buf.vals, &mut buf.scratch, buf.isa)
                 .map_err(|e| self.locate(op, e))?;
         }
         Ok(())
@@ -82,7 +87,14 @@ impl Graph {
             buf.adj[seed.off as usize] = 1.0;
         }
         for op in self.ops.iter().rev() {
-            kernels::backward(op, &self.consts, &buf.vals, &mut buf.adj, &mut buf.scratch);
+            kernels::backward(
+                op,
+                &self.consts,
+                &buf.vals,
+                &mut buf.adj,
+                &mut buf.scratch,
+                buf.isa,
+            );
         }
     }
 

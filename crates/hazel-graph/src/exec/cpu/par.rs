@@ -12,6 +12,7 @@ use super::kernels::{self, CHUNK};
 use super::{read, Buffers};
 use crate::exec::Executor;
 use crate::ir::{Arg, Graph, Op};
+use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
 use rayon::prelude::*;
 
@@ -46,6 +47,7 @@ fn forward_op(
     vals: &mut [f64],
     scratch: &mut [f64],
     ws: &mut ParScratch,
+    isa: Isa,
 ) -> Result<(), EvalError> {
     match op {
         Op::Unary { f, x, out } if out.len as usize >= PAR_MIN => {
@@ -127,23 +129,25 @@ fn forward_op(
                 .par_chunks_mut(CHUNK)
                 .enumerate()
                 .for_each(|(blk, o)| {
-                    let r0 = blk * CHUNK;
-                    o.iter_mut().for_each(|x| *x = 0.0);
-                    for c in 0..cols {
-                        let vc = vv[c];
-                        let col = &mv[c * rows + r0..c * rows + r0 + o.len()];
-                        for (x, mr) in o.iter_mut().zip(col) {
-                            *x += mr * vc;
-                        }
-                    }
+                    dispatch!(
+                        isa,
+                        kernels::matvec_rows(mv, vv, rows, cols, blk * CHUNK, o)
+                    )
                 });
             Ok(())
         }
-        _ => kernels::forward(op, consts, vals, scratch),
+        _ => kernels::forward(op, consts, vals, scratch, isa),
     }
 }
 
-fn backward_op(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: &mut [f64]) {
+fn backward_op(
+    op: &Op,
+    consts: &[f64],
+    vals: &[f64],
+    adj: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+) {
     let out = op.out();
     match op {
         Op::Unary { f, x, .. } if out.len as usize >= PAR_MIN && x.is_var() => {
@@ -229,7 +233,7 @@ fn backward_op(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: 
             let vv = read(*v, lo, consts);
             if v.is_var() && m.is_var() {
                 // Both on the tape: rare; keep the serial rule.
-                kernels::backward(op, consts, vals, adj, scratch);
+                kernels::backward(op, consts, vals, adj, scratch, isa);
                 return;
             }
             if v.is_var() {
@@ -237,7 +241,7 @@ fn backward_op(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: 
                     .par_iter_mut()
                     .enumerate()
                     .for_each(|(c, d)| {
-                        *d += kernels::dot(&mv[c * rows..(c + 1) * rows], g);
+                        *d += kernels::dot_at(isa, &mv[c * rows..(c + 1) * rows], g);
                     });
             }
             if m.is_var() {
@@ -252,7 +256,7 @@ fn backward_op(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: 
                     });
             }
         }
-        _ => kernels::backward(op, consts, vals, adj, scratch),
+        _ => kernels::backward(op, consts, vals, adj, scratch, isa),
     }
 }
 
@@ -266,7 +270,7 @@ pub fn forward_backward(
 ) -> Result<(), EvalError> {
     buf.vals[..g.dim].copy_from_slice(q);
     for op in &g.ops {
-        forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch, par)
+        forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch, par, buf.isa)
             .map_err(|e| g.locate(op, e))?;
     }
     let n = g.n_vals;
@@ -275,7 +279,14 @@ pub fn forward_backward(
         buf.adj[out.off as usize] = 1.0;
     }
     for op in g.ops.iter().rev() {
-        backward_op(op, &g.consts, &buf.vals, &mut buf.adj, &mut buf.scratch);
+        backward_op(
+            op,
+            &g.consts,
+            &buf.vals,
+            &mut buf.adj,
+            &mut buf.scratch,
+            buf.isa,
+        );
     }
     Ok(())
 }
@@ -288,7 +299,7 @@ pub struct ThreadedCpu {
 
 /// The threaded executor's workspace: the buffers, the pool, the per-chunk partials.
 pub struct ThreadedWorkspace {
-    buf: Buffers,
+    pub(crate) buf: Buffers,
     /// `None` if the pool could not be built: the sweeps then run on the caller's thread
     /// (same bits).
     pool: Option<rayon::ThreadPool>,

@@ -1,0 +1,156 @@
+//! Runtime CPU-feature dispatch of the hot kernels, through `pulp`.
+//!
+//! Every kernel is written once, in plain Rust with a *fixed reduction shape* (eight
+//! interleaved partial sums per [`crate::kernels::CHUNK`]-element chunk, combined in one fixed
+//! tree; chunk results added in chunk order; no `mul_add`). [`dispatch!`] runs that same source
+//! inside a function compiled for the chosen instruction set (`pulp`'s `V3`/`V4` tokens apply
+//! `#[target_feature]` to an inlined closure), so the compiler vectorises it for SSE2, AVX2 or
+//! AVX-512, holding the eight partial sums in four, two or one register. IEEE `+ − × ÷ sqrt`
+//! round identically whatever the register width, and Rust never contracts `a * b + c` into an
+//! FMA on its own, so **every level gives the same bits**. Transcendentals inside kernels stay
+//! calls of the one scalar implementation per element.
+//!
+//! The level is chosen per compiled model by [`crate::CompileOptions::simd`] (never a global),
+//! resolved once to an [`Isa`] stored in the workspace's buffers.
+
+/// Which instruction set the kernels use (a field of [`crate::CompileOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SimdLevel {
+    /// The best level this CPU supports.
+    #[default]
+    Auto,
+    /// The target's baseline (x86-64: SSE2), what the build targets without dispatch.
+    Sse2,
+    /// x86-64-v3 (AVX2, FMA, BMI; FMA is never used by the kernels).
+    Avx2,
+    /// x86-64-v4 (AVX-512 F/VL/DQ/BW/CD).
+    Avx512,
+}
+
+impl SimdLevel {
+    /// Every explicit level (not `Auto`) this CPU can run, lowest first.
+    pub fn available() -> Vec<SimdLevel> {
+        [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512]
+            .into_iter()
+            .filter(|l| l.resolve().is_ok())
+            .collect()
+    }
+
+    /// The concrete instruction set, or why this CPU cannot run the level.
+    pub fn resolve(self) -> Result<Isa, String> {
+        match self {
+            SimdLevel::Auto => Ok(Isa::detect()),
+            SimdLevel::Sse2 => Ok(Isa::Baseline),
+            SimdLevel::Avx2 => {
+                if Isa::has_v3() {
+                    Ok(Isa::Avx2)
+                } else {
+                    Err("simd level avx2 (x86-64-v3) is not available on this CPU".into())
+                }
+            }
+            SimdLevel::Avx512 => {
+                if Isa::has_v4() {
+                    Ok(Isa::Avx512)
+                } else {
+                    Err("simd level avx512 (x86-64-v4) is not available on this CPU".into())
+                }
+            }
+        }
+    }
+
+    /// Parses `auto`, `sse2`, `avx2`, `avx512` (the CLI's spelling).
+    pub fn parse(s: &str) -> Option<SimdLevel> {
+        match s {
+            "auto" => Some(SimdLevel::Auto),
+            "sse2" | "baseline" | "scalar" => Some(SimdLevel::Sse2),
+            "avx2" => Some(SimdLevel::Avx2),
+            "avx512" => Some(SimdLevel::Avx512),
+            _ => None,
+        }
+    }
+}
+
+/// A resolved instruction set: the kernels' dispatch target. `Baseline` is what a buffer
+/// made without a model (`Buffers::default()`) uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isa {
+    #[default]
+    Baseline,
+    Avx2,
+    Avx512,
+}
+
+impl Isa {
+    /// The best instruction set of this CPU.
+    pub fn detect() -> Isa {
+        if Isa::has_v4() {
+            Isa::Avx512
+        } else if Isa::has_v3() {
+            Isa::Avx2
+        } else {
+            Isa::Baseline
+        }
+    }
+
+    fn has_v3() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            pulp::x86::V3::is_available()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    fn has_v4() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            pulp::x86::V4::is_available()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+}
+
+/// Calls `f` in a function of its own: each [`dispatch!`] site (three compiled copies of its
+/// kernel) stays out of the op interpreters' `forward`/`backward`, whose size would otherwise
+/// slow the small ops of scalar-heavy models.
+#[inline(never)]
+pub fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// Runs `$body` (an expression calling `#[inline(always)]` kernels) compiled for `$isa`, out
+/// of line. A level whose token cannot be had (never after [`SimdLevel::resolve`]) runs the
+/// baseline.
+macro_rules! dispatch {
+    ($isa:expr, $body:expr) => {{
+        let isa = $isa;
+        $crate::simd::out_of_line(
+            #[inline(always)]
+            || match isa {
+                #[cfg(target_arch = "x86_64")]
+                $crate::simd::Isa::Avx512 => match pulp::x86::V4::try_new() {
+                    Some(s) => s.vectorize(
+                        #[inline(always)]
+                        || $body,
+                    ),
+                    None => $body,
+                },
+                #[cfg(target_arch = "x86_64")]
+                $crate::simd::Isa::Avx2 => match pulp::x86::V3::try_new() {
+                    Some(s) => s.vectorize(
+                        #[inline(always)]
+                        || $body,
+                    ),
+                    None => $body,
+                },
+                _ => $body,
+            },
+        )
+    }};
+}
+pub(crate) use dispatch;
