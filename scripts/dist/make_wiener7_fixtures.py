@@ -121,16 +121,21 @@ MP_POINTS = {
 }
 
 STANLI_PROGRAMS = {
+    # stanc has the 7-parameter form with all arguments real or all vectors (no mixing).
     "wiener7_stanli_vectorised": ("""
 data { int N; vector<lower=0>[N] y; }
 parameters { real<lower=0.5, upper=2> a; real<lower=0, upper=0.2> tau; real<lower=0.3, upper=0.7> b;
-             real d; real<lower=0> sv; real<lower=0, upper=0.5> sw; real<lower=0, upper=0.2> st0; }
+             real d; real<lower=0> sv; real<lower=0, upper=0.5> sw; real<lower=0, upper=0.2> st0;
+             vector<lower=0.5, upper=2>[N] av; }
 model {
   d ~ normal(0, 1); sv ~ gamma(2, 2);
-  y ~ wiener(a, tau, b, d, sv, sw, st0);
-  target += wiener_lpdf(y | a, tau, b, d, sv, sw, st0);
+  y ~ wiener(av, rep_vector(tau, N), rep_vector(b, N), rep_vector(d, N), rep_vector(sv, N),
+             rep_vector(sw, N), rep_vector(st0, N));
+  target += wiener_lpdf(y | av, rep_vector(0.1, N), rep_vector(b, N), rep_vector(-0.4, N),
+                        rep_vector(0, N), rep_vector(sw, N), rep_vector(0, N));
+  y[1] ~ wiener(a, tau, b, d, sv, sw, st0);
+  for (i in 1:N) target += wiener_lpdf(y[i] | a, tau, b, d, sv, sw, st0);
   target += wiener_lupdf(y[2] | a, 0.1, 0.5, -0.7, sv, 0.2, st0);
-  target += wiener_lpdf(y | 1.5, tau, b, 0.2, 0.0, sw, 0.0);
   target += wiener_lpdf(y[3] | 1.5, 0.05, b, 0.2, 0.3, 0.0, st0);
   target += wiener_lpdf(0.8 | 1.0, 0.2, 0.5, 0.3, 0.0, 0.1, 0.1);
 }""", {"N": 4, "y": [0.55, 1.2, 2.5, 0.7]}),

@@ -121,3 +121,16 @@ fn wiener7_zero_variabilities_are_the_five_parameter_form() {
     assert_eq!(&g7[..6], &g5[..]);
     assert_eq!(&g7[6..], &[0.0, 0.0]);
 }
+
+/// As stanc, the 7-parameter form takes all arguments real or all vectors, never a mix.
+#[test]
+fn wiener7_signatures_are_stancs() {
+    let ok = "data { vector[2] y; } parameters { real<lower=1> a; } model {\n\
+              y ~ wiener(rep_vector(a, 2), rep_vector(0.2, 2), rep_vector(0.5, 2), \
+              rep_vector(0.3, 2), rep_vector(0.1, 2), rep_vector(0.1, 2), rep_vector(0.05, 2));\n\
+              y[1] ~ wiener(a, 0.2, 0.5, 0.3, 0.1, 0.1, 0.05); }";
+    assert!(hazel_check::check_source("m.stan", ok).checked.is_some());
+    let mixed = "data { vector[2] y; } parameters { real<lower=1> a; } model {\n\
+                 y ~ wiener(a, 0.2, 0.5, 0.3, 0.1, 0.1, 0.05); }";
+    assert!(hazel_check::check_source("m.stan", mixed).checked.is_none());
+}
