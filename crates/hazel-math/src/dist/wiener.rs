@@ -115,8 +115,14 @@ pub fn wiener5(x: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
 
 /// Relative tolerance of [`wiener7`]'s quadratures (each of the nested two).
 const W7_REL_TOL: f64 = 1e-10;
+/// [`wiener7`]'s relative tolerance where [`W7_REL_TOL`] is not reached: Stan's density
+/// precision.
+const W7_REL_TOL_FALLBACK: f64 = 1e-6;
+/// Absolute tolerance of [`wiener7`]'s quadratures, of the integrand scaled to about 1 at its
+/// largest: contributions that small relative to the peak are not resolved.
+const W7_ABS_TOL: f64 = 1e-12;
 /// Bisection depth of [`wiener7`]'s Gauss–Kronrod quadratures.
-const W7_MAX_DEPTH: usize = 40;
+const W7_MAX_DEPTH: usize = 24;
 /// Values integrated by [`wiener7`]: the density and its 8 partials' numerators.
 const W7_DIM: usize = 9;
 
@@ -129,8 +135,9 @@ const W7_DIM: usize = 9;
 /// partial is the integral of `f5 ∂log f5/∂θ` on the same fixed domain:
 /// `∂/∂sw` integrates `f5 ∂_β log f5 (s − ½)` and `∂/∂st0` integrates `f5 ∂_τ log f5 r`
 /// (equal to Stan's Leibniz-rule forms). Nested adaptive Gauss–Kronrod quadratures (relative
-/// tolerance 1e-10 each) of `f5 / f5(centre)`, so a density far below the smallest double
-/// keeps its log. As Stan, a partial in sw (st0) is 0 where sw (st0) is 0, and sw = st0 = 0
+/// tolerance 1e-10 each, or 1e-6, Stan's density precision, where that fails; absolute 1e-12,
+/// at most 24 bisections deep) of `f5 / max f5` (the
+/// largest on a 9 × 9 grid), so a density far below the smallest double keeps its log. As Stan, a partial in sw (st0) is 0 where sw (st0) is 0, and sw = st0 = 0
 /// is the 5-parameter form. `x[..8]`, partials into `grad[..8]`.
 pub fn wiener7(x: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
     let (y, alpha, tau, beta, delta, sv, sw, st0) =
@@ -172,11 +179,23 @@ pub fn wiener7(x: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
     } else {
         0.0
     };
-    // The scale: the log density at the centre of the domain.
-    let scale = wiener5(
-        &[y, alpha, tau + st0 * 0.5 * r_max, beta, delta, sv],
-        &mut g5,
-    )?;
+    // The scale: the largest log density on a 9 × 9 grid of the domain (inside the t0 cut),
+    // so the scaled integrand neither overflows nor underflows where it matters.
+    let mut scale = f64::NEG_INFINITY;
+    for i in 0..9 {
+        let r = r_max * (i as f64 + 0.5) / 9.0;
+        for j in 0..9 {
+            let s = (j as f64 + 0.5) / 9.0;
+            let t = tau + st0 * r;
+            let lp = wiener5(&[y, alpha, t, beta + sw * (s - 0.5), delta, sv], &mut g5)?;
+            scale = scale.max(lp);
+        }
+    }
+    if !scale.is_finite() {
+        return err(format!(
+            "the log density is {scale} across the integration domain"
+        ));
+    }
     // f5 / e^scale and its weighted partials at (r, s).
     let point = |r: f64, s: f64, out: &mut [f64]| -> Result<(), MathError> {
         out[..W7_DIM].iter_mut().for_each(|v| *v = 0.0);
@@ -198,53 +217,59 @@ pub fn wiener7(x: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
         out[8] = f * g[2] * r;
         Ok(())
     };
-    // The integral over s at one r.
-    let inner = |r: f64, out: &mut [f64]| -> Result<(), MathError> {
-        if sw == 0.0 {
-            return point(r, 0.5, out);
+    // Both quadratures at relative tolerance `rel_tol`.
+    let run = |rel_tol: f64| -> Result<[f64; W7_DIM], MathError> {
+        // The integral over s at one r.
+        let inner = |r: f64, out: &mut [f64]| -> Result<(), MathError> {
+            if sw == 0.0 {
+                return point(r, 0.5, out);
+            }
+            let mut work = [0.0; 5 * W7_DIM];
+            let mut f = |s: f64, _xc: f64, o: &mut [f64]| point(r, s, o);
+            crate::quadrature::integrate(
+                "wiener_lpdf",
+                &mut f,
+                0.0,
+                1.0,
+                crate::quadrature::Rule::GaussKronrod {
+                    max_depth: W7_MAX_DEPTH,
+                },
+                rel_tol,
+                W7_ABS_TOL,
+                W7_DIM,
+                out,
+                &mut work,
+            )
+        };
+        let mut tot = [0.0; W7_DIM];
+        if st0 == 0.0 {
+            inner(0.0, &mut tot)?;
+        } else {
+            let mut work = [0.0; 5 * W7_DIM];
+            let mut f = |r: f64, _xc: f64, o: &mut [f64]| inner(r, o);
+            crate::quadrature::integrate(
+                "wiener_lpdf",
+                &mut f,
+                0.0,
+                r_max,
+                crate::quadrature::Rule::GaussKronrod {
+                    max_depth: W7_MAX_DEPTH,
+                },
+                rel_tol,
+                W7_ABS_TOL,
+                W7_DIM,
+                &mut tot,
+                &mut work,
+            )?;
         }
-        let mut work = [0.0; 5 * W7_DIM];
-        let mut f = |s: f64, _xc: f64, o: &mut [f64]| point(r, s, o);
-        crate::quadrature::integrate(
-            "wiener_lpdf",
-            &mut f,
-            0.0,
-            1.0,
-            crate::quadrature::Rule::GaussKronrod {
-                max_depth: W7_MAX_DEPTH,
-            },
-            W7_REL_TOL,
-            0.0,
-            W7_DIM,
-            out,
-            &mut work,
-        )
+        Ok(tot)
     };
-    let mut tot = [0.0; W7_DIM];
-    if st0 == 0.0 {
-        inner(0.0, &mut tot)?;
-    } else {
-        let mut work = [0.0; 5 * W7_DIM];
-        let mut f = |r: f64, _xc: f64, o: &mut [f64]| inner(r, o);
-        crate::quadrature::integrate(
-            "wiener_lpdf",
-            &mut f,
-            0.0,
-            r_max,
-            crate::quadrature::Rule::GaussKronrod {
-                max_depth: W7_MAX_DEPTH,
-            },
-            W7_REL_TOL,
-            0.0,
-            W7_DIM,
-            &mut tot,
-            &mut work,
-        )?;
-    }
+    // Where the tight tolerance is not reached within the depth, Stan's own precision (1e-6).
+    let tot = run(W7_REL_TOL).or_else(|_| run(W7_REL_TOL_FALLBACK))?;
     let dens = tot[0];
     if !(dens > 0.0 && dens.is_finite()) {
         return err(format!(
-            "the integrated density is {dens} relative to its value at the centre"
+            "the integrated density is {dens} relative to its largest value"
         ));
     }
     for k in 0..8 {
