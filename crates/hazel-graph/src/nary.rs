@@ -8,7 +8,7 @@ use crate::tape::{read, Arg};
 use hazel_density::EvalError;
 
 /// The most arguments an [`crate::tape::Op::Nary`] takes.
-pub const MAX_NARY: usize = 6;
+pub const MAX_NARY: usize = 8;
 
 /// A function of hazel_math's ternary table.
 #[derive(Clone, Copy)]
@@ -41,12 +41,13 @@ impl MathNary {
         }
     }
 
-    /// Stan's 4- or 5-parameter `wiener_lpdf` (`arity` 5 or 6 with the variate), one
+    /// Stan's 4-, 5- or 7-parameter `wiener_lpdf` (`arity` 5, 6 or 8 with the variate), one
     /// element.
     pub fn wiener(arity: usize) -> Option<MathNary> {
         let f: NaryRule = match arity {
             5 => hazel_math::dist::wiener::wiener4,
             6 => hazel_math::dist::wiener::wiener5,
+            8 => hazel_math::dist::wiener::wiener7,
             _ => return None,
         };
         Some(MathNary::Rule {
@@ -87,7 +88,9 @@ impl MathNary {
         match self {
             MathNary::Ternary(t) => {
                 let g = (t.grad)(x[0], x[1], x[2], v);
-                [g[0], g[1], g[2], 0.0, 0.0, 0.0]
+                let mut p = [0.0; MAX_NARY];
+                p[..3].copy_from_slice(&g);
+                p
             }
             MathNary::Rule { f, arity, .. } => {
                 let mut g = [0.0; MAX_NARY];

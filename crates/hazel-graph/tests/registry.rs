@@ -125,12 +125,12 @@ fn unsupported_calls_point_at_the_call() {
             "log_determinant("
         );
     }
+    // wiener_lpdf's 7-parameter form, the last signature to lower: no false alarm either.
     let src =
         "data { vector[2] a; }\nparameters { real<lower=0> x; }\nmodel {\n  x ~ normal(wiener_lpdf(1.0 | x, 0.2, 0.5, 0.3, 0.1, 0.1, 0.05), 1);\n}";
     let checked = hazel_check::check_source("m.stan", src)
         .checked
         .expect("checks");
     let flagged = hazel_graph::unsupported_calls(&checked);
-    assert_eq!(flagged.len(), 1, "{flagged:?}");
-    assert!(src[flagged[0].0.start as usize..].starts_with("wiener_lpdf(1.0 | x"));
+    assert!(flagged.is_empty(), "{flagged:?}");
 }

@@ -2,7 +2,7 @@
 //! lives in `hazel_math::linalg`): `matrix_normal_prec` and `gaussian_dlm_obs` (the Kalman
 //! filter of Stan Math, step by step). Stan's summand grouping is kept: the `2π` constant
 //! only without `propto`, log-determinants only when their matrix varies. Also the
-//! 4-parameter `wiener` density (one elementwise [`crate::tape::Op::Nary`] and a sum) and the
+//! 4-, 5- and 7-parameter `wiener` density (one elementwise [`crate::tape::Op::Nary`] and a sum) and the
 //! hypergeometric functions (one `MvDist` op of family `Hypergeometric`).
 
 use super::trace::{cerr, eerr, Tracer, R};
@@ -103,13 +103,13 @@ impl<'p> Tracer<'p> {
         Ok(self.sc_binary(BinaryFn::Add, lp, t))
     }
 
-    /// wiener(y | alpha, tau, beta, delta[, sv]), vectorised: every summand depends on the
+    /// wiener(y | alpha, tau, beta, delta[, sv[, sw, st0]]), vectorised: every summand depends on the
     /// arguments, so under `propto` it is dropped only when all are data.
     fn wiener(&mut self, args: &[Val], propto: bool, span: Span) -> R<Sc> {
         let Some(rule) = crate::nary::MathNary::wiener(args.len()) else {
             return cerr(
                 format!(
-                    "wiener_lpdf with {} parameters (sw, st0) is not supported yet",
+                    "wiener_lpdf takes 4, 5 or 7 parameters, not {}",
                     args.len().saturating_sub(1)
                 ),
                 span,
