@@ -12,10 +12,14 @@ dropped either way) and otherwise in the `target += *_lpdf` form; their dropping
 in hazel-math (`dist_multivariate_fd`, dropped-part invariance) against Stan Math's grouping.
 """
 import json
+import sys
 import pathlib
 
 import numpy as np
 import stanli
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from oracle_points import seeded_points  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "crates/hazel-graph/tests/fixtures/dist_library.json"
@@ -306,26 +310,8 @@ def main():
         model = stanli.Model(stan_code=oracle_code, data=data_json)
         dim = model.n_unconstrained
         rng = np.random.default_rng(1000 + i)
-        points = []
-        while len(points) < N_POINTS:
-            q = rng.uniform(-SCALE, SCALE, size=dim)
-            try:
-                lp, grad = model.log_prob_grad(q)
-            except RuntimeError:  # a point the density rejects
-                continue
-            if not np.isfinite(lp):
-                continue
-            point = {"q": q.tolist(), "log_density": float(lp),
-                     "gradient": [float(g) for g in grad]}
-            if name in APPROXIMATE_GRADIENT:
-                fd = []
-                for j in range(dim):
-                    e = np.zeros(dim)
-                    e[j] = FD_STEP
-                    fd.append((model.log_prob_grad(q + e)[0] - model.log_prob_grad(q - e)[0])
-                              / (2 * FD_STEP))
-                point["fd_gradient"] = fd
-            points.append(point)
+        points = seeded_points(model, rng, N_POINTS, SCALE,
+                               fd_step=FD_STEP if name in APPROXIMATE_GRADIENT else None)
         out.append({"name": name, "program": code, "oracle_program": oracle_code,
                     "data": data_json,
                     "n_unconstrained": dim, "points": points})

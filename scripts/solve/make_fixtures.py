@@ -14,10 +14,14 @@ Rerun with
 (stanli and numpy from pip); the points are seeded, so a rerun reproduces the file.
 """
 import json
+import sys
 import pathlib
 
 import numpy as np
 import stanli
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from oracle_points import seeded_points  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "crates/hazel-graph/tests/fixtures/solve.json"
@@ -244,29 +248,8 @@ def main():
         model = stanli.Model(stan_code=code, data=data_json)
         dim = model.n_unconstrained
         rng = np.random.default_rng(3000 + i)
-        points = []
-        tries = 0
-        while len(points) < N_POINTS:
-            tries += 1
-            assert tries < 1000, f"{name}: no finite point"
-            q = rng.uniform(-SCALE, SCALE, size=dim)
-            try:
-                lp, grad = model.log_prob_grad(q)
-            except RuntimeError:  # a point the density rejects
-                continue
-            if not np.isfinite(lp):
-                continue
-            point = {"q": q.tolist(), "log_density": float(lp),
-                     "gradient": [float(g) for g in grad]}
-            if name not in LOOSE:
-                fd = []
-                for j in range(dim):
-                    e = np.zeros(dim)
-                    e[j] = FD_STEP
-                    fd.append((model.log_prob_grad(q + e)[0] - model.log_prob_grad(q - e)[0])
-                              / (2 * FD_STEP))
-                point["fd_gradient"] = fd
-            points.append(point)
+        points = seeded_points(model, rng, N_POINTS, SCALE,
+                               fd_step=FD_STEP if name not in LOOSE else None, max_tries=1000, name=name)
         out.append({"name": name, "program": code, "data": data_json,
                     "n_unconstrained": dim, "points": points})
         print(f"{name}: dim {dim}, lp {points[0]['log_density']:.6f}")
