@@ -14,8 +14,9 @@
 //! - batched evaluation (many chains in lockstep on a GPU) goes through
 //!   [`LogDensity::log_density_gradient_batch`], whose default loops over the single-point call;
 //!   a batched backend overrides it and the sampler's logic does not change;
-//! - a distributed density (MPI ranks) is a `LogDensity` whose workspace holds the communicator
-//!   handle; the reduction order is fixed by the model, never by the rank count.
+//! - a distributed density (MPI ranks) is a `LogDensity` whose chain workspaces
+//!   ([`LogDensity::new_chain_workspace`]) hold the link to the other ranks; the reduction
+//!   order is fixed by the model, never by the rank count.
 
 use std::fmt;
 
@@ -107,6 +108,15 @@ pub trait LogDensity: Sync {
     /// A fresh workspace. Called once per chain, never on the hot path.
     fn new_workspace(&self) -> Self::Workspace;
 
+    /// The workspace of chain `chain_id` (what the sampler calls, once per chain). A
+    /// distributed density links it to the same chain's workspaces on the other ranks (its
+    /// evaluations are exchanges on the chain's own channel); by default it is
+    /// [`LogDensity::new_workspace`].
+    fn new_chain_workspace(&self, chain_id: u64) -> Self::Workspace {
+        let _ = chain_id;
+        self.new_workspace()
+    }
+
     /// Log density at `q` (length `dim`), with its gradient written into `grad` (length `dim`).
     /// On error the contents of `grad` are unspecified.
     fn log_density_gradient(
@@ -186,6 +196,9 @@ impl<D: LogDensity> LogDensity for Unconstrained<D> {
     }
     fn new_workspace(&self) -> Self::Workspace {
         self.density.new_workspace()
+    }
+    fn new_chain_workspace(&self, chain_id: u64) -> Self::Workspace {
+        self.density.new_chain_workspace(chain_id)
     }
     fn log_density_gradient(
         &self,

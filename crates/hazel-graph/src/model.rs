@@ -3,12 +3,14 @@
 //! `hazel_density::Model`.
 
 use crate::builder::GraphBuilder;
+use crate::exec::sharded::{ShardPlan, ShardedCpu, ShardedWorkspace};
 use crate::exec::{BatchWorkspace, Buffers, CpuWorkspace, Executor, ExecutorKind, SerialCpu};
 use crate::ir::{Arg, CheckKind, Graph};
 use crate::lower::params::declarations;
 use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
 use hazel_check::CheckedProgram;
+use hazel_comm::Comm;
 use hazel_data::{BaseType, Bound, Constraint, DataDecl, DataFile, DataType, Values};
 use hazel_density::{EvalError, LogDensity, Model, StreamRng};
 use hazel_rng::Purpose;
@@ -133,6 +135,15 @@ pub struct CompiledModel {
     /// Output variables declared in the parameters and transformed parameters blocks (the
     /// first entries of `outputs`).
     n_upper_vars: usize,
+    /// Chains' evaluations split over the ranks of a distributed run
+    /// ([`CompiledModel::distribute_over`]); `None`: every evaluation runs here alone.
+    sharding: Option<Sharding>,
+}
+
+/// The sharded executor and the ranks it splits evaluations over.
+struct Sharding {
+    exec: ShardedCpu,
+    comm: Arc<dyn Comm>,
 }
 
 /// Per-chain buffers: the executor's workspace (for the static graph) and the dynamic path's
@@ -146,6 +157,9 @@ pub struct Workspace {
     dyn_builder: GraphBuilder,
     /// The output graph's values (rows of draws; the reference executor's buffers).
     out_buf: Buffers,
+    /// A chain of a distributed run: the sharded executor's workspace, linked to the other
+    /// ranks (made by `new_chain_workspace`).
+    sharded: Option<ShardedWorkspace>,
 }
 
 fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
@@ -562,6 +576,7 @@ fn compile_inner(
         })?,
         output_plan: None,
         n_upper_vars,
+        sharding: None,
     };
     let zeros = vec![0.0; dim];
     match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
@@ -663,6 +678,33 @@ impl CompiledModel {
         let mut w = self.executor.executor().new_workspace(g);
         w.set_isa(self.isa);
         w
+    }
+
+    /// Which ops of the static graph a distributed run splits over ranks (`None` for a
+    /// dynamic model, which every rank evaluates in full).
+    pub fn shard_plan(&self) -> Option<ShardPlan> {
+        self.graph.as_ref().map(|(g, _)| ShardPlan::new(g))
+    }
+
+    /// The model's data-parallel work: elements the split ops touch per evaluation
+    /// ([`ShardPlan::work`]; 0 for a dynamic model).
+    pub fn data_parallel_work(&self) -> u64 {
+        self.shard_plan().map_or(0, |p| p.work())
+    }
+
+    /// Splits every chain's evaluations over the ranks of `comm` (`--distribute data`): each
+    /// rank computes its own chunks of the large ops, and results are folded rank by rank in
+    /// chunk order, so every rank gets [`crate::exec::SerialCpu`]'s bits for any number of
+    /// ranks. Every rank must call this on a model compiled from the same program and data,
+    /// and run the same chains (a chain's workspace from [`LogDensity::new_chain_workspace`]
+    /// talks to the same chain on the other ranks).
+    pub fn distribute_over(&mut self, comm: Arc<dyn Comm>) {
+        self.sharding = self.graph.as_ref().map(|(g, _)| Sharding {
+            exec: ShardedCpu {
+                plan: Arc::new(ShardPlan::new(g)),
+            },
+            comm,
+        });
     }
 
     /// Whether evaluation re-traces the program (control flow depends on parameters).
@@ -1125,7 +1167,26 @@ impl LogDensity for CompiledModel {
                 buf.isa = self.isa;
                 buf
             },
+            sharded: None,
         }
+    }
+
+    /// A chain of a distributed run ([`CompiledModel::distribute_over`]) gets the sharded
+    /// executor's workspace on the chain's own tag; otherwise the ordinary workspace.
+    fn new_chain_workspace(&self, chain_id: u64) -> Workspace {
+        let mut ws = self.new_workspace();
+        if let (Some(sharding), Some((g, _)), None) =
+            (&self.sharding, &self.graph, &self.always_reject)
+        {
+            if let Some(tag) = hazel_comm::chain_tag(chain_id) {
+                let mut w = sharding
+                    .exec
+                    .linked_workspace(g, sharding.comm.clone(), tag);
+                w.set_isa(self.isa);
+                ws.sharded = Some(w);
+            }
+        }
+        ws
     }
 
     fn log_density_gradient(
@@ -1141,6 +1202,10 @@ impl LogDensity for CompiledModel {
             return self.eval_traced(ws, q, grad, true, true);
         };
         self.check_dims(q, grad)?;
+        if let (Some(w), Some(sharding)) = (&mut ws.sharded, &self.sharding) {
+            let lp = sharding.exec.gradient(g, *out, q, w, grad)?;
+            return finish_eval(lp, grad);
+        }
         let exec = self.executor.executor();
         let w = ws.exec.get_or_insert_with(|| self.new_exec_workspace(g));
         let lp = exec.gradient(g, *out, q, w, grad)?;

@@ -199,7 +199,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             iteration: 0,
             error,
         })?;
-        let mut ws = model.new_workspace();
+        let mut ws = model.new_chain_workspace(chain_id);
         let start = initialize(
             model,
             &mut ws,
@@ -333,7 +333,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         Ok(Chain {
             model,
             algorithm: config.algorithm,
-            ws: model.new_workspace(),
+            ws: model.new_chain_workspace(chain_id),
             state,
             metric,
             settings: NutsSettings {

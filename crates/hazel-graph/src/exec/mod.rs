@@ -14,10 +14,12 @@
 //! (`tests/executors.rs`).
 
 pub mod cpu;
+pub mod sharded;
 
 pub use cpu::batched::{BatchWorkspace, BatchedCpu};
 pub use cpu::par::{ThreadedCpu, ThreadedWorkspace};
 pub use cpu::{Buffers, SerialCpu};
+pub use sharded::{ShardPlan, ShardedCpu, ShardedWorkspace};
 
 use crate::ir::{Arg, Graph};
 use hazel_density::EvalError;

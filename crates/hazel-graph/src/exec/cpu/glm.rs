@@ -10,7 +10,8 @@ use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
 
 /// Forward rule: `out[0]` = the density's sum; `∂lp/∂β`, `∂lp/∂α` and the density's other
-/// partials left in scratch.
+/// partials left in scratch. Block by block ([`block`]), each block's record added to the
+/// totals in block order ([`fold_record`]).
 pub fn forward(
     s: &GlmSpec,
     consts: &[f64],
@@ -19,75 +20,115 @@ pub fn forward(
     scratch: &mut [f64],
     isa: Isa,
 ) -> Result<(), EvalError> {
-    let (rows, cols) = (s.rows as usize, s.cols as usize);
-    let eta_slot = s.args[s.eta];
-    let work = s.work as usize;
-    scratch[work..work + cols + 1]
-        .iter_mut()
-        .for_each(|v| *v = 0.0);
+    // The record is short (6 + cols values); on the stack for the usual widths.
+    let mut stack = [0.0f64; 2 * STACK_RECORD];
+    let mut heap = Vec::new();
+    let len = record_len(s);
+    let (acc, rec) = if 2 * len <= stack.len() {
+        stack[..2 * len].split_at_mut(len)
+    } else {
+        heap.resize(2 * len, 0.0);
+        heap.split_at_mut(len)
+    };
     let (lo, hi) = vals.split_at_mut(out.off as usize);
-    let alpha = s.alpha.map(|a| read(a, lo, consts)[0]);
-    let mut total = 0.0;
-    let mut scalar_tot = [0.0f64; 4];
-    let n_blocks = rows.div_ceil(CHUNK);
-    for blk in 0..n_blocks {
-        let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(rows));
-        // η for the block, written into its (otherwise unread) slot. `X` and `beta` were the
-        // product's inputs, so they lie below the product's output, which is at or below η.
-        {
-            let (below, from_eta) = lo.split_at_mut(eta_slot.off as usize);
-            let (xm, beta) = (read(s.x, below, consts), read(s.beta, below, consts));
-            let eta = &mut from_eta[r0..r1];
-            dispatch!(isa, kernels::matvec_rows(xm, beta, rows, cols, r0, eta));
-            if let Some(a) = alpha {
-                // Add's rounding, with the operands in the unfused op's order (a + b = b + a
-                // exactly in IEEE arithmetic).
-                eta.iter_mut().for_each(|e| *e += a);
-            }
-        }
-        let lo_ro: &[f64] = lo;
-        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts);
-        // SAFETY: the builder sized `scratch` for every argument run; one thread.
-        let (part, sp) = unsafe { a.chunk(r0, r1, &s.scratch, scratch.as_mut_ptr())? };
-        total += part;
-        for k in 0..a.nargs {
-            scalar_tot[k] += sp[k];
-        }
-        // Xᵀ ∂η for the block, while X's rows are in cache.
-        let xm = read(s.x, lo_ro, consts);
-        let p_off = s.scratch[s.eta] as usize;
-        let (below, from_work) = scratch.split_at_mut(work);
-        let p = &below[p_off + r0..p_off + r1];
-        let gb = &mut from_work[..cols + 1];
-        dispatch!(isa, block_gradient(xm, p, rows, cols, r0, gb));
+    for blk in 0..(s.rows as usize).div_ceil(CHUNK) {
+        block(s, consts, lo, scratch, isa, blk, rec)?;
+        fold_record(acc, rec);
     }
-    for k in 0..s.args.len() {
-        if s.scratch[k] != NO_SCRATCH && s.args[k].len() == 1 {
-            scratch[s.scratch[k] as usize] = scalar_tot[k];
-        }
-    }
-    hi[0] = total;
+    hi[0] = finish(s, acc, scratch);
     Ok(())
 }
 
-/// `gb[c] += dot(X[r0..r1, c], p)` for each column (one chunk of [`kernels::dot`], four
-/// columns per pass) and `gb[cols] += Σ p` ([`kernels::chunked_sum`]'s chunk).
-#[inline(always)]
-fn block_gradient(xm: &[f64], p: &[f64], rows: usize, cols: usize, r0: usize, gb: &mut [f64]) {
-    let nr = p.len();
-    let col = |c: usize| &xm[c * rows + r0..c * rows + r0 + nr];
-    let mut c = 0;
-    while c + 4 <= cols {
-        let d = kernels::dot4([col(c), col(c + 1), col(c + 2), col(c + 3)], p);
-        for (g, v) in gb[c..c + 4].iter_mut().zip(d) {
-            *g += v;
+/// Records up to this long live on the stack (GLMs of up to ~120 columns).
+const STACK_RECORD: usize = 128;
+
+/// The length of one block's record: the density's sum, the partial sums of its (up to four)
+/// scalar arguments, the block's `cols` terms of `Xᵀ ∂η`, and its `Σ ∂η`.
+pub(crate) fn record_len(s: &GlmSpec) -> usize {
+    1 + 4 + s.cols as usize + 1
+}
+
+/// Block `blk` (rows `blk·CHUNK ..`): writes η's rows into its slot and the density's per-row
+/// partials into scratch, and the block's record into `rec`. `lo` is the value buffer below
+/// the op's output.
+pub(crate) fn block(
+    s: &GlmSpec,
+    consts: &[f64],
+    lo: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+    blk: usize,
+    rec: &mut [f64],
+) -> Result<(), EvalError> {
+    let (rows, cols) = (s.rows as usize, s.cols as usize);
+    let eta_slot = s.args[s.eta];
+    let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(rows));
+    // η for the block, written into its (otherwise unread) slot. `X` and `beta` were the
+    // product's inputs, so they lie below the product's output, which is at or below η.
+    {
+        let alpha = s.alpha.map(|a| read(a, lo, consts)[0]);
+        let (below, from_eta) = lo.split_at_mut(eta_slot.off as usize);
+        let (xm, beta) = (read(s.x, below, consts), read(s.beta, below, consts));
+        let eta = &mut from_eta[r0..r1];
+        dispatch!(isa, kernels::matvec_rows(xm, beta, rows, cols, r0, eta));
+        if let Some(a) = alpha {
+            // Add's rounding, with the operands in the unfused op's order (a + b = b + a
+            // exactly in IEEE arithmetic).
+            eta.iter_mut().for_each(|e| *e += a);
         }
-        c += 4;
     }
-    for (c, g) in gb.iter_mut().enumerate().take(cols).skip(c) {
-        *g += kernels::dot(col(c), p);
+    let lo_ro: &[f64] = lo;
+    let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts);
+    // SAFETY: the builder sized `scratch` for every argument run; one thread.
+    let (part, sp) = unsafe { a.chunk(r0, r1, &s.scratch, scratch.as_mut_ptr())? };
+    rec[0] = part;
+    rec[1..5].copy_from_slice(&sp);
+    // Xᵀ ∂η for the block, while X's rows are in cache.
+    let xm = read(s.x, lo_ro, consts);
+    let p_off = s.scratch[s.eta] as usize;
+    let p = &scratch[p_off..p_off + rows];
+    dispatch!(
+        isa,
+        block_gradient(xm, p, rows, cols, r0, r1, &mut rec[5..])
+    );
+    Ok(())
+}
+
+/// Adds a block's record to the running totals (the blocks' order is the sums' order).
+#[inline(always)]
+pub(crate) fn fold_record(acc: &mut [f64], rec: &[f64]) {
+    for (t, v) in acc.iter_mut().zip(rec) {
+        *t += v;
     }
-    gb[cols] += kernels::chunked_sum(p);
+}
+
+/// Stores the totals of every block's record (`∂lp/∂β`, `∂lp/∂α`, the scalar arguments'
+/// partials) where the backward rule reads them; returns the density's sum.
+pub(crate) fn finish(s: &GlmSpec, acc: &[f64], scratch: &mut [f64]) -> f64 {
+    let (cols, work) = (s.cols as usize, s.work as usize);
+    scratch[work..work + cols + 1].copy_from_slice(&acc[5..5 + cols + 1]);
+    for k in 0..s.args.len() {
+        if s.scratch[k] != NO_SCRATCH && s.args[k].len() == 1 {
+            scratch[s.scratch[k] as usize] = acc[1 + k];
+        }
+    }
+    acc[0]
+}
+
+/// `gb[c] = dot(X[r0..r1, c], p)` for each column ([`kernels::block_dots`]) and `gb[cols] =
+/// Σ p` ([`kernels::chunked_sum`]'s chunk).
+#[inline(always)]
+fn block_gradient(
+    xm: &[f64],
+    p: &[f64],
+    rows: usize,
+    cols: usize,
+    r0: usize,
+    r1: usize,
+    gb: &mut [f64],
+) {
+    kernels::block_dots(xm, p, rows, cols, r0, r1, gb);
+    gb[cols] = kernels::chunked_sum(&p[r0..r1]);
 }
 
 /// Backward rule: `adj[β] += g ∂lp/∂β`, `adj[α] += g ∂lp/∂α`, `adj[X] += (g ∂lp/∂η) βᵀ`

@@ -1198,6 +1198,32 @@ pub fn matvec_t_add(m: &[f64], g: &[f64], rows: usize, cols: usize, d: &mut [f64
     }
 }
 
+/// `out[c] = dot(M[r0..r1, c], g[r0..r1])` for every column of column-major `M` (`rows ×
+/// cols`), rows `r0..r1` being one chunk: that chunk's term of each column's [`dot`] (four
+/// columns per pass over `g`). Added in chunk order, these give [`matvec_t_add`]'s sums; the
+/// fused GLM adds them block by block, the sharded executor folds them across ranks.
+#[inline(always)]
+pub fn block_dots(
+    m: &[f64],
+    g: &[f64],
+    rows: usize,
+    cols: usize,
+    r0: usize,
+    r1: usize,
+    out: &mut [f64],
+) {
+    let p = &g[r0..r1];
+    let col = |c: usize| &m[c * rows + r0..c * rows + r1];
+    let mut c = 0;
+    while c + 4 <= cols {
+        out[c..c + 4].copy_from_slice(&dot4([col(c), col(c + 1), col(c + 2), col(c + 3)], p));
+        c += 4;
+    }
+    for (c, o) in out.iter_mut().enumerate().take(cols).skip(c) {
+        *o = dot(col(c), p);
+    }
+}
+
 /// `D += g vᵀ` for column-major `D` (`rows × cols`): the adjoint of `M` in `M v`.
 #[inline(always)]
 pub fn outer_add(g: &[f64], v: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
@@ -1290,7 +1316,7 @@ pub fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut 
 
 /// `d += g · f'(x)` elementwise.
 #[inline(always)]
-fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
+pub(crate) fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
     match f {
         UnaryFn::Tanh => {
             for i in 0..ys.len() {
@@ -1306,7 +1332,7 @@ fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) 
 }
 
 #[inline(always)]
-fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
+pub(crate) fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
     // The common functions get their own loop so they inline and vectorise.
     match f {
         UnaryFn::Neg => out.iter_mut().zip(x).for_each(|(o, v)| *o = -v),
@@ -1342,7 +1368,7 @@ fn zip_broadcast(a: &[f64], b: &[f64], out: &mut [f64], f: impl Fn(f64, f64) -> 
 }
 
 #[inline(always)]
-fn binary_forward(f: BinaryFn, a: &[f64], b: &[f64], out: &mut [f64]) {
+pub(crate) fn binary_forward(f: BinaryFn, a: &[f64], b: &[f64], out: &mut [f64]) {
     match f {
         BinaryFn::Add => zip_broadcast(a, b, out, |x, y| x + y),
         BinaryFn::Sub => zip_broadcast(a, b, out, |x, y| x - y),
@@ -1367,54 +1393,58 @@ fn binary_backward(
     let n = y.len();
     let av = read(a, lo, consts);
     let bv = read(b, lo, consts);
-    let (ia, ib) = (av.len() == n, bv.len() == n);
-    // Fast paths for the arithmetic that dominates models.
-    match f {
-        BinaryFn::Add | BinaryFn::Sub => {
-            let sb = if matches!(f, BinaryFn::Add) {
-                1.0
-            } else {
-                -1.0
-            };
-            if a.is_var() {
-                if ia {
-                    adj_lo[a.range()]
-                        .iter_mut()
-                        .zip(g)
-                        .for_each(|(d, gi)| *d += gi);
-                } else {
-                    adj_lo[a.off as usize] += chunked_sum(g);
-                }
-            }
-            if b.is_var() {
-                if ib {
-                    adj_lo[b.range()]
-                        .iter_mut()
-                        .zip(g)
-                        .for_each(|(d, gi)| *d += sb * gi);
-                } else {
-                    adj_lo[b.off as usize] += sb * chunked_sum(g);
-                }
-            }
-            return;
+    // Operand by operand (`a`'s update complete before `b`'s), chunk by chunk.
+    for operand in [Operand::A, Operand::B] {
+        if !operand.of(a, b).is_var() {
+            continue;
         }
-        _ => {}
-    }
-    // Specialised partial rules (the same formulas as `BinaryFn::partials`, so results are
-    // identical to the parallel path, which calls `partials`).
-    match f {
-        BinaryFn::Mul => binary_backward_with(a, b, av, bv, y, g, adj_lo, |x, z, _| (z, x)),
-        BinaryFn::Div => {
-            binary_backward_with(a, b, av, bv, y, g, adj_lo, |_, z, v| (1.0 / z, -v / z))
+        let mut total = 0.0;
+        for c0 in (0..n).step_by(CHUNK) {
+            total += binary_backward_rows(
+                f,
+                operand,
+                a,
+                b,
+                av,
+                bv,
+                y,
+                g,
+                adj_lo,
+                c0,
+                n.min(c0 + CHUNK),
+            );
         }
-        _ => binary_backward_with(a, b, av, bv, y, g, adj_lo, |x, z, v| f.partials(x, z, v)),
+        binary_backward_finish(f, operand, a, b, n, total, adj_lo);
     }
 }
 
-/// The general elementwise gradient rule given the partials `p(a, b, y)`.
+/// One operand of an elementwise binary op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operand {
+    A,
+    B,
+}
+
+impl Operand {
+    #[inline(always)]
+    pub(crate) fn of(self, a: Arg, b: Arg) -> Arg {
+        match self {
+            Operand::A => a,
+            Operand::B => b,
+        }
+    }
+}
+
+/// The gradient rule of an elementwise binary op for one operand over rows `r0..r1` of one
+/// chunk: a full-length operand's adjoint gets those rows' terms; for a broadcast scalar
+/// operand the rows' partial sum is returned (0 otherwise), to be added in chunk order and
+/// applied by [`binary_backward_finish`]. `binary_backward` runs every chunk; the sharded
+/// executor runs the chunks its rank owns and folds the partial sums across ranks.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn binary_backward_with(
+pub(crate) fn binary_backward_rows(
+    f: BinaryFn,
+    operand: Operand,
     a: Arg,
     b: Arg,
     av: &[f64],
@@ -1422,47 +1452,111 @@ fn binary_backward_with(
     y: &[f64],
     g: &[f64],
     adj_lo: &mut [f64],
-    p: impl Fn(f64, f64, f64) -> (f64, f64),
+    r0: usize,
+    r1: usize,
+) -> f64 {
+    // Fast paths for the arithmetic that dominates models.
+    if let BinaryFn::Add | BinaryFn::Sub = f {
+        let target = operand.of(a, b);
+        let g = &g[r0..r1];
+        if target.len() != y.len() {
+            return chunked_sum(g);
+        }
+        let d = &mut adj_lo[target.off as usize + r0..target.off as usize + r1];
+        if operand == Operand::B && matches!(f, BinaryFn::Sub) {
+            d.iter_mut().zip(g).for_each(|(d, gi)| *d += -1.0 * gi);
+        } else {
+            d.iter_mut().zip(g).for_each(|(d, gi)| *d += gi);
+        }
+        return 0.0;
+    }
+    // Specialised partial rules (the same formulas as `BinaryFn::partials`, so results are
+    // identical to the parallel path, which calls `partials`).
+    match f {
+        BinaryFn::Mul => {
+            binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |x, z, _| {
+                (z, x)
+            })
+        }
+        BinaryFn::Div => {
+            binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |_, z, v| {
+                (1.0 / z, -v / z)
+            })
+        }
+        _ => binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |x, z, v| {
+            f.partials(x, z, v)
+        }),
+    }
+}
+
+/// Adds a broadcast scalar operand's total (its rows' partial sums added in chunk order) to
+/// its adjoint; nothing for a full-length operand.
+pub(crate) fn binary_backward_finish(
+    f: BinaryFn,
+    operand: Operand,
+    a: Arg,
+    b: Arg,
+    n: usize,
+    total: f64,
+    adj_lo: &mut [f64],
 ) {
+    let target = operand.of(a, b);
+    if !target.is_var() || target.len() == n {
+        return;
+    }
+    let sign = if operand == Operand::B && matches!(f, BinaryFn::Sub) {
+        -1.0
+    } else {
+        1.0
+    };
+    if let BinaryFn::Add | BinaryFn::Sub = f {
+        adj_lo[target.off as usize] += sign * total;
+    } else {
+        adj_lo[target.off as usize] += total;
+    }
+}
+
+/// The general elementwise gradient rule given the partials `p(a, b, y)`, for one operand
+/// over rows `r0..r1` (see [`binary_backward_rows`]).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn binary_backward_with(
+    operand: Operand,
+    a: Arg,
+    b: Arg,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+    r0: usize,
+    r1: usize,
+    p: impl Fn(f64, f64, f64) -> (f64, f64),
+) -> f64 {
     let n = y.len();
     let (ia, ib) = (av.len() == n, bv.len() == n);
     let aat = |i: usize| if ia { av[i] } else { av[0] };
     let bat = |i: usize| if ib { bv[i] } else { bv[0] };
-    if a.is_var() {
-        if ia {
-            let d = &mut adj_lo[a.range()];
-            for i in 0..n {
-                d[i] += strong_mul(g[i], p(aat(i), bat(i), y[i]).0);
-            }
-        } else {
-            let mut total = 0.0;
-            for c0 in (0..n).step_by(CHUNK) {
-                let mut s = 0.0;
-                for i in c0..(c0 + CHUNK).min(n) {
-                    s += strong_mul(g[i], p(aat(i), bat(i), y[i]).0);
-                }
-                total += s;
-            }
-            adj_lo[a.off as usize] += total;
+    let pick = |i: usize| {
+        let (pa, pb) = p(aat(i), bat(i), y[i]);
+        match operand {
+            Operand::A => pa,
+            Operand::B => pb,
         }
-    }
-    if b.is_var() {
-        if ib {
-            let d = &mut adj_lo[b.range()];
-            for i in 0..n {
-                d[i] += strong_mul(g[i], p(aat(i), bat(i), y[i]).1);
-            }
-        } else {
-            let mut total = 0.0;
-            for c0 in (0..n).step_by(CHUNK) {
-                let mut s = 0.0;
-                for i in c0..(c0 + CHUNK).min(n) {
-                    s += strong_mul(g[i], p(aat(i), bat(i), y[i]).1);
-                }
-                total += s;
-            }
-            adj_lo[b.off as usize] += total;
+    };
+    let target = operand.of(a, b);
+    if target.len() == n {
+        let d = &mut adj_lo[target.range()];
+        for i in r0..r1 {
+            d[i] += strong_mul(g[i], pick(i));
         }
+        0.0
+    } else {
+        let mut s = 0.0;
+        for i in r0..r1 {
+            s += strong_mul(g[i], pick(i));
+        }
+        s
     }
 }
 
