@@ -24,6 +24,19 @@ impl fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
+/// A failure that another process reports: a rank of a distributed run other than rank 0,
+/// where rank 0 prints what went wrong for every rank. Exits with status 1, printing nothing.
+#[derive(Debug)]
+pub struct Silent;
+
+impl fmt::Display for Silent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(reported by rank 0)")
+    }
+}
+
+impl std::error::Error for Silent {}
+
 /// A failure that must exit with a particular status (`hazel compare`: 2 = inconclusive).
 #[derive(Debug)]
 pub struct ExitWith {
@@ -83,6 +96,16 @@ pub fn check_program(
     path: &Path,
     include_paths: &[PathBuf],
 ) -> Result<CheckedSource, Box<dyn std::error::Error>> {
+    check_program_as(path, include_paths, true)
+}
+
+/// [`check_program`], printing the diagnostics only if `speak` (under mpirun every rank checks
+/// the program, and rank 0 speaks for all).
+pub fn check_program_as(
+    path: &Path,
+    include_paths: &[PathBuf],
+    speak: bool,
+) -> Result<CheckedSource, Box<dyn std::error::Error>> {
     let mut result = hazel_check::check_file(path, include_paths)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if let Some(checked) = &result.checked {
@@ -93,7 +116,9 @@ pub fn check_program(
             );
         }
     }
-    print_diagnostics(&result.diagnostics, &result.sources);
+    if speak {
+        print_diagnostics(&result.diagnostics, &result.sources);
+    }
     let errors = result.diagnostics.iter().filter(|d| d.is_error()).count();
     match result.checked {
         Some(checked) if errors == 0 => Ok(CheckedSource {
@@ -137,13 +162,26 @@ pub fn compile_model(
     data_path: Option<&Path>,
     options: &CompileOptions,
 ) -> Result<CompiledModel, Box<dyn std::error::Error>> {
+    compile_model_as(source, data, data_path, options, true)
+}
+
+/// [`compile_model`], printing the error only if `speak`.
+pub fn compile_model_as(
+    source: &CheckedSource,
+    data: &DataFile,
+    data_path: Option<&Path>,
+    options: &CompileOptions,
+    speak: bool,
+) -> Result<CompiledModel, Box<dyn std::error::Error>> {
     // Evaluation errors name the model line.
     let options = CompileOptions {
         sources: Some(std::sync::Arc::new(source.sources.clone())),
         ..options.clone()
     };
     compile(&source.checked, data, &options).map_err(|error| {
-        print_compile_error(&error, &source.sources, data_path);
+        if speak {
+            print_compile_error(&error, &source.sources, data_path);
+        }
         Reported("could not build the model".to_string()).into()
     })
 }

@@ -8,8 +8,11 @@
 
 pub mod check;
 pub mod compare;
+pub mod distribute;
 pub mod front;
 pub mod log_density;
+#[cfg(feature = "mpi")]
+mod mpi_run;
 mod progress;
 mod run_dir;
 pub mod sample;

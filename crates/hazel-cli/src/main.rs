@@ -62,6 +62,7 @@ fn run_command(cli: &Cli) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.is::<front::Silent>() => ExitCode::FAILURE,
         Err(error) => {
             eprintln!("error: {error}");
             match error.downcast_ref::<front::ExitWith>() {

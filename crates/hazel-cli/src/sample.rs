@@ -5,7 +5,7 @@
 //! by draw, so a chain that fails (or a run that is interrupted) leaves every draw made so far
 //! on disk; the summary then covers the chains that have draws, and the exit status is 1.
 
-use crate::front::{check_program, compile_model, model_name, read_data, Reported};
+use crate::front::{check_program_as, compile_model_as, model_name, read_data, Reported};
 use crate::progress::progress_for_run;
 use crate::run_dir::{
     content_hash, remove_run_settings, Input, OutputLock, RunSettings, RUN_SETTINGS,
@@ -16,8 +16,8 @@ use clap::Parser as _;
 use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
 use hazel_nuts::{
-    Algorithm, ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init, InverseMetric,
-    MetricKind, Progress, RunConfig, Timing,
+    Algorithm, ChainError, ChainReport, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init,
+    InverseMetric, MetricKind, Progress, RunConfig, Timing,
 };
 use hazel_output::{
     checkpoint_path, read_checkpoint, read_draws, ChainCsvFile, CsvHeaderInfo, Format,
@@ -26,7 +26,7 @@ use hazel_rng::{Purpose, StreamRng};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct SampleArgs {
     /// The Stan program.
     #[arg(required_unless_present = "resume")]
@@ -106,6 +106,21 @@ pub struct SampleArgs {
     /// Directories searched for `#include` files after the including file's own directory.
     #[arg(short = 'I', long = "include-path")]
     pub include_paths: Vec<PathBuf>,
+    /// Under mpirun: how the ranks share the run. `chains`: each rank runs a block of the
+    /// chains; `data`: every rank runs every chain and computes its share of the model's
+    /// large operations (rows of a design matrix, observations); `auto`: `data` when the
+    /// model's data-parallel work is at least 2^20 elements per gradient, else `chains`. The
+    /// files are the same in every mode and for any number of ranks. No effect without
+    /// mpirun.
+    #[arg(long, value_enum, default_value_t = DistributeArg::Auto)]
+    pub distribute: DistributeArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DistributeArg {
+    Auto,
+    Chains,
+    Data,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -188,7 +203,7 @@ pub enum FormatArg {
 }
 
 impl FormatArg {
-    fn format(self) -> Format {
+    pub(crate) fn format(self) -> Format {
         match self {
             FormatArg::Csv => Format::Csv,
             FormatArg::Parquet => Format::Parquet,
@@ -198,7 +213,7 @@ impl FormatArg {
 }
 
 /// A seed from the clock, for runs that did not ask for one (it is written to every file).
-fn clock_seed() -> u64 {
+pub(crate) fn clock_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -404,7 +419,7 @@ impl DrawSink for FinishedChain {
 
 /// Test hook: `HAZEL_TEST_ABORT_AFTER_ITERATION=K` aborts the process (as a crash would) once
 /// any chain completes iteration K, so tests can interrupt a run at a known point.
-struct AbortAfter<'a> {
+pub(crate) struct AbortAfter<'a> {
     inner: &'a dyn Progress,
     iteration: usize,
 }
@@ -422,6 +437,10 @@ impl Progress for AbortAfter<'_> {
 }
 
 pub fn run(args: &SampleArgs) -> CliResult {
+    // Started by mpirun: one rank of a distributed run.
+    if let Some(ranks) = crate::distribute::launched_ranks() {
+        return crate::distribute::run_launched(args, ranks);
+    }
     // Not `stdout().lock()`: the model's `print` statements write to stdout from the chains'
     // threads while the run is in progress.
     run_to(args, &mut std::io::stdout())
@@ -442,42 +461,103 @@ fn sample(
     resuming: Option<RunSettings>,
     out: &mut dyn std::io::Write,
 ) -> CliResult {
+    let seed = chosen_seed(args).unwrap_or_else(clock_seed);
+    let prepared = prepare(args, seed, resuming.as_ref(), Voice::Speak)?;
+    let output = create_output(args, &prepared, resuming.as_ref())?;
+    let Output {
+        lock: _lock,
+        paths,
+        sinks,
+        starts,
+    } = output;
+    let Prepared { config, model, .. } = &prepared;
+    let chain_ids = chain_ids(config);
+    let progress = progress_for_run(
+        args.quiet,
+        &chain_ids,
+        config.sampler.num_warmup,
+        config.sampler.num_samples,
+    );
+    let abort = abort_hook(progress.as_ref(), true);
+    let progress_used: &dyn Progress = match &abort {
+        Some(abort) => abort,
+        None => progress.as_ref(),
+    };
+    let start = Instant::now();
+    let report = hazel_nuts::run_from(model, config, starts, sinks, progress_used)?;
+    let elapsed = start.elapsed();
+    drop(progress);
+    let outcomes: Vec<ChainOutcome> = report.chains.iter().map(ChainOutcome::from).collect();
+    finish_run(args, args.format.format(), &paths, &outcomes, elapsed, out)
+}
+
+/// The seed `--seed` gave, if it gave one.
+pub(crate) fn chosen_seed(args: &SampleArgs) -> Option<u64> {
+    match args.seed {
+        Some(Seed::Given(seed)) => Some(seed),
+        Some(Seed::FromClock) | None => None,
+    }
+}
+
+/// Whether this process reports what it finds (rank 0, or a run of one process) or leaves it
+/// to another (the other ranks of a distributed run, which find the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Voice {
+    Speak,
+    Silent,
+}
+
+/// A run's model and settings, ready to sample.
+pub(crate) struct Prepared {
+    pub(crate) seed: u64,
+    pub(crate) config: RunConfig,
+    pub(crate) model: CompiledModel,
+    pub(crate) name: String,
+    /// `hazel-run.json` (`None` when this process is not `hazel sample`).
+    pub(crate) settings: Option<RunSettings>,
+    /// Content hashes of the program (with its includes), the data and the init file.
+    pub(crate) inputs: [String; 3],
+}
+
+/// Reads, checks and compiles the program with its data and turns the options into the run's
+/// settings: everything before the output directory is touched.
+pub(crate) fn prepare(
+    args: &SampleArgs,
+    seed: u64,
+    resuming: Option<&RunSettings>,
+    voice: Voice,
+) -> Result<Prepared, Box<dyn std::error::Error>> {
+    let speak = voice == Voice::Speak;
     let model_path = args
         .model
         .as_deref()
         .ok_or("give a Stan program, or --resume DIR")?;
-    let given_seed = match args.seed {
-        Some(Seed::Given(seed)) => Some(seed),
-        Some(Seed::FromClock) | None => None,
-    };
-    let seed = given_seed.unwrap_or_else(clock_seed);
     let format = args.format.format();
     if !format.is_available() {
         return Err(format!("--format: {}", format.unavailable_message()).into());
     }
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
-    let source = check_program(model_path, &args.include_paths)?;
+    let source = check_program_as(model_path, &args.include_paths, speak)?;
     let init_file = match parse_init(&args.init)? {
         InitArg::File(path) => Some(file_input(&path)?),
         InitArg::Radius(_) => None,
     };
-    let arguments = match &resuming {
+    let arguments = match resuming {
         Some(stored) => Some(stored.arguments.clone()),
         None => sample_arguments()?,
     };
     let data_file = args.data.as_deref().map(file_input).transpose()?;
+    let program = program_input(model_path, &source.sources);
+    let hash = |input: &Option<Input>| input.as_ref().map_or_else(String::new, |i| i.xxh3.clone());
+    let inputs = [program.xxh3.clone(), hash(&data_file), hash(&init_file)];
     let settings = match arguments {
         Some(arguments) => Some(RunSettings::new(
-            arguments,
-            seed,
-            program_input(model_path, &source.sources),
-            data_file,
-            init_file,
+            arguments, seed, program, data_file, init_file,
         )?),
         None => None,
     };
-    if let (Some(stored), Some(settings)) = (&resuming, &settings) {
+    if let (Some(stored), Some(settings)) = (resuming, &settings) {
         stored.check_same_inputs(settings)?;
     }
     let data = read_data(args.data.as_deref())?;
@@ -486,25 +566,65 @@ fn sample(
         executor: hazel_graph::ExecutorKind::with_threads(args.threads_per_chain as usize),
         ..CompileOptions::default()
     };
-    let model = compile_model(&source, &data, args.data.as_deref(), &options)?;
+    let model = compile_model_as(&source, &data, args.data.as_deref(), &options, speak)?;
     if hazel_density::LogDensity::dim(&model) == 0
         && config.sampler.algorithm != Algorithm::FixedParam
     {
         // CmdStan's behaviour and wording: NUTS has nothing to move in 0 dimensions.
-        if !args.quiet {
+        if speak && !args.quiet {
             eprintln!(
                 "Model contains no parameters; running fixed_param sampler, no updates to Markov chain"
             );
         }
         use_fixed_param(&mut config);
     }
-    if config.sampler.num_samples == 0 && !args.quiet {
+    if config.sampler.num_samples == 0 && speak && !args.quiet {
         eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
     }
     if let InitArg::File(path) = parse_init(&args.init)? {
         config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
     }
+    Ok(Prepared {
+        seed,
+        config,
+        model,
+        name: model_name(model_path),
+        settings,
+        inputs,
+    })
+}
 
+/// The output directory's lock, and one sink (and start) per chain.
+pub(crate) struct Output {
+    pub(crate) lock: OutputLock,
+    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) sinks: Vec<Box<dyn DrawSink>>,
+    pub(crate) starts: Vec<ChainStart>,
+}
+
+/// The chain ids of a run.
+pub(crate) fn chain_ids(config: &RunConfig) -> Vec<u64> {
+    (0..config.chains as u64)
+        .map(|k| config.first_chain_id + k)
+        .collect()
+}
+
+/// Takes the output directory and creates every chain's file (or the store), with the
+/// settings file for `--resume`; a resumed run reopens the files at their checkpoints.
+pub(crate) fn create_output(
+    args: &SampleArgs,
+    prepared: &Prepared,
+    resuming: Option<&RunSettings>,
+) -> Result<Output, Box<dyn std::error::Error>> {
+    let Prepared {
+        config,
+        model,
+        name,
+        settings,
+        seed,
+        ..
+    } = prepared;
+    let format = args.format.format();
     // Nothing in the output directory is touched before its lock is held.
     std::fs::create_dir_all(&args.output_dir).map_err(|e| {
         format!(
@@ -512,23 +632,20 @@ fn sample(
             args.output_dir.display()
         )
     })?;
-    let _lock = OutputLock::acquire(&args.output_dir)?;
+    let lock = OutputLock::acquire(&args.output_dir)?;
     if resuming.is_none() {
         // A new run's settings are written once its files are created (which removes old
         // checkpoints): a directory never pairs one run's settings with another's checkpoints.
         remove_run_settings(&args.output_dir)?;
     }
 
-    let name = model_name(model_path);
-    let chain_ids: Vec<u64> = (0..config.chains as u64)
-        .map(|k| config.first_chain_id + k)
-        .collect();
+    let chain_ids = chain_ids(config);
     let data_file = args
         .data
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let names = hazel_density::Model::output_names(&model);
+    let names = hazel_density::Model::output_names(model);
     let mut resumed = 0;
     // CSV files carry checkpoints and can be resumed; the columnar sinks cannot yet.
     let (paths, sinks, starts) = if format == Format::Csv {
@@ -539,13 +656,8 @@ fn sample(
         let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
         let mut starts = Vec::with_capacity(paths.len());
         for (index, path) in paths.iter().enumerate() {
-            let header = CsvHeaderInfo::new(
-                &name,
-                &data_file,
-                &path.display().to_string(),
-                &config,
-                index,
-            );
+            let header =
+                CsvHeaderInfo::new(name, &data_file, &path.display().to_string(), config, index);
             let stored = match resuming {
                     Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
                         format!(
@@ -585,11 +697,11 @@ fn sample(
         if resuming.is_some() {
             return Err("--resume: only runs with --format csv can be resumed".into());
         }
-        let (paths, sinks) = create_sinks(format, &args.output_dir, &name, &data_file, &config)?;
+        let (paths, sinks) = create_sinks(format, &args.output_dir, name, &data_file, config)?;
         let starts = sinks.iter().map(|_| ChainStart::Fresh).collect();
         (paths, sinks, starts)
     };
-    if let (None, Some(settings)) = (&resuming, &settings) {
+    if let (None, Some(settings)) = (&resuming, settings) {
         settings.write(&args.output_dir)?;
     }
     if !args.quiet && resuming.is_some() {
@@ -603,41 +715,77 @@ fn sample(
             starts.len() - resumed - finished
         );
     }
-
-    if !args.quiet && given_seed.is_none() {
+    if !args.quiet && chosen_seed(args).is_none() {
         eprintln!("seed = {seed} (pass --seed {seed} to repeat this run)");
     }
-    let progress = progress_for_run(
-        args.quiet,
-        &chain_ids,
-        config.sampler.num_warmup,
-        config.sampler.num_samples,
-    );
-    let abort_after = std::env::var("HAZEL_TEST_ABORT_AFTER_ITERATION")
-        .ok()
-        .and_then(|k| k.parse().ok());
-    let abort = abort_after.map(|iteration| AbortAfter {
-        inner: progress.as_ref(),
-        iteration,
-    });
-    let progress_used: &dyn Progress = match &abort {
-        Some(abort) => abort,
-        None => progress.as_ref(),
-    };
-    let start = Instant::now();
-    let report = hazel_nuts::run_from(&model, &config, starts, sinks, progress_used)?;
-    let elapsed = start.elapsed();
-    drop(progress);
+    Ok(Output {
+        lock,
+        paths,
+        sinks,
+        starts,
+    })
+}
 
-    let failures: Vec<String> = report
-        .failures()
-        .map(|(id, error)| format!("chain {id}: {error}"))
+/// The test hook `HAZEL_TEST_ABORT_AFTER_ITERATION` around `progress`, on processes where
+/// `here` (under mpirun, `HAZEL_TEST_ABORT_RANK` picks the rank).
+pub(crate) fn abort_hook(progress: &dyn Progress, here: bool) -> Option<AbortAfter<'_>> {
+    let iteration = std::env::var("HAZEL_TEST_ABORT_AFTER_ITERATION")
+        .ok()
+        .and_then(|k| k.parse().ok())?;
+    here.then_some(AbortAfter {
+        inner: progress,
+        iteration,
+    })
+}
+
+/// What the end of a run needs to know about one chain (from this process's runner, or from
+/// another rank's).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ChainOutcome {
+    pub(crate) chain_id: u64,
+    pub(crate) timing: Timing,
+    pub(crate) draws_written: usize,
+    /// Why it stopped early.
+    pub(crate) error: Option<String>,
+    /// It found no starting point (its header-only file is removed).
+    pub(crate) no_start: bool,
+}
+
+impl From<&ChainReport> for ChainOutcome {
+    fn from(c: &ChainReport) -> Self {
+        ChainOutcome {
+            chain_id: c.chain_id,
+            timing: c.timing,
+            draws_written: c.draws_written,
+            error: c.error.as_ref().map(|e| e.to_string()),
+            no_start: matches!(c.error, Some(ChainError::Init(_))),
+        }
+    }
+}
+
+/// After sampling: the chains' failures and times, then the summary of every chain that has
+/// draws, read back from the files.
+pub(crate) fn finish_run(
+    args: &SampleArgs,
+    format: Format,
+    paths: &[PathBuf],
+    chains: &[ChainOutcome],
+    elapsed: Duration,
+    out: &mut dyn std::io::Write,
+) -> CliResult {
+    let failures: Vec<String> = chains
+        .iter()
+        .filter_map(|c| {
+            c.error
+                .as_ref()
+                .map(|e| format!("chain {}: {e}", c.chain_id))
+        })
         .collect();
     for failure in &failures {
         eprintln!("error: {failure}");
     }
     if !args.quiet {
-        for chain in &report.chains {
+        for chain in chains {
             eprintln!(
                 "Chain {} finished in {:.2} s (warmup {:.2} s, sampling {:.2} s)",
                 chain.chain_id,
@@ -649,16 +797,16 @@ fn sample(
         eprintln!(
             "All chains: {:.2} s wall time. Draws are in {}",
             elapsed.as_secs_f64(),
-            describe_paths(&paths)
+            describe_paths(paths)
         );
     }
 
     // A chain that found no starting point left a file with only its header: remove it so
     // that no one mistakes it for output.
     let mut unstarted = 0;
-    for (path, chain) in paths.iter().zip(&report.chains) {
+    for (path, chain) in paths.iter().zip(chains) {
         if format == Format::Csv
-            && matches!(chain.error, Some(ChainError::Init(_)))
+            && chain.no_start
             && chain.draws_written == 0
             && std::fs::remove_file(path).is_ok()
         {
@@ -680,11 +828,11 @@ fn sample(
         for note in &summary.notes {
             eprintln!("note: {note}");
         }
-        if with_draws.len() < chain_ids.len() {
+        if with_draws.len() < chains.len() {
             eprintln!(
                 "note: the summary covers the {} of {} chains that have draws",
                 with_draws.len(),
-                chain_ids.len()
+                chains.len()
             );
         }
         write_output(out, &table_with_warnings(&summary))?;
@@ -700,7 +848,7 @@ fn sample(
         Err(Reported(format!(
             "{} of {} chains failed{kept}",
             failures.len(),
-            chain_ids.len()
+            chains.len()
         ))
         .into())
     }

@@ -10,6 +10,9 @@
 //! which needs several runs inside one process and therefore calls the library.
 
 use hazel_density::LogDensity;
+mod common;
+
+use common::draws::{assert_within_mcse, column_draws, first_difference, mean, sd, without_timing};
 use hazel_diagnostics::{mcse_mean, mcse_sd, rhat_rank, ChainDraws};
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 use hazel_nuts::{DrawSink, MetricKind, NoProgress, RunConfig};
@@ -100,74 +103,6 @@ fn sample_cli(label: &str, example: &str, data: &Path, chains: usize, extra: &[&
         })
         .collect();
     CliRun { dir, chains }
-}
-
-/// All post-warmup draws of one column, chain by chain.
-fn column_draws(chains: &[StanCsv], column: &str) -> ChainDraws {
-    let per_chain: Vec<Vec<f64>> = chains
-        .iter()
-        .map(|chain| {
-            let index = chain
-                .column_index(column)
-                .unwrap_or_else(|| panic!("no column {column} in {}", chain.path.display()));
-            chain.column(index)
-        })
-        .collect();
-    ChainDraws::new(&per_chain).expect("chains of equal length")
-}
-
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
-}
-
-fn sd(values: &[f64]) -> f64 {
-    let m = mean(values);
-    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
-    (ss / (values.len() as f64 - 1.0)).sqrt()
-}
-
-/// A chain's file with what legitimately differs between identical runs removed: the timing
-/// block (wall-clock seconds) and the directory the file was written to (the output file's
-/// name is part of the configuration block).
-fn without_timing(text: &str, output_dir: &Path) -> String {
-    text.lines()
-        .filter(|line| !(line.starts_with('#') && line.contains(" seconds (")))
-        .map(|line| line.replace(&output_dir.display().to_string(), "<output-dir>"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The first line where two texts differ, for a readable failure message.
-fn first_difference(a: &str, b: &str) -> String {
-    for (number, (x, y)) in a.lines().zip(b.lines()).enumerate() {
-        if x != y {
-            return format!("line {}:\n  {x}\n  {y}", number + 1);
-        }
-    }
-    format!(
-        "one text is a prefix of the other ({} vs {} lines)",
-        a.lines().count(),
-        b.lines().count()
-    )
-}
-
-/// Asserts `|estimate − reference| ≤ z·mcse` with a message naming the quantity.
-fn assert_within_mcse(what: &str, estimate: f64, reference: f64, mcse: f64, z: f64) {
-    assert!(
-        mcse.is_finite() && mcse > 0.0,
-        "{what}: MCSE {mcse} is not a positive number"
-    );
-    let error = (estimate - reference).abs();
-    eprintln!(
-        "{what}: hazel {estimate:.5} reference {reference:.5} ({:.2} MCSE)",
-        error / mcse
-    );
-    assert!(
-        error <= z * mcse,
-        "{what}: hazel {estimate:.6} vs reference {reference:.6}: off by {error:.3e} = {:.2} MCSE \
-         (MCSE {mcse:.3e}, bound {z} MCSE)",
-        error / mcse
-    );
 }
 
 /// Lowers an example's program with a data file through the library.

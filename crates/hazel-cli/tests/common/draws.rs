@@ -1,0 +1,73 @@
+//! Reading draws back and comparing runs: what the sampling tests share.
+
+use hazel_diagnostics::ChainDraws;
+use hazel_output::StanCsv;
+use std::path::Path;
+
+/// All post-warmup draws of one column, chain by chain.
+pub fn column_draws(chains: &[StanCsv], column: &str) -> ChainDraws {
+    let per_chain: Vec<Vec<f64>> = chains
+        .iter()
+        .map(|chain| {
+            let index = chain
+                .column_index(column)
+                .unwrap_or_else(|| panic!("no column {column} in {}", chain.path.display()));
+            chain.column(index)
+        })
+        .collect();
+    ChainDraws::new(&per_chain).expect("chains of equal length")
+}
+
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+pub fn sd(values: &[f64]) -> f64 {
+    let m = mean(values);
+    let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
+    (ss / (values.len() as f64 - 1.0)).sqrt()
+}
+
+/// A chain's file with what legitimately differs between identical runs removed: the timing
+/// block (wall-clock seconds) and the directory the file was written to (the output file's
+/// name is part of the configuration block).
+pub fn without_timing(text: &str, output_dir: &Path) -> String {
+    text.lines()
+        .filter(|line| !(line.starts_with('#') && line.contains(" seconds (")))
+        .map(|line| line.replace(&output_dir.display().to_string(), "<output-dir>"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first line where two texts differ, for a readable failure message.
+pub fn first_difference(a: &str, b: &str) -> String {
+    for (number, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        if x != y {
+            return format!("line {}:\n  {x}\n  {y}", number + 1);
+        }
+    }
+    format!(
+        "one text is a prefix of the other ({} vs {} lines)",
+        a.lines().count(),
+        b.lines().count()
+    )
+}
+
+/// Asserts `|estimate − reference| ≤ z·mcse` with a message naming the quantity.
+pub fn assert_within_mcse(what: &str, estimate: f64, reference: f64, mcse: f64, z: f64) {
+    assert!(
+        mcse.is_finite() && mcse > 0.0,
+        "{what}: MCSE {mcse} is not a positive number"
+    );
+    let error = (estimate - reference).abs();
+    eprintln!(
+        "{what}: hazel {estimate:.5} reference {reference:.5} ({:.2} MCSE)",
+        error / mcse
+    );
+    assert!(
+        error <= z * mcse,
+        "{what}: hazel {estimate:.6} vs reference {reference:.6}: off by {error:.3e} = {:.2} MCSE \
+         (MCSE {mcse:.3e}, bound {z} MCSE)",
+        error / mcse
+    );
+}
