@@ -432,7 +432,7 @@ fn a_rank_that_dies_stops_the_run_with_its_name_and_whole_rows() {
         let dir = base.join(mode);
         let world = FakeWorld::new(3);
         // Rank 2 dies some way into the run (forwarding draws, or folding sums).
-        world.kill_after(2, 150);
+        world.kill_after(2, 30);
         let mut a = argv.clone();
         a.extend(strings(&["--distribute", mode]));
         let results = ranks(&world, 3, &dir, |_| a.clone());

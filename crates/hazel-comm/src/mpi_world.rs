@@ -13,6 +13,7 @@
 //! waiting for.
 
 use crate::{Comm, CommError};
+use mpi::datatype::Equivalence;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{Destination, Source};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -166,4 +167,3 @@ impl Comm for MpiComm {
     }
 }
 
-use mpi::datatype::Equivalence;

@@ -409,6 +409,22 @@ fn fold(
     }
 }
 
+/// One fold of `acc.len()` numbers over `link`'s ranks, this rank adding `terms` (rank by
+/// rank, as the executor folds a split reduction): the cost a gradient pays per fold, for
+/// measuring it (`bench/src/bin/mpi_scaling.rs`). `msg` is reused.
+pub fn fold_terms(
+    link: &ShardLink,
+    msg: &mut Vec<u8>,
+    acc: &mut [f64],
+    terms: &[f64],
+) -> Result<(), EvalError> {
+    let mut stopped_by = None;
+    fold(Some(link), msg, &mut stopped_by, acc, |acc| {
+        acc.iter_mut().zip(terms).for_each(|(a, t)| *a += t);
+        Ok(())
+    })
+}
+
 impl ShardedCpu {
     /// A workspace for one chain of a distributed run: its folds go to `comm`'s ranks on `tag`
     /// (the chain's own; every rank must give the chain the same tag).
