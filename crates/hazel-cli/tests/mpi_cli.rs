@@ -1,6 +1,7 @@
 //! `mpirun -np R hazel sample …` with the MPI build (`cargo test -p hazel-cli --features mpi
 //! --test mpi_cli`; `.ci/run` installs Open MPI and runs it). Each test skips, saying why, when
-//! hazel is built without the `mpi` feature or `mpirun` is missing.
+//! hazel is built without the `mpi` feature or `mpirun` is missing (and fails instead when
+//! `HAZEL_MPI_REQUIRED` is set).
 //!
 //! - Every `--distribute` mode with `-np 2` and `-np 3` (the rank counts in
 //!   `HAZEL_MPI_NP`, default `2,3`) writes the files of a plain run byte for byte (timing
@@ -39,9 +40,16 @@ fn skip_reason() -> Option<&'static str> {
     None
 }
 
+/// Skips the test, saying why, when MPI is not there (fails instead under
+/// `HAZEL_MPI_REQUIRED`, as in CI).
 macro_rules! skip_without_mpi {
     ($test:expr) => {
         if let Some(why) = skip_reason() {
+            assert!(
+                std::env::var_os("HAZEL_MPI_REQUIRED").is_none(),
+                "{}: MPI is required here, but {why}",
+                $test
+            );
             eprintln!("skipped {}: {why}", $test);
             return;
         }
@@ -217,6 +225,8 @@ fn assert_whole_rows(path: &Path) {
     }
 }
 
+/// A rank that aborts itself mid-run: the run fails, rank 0 names the rank, every row is
+/// whole, and `hazel sample --resume` (without mpirun) finishes the files of a plain run.
 #[test]
 fn a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole() {
     skip_without_mpi!("a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole");
@@ -225,30 +235,16 @@ fn a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole() {
     for mode in ["data", "chains"] {
         let dir = base.join(mode);
         let argv = [
-            program.as_str(),
-            "--data",
-            &data,
-            "--chains",
-            "3",
-            "--seed",
-            "2",
-            "--warmup",
-            "300",
-            "--draws",
-            "300",
-            "--distribute",
-            mode,
+            program.as_str(), "--data", &data, "--chains", "3", "--seed", "2", "--warmup",
+            "150", "--draws", "150", "--distribute", mode, "--checkpoint-every-iters", "20",
         ];
         let env = [
-            ("HAZEL_TEST_ABORT_AFTER_ITERATION", "80"),
+            ("HAZEL_TEST_ABORT_AFTER_ITERATION", "180"),
             ("HAZEL_TEST_ABORT_RANK", "2"),
         ];
         let out = mpirun(3, &argv, &dir, &env);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success(),
-            "{mode}: the run must fail:\n{stderr}"
-        );
+        assert!(!out.status.success(), "{mode}: the run must fail:\n{stderr}");
         assert!(
             stderr.contains("error: the run was stopped") && stderr.contains("rank 2 "),
             "{mode}: rank 0 names rank 2:\n{stderr}"
@@ -263,10 +259,21 @@ fn a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole() {
                 .filter(|l| !l.starts_with('#'))
                 .count();
         }
+        assert!(rows < 3 * 151, "{mode}: the run stopped before the end ({rows} lines)");
+
+        // Continued without mpirun: the plain run's files.
+        let resumed = Command::new(hazel())
+            .args(["sample", "--resume", &dir.display().to_string(), "--quiet"])
+            .output()
+            .expect("run hazel");
         assert!(
-            rows < 3 * 301,
-            "{mode}: the run stopped before the end ({rows} lines)"
+            resumed.status.success(),
+            "{mode}: resume: {}",
+            String::from_utf8_lossy(&resumed.stderr)
         );
+        let reference = base.join(format!("{mode}-plain"));
+        plain(&argv, &reference);
+        assert_same_files(&reference, &dir, 3, &format!("{mode}: killed, then resumed"));
     }
 }
 
