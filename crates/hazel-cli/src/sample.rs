@@ -133,7 +133,7 @@ pub enum Seed {
 }
 
 /// CmdStan's seed range: a non-negative integer below 2^32, or -1 for a seed from the clock.
-fn parse_seed(text: &str) -> Result<Seed, String> {
+pub(crate) fn parse_seed(text: &str) -> Result<Seed, String> {
     let range = "the seed must be an integer from 0 to 4294967295, or -1 for a seed from the clock";
     match text.trim().parse::<i64>() {
         Ok(-1) => Ok(Seed::FromClock),
@@ -146,7 +146,7 @@ fn parse_seed(text: &str) -> Result<Seed, String> {
 const MAX_ITERATIONS: usize = i32::MAX as usize;
 
 /// An iteration count (`--warmup`, `--draws`): a whole number from 0 to 2147483647.
-fn iteration_count(text: &str) -> Result<usize, String> {
+pub(crate) fn iteration_count(text: &str) -> Result<usize, String> {
     match text.trim().parse::<u64>() {
         Ok(n) if n <= MAX_ITERATIONS as u64 => Ok(n as usize),
         Ok(_) => Err(format!("at most {MAX_ITERATIONS} iterations are allowed")),
@@ -157,7 +157,7 @@ fn iteration_count(text: &str) -> Result<usize, String> {
 }
 
 /// A count that must be at least 1 (`--chains`, `--thin`, `--threads-per-chain`).
-fn positive_count(text: &str) -> Result<u64, String> {
+pub(crate) fn positive_count(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err("expected a whole number, at least 1".to_string()),
@@ -174,7 +174,7 @@ fn tree_depth(text: &str) -> Result<u32, String> {
 }
 
 /// `--threads`: a whole number, 0 meaning one per core.
-fn thread_count(text: &str) -> Result<usize, String> {
+pub(crate) fn thread_count(text: &str) -> Result<usize, String> {
     text.trim()
         .parse::<usize>()
         .map_err(|_| "expected a whole number of threads (0 = one per core)".to_string())
@@ -198,7 +198,7 @@ impl FormatArg {
 }
 
 /// A seed from the clock, for runs that did not ask for one (it is written to every file).
-fn clock_seed() -> u64 {
+pub(crate) fn clock_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -209,7 +209,7 @@ fn clock_seed() -> u64 {
 
 /// What `--init` asked for.
 #[derive(Debug, Clone, PartialEq)]
-enum InitArg {
+pub(crate) enum InitArg {
     /// Uniform in (-R, R) on the unconstrained scale.
     Radius(f64),
     /// A CmdStan JSON file of constrained parameter values, shared by all chains. Parameters it
@@ -218,7 +218,7 @@ enum InitArg {
 }
 
 /// Parses the `--init` value: a radius, or the path of an existing JSON file.
-fn parse_init(text: &str) -> Result<InitArg, String> {
+pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
     if let Ok(radius) = text.trim().parse::<f64>() {
         if radius.is_finite() && radius >= 0.0 {
             return Ok(InitArg::Radius(radius));
