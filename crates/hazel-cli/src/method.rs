@@ -65,6 +65,11 @@ pub fn prepare(args: &MethodArgs) -> Result<Prepared, Box<dyn std::error::Error>
         }
     };
     let init = parse_init(&args.init)?;
+    if init == InitArg::Pathfinder {
+        return Err(
+            "--init pathfinder is an option of `hazel sample`; give a radius or a JSON file".into(),
+        );
+    }
     let source = check_program(&args.model, &args.include_paths)?;
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
@@ -81,6 +86,7 @@ pub fn prepare(args: &MethodArgs) -> Result<Prepared, Box<dyn std::error::Error>
     let init_setting = match &init {
         InitArg::Radius(r) => hazel_output::method_csv::format_real(*r),
         InitArg::File(path) => path.display().to_string(),
+        InitArg::Pathfinder => "pathfinder".to_string(),
     };
     Ok(Prepared {
         name: model_name(&args.model),
@@ -105,6 +111,7 @@ impl Prepared {
     pub fn initial_point(&self, id: u64) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
         let init = match &self.init {
             InitArg::Radius(r) => Init::Radius(*r),
+            InitArg::Pathfinder => Init::Radius(2.0),
             InitArg::File(path) => {
                 let values = read_data(Some(path))?;
                 let mut rng = StreamRng::new(self.seed, id, Purpose::Init);

@@ -237,3 +237,59 @@ pub fn run(args: &PathfinderArgs) -> CliResult {
     }
     Ok(())
 }
+
+/// `hazel sample --init pathfinder`: one multi-path Pathfinder run with a path per chain (each
+/// path starting from Stan's random initialisation with the chain's own `Init` stream), CmdStan's
+/// defaults otherwise; chain k starts at the k-th distinct draw of the PSIS-resampled set (the
+/// resampling is already random, so the order is as good as a fresh choice, and reproducible).
+pub fn pathfinder_inits(
+    model: &hazel_graph::CompiledModel,
+    seed: u64,
+    chain_ids: &[u64],
+    threads: usize,
+) -> Result<Vec<Vec<f64>>, Box<dyn std::error::Error>> {
+    use hazel_density::LogDensity;
+    let mut ws = model.new_workspace();
+    let inits: Vec<Vec<f64>> = chain_ids
+        .iter()
+        .map(|&id| {
+            hazel_nuts::init::initialize(
+                model,
+                &mut ws,
+                &hazel_nuts::Init::Radius(2.0),
+                100,
+                seed,
+                id,
+                0,
+            )
+            .map(|p| p.position)
+            .map_err(|e| format!("--init pathfinder: chain {id}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let options = MultiPathOptions {
+        num_paths: chain_ids.len(),
+        ..MultiPathOptions::default()
+    };
+    let result = multi_path(model, &inits, &options, seed, chain_ids[0], threads)
+        .map_err(|e| format!("--init pathfinder: {e}"))?;
+    let draws = &result.draws;
+    let mut chosen: Vec<Vec<f64>> = Vec::with_capacity(chain_ids.len());
+    for i in 0..draws.len() {
+        let row = draws.row(i);
+        if draws.lp[i].is_finite() && !chosen.iter().any(|c| c.as_slice() == row) {
+            chosen.push(row.to_vec());
+            if chosen.len() == chain_ids.len() {
+                break;
+            }
+        }
+    }
+    // Fewer distinct draws than chains (a collapsed approximation): reuse them in turn.
+    if chosen.is_empty() {
+        return Err("--init pathfinder: no draw with a finite log density".into());
+    }
+    let distinct = chosen.len();
+    for k in distinct..chain_ids.len() {
+        chosen.push(chosen[k % distinct].clone());
+    }
+    Ok(chosen)
+}

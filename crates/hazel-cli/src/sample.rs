@@ -88,8 +88,9 @@ pub struct SampleArgs {
     #[arg(long, value_enum, default_value_t = MetricArg::Diag)]
     pub metric: MetricArg,
     /// Initial values: a radius R (uniform in (-R, R) on the unconstrained scale; 0 starts at
-    /// the origin), or a CmdStan JSON file of constrained parameter values used by every chain
-    /// (parameters it leaves out start uniformly in (-2, 2) on the unconstrained scale).
+    /// the origin), `pathfinder` (one draw of a multi-path Pathfinder run per chain), or a
+    /// CmdStan JSON file of constrained parameter values used by every chain (parameters it
+    /// leaves out start uniformly in (-2, 2) on the unconstrained scale).
     #[arg(long, default_value = "2", allow_negative_numbers = true)]
     pub init: String,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
@@ -215,10 +216,15 @@ pub(crate) enum InitArg {
     /// A CmdStan JSON file of constrained parameter values, shared by all chains. Parameters it
     /// leaves out start uniformly in (-2, 2) on the unconstrained scale, as in CmdStan.
     File(PathBuf),
+    /// Draws of a multi-path Pathfinder run, one per chain.
+    Pathfinder,
 }
 
 /// Parses the `--init` value: a radius, or the path of an existing JSON file.
 pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
+    if text.trim() == "pathfinder" {
+        return Ok(InitArg::Pathfinder);
+    }
     if let Ok(radius) = text.trim().parse::<f64>() {
         if radius.is_finite() && radius >= 0.0 {
             return Ok(InitArg::Radius(radius));
@@ -231,7 +237,7 @@ pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
         return Ok(InitArg::File(PathBuf::from(text)));
     }
     Err(format!(
-        "--init {text}: expected a radius (a number ≥ 0) or an existing JSON file of initial values"
+        "--init {text}: expected a radius (a number ≥ 0), `pathfinder`, or an existing JSON file of initial values"
     ))
 }
 
@@ -460,7 +466,7 @@ fn sample(
     let source = check_program(model_path, &args.include_paths)?;
     let init_file = match parse_init(&args.init)? {
         InitArg::File(path) => Some(file_input(&path)?),
-        InitArg::Radius(_) => None,
+        InitArg::Radius(_) | InitArg::Pathfinder => None,
     };
     let arguments = match &resuming {
         Some(stored) => Some(stored.arguments.clone()),
@@ -501,8 +507,22 @@ fn sample(
     if config.sampler.num_samples == 0 && !args.quiet {
         eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
     }
-    if let InitArg::File(path) = parse_init(&args.init)? {
-        config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+    match parse_init(&args.init)? {
+        InitArg::File(path) => {
+            config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+        }
+        InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
+            let ids: Vec<u64> = (0..config.chains as u64)
+                .map(|k| config.first_chain_id + k)
+                .collect();
+            config.sampler.init = Init::Unconstrained(crate::pathfinder::pathfinder_inits(
+                &model,
+                seed,
+                &ids,
+                args.threads,
+            )?);
+        }
+        _ => {}
     }
 
     // Nothing in the output directory is touched before its lock is held.
