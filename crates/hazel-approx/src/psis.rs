@@ -98,7 +98,7 @@ pub fn psis_log_weights(log_ratios: &[f64], tail_len: usize) -> PsisWeights {
         }
     }
     for w in lw.iter_mut() {
-        if !(*w < 0.0) && !w.is_nan() {
+        if *w >= 0.0 {
             *w = 0.0;
         }
     }

@@ -1,3 +1,4 @@
+#![allow(clippy::needless_range_loop)]
 //! The optimisers and Laplace on log densities with known modes and curvature.
 
 mod common;

@@ -1,3 +1,4 @@
+#![allow(clippy::needless_range_loop)]
 //! ADVI and Pathfinder on posteriors with known moments.
 
 mod common;

@@ -101,7 +101,7 @@ impl Tolerances {
                 return Err(format!("--{name} {v}: must be a finite number ≥ 0"));
             }
         }
-        if !(self.init_alpha > 0.0) {
+        if self.init_alpha == 0.0 {
             return Err("--init-alpha must be positive".to_string());
         }
         Ok(())

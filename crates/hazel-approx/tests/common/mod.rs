@@ -1,5 +1,5 @@
 //! Log densities with known answers, written directly in Rust.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop)]
 
 use hazel_density::{DensityTerms, EvalError, LogDensity};
 
