@@ -24,13 +24,13 @@
 //! - **scatter**: ns per observation of the gathered vector's adjoint (`a[g[n]] += ∂n`),
 //!   which the fold runs rank after rank and so does not shrink with more ranks.
 //!
-//! The model (printed for R = 1 … 16): `T(R) = (T₁ − S)/R + S + F·R·h`, with `T₁` the
-//! reference executor's time, `S` the serial part (the scatter above; everything else that
-//! is not split is O(parameters)), `F` the folds per gradient and `h` the cost of one hop of a
-//! fold (measured here as the fold time over R; for machines on a network it is set to 2 µs,
-//! InfiniBand-class, and 30 µs, TCP over 10 GbE — assumptions, not measurements). Per-row
-//! compute is scaled from the measured N to N = 5,000,000 (linear: the rows stream from memory
-//! at both sizes). Separate machines each bring their own memory bandwidth, so `(T₁ − S)/R`
+//! The model (printed for N = 10⁵, 10⁶, 5·10⁶ and R = 2 … 16): `T(R) = (T₁ − S)/R + S +
+//! F·R·h`, with `T₁` the reference executor's time, `S` the serial part (the scatter above;
+//! everything else that is not split is O(parameters)), `F` the folds per gradient and `h`
+//! the cost of one hop of a fold (measured here as the fold time over R; for machines on a
+//! network it is set to 2 µs, InfiniBand-class, and 30 µs, TCP over 10 GbE — assumptions, not
+//! measurements). `T₁` and `S` are scaled linearly from the measured N (the rows stream from
+//! memory at every size). Separate machines each bring their own memory bandwidth, so `(T₁ − S)/R`
 //! holds there; ranks sharing one machine share its bandwidth, so the localhost gradient
 //! figures fall short of it once the rows are memory-bound.
 
@@ -173,19 +173,23 @@ struct Measured {
     folds: f64,
 }
 
+/// `chain`: a chain id of its own per case (a chain's tag carries one workspace's folds).
 fn measure(
     name: &'static str,
     program: &str,
     data: &str,
     rows: usize,
     comm: &Arc<dyn Comm>,
+    chain: u64,
 ) -> Measured {
     let model = build(program, data);
     let link = ShardLink {
         comm: comm.clone(),
         tag: 9,
     };
-    let q: Vec<f64> = (0..model.dim()).map(|i| 0.1 * ((i % 7) as f64 - 3.0)).collect();
+    let q: Vec<f64> = (0..model.dim())
+        .map(|i| 0.1 * ((i % 7) as f64 - 3.0))
+        .collect();
     let mut grad = vec![0.0; model.dim()];
     // The reference executor on rank 0 alone.
     barrier(&link);
@@ -204,10 +208,12 @@ fn measure(
     });
     let mut sharded = build(program, data);
     sharded.distribute_over(counting.clone());
-    let mut ws = sharded.new_chain_workspace(1);
+    let mut ws = sharded.new_chain_workspace(chain);
     let per_batch = 20;
     let sharded_s = time_fixed(per_batch, || {
-        sharded.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
+        sharded
+            .log_density_gradient(&mut ws, &q, &mut grad)
+            .unwrap();
     });
     let evaluations = (1 + 5 * per_batch) as f64;
     let folds = if comm.size() > 1 {
@@ -272,8 +278,22 @@ fn main() {
 
     // 2. Gradients.
     let cases = [
-        measure("logistic K=20", LOGISTIC, &logistic_data(rows), rows, &comm),
-        measure("hierarchical J=100 K=5", HIERARCHICAL, &hierarchical_data(rows), rows, &comm),
+        measure(
+            "logistic K=20",
+            LOGISTIC,
+            &logistic_data(rows),
+            rows,
+            &comm,
+            1,
+        ),
+        measure(
+            "hierarchical J=100 K=5",
+            HIERARCHICAL,
+            &hierarchical_data(rows),
+            rows,
+            &comm,
+            2,
+        ),
     ];
     let scatter = scatter_ns(rows);
     if !lead {
@@ -281,11 +301,18 @@ fn main() {
         return;
     }
 
-    println!("mpi_scaling: {ranks} rank(s) on {} (localhost)", comm_name());
+    println!(
+        "mpi_scaling: {ranks} rank(s) on {} (localhost)",
+        comm_name()
+    );
     println!();
     println!("fold (one split reduction), µs:");
     for (d, us) in &fold_us {
-        println!("  d + 1 = {:>3} numbers: {us:8.2} µs  ({:.2} µs per rank)", d + 1, us / ranks as f64);
+        println!(
+            "  d + 1 = {:>3} numbers: {us:8.2} µs  ({:.2} µs per rank)",
+            d + 1,
+            us / ranks as f64
+        );
     }
     println!();
     println!(
@@ -312,20 +339,20 @@ fn main() {
 
     // 3. The model.
     let hop_local_us = fold_us[0].1 / ranks as f64;
-    let n_target = 5_000_000.0;
     println!();
     println!(
-        "Strong scaling model, N = 5,000,000: T(R) = (T1 - S)/R + S + F*R*h (T1 scaled from \
-         N = {rows})"
+        "Strong scaling model: T(R) = (T1 - S)/R + S + F*R*h, T1 and S scaled linearly from \
+         N = {rows}; speed-up T1/T(R) at R machines, the R where T(R) is least (up to 16), the \
+         largest R with efficiency >= 50%"
     );
+    let hops = [
+        (format!("{hop_local_us:.1} us (here)"), hop_local_us),
+        ("2 us (InfiniBand)".to_string(), 2.0),
+        ("30 us (10 GbE TCP)".to_string(), 30.0),
+    ];
+    let rs = [2usize, 4, 8, 16];
     for c in &cases {
-        let t1 = c.reference_s * n_target / c.rows as f64;
-        let serial = if c.name.starts_with("hierarchical") {
-            scatter * 1e-9 * n_target
-        } else {
-            0.0
-        };
-        // Folds per gradient: measured with 2+ ranks; from the plan's shape otherwise.
+        // Folds per gradient: counted with 2+ ranks; from the plan's shape otherwise.
         let folds = if c.folds.is_nan() {
             if c.name.starts_with("logistic") {
                 1.0
@@ -336,34 +363,40 @@ fn main() {
             c.folds
         };
         println!();
-        println!(
-            "{}: T1 = {:.1} ms, S = {:.2} ms, F = {folds:.1} folds per gradient",
-            c.name,
-            t1 * 1e3,
-            serial * 1e3
-        );
-        let hops = [
-            (format!("h = {hop_local_us:.1} µs (measured here)"), hop_local_us),
-            ("h = 2 µs (InfiniBand, assumed)".to_string(), 2.0),
-            ("h = 30 µs (10 GbE TCP, assumed)".to_string(), 30.0),
-        ];
-        print!("  {:<36}", "R:");
-        for r in [1, 2, 4, 8, 12, 16] {
-            print!("{r:>8}");
+        println!("{}: F = {folds:.1} folds per gradient", c.name);
+        print!("  {:>9} {:>10} {:>9} {:<20}", "N", "T1 ms", "S ms", "h");
+        for r in rs {
+            print!("{:>7}", format!("R={r}"));
         }
-        println!("   best R   efficiency ≥ 50% up to");
-        for (label, h_us) in &hops {
-            let t = |r: f64| (t1 - serial) / r + serial + folds * r * h_us * 1e-6;
-            print!("  {label:<36}");
-            for r in [1, 2, 4, 8, 12, 16] {
-                print!("{:>7.1}x", t1 / t(r as f64));
+        println!("{:>8}{:>9}", "best R", "R(50%)");
+        for n in [100_000.0, 1_000_000.0, 5_000_000.0f64] {
+            let t1 = c.reference_s * n / c.rows as f64;
+            let serial = if c.name.starts_with("hierarchical") {
+                scatter * 1e-9 * n
+            } else {
+                0.0
+            };
+            for (label, h_us) in &hops {
+                let t = |r: f64| (t1 - serial) / r + serial + folds * r * h_us * 1e-6;
+                print!(
+                    "  {:>9} {:>10.2} {:>9.2} {:<20}",
+                    n as u64,
+                    t1 * 1e3,
+                    serial * 1e3,
+                    label
+                );
+                for r in rs {
+                    print!("{:>6.1}x", t1 / t(r as f64));
+                }
+                let best = (1..=16)
+                    .min_by(|&a, &b| t(a as f64).total_cmp(&t(b as f64)))
+                    .unwrap();
+                let half = (1..=16)
+                    .filter(|&r| t1 / t(r as f64) / r as f64 >= 0.5)
+                    .max()
+                    .unwrap_or(1);
+                println!("{best:>8}{half:>9}");
             }
-            let best = (1..=16).min_by(|&a, &b| t(a as f64).total_cmp(&t(b as f64))).unwrap();
-            let half = (1..=16)
-                .filter(|&r| t1 / t(r as f64) / r as f64 >= 0.5)
-                .max()
-                .unwrap_or(1);
-            println!("{best:>9}{half:>12}");
         }
     }
     drop(session);

@@ -235,8 +235,21 @@ fn a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole() {
     for mode in ["data", "chains"] {
         let dir = base.join(mode);
         let argv = [
-            program.as_str(), "--data", &data, "--chains", "3", "--seed", "2", "--warmup",
-            "150", "--draws", "150", "--distribute", mode, "--checkpoint-every-iters", "20",
+            program.as_str(),
+            "--data",
+            &data,
+            "--chains",
+            "3",
+            "--seed",
+            "2",
+            "--warmup",
+            "150",
+            "--draws",
+            "150",
+            "--distribute",
+            mode,
+            "--checkpoint-every-iters",
+            "20",
         ];
         let env = [
             ("HAZEL_TEST_ABORT_AFTER_ITERATION", "180"),
@@ -244,7 +257,10 @@ fn a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole() {
         ];
         let out = mpirun(3, &argv, &dir, &env);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{mode}: the run must fail:\n{stderr}");
+        assert!(
+            !out.status.success(),
+            "{mode}: the run must fail:\n{stderr}"
+        );
         assert!(
             stderr.contains("error: the run was stopped") && stderr.contains("rank 2 "),
             "{mode}: rank 0 names rank 2:\n{stderr}"
@@ -259,7 +275,10 @@ fn a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole() {
                 .filter(|l| !l.starts_with('#'))
                 .count();
         }
-        assert!(rows < 3 * 151, "{mode}: the run stopped before the end ({rows} lines)");
+        assert!(
+            rows < 3 * 151,
+            "{mode}: the run stopped before the end ({rows} lines)"
+        );
 
         // Continued without mpirun: the plain run's files.
         let resumed = Command::new(hazel())
@@ -273,7 +292,12 @@ fn a_rank_that_dies_stops_the_run_naming_it_and_rows_stay_whole() {
         );
         let reference = base.join(format!("{mode}-plain"));
         plain(&argv, &reference);
-        assert_same_files(&reference, &dir, 3, &format!("{mode}: killed, then resumed"));
+        assert_same_files(
+            &reference,
+            &dir,
+            3,
+            &format!("{mode}: killed, then resumed"),
+        );
     }
 }
 

@@ -166,4 +166,3 @@ impl Comm for MpiComm {
         Ok(status.source_rank() as usize)
     }
 }
-

@@ -87,7 +87,7 @@ impl ShardPlan {
                 for a in op
                     .inputs()
                     .into_iter()
-                    .filter(|a| a.is_var() && a.len() > 0)
+                    .filter(|a| a.is_var() && !a.is_empty())
                 {
                     let row_read = rows[i].is_some_and(|n| a.len() == n && reads_rows(op));
                     match overlapping(a) {
@@ -427,7 +427,8 @@ pub fn fold_terms(
 
 impl ShardedCpu {
     /// A workspace for one chain of a distributed run: its folds go to `comm`'s ranks on `tag`
-    /// (the chain's own; every rank must give the chain the same tag).
+    /// (the chain's own; every rank must give the chain the same tag, and a tag serves one
+    /// workspace per run: the message a dropped workspace leaves would end the next one's).
     pub fn linked_workspace(&self, g: &Graph, comm: Arc<dyn Comm>, tag: u32) -> ShardedWorkspace {
         let mut ws = self.new_workspace(g);
         ws.link = Some(ShardLink { comm, tag });

@@ -1553,8 +1553,8 @@ fn binary_backward_with(
         0.0
     } else {
         let mut s = 0.0;
-        for i in r0..r1 {
-            s += strong_mul(g[i], pick(i));
+        for (i, gi) in g.iter().enumerate().take(r1).skip(r0) {
+            s += strong_mul(*gi, pick(i));
         }
         s
     }
