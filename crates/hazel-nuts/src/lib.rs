@@ -49,10 +49,10 @@ pub mod nuts;
 pub mod run;
 pub mod types;
 
-pub use chain::{Chain, ChainError, Iteration};
+pub use chain::{Chain, ChainError, Iteration, IterationStatus};
 pub use checkpoint::{ChainCheckpoint, ChainCounters, ChainStart, ChainState, CheckpointPolicy};
 pub use init::InitError;
 pub use metric::Metric;
-pub use nuts::{nuts_step, NutsSettings, NutsState, StepStatus, Transition};
+pub use nuts::{nuts_step, NutsSettings, NutsState, SearchStatus, StepStatus, Transition};
 pub use run::{run, run_from, ChainReport, RunError, RunReport};
 pub use types::*;

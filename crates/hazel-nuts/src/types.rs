@@ -130,6 +130,12 @@ pub struct RunConfig {
     pub sampler: SamplerConfig,
     /// When chains hand checkpoints to their sinks (off by default). Never changes the draws.
     pub checkpoint: CheckpointPolicy,
+    /// Chains stepped in lockstep on one thread, their model evaluations made by one
+    /// `log_density_gradient_batch` call per round (1 = every chain on its own). Chains
+    /// `k·K .. (k+1)·K` form group `k`. Never changes the draws.
+    pub batch_chains: usize,
+    /// What a chain of a lockstep group does when its iteration ends before the others'.
+    pub lockstep: Lockstep,
 }
 
 impl Default for RunConfig {
@@ -141,8 +147,25 @@ impl Default for RunConfig {
             first_chain_id: 1,
             sampler: SamplerConfig::default(),
             checkpoint: CheckpointPolicy::default(),
+            batch_chains: 1,
+            lockstep: Lockstep::default(),
         }
     }
+}
+
+/// How the chains of a lockstep group ([`RunConfig::batch_chains`]) stay together. NUTS
+/// trajectories differ in length, so the chains of a group finish their iterations at
+/// different rounds; neither choice changes a draw, only how full the batched calls are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lockstep {
+    /// A chain whose iteration is over writes its draw and begins its next iteration at once,
+    /// so every round evaluates every chain that is not finished (the default: the batches stay
+    /// full; see `bench/src/bin/lockstep.rs` for the measurement).
+    #[default]
+    Desynchronised,
+    /// A chain whose iteration is over waits (is left out of the batch) until every chain of its
+    /// group has ended the same iteration; the group then begins the next one together.
+    Masked,
 }
 
 /// The sampler's statistics for one iteration: CmdStan's `__` columns, in CmdStan's order.
