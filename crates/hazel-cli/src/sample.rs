@@ -17,7 +17,7 @@ use clap::{Args, ValueEnum};
 use hazel_graph::{CompileOptions, CompiledModel};
 use hazel_nuts::{
     Algorithm, ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init, InverseMetric,
-    MetricKind, Progress, RunConfig, Timing,
+    Lockstep, MetricKind, Progress, RunConfig, Timing,
 };
 use hazel_output::{
     checkpoint_path, read_checkpoint, read_draws, ChainCsvFile, CsvHeaderInfo, Format,
@@ -57,6 +57,16 @@ pub struct SampleArgs {
     /// Never changes the draws.
     #[arg(long, default_value_t = 1, value_parser = positive_count, allow_negative_numbers = true)]
     pub threads_per_chain: u64,
+    /// Chains stepped in lockstep, K at a time on one thread: in each round the gradients of
+    /// all K chains are computed by one call of the batched executor (for a dense GLM, one pass
+    /// over the design matrix serves the K chains). Never changes the draws.
+    #[arg(long, default_value_t = 1, value_parser = positive_count, allow_negative_numbers = true, value_name = "K")]
+    pub batch_chains: u64,
+    /// With --batch-chains: what a chain does when its trajectory ends before the others' of
+    /// its group: begin its next iteration at once (desync), or wait for the group (masked).
+    /// Never changes the draws.
+    #[arg(long, value_enum, default_value_t = LockstepArg::Desync)]
+    pub lockstep: LockstepArg,
     /// Warmup (adaptation) iterations per chain (0 to 2147483647, CmdStan's range).
     #[arg(long, default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
     pub warmup: usize,
@@ -114,6 +124,14 @@ pub enum MetricArg {
     Diag,
     /// Dense mass matrix (CmdStan's `dense_e`).
     Dense,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LockstepArg {
+    /// A chain whose iteration ends begins its next one at once: the batches stay full.
+    Desync,
+    /// A chain whose iteration ends waits until its whole group has ended that iteration.
+    Masked,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -260,8 +278,20 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         seed,
         chains: args.chains as usize,
         threads: args.threads,
+        batch_chains: args.batch_chains as usize,
+        lockstep: match args.lockstep {
+            LockstepArg::Desync => Lockstep::Desynchronised,
+            LockstepArg::Masked => Lockstep::Masked,
+        },
         ..RunConfig::default()
     };
+    if args.batch_chains > 1 && args.threads_per_chain > 1 {
+        return Err(format!(
+            "--batch-chains {} with --threads-per-chain {}: a lockstep group's evaluations run on \
+             one thread; use --threads to run several groups at once",
+            args.batch_chains, args.threads_per_chain
+        ));
+    }
     let sampler = &mut config.sampler;
     sampler.num_warmup = args.warmup;
     sampler.num_samples = args.draws;
@@ -297,6 +327,17 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
             .then(|| Duration::from_secs_f64(args.checkpoint_every_secs)),
     };
     Ok(config)
+}
+
+/// The executor of the model's evaluations: the batched one, with a lane per chain of a
+/// lockstep group, or the serial / threaded one for chains alone.
+fn executor_kind(args: &SampleArgs) -> hazel_graph::ExecutorKind {
+    let lanes = args.batch_chains.min(args.chains) as usize;
+    if lanes > 1 {
+        hazel_graph::ExecutorKind::Batched { lanes }
+    } else {
+        hazel_graph::ExecutorKind::with_threads(args.threads_per_chain as usize)
+    }
 }
 
 /// Switches a run to the fixed_param sampler, which runs no warmup (CmdStan ignores
@@ -483,7 +524,7 @@ fn sample(
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
         seed,
-        executor: hazel_graph::ExecutorKind::with_threads(args.threads_per_chain as usize),
+        executor: executor_kind(args),
         ..CompileOptions::default()
     };
     let model = compile_model(&source, &data, args.data.as_deref(), &options)?;
