@@ -23,10 +23,12 @@
 //! * [`checkpoint`] — a chain's whole state between iterations ([`chain::Chain::snapshot`] /
 //!   [`chain::Chain::restore`]), to checkpoint a run and resume it bit for bit.
 //! * [`run()`] — all chains of a run on a private rayon pool, each into its own
-//!   [`types::DrawSink`].
+//!   [`types::DrawSink`]: each chain alone, or K chains in lockstep
+//!   ([`types::RunConfig::batch_chains`]) whose model evaluations are made K at a time by the
+//!   model's batched entry point, with the same draws bit for bit.
 //!
-//! The pieces below the runner are public so that a batched backend (many chains in lockstep on
-//! a GPU) can reuse the same state, adaptation and statistics without the runner.
+//! The pieces below the runner are public so that another driver (a GPU sampler, say) can reuse
+//! the same state, adaptation and statistics without the runner.
 //!
 //! # Where hazel follows Stan and where it differs
 //!

@@ -2,7 +2,7 @@
 //!
 //! Chains run on their own (one task each) or, with [`RunConfig::batch_chains`] = K > 1, in
 //! lockstep groups of K consecutive chains (one task per group), whose model evaluations are
-//! made K points at a time by the model's batched entry point (see [`run_lockstep`]). Either way
+//! made K points at a time by the model's batched entry point (see `run_lockstep`). Either way
 //! a chain's sink receives the same calls with the same values, bit for bit.
 //!
 //! Chain `k` (0-based) of a run has id `first_chain_id + k`; its random streams are

@@ -5,13 +5,15 @@
 //! reference kernels unchanged. Ops where the lanes share a large operand get a lane-aware
 //! rule: a matrix × vector with a constant (data) matrix — a design matrix `X β` — is, over K
 //! points, one matrix × matrix, so it walks the matrix once in cache-sized blocks and applies
-//! each block to every lane while it is in cache. Each lane's arithmetic is still the
+//! each block to every lane while it is in cache; a fused GLM with a data matrix runs its
+//! per-block rule with the blocks outermost and the lanes inside, for the same reason. Each lane's arithmetic is still the
 //! reference's, value by value in the same order (rows accumulate over columns in column order;
 //! the vector's adjoint sums rows in the same [`CHUNK`]-row chunks, combined in chunk order), so
 //! every lane gives the reference executor's bits.
 //!
 //! A lane whose evaluation fails stops there (its result is the error); the others go on.
 
+use super::glm;
 use super::kernels::{self, dot, dot4, CHUNK};
 use super::read;
 use crate::exec::Executor;
@@ -41,6 +43,8 @@ pub struct BatchWorkspace {
     /// Per-lane partial sums of a lane-aware rule (`lanes × widest matrix`).
     tmp: Vec<f64>,
     alive: Vec<bool>,
+    /// Per-lane running sums of a fused GLM (`lanes` of them once the first GLM has run).
+    glm_sums: Vec<glm::GlmSums>,
     /// The instruction set of the per-lane kernels (same bits for every choice).
     pub(crate) isa: crate::simd::Isa,
 }
@@ -59,6 +63,7 @@ impl BatchWorkspace {
         self.adj.resize(lanes * self.n_vals, 0.0);
         self.scratch.resize(lanes * self.n_scratch, 0.0);
         self.alive.resize(lanes, false);
+        self.glm_sums.reserve(lanes);
         // The lane-aware rules' partial sums: `lanes ×` the widest data matrix.
         let cols = g
             .ops
@@ -95,7 +100,7 @@ impl BatchedCpu {
             ws.alive[l] = true;
         }
         for op in &g.ops {
-            if k > 1 && matvec_forward(op, &g.consts, ws, k) {
+            if k > 1 && (matvec_forward(op, &g.consts, ws, k) || glm_forward(op, g, ws, lps)) {
                 continue;
             }
             for (l, lp) in lps.iter_mut().enumerate() {
@@ -202,6 +207,53 @@ fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) ->
                 }
             }
         }
+    }
+    true
+}
+
+/// A fused GLM (`Op::Glm`) with a constant design matrix, every live lane: the op's own
+/// per-block rule ([`glm::forward_block`]) with the blocks of `X` outermost and the lanes
+/// inside, so each block is read from memory once and used by every lane while it is in cache.
+/// Each lane runs exactly the blocks, in the order, of [`glm::forward`]. A lane whose block
+/// fails stops there. Returns `false` (nothing done) for other ops.
+fn glm_forward(
+    op: &Op,
+    g: &Graph,
+    ws: &mut BatchWorkspace,
+    lps: &mut [Result<f64, EvalError>],
+) -> bool {
+    let Op::Glm { spec, out } = op else {
+        return false;
+    };
+    if spec.x.space != Space::Const {
+        return false;
+    }
+    let (nv, ns, k) = (ws.n_vals, ws.n_scratch, lps.len());
+    ws.glm_sums.clear();
+    for l in 0..k {
+        let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+        ws.glm_sums.push(glm::forward_start(spec, scratch));
+    }
+    for blk in 0..glm::blocks(spec) {
+        for (l, lp) in lps.iter_mut().enumerate() {
+            if !ws.alive[l] {
+                continue;
+            }
+            let vals = &mut ws.vals[l * nv..(l + 1) * nv];
+            let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+            let sums = &mut ws.glm_sums[l];
+            if let Err(e) =
+                glm::forward_block(spec, &g.consts, vals, *out, scratch, ws.isa, blk, sums)
+            {
+                *lp = Err(g.locate(op, e));
+                ws.alive[l] = false;
+            }
+        }
+    }
+    for l in (0..k).filter(|&l| ws.alive[l]) {
+        let vals = &mut ws.vals[l * nv..(l + 1) * nv];
+        let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+        glm::forward_end(spec, vals, *out, scratch, &ws.glm_sums[l]);
     }
     true
 }

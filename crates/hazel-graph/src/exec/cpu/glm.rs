@@ -10,7 +10,10 @@ use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
 
 /// Forward rule: `out[0]` = the density's sum; `∂lp/∂β`, `∂lp/∂α` and the density's other
-/// partials left in scratch.
+/// partials left in scratch. One [`forward_block`] per block of [`CHUNK`] rows between
+/// [`forward_start`] and [`forward_end`]; the batched executor runs the same three steps with
+/// the blocks outermost and its lanes inside, so a block of `X` serves every lane while it is
+/// in cache.
 pub fn forward(
     s: &GlmSpec,
     consts: &[f64],
@@ -19,55 +22,93 @@ pub fn forward(
     scratch: &mut [f64],
     isa: Isa,
 ) -> Result<(), EvalError> {
+    let mut sums = forward_start(s, scratch);
+    for blk in 0..blocks(s) {
+        forward_block(s, consts, vals, out, scratch, isa, blk, &mut sums)?;
+    }
+    forward_end(s, vals, out, scratch, &sums);
+    Ok(())
+}
+
+/// What one evaluation of the op accumulates over its blocks: the density's sum and the sums
+/// of its broadcast scalar arguments' partials.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GlmSums {
+    total: f64,
+    scalar_tot: [f64; 4],
+}
+
+/// Blocks of [`CHUNK`] rows.
+pub fn blocks(s: &GlmSpec) -> usize {
+    (s.rows as usize).div_ceil(CHUNK)
+}
+
+/// Before the first block: clears `∂lp/∂β` and `∂lp/∂α`.
+pub fn forward_start(s: &GlmSpec, scratch: &mut [f64]) -> GlmSums {
+    let work = s.work as usize;
+    scratch[work..work + s.cols as usize + 1]
+        .iter_mut()
+        .for_each(|v| *v = 0.0);
+    GlmSums::default()
+}
+
+/// Block `blk`: its `η`, density terms and `∂/∂η`, and `X_blockᵀ ∂/∂η`, `Σ ∂/∂η`.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_block(
+    s: &GlmSpec,
+    consts: &[f64],
+    vals: &mut [f64],
+    out: Slot,
+    scratch: &mut [f64],
+    isa: Isa,
+    blk: usize,
+    sums: &mut GlmSums,
+) -> Result<(), EvalError> {
     let (rows, cols) = (s.rows as usize, s.cols as usize);
     let eta_slot = s.args[s.eta];
     let work = s.work as usize;
-    scratch[work..work + cols + 1]
-        .iter_mut()
-        .for_each(|v| *v = 0.0);
-    let (lo, hi) = vals.split_at_mut(out.off as usize);
+    let lo = &mut vals[..out.off as usize];
     let alpha = s.alpha.map(|a| read(a, lo, consts)[0]);
-    let mut total = 0.0;
-    let mut scalar_tot = [0.0f64; 4];
-    let n_blocks = rows.div_ceil(CHUNK);
-    for blk in 0..n_blocks {
-        let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(rows));
-        // η for the block, written into its (otherwise unread) slot. `X` and `beta` were the
-        // product's inputs, so they lie below the product's output, which is at or below η.
-        {
-            let (below, from_eta) = lo.split_at_mut(eta_slot.off as usize);
-            let (xm, beta) = (read(s.x, below, consts), read(s.beta, below, consts));
-            let eta = &mut from_eta[r0..r1];
-            dispatch!(isa, kernels::matvec_rows(xm, beta, rows, cols, r0, eta));
-            if let Some(a) = alpha {
-                // Add's rounding, with the operands in the unfused op's order (a + b = b + a
-                // exactly in IEEE arithmetic).
-                eta.iter_mut().for_each(|e| *e += a);
-            }
+    let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(rows));
+    // η for the block, written into its (otherwise unread) slot. `X` and `beta` were the
+    // product's inputs, so they lie below the product's output, which is at or below η.
+    {
+        let (below, from_eta) = lo.split_at_mut(eta_slot.off as usize);
+        let (xm, beta) = (read(s.x, below, consts), read(s.beta, below, consts));
+        let eta = &mut from_eta[r0..r1];
+        dispatch!(isa, kernels::matvec_rows(xm, beta, rows, cols, r0, eta));
+        if let Some(a) = alpha {
+            // Add's rounding, with the operands in the unfused op's order (a + b = b + a
+            // exactly in IEEE arithmetic).
+            eta.iter_mut().for_each(|e| *e += a);
         }
-        let lo_ro: &[f64] = lo;
-        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts);
-        // SAFETY: the builder sized `scratch` for every argument run; one thread.
-        let (part, sp) = unsafe { a.chunk(r0, r1, &s.scratch, scratch.as_mut_ptr())? };
-        total += part;
-        for k in 0..a.nargs {
-            scalar_tot[k] += sp[k];
-        }
-        // Xᵀ ∂η for the block, while X's rows are in cache.
-        let xm = read(s.x, lo_ro, consts);
-        let p_off = s.scratch[s.eta] as usize;
-        let (below, from_work) = scratch.split_at_mut(work);
-        let p = &below[p_off + r0..p_off + r1];
-        let gb = &mut from_work[..cols + 1];
-        dispatch!(isa, block_gradient(xm, p, rows, cols, r0, gb));
     }
+    let lo_ro: &[f64] = lo;
+    let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts);
+    // SAFETY: the builder sized `scratch` for every argument run; one thread.
+    let (part, sp) = unsafe { a.chunk(r0, r1, &s.scratch, scratch.as_mut_ptr())? };
+    sums.total += part;
+    for k in 0..a.nargs {
+        sums.scalar_tot[k] += sp[k];
+    }
+    // Xᵀ ∂η for the block, while X's rows are in cache.
+    let xm = read(s.x, lo_ro, consts);
+    let p_off = s.scratch[s.eta] as usize;
+    let (below, from_work) = scratch.split_at_mut(work);
+    let p = &below[p_off + r0..p_off + r1];
+    let gb = &mut from_work[..cols + 1];
+    dispatch!(isa, block_gradient(xm, p, rows, cols, r0, gb));
+    Ok(())
+}
+
+/// After the last block: the broadcast scalars' partials and the op's value.
+pub fn forward_end(s: &GlmSpec, vals: &mut [f64], out: Slot, scratch: &mut [f64], sums: &GlmSums) {
     for k in 0..s.args.len() {
         if s.scratch[k] != NO_SCRATCH && s.args[k].len() == 1 {
-            scratch[s.scratch[k] as usize] = scalar_tot[k];
+            scratch[s.scratch[k] as usize] = sums.scalar_tot[k];
         }
     }
-    hi[0] = total;
-    Ok(())
+    vals[out.off as usize] = sums.total;
 }
 
 /// `gb[c] += dot(X[r0..r1, c], p)` for each column (one chunk of [`kernels::dot`], four
