@@ -12,7 +12,8 @@ traces and compiles the sampler before it samples, so it is called twice with di
 the first call's time includes the compilation, the second's reuses the compiled sampler where
 NumPyro caches it. Both are reported; the harness uses the faster. The draws of the second run
 (chains × draws × [alpha, beta…]) are written to --out, where the harness computes their ESS with
-the same code as hazel's. One JSON line on stdout: the two times, the XLA flags and versions.
+the same code as hazel's. One JSON line on stdout: the two runs' wall and CPU (process) times, the leapfrog steps, the
+XLA flags and versions.
 
 XLA runs on one thread (XLA_FLAGS=--xla_cpu_multi_thread_eigen=false
 intra_op_parallelism_threads=1 unless XLA_FLAGS is set), as hazel's lockstep group does.
@@ -61,12 +62,13 @@ def main():
         chain_method="vectorized",
         progress_bar=False,
     )
-    times = []
+    times, cpu_times = [], []
     for run in range(2):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         mcmc.run(jax.random.PRNGKey(args.seed + run), extra_fields=("num_steps",))
         jax.block_until_ready(mcmc.get_samples())
         times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu_start)
     samples = mcmc.get_samples(group_by_chain=True)
     alpha = np.asarray(samples["alpha"]).reshape(args.chains, args.draws, 1)
     beta = np.asarray(samples["beta"]).reshape(args.chains, args.draws, -1)
@@ -80,6 +82,8 @@ def main():
             {
                 "first_run_s": times[0],
                 "second_run_s": times[1],
+                "first_run_cpu_s": cpu_times[0],
+                "second_run_cpu_s": cpu_times[1],
                 "leapfrog_steps": None if steps is None else int(steps),
                 "numpyro": numpyro.__version__,
                 "jax": jax.__version__,

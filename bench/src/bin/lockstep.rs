@@ -35,7 +35,9 @@
 //! load average.
 
 use hazel_bench::data::logistic_data;
-use hazel_bench::{time_call, triad_bandwidth};
+use hazel_bench::{
+    process_cpu_seconds, thread_cpu_seconds, time_call, time_call_on, triad_bandwidth,
+};
 use hazel_density::{EvalError, LogDensity, Model, StreamRng};
 use hazel_diagnostics::{ess_bulk, ChainDraws};
 use hazel_graph::{compile, CompileOptions, CompiledModel, ExecutorKind};
@@ -214,6 +216,7 @@ fn min_bulk_ess(chains: &[Vec<Vec<f64>>]) -> f64 {
 struct HazelRun {
     label: String,
     seconds: f64,
+    cpu_seconds: f64,
     ess: f64,
     evaluations: usize,
     rounds: usize,
@@ -253,9 +256,10 @@ fn run_hazel(
         .iter()
         .map(|k| Box::new(MemorySink(k.clone())) as Box<dyn DrawSink>)
         .collect();
-    let start = Instant::now();
+    let (start, cpu_start) = (Instant::now(), process_cpu_seconds());
     let report = hazel_nuts::run(&counting, &config, sinks, &NoProgress).expect("the run starts");
     let seconds = start.elapsed().as_secs_f64();
+    let cpu_seconds = process_cpu_seconds() - cpu_start;
     assert!(report.all_ok(), "{label}: {:?}", report.chains);
     let kept: Vec<Kept> = kept
         .into_iter()
@@ -265,6 +269,7 @@ fn run_hazel(
     HazelRun {
         label: label.to_string(),
         seconds,
+        cpu_seconds,
         ess: min_bulk_ess(&draws),
         evaluations: counting.points.load(Ordering::Relaxed),
         rounds: counting.rounds.load(Ordering::Relaxed),
@@ -273,12 +278,16 @@ fn run_hazel(
     }
 }
 
-/// NumPyro's run: (second run's seconds, first run's seconds, min bulk ESS, leapfrog steps).
-fn run_numpyro(
-    args: &Args,
-    data: &Path,
-    dir: &Path,
-) -> Result<(f64, f64, f64, Option<u64>), String> {
+/// NumPyro's run (the second `MCMC.run`, the first's wall time for reference).
+struct PeerRun {
+    seconds: f64,
+    cpu_seconds: f64,
+    first_seconds: f64,
+    ess: f64,
+    leapfrog_steps: Option<u64>,
+}
+
+fn run_numpyro(args: &Args, data: &Path, dir: &Path) -> Result<PeerRun, String> {
     let script = repo_root().join("bench/lockstep_numpyro.py");
     let out = dir.join("numpyro_draws.json");
     let output = Command::new(&args.python)
@@ -297,18 +306,49 @@ fn run_numpyro(
     let line = String::from_utf8_lossy(&output.stdout);
     let info: serde_json::Value =
         serde_json::from_str(line.lines().last().unwrap_or("")).map_err(|e| e.to_string())?;
-    println!("numpyro: {}", line.trim());
+    println!("   numpyro: {}", line.trim());
     let draws: Vec<Vec<Vec<f64>>> =
         serde_json::from_str(&std::fs::read_to_string(&out).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
-    let second = info["second_run_s"].as_f64().ok_or("no time")?;
-    let first = info["first_run_s"].as_f64().ok_or("no time")?;
-    Ok((
-        second,
-        first,
-        min_bulk_ess(&draws),
-        info["leapfrog_steps"].as_u64(),
-    ))
+    let time = |key: &str| info[key].as_f64().ok_or(format!("no {key}"));
+    Ok(PeerRun {
+        seconds: time("second_run_s")?,
+        cpu_seconds: time("second_run_cpu_s")?,
+        first_seconds: time("first_run_s")?,
+        ess: min_bulk_ess(&draws),
+        leapfrog_steps: info["leapfrog_steps"].as_u64(),
+    })
+}
+
+/// One row of the table of whole runs.
+#[allow(clippy::too_many_arguments)]
+fn print_row(
+    label: &str,
+    seconds: f64,
+    cpu_seconds: f64,
+    leapfrogs: String,
+    rounds: String,
+    lanes: String,
+    ess: f64,
+    peer: Option<&PeerRun>,
+) {
+    let (rate, cpu_rate) = (ess / seconds, ess / cpu_seconds);
+    let ratio =
+        |mine: f64, theirs: Option<f64>| theirs.map_or("-".into(), |t| format!("{:.2}", mine / t));
+    println!(
+        "   {:<34} {:8.2} {:8.2} {:>9} {:>7} {:>6} {:8.0} {:8.1} {:8.1} {:>8} {:>8}",
+        label,
+        seconds,
+        cpu_seconds,
+        leapfrogs,
+        rounds,
+        lanes,
+        ess,
+        rate,
+        cpu_rate,
+        ratio(rate, peer.map(|p| p.ess / p.seconds)),
+        ratio(cpu_rate, peer.map(|p| p.ess / p.cpu_seconds)),
+    );
 }
 
 fn main() {
@@ -373,28 +413,38 @@ fn main() {
         batched.log_density_gradient_batch(&mut bws, &qs, &mut grads, &mut out);
         std::hint::black_box(&out);
     });
+    let c_single = time_call_on(thread_cpu_seconds, || {
+        let _ = std::hint::black_box(serial.log_density_gradient(&mut ws, q0, &mut grad));
+    });
+    let c_batch = time_call_on(thread_cpu_seconds, || {
+        batched.log_density_gradient_batch(&mut bws, &qs, &mut grads, &mut out);
+        std::hint::black_box(&out);
+    });
     let triad = triad_bandwidth(1 << 25, 5);
     let x_bytes = (args.n * args.k * 8) as f64;
     let per_chain = t_batch / args.chains as f64;
     println!(
-        "\n1. log density + gradient, per chain (X is {:.1} MB)",
+        "\n1. log density + gradient, per chain (X is {:.1} MB); wall µs (CPU µs of the thread)",
         x_bytes / 1e6
     );
     println!(
-        "   alone (serial executor)            {:9.1} µs   X read at {:5.1} GB/s",
+        "   alone (serial executor)              {:9.1} ({:9.1})   X read at {:5.1} GB/s",
         t_single * 1e6,
+        c_single * 1e6,
         x_bytes / t_single / 1e9
     );
     println!(
-        "   batch of {} (batched executor) / {}  {:9.1} µs   X read at {:5.1} GB/s (one pass per batch)",
+        "   batch of {} (batched executor) / {}    {:9.1} ({:9.1})   X read at {:5.1} GB/s (one pass per batch)",
         args.chains,
         args.chains,
         per_chain * 1e6,
+        c_batch / args.chains as f64 * 1e6,
         x_bytes / t_batch / 1e9
     );
     println!(
-        "   ratio batched / alone              {:9.3}      (target ≤ 0.4)   triad {:.1} GB/s",
+        "   ratio batched / alone                {:9.3} ({:9.3})   target ≤ 0.4; triad {:.1} GB/s",
         per_chain / t_single,
+        c_batch / args.chains as f64 / c_single,
         triad
     );
 
@@ -459,46 +509,59 @@ fn main() {
         None
     };
     println!(
-        "\n   {:<36} {:>9} {:>10} {:>9} {:>9} {:>11} {:>12} {:>11}",
-        "engine", "seconds", "leapfrogs", "rounds", "lanes", "min ESS", "ESS/s", "÷ numpyro"
+        "\n   {:<34} {:>8} {:>8} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "engine",
+        "wall s",
+        "CPU s",
+        "leapfrog",
+        "rounds",
+        "lanes",
+        "min ESS",
+        "ESS/s",
+        "ESS/CPUs",
+        "÷np wall",
+        "÷np CPU"
     );
-    let numpyro_rate = peer.map(|(s, _, ess, _)| ess / s);
     for r in &runs {
-        let rate = r.ess / r.seconds;
-        let lanes = if r.rounds > 0 {
-            format!("{:.2}", (r.evaluations as f64) / r.rounds as f64)
-        } else {
-            "-".into()
-        };
-        println!(
-            "   {:<36} {:9.2} {:10} {:>9} {:>9} {:11.0} {:12.1} {:>11}",
-            r.label,
+        let batched = r.rounds > 0;
+        print_row(
+            &r.label,
             r.seconds,
-            r.leapfrog_steps,
-            if r.rounds > 0 {
+            r.cpu_seconds,
+            r.leapfrog_steps.to_string(),
+            if batched {
                 r.rounds.to_string()
             } else {
                 "-".into()
             },
-            lanes,
+            if batched {
+                format!("{:.2}", r.evaluations as f64 / r.rounds as f64)
+            } else {
+                "-".into()
+            },
             r.ess,
-            rate,
-            numpyro_rate.map_or("-".into(), |p| format!("{:.2}", rate / p))
+            peer.as_ref(),
         );
     }
-    if let Some((second, first, ess, steps)) = peer {
-        println!(
-            "   {:<36} {:9.2} {:>10} {:>9} {:>9} {:11.0} {:12.1} {:>11}",
+    if let Some(p) = &peer {
+        print_row(
             "numpyro, vectorized, 1 thread",
-            second,
-            steps.map_or("-".into(), |s| s.to_string()),
-            "-",
-            "-",
-            ess,
-            ess / second,
-            "1.00"
+            p.seconds,
+            p.cpu_seconds,
+            p.leapfrog_steps.map_or("-".into(), |s| s.to_string()),
+            "-".into(),
+            "-".into(),
+            p.ess,
+            Some(p),
         );
-        println!("   (numpyro's first run, with compilation: {first:.2} s)");
+        println!(
+            "   (numpyro's first run, with compilation: {:.2} s wall)",
+            p.first_seconds
+        );
     }
+    println!(
+        "   wall s: the run's wall time; CPU s: the process's CPU time (all threads); lanes: \
+         evaluations per batched call; ÷np: ESS/s over NumPyro's (wall, CPU)"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
