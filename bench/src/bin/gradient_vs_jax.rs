@@ -39,7 +39,6 @@ use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 use hazel_rng::{Purpose, StreamRng};
 use serde_json::{json, Value};
-use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -88,8 +88,8 @@ pub fn forward_block(
     // SAFETY: the builder sized `scratch` for every argument run; one thread.
     let (part, sp) = unsafe { a.chunk(r0, r1, &s.scratch, scratch.as_mut_ptr())? };
     sums.total += part;
-    for k in 0..a.nargs {
-        sums.scalar_tot[k] += sp[k];
+    for (t, p) in sums.scalar_tot.iter_mut().zip(&sp[..a.nargs]) {
+        *t += p;
     }
     // Xᵀ ∂η for the block, while X's rows are in cache.
     let xm = read(s.x, lo_ro, consts);
