@@ -13,7 +13,7 @@ the first call's time includes the compilation, the second's reuses the compiled
 NumPyro caches it. Both are reported; the harness uses the faster. The draws of the second run
 (chains × draws × [alpha, beta…]) are written to --out, where the harness computes their ESS with
 the same code as hazel's. One JSON line on stdout: the two runs' wall and CPU (process) times, the leapfrog steps, the
-XLA flags and versions.
+XLA flags and versions (NumPyro's `num_steps` are those of the post-warmup iterations).
 
 XLA runs on one thread (XLA_FLAGS=--xla_cpu_multi_thread_eigen=false
 intra_op_parallelism_threads=1 unless XLA_FLAGS is set), as hazel's lockstep group does.

@@ -328,9 +328,12 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
 impl Executor for BatchedCpu {
     type Workspace = BatchWorkspace;
 
+    /// A workspace of one lane; a batch call grows it to the lanes it uses (up to `lanes`), so
+    /// a workspace that only ever sees single points (a lockstep chain's own) stays one lane
+    /// wide.
     fn new_workspace(&self, g: &Graph) -> BatchWorkspace {
         let mut ws = BatchWorkspace::default();
-        ws.fit(g, self.lanes.max(1));
+        ws.fit(g, 1);
         ws
     }
 
