@@ -72,12 +72,12 @@ fn bits(chain: &ChainDraws) -> Vec<Vec<u64>> {
         .collect()
 }
 
-/// The CSV without its timing lines (the only wall-clock-dependent content).
+/// The CSV without its timing lines (the only wall-clock-dependent content) and its own path.
 fn without_timing(path: &Path) -> String {
     std::fs::read_to_string(path)
         .expect("csv")
         .lines()
-        .filter(|l| !l.contains("seconds"))
+        .filter(|l| !l.contains("seconds") && !l.starts_with("#   file = /"))
         .collect::<Vec<_>>()
         .join("\n")
 }
