@@ -34,8 +34,8 @@ pub mod zarr_sink;
 
 pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
 pub use layout::arviz_stat_name;
-pub use outputs::{FileOutput, FileStart, MemoryOutput, OutputConfig, Outputs};
 pub use method_csv::{MethodCsv, MethodHeader, MethodSetting};
+pub use outputs::{FileOutput, FileStart, MemoryOutput, OutputConfig, Outputs};
 pub use reader::{
     parse_config_block, read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv,
 };
