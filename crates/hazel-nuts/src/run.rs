@@ -16,16 +16,20 @@
 //! that was begun is finished.
 //!
 //! For each chain the runner calls, from the thread running the chain, in order:
-//! [`DrawSink::begin`] (after a starting point was found), [`DrawSink::draw`] for each kept
-//! iteration (warmup iterations with `save_warmup`, every `thin`-th iteration of each phase
-//! counted from its first, as CmdStan does), [`DrawSink::adaptation_done`] after warmup, and
-//! [`DrawSink::finish`] — also when the chain stops early after `begin`, so a file sink can
-//! flush what it has.
+//! [`DrawSink::begin`] (after a starting point was found) with the algorithm's statistic columns
+//! ([`Algorithm::stat_columns`]) and the model's output columns, [`DrawSink::draw`] for each
+//! kept iteration (warmup iterations with `save_warmup`, every `thin`-th iteration of each
+//! phase counted from its first, as CmdStan does), [`DrawSink::adaptation_done`] after warmup
+//! (NUTS only: fixed_param adapts nothing, and CmdStan's fixed_param files have no adaptation
+//! block), and [`DrawSink::finish`] — also when the chain stops early after `begin`, so a file
+//! sink can flush what it has. Checkpoints reach [`DrawSink::checkpoint`] as
+//! [`ChainCheckpoint`]s.
 
 use crate::chain::{validate_config, Chain, ChainError, Iteration, IterationStatus};
 use crate::checkpoint::{ChainCheckpoint, ChainCounters, ChainStart, CheckpointPolicy};
-use crate::types::{DrawSink, Init, InverseMetric, Lockstep, Progress, RunConfig, Timing};
+use crate::types::{Algorithm, Init, Lockstep, RunConfig};
 use hazel_density::{EvalError, Model};
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Progress, Timing};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -341,7 +345,10 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
             ChainStart::Fresh => {
                 let chain = Chain::new(model, &config.sampler, config.seed, chain_id, self.index)?;
                 self.sink
-                    .begin(&model.output_names())
+                    .begin(&Columns {
+                        stats: config.sampler.algorithm.stat_columns(),
+                        values: &model.output_names(),
+                    })
                     .map_err(ChainError::Sink)?;
                 chain
             }
@@ -370,7 +377,7 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
         self.clock = CheckpointClock::new(config.checkpoint, chain.completed());
         // Adaptation is over before the first sampling iteration, also when num_warmup = 0.
         if chain.completed() == 0 && sampler.num_warmup == 0 {
-            finish_warmup(&mut chain, self.sink.as_mut(), &mut self.report)?;
+            finish_warmup(&mut chain, sampler.algorithm, self.sink.as_mut(), &mut self.report)?;
         }
         if chain.completed() >= sampler.num_warmup {
             self.sampling_start = Some(Instant::now());
@@ -441,8 +448,14 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
             let (values, problem) = chain
                 .write_output()
                 .map_err(|error| ChainError::Fatal { iteration, error })?;
+            let stat_values = stats.values();
+            let n_stats = sampler.algorithm.stat_columns().len();
             self.sink
-                .draw(warmup, &stats, values)
+                .draw(&Draw {
+                    warmup,
+                    stats: &stat_values[..n_stats],
+                    values,
+                })
                 .map_err(ChainError::Sink)?;
             report.draws_written += 1;
             if let Some(problem) = problem {
@@ -464,7 +477,12 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
         if warmup && iteration == sampler.num_warmup {
             self.record_time();
             let chain = self.chain.as_mut().expect("the chain was started");
-            finish_warmup(chain, self.sink.as_mut(), &mut self.report)?;
+            finish_warmup(
+                chain,
+                sampler.algorithm,
+                self.sink.as_mut(),
+                &mut self.report,
+            )?;
             self.sampling_start = Some(Instant::now());
             self.phase_iteration = 0;
         }
@@ -474,12 +492,12 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
         if !chain.is_done() && self.clock.due(iteration) {
             let started = Instant::now();
             self.record_time();
-            let state = self.chain.as_ref().expect("started").snapshot();
+            let checkpoint = ChainCheckpoint {
+                state: Some(self.chain.as_ref().expect("started").snapshot()),
+                counters: self.report.counters(),
+            };
             self.sink
-                .checkpoint(&ChainCheckpoint {
-                    state: Some(state),
-                    counters: self.report.counters(),
-                })
+                .checkpoint(&checkpoint)
                 .map_err(ChainError::Sink)?;
             self.clock.taken(iteration, started);
         }
@@ -504,12 +522,11 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
             .map_err(ChainError::Sink);
         result.and(finished)?;
         if !shared.config.checkpoint.is_off() {
-            self.sink
-                .checkpoint(&ChainCheckpoint {
-                    state: None,
-                    counters: self.report.counters(),
-                })
-                .map_err(ChainError::Sink)?;
+            let last = ChainCheckpoint {
+                state: None,
+                counters: self.report.counters(),
+            };
+            self.sink.checkpoint(&last).map_err(ChainError::Sink)?;
         }
         Ok(())
     }
@@ -767,13 +784,19 @@ impl CheckpointClock {
 
 fn finish_warmup<M: Model + ?Sized>(
     chain: &mut Chain<'_, M>,
+    algorithm: Algorithm,
     sink: &mut dyn DrawSink,
     report: &mut ChainReport,
 ) -> Result<(), ChainError> {
     let stepsize = chain.stepsize();
     let inv_metric = chain.inverse_metric();
-    sink.adaptation_done(stepsize, inv_metric)
+    if algorithm == Algorithm::Nuts {
+        sink.adaptation_done(&AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        })
         .map_err(ChainError::Sink)?;
+    }
     report.stepsize = Some(stepsize);
     report.inv_metric = Some(inv_metric.clone());
     Ok(())

@@ -369,17 +369,10 @@ fn a_failing_chain_leaves_its_group() {
     // A sink failing at its 10th draw, in a group of three.
     struct FailingSink(usize);
     impl DrawSink for FailingSink {
-        fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
+        fn begin(&mut self, _: &hazel_draws::Columns<'_>) -> std::io::Result<()> {
             Ok(())
         }
-        fn adaptation_done(
-            &mut self,
-            _: f64,
-            _: &hazel_nuts::InverseMetric,
-        ) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn draw(&mut self, _: bool, _: &hazel_nuts::DrawStats, _: &[f64]) -> std::io::Result<()> {
+        fn draw(&mut self, _: &hazel_draws::Draw<'_>) -> std::io::Result<()> {
             self.0 += 1;
             if self.0 == 10 {
                 return Err(std::io::Error::other("disk full"));
