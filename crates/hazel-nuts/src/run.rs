@@ -377,7 +377,12 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
         self.clock = CheckpointClock::new(config.checkpoint, chain.completed());
         // Adaptation is over before the first sampling iteration, also when num_warmup = 0.
         if chain.completed() == 0 && sampler.num_warmup == 0 {
-            finish_warmup(&mut chain, sampler.algorithm, self.sink.as_mut(), &mut self.report)?;
+            finish_warmup(
+                &mut chain,
+                sampler.algorithm,
+                self.sink.as_mut(),
+                &mut self.report,
+            )?;
         }
         if chain.completed() >= sampler.num_warmup {
             self.sampling_start = Some(Instant::now());
