@@ -16,6 +16,7 @@
 
 pub mod chain_file;
 pub mod layout;
+pub mod method_csv;
 pub mod number;
 #[cfg(feature = "parquet")]
 pub mod parquet_sink;
@@ -26,6 +27,7 @@ pub mod writer;
 pub mod zarr_sink;
 
 pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
+pub use method_csv::{MethodCsv, MethodHeader, MethodSetting};
 pub use reader::{
     parse_config_block, read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv,
 };
