@@ -102,7 +102,7 @@ pub mod tape {
 
 pub use builder::GraphBuilder;
 pub use exec::{Executor, ExecutorKind};
-pub use lower::support::{unsupported_calls, unsupported_signatures};
-pub use model::{compile, CompileError, CompileOptions, CompiledModel, Workspace};
+pub use lower::support::{unsupported_call_diagnostics, unsupported_calls, unsupported_signatures};
+pub use model::{compile, CompileError, CompileOptions, CompiledModel, OutputColumns, Workspace};
 pub use simd::SimdLevel;
 pub use tape::{Arg, Buffers, Graph, Op};

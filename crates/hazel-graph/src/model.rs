@@ -5,7 +5,7 @@
 use crate::builder::GraphBuilder;
 use crate::exec::{BatchWorkspace, Buffers, CpuWorkspace, Executor, ExecutorKind, SerialCpu};
 use crate::ir::{Arg, CheckKind, Graph};
-use crate::lower::params::declarations;
+use crate::lower::params::{declarations, Declared};
 use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
 use hazel_check::CheckedProgram;
@@ -16,6 +16,9 @@ use hazel_syntax::ast::*;
 use hazel_syntax::{SourceMap, Span};
 use std::fmt;
 use std::sync::Arc;
+
+mod constrained;
+pub use constrained::OutputColumns;
 
 /// Settings of a model build.
 #[derive(Debug, Clone)]
@@ -68,6 +71,17 @@ impl CompileError {
             variable: None,
         }
     }
+    /// The message, naming the data variable concerned unless it already does (data errors
+    /// usually name it themselves: `` `y[17]` = -3 is below … ``).
+    pub fn naming_variable(&self) -> String {
+        match &self.variable {
+            Some(variable) if !self.message.contains(&format!("`{variable}")) => {
+                format!("variable `{variable}`: {}", self.message)
+            }
+            _ => self.message.clone(),
+        }
+    }
+
     /// The message prefixed with `file:line:col` when the error has a location.
     pub fn render(&self, sources: &SourceMap) -> String {
         match self.span {
@@ -811,19 +825,16 @@ impl CompiledModel {
     pub fn unconstrain_inits(
         &self,
         inits: &DataFile,
-        mut fill: impl FnMut() -> f64,
+        fill: impl FnMut() -> f64,
     ) -> Result<Vec<f64>, CompileError> {
         self.check_init_names(inits)?;
-        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
-        tr.sources = self.sources.clone();
-        tr.dynamic = true;
-        tr.jacobian = false;
-        let mut q = Vec::with_capacity(self.dim);
-        let ctx = |e: TraceErr| trace_to_compile(e, "initial values");
-        for d in declarations(&self.checked.program.parameters) {
-            let start = q.len();
-            if inits.get(&d.name).is_some() {
-                let dt = data_type(&mut tr, &d.ty).map_err(ctx)?;
+        self.unconstrain_each(
+            |tr, d| {
+                if inits.get(&d.name).is_none() {
+                    return Ok(None);
+                }
+                let ctx = |e: TraceErr| trace_to_compile(e, "initial values");
+                let dt = data_type(tr, &d.ty).map_err(ctx)?;
                 let dv = hazel_data::read_var(inits, &DataDecl::new(d.name.clone(), dt)).map_err(
                     |e| CompileError {
                         message: format!("initial values: {e}"),
@@ -832,7 +843,31 @@ impl CompiledModel {
                     },
                 )?;
                 let blank = tr.blank(&d.ty).map_err(ctx)?;
-                let v = fill_data(&blank, &dv.values);
+                Ok(Some(fill_data(&blank, &dv.values)))
+            },
+            fill,
+            "initial values",
+        )
+    }
+
+    /// The unconstrained point, parameter by parameter in declaration order: `value_of` gives
+    /// a parameter's constrained value (`None`: its coordinates are `fill()`ed), which Stan's
+    /// inverse transform maps to its unconstrained coordinates.
+    fn unconstrain_each(
+        &self,
+        mut value_of: impl FnMut(&mut Tracer, &Declared) -> Result<Option<Val>, CompileError>,
+        mut fill: impl FnMut() -> f64,
+        context: &str,
+    ) -> Result<Vec<f64>, CompileError> {
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
+        tr.sources = self.sources.clone();
+        tr.dynamic = true;
+        tr.jacobian = false;
+        let mut q = Vec::with_capacity(self.dim);
+        let ctx = |e: TraceErr| trace_to_compile(e, context);
+        for d in declarations(&self.checked.program.parameters) {
+            let start = q.len();
+            if let Some(v) = value_of(&mut tr, &d)? {
                 q.extend(tr.unconstrain_param(&d, &v).map_err(ctx)?);
             }
             // Count this parameter's coordinates (and bind its constrained value, which later
