@@ -9,12 +9,14 @@ ArviZ InferenceData.
 """
 
 from ._hazel import DataError, EvaluationError, HazelError, ModelError, Rng
+from ._inference import from_csv
 from .model import Model
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Model",
+    "from_csv",
     "Rng",
     "HazelError",
     "ModelError",

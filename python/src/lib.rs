@@ -15,7 +15,7 @@ use hazel_graph::{CompileError, CompileOptions, CompiledModel, OutputColumns, Wo
 use hazel_rng::Purpose;
 use hazel_syntax::diagnostic::render_all_plain;
 use hazel_syntax::{Diagnostic, SourceMap};
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -405,6 +405,11 @@ impl CompiledStan {
         self.model.is_dynamic()
     }
 
+    /// Whether transformed data drew random numbers (another seed builds another model).
+    fn transformed_data_is_random(&self) -> bool {
+        self.model.transformed_data_is_random()
+    }
+
     /// Log densities and gradients at `n` points (`qs` row-major `n × dim`): `(lps, grads)`.
     fn log_density_gradient<'py>(
         &self,
@@ -631,10 +636,121 @@ fn variables(names: Vec<String>) -> Vec<(String, Vec<u64>, Vec<usize>)> {
         .collect()
 }
 
+/// One chain's draws as the Python half reads them (`hazel/_inference.py`): a dict with
+/// `chain_id`, `stat_names`, `names`, `warmup_stats`, `warmup_values`, `sampling_stats`,
+/// `sampling_values` (2-D arrays, columns × draws), `stepsize` and `inv_metric` (a vector for
+/// a diagonal metric, a matrix for a dense one, or None).
+struct ChainTables<'a> {
+    chain_id: u64,
+    stat_names: Vec<String>,
+    names: &'a [String],
+    /// (statistics, values), each a list of columns.
+    warmup: (&'a [Vec<f64>], &'a [Vec<f64>]),
+    sampling: (&'a [Vec<f64>], &'a [Vec<f64>]),
+    stepsize: Option<f64>,
+    /// (values, dimension when dense).
+    inv_metric: Option<(&'a [f64], Option<usize>)>,
+}
+
+/// Columns × draws as a 2-D array (`n_rows` draws when there are no columns).
+fn columns_array<'py>(
+    py: Python<'py>,
+    columns: &[Vec<f64>],
+    n_rows: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = columns.first().map_or(n_rows, Vec::len);
+    let mut flat = Vec::with_capacity(columns.len() * n);
+    for column in columns {
+        flat.extend_from_slice(&column[..n.min(column.len())]);
+        flat.extend(std::iter::repeat_n(f64::NAN, n.saturating_sub(column.len())));
+    }
+    Ok(PyArray1::from_vec(py, flat)
+        .reshape([columns.len(), n])?
+        .into_any())
+}
+
+impl ChainTables<'_> {
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        use pyo3::types::PyDict;
+        let dict = PyDict::new(py);
+        dict.set_item("chain_id", self.chain_id)?;
+        dict.set_item("stat_names", &self.stat_names)?;
+        dict.set_item("names", self.names)?;
+        let rows = |table: (&[Vec<f64>], &[Vec<f64>])| {
+            table
+                .0
+                .first()
+                .or(table.1.first())
+                .map_or(0, Vec::len)
+        };
+        for (label, table) in [("warmup", self.warmup), ("sampling", self.sampling)] {
+            let n = rows(table);
+            dict.set_item(format!("{label}_stats"), columns_array(py, table.0, n)?)?;
+            dict.set_item(format!("{label}_values"), columns_array(py, table.1, n)?)?;
+        }
+        dict.set_item("stepsize", self.stepsize)?;
+        match self.inv_metric {
+            None => dict.set_item("inv_metric", py.None())?,
+            Some((values, None)) => dict.set_item("inv_metric", PyArray1::from_slice(py, values))?,
+            Some((values, Some(dim))) => dict.set_item(
+                "inv_metric",
+                PyArray1::from_slice(py, values).reshape([dim, dim])?,
+            )?,
+        }
+        Ok(dict)
+    }
+}
+
+/// The chains of Stan CSV files, read as `hazel summary` reads them.
+#[pyfunction]
+fn read_csv<'py>(py: Python<'py>, paths: Vec<PathBuf>) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
+    let chains = py
+        .detach(|| hazel_output::read_draws(&paths))
+        .map_err(|e| HazelError::new_err(e.to_string()))?;
+    let mut out = Vec::with_capacity(chains.len());
+    for (index, chain) in chains.iter().enumerate() {
+        let n_stats = chain
+            .column_names
+            .iter()
+            .take_while(|name| name.ends_with("__"))
+            .count();
+        let columns: Vec<Vec<f64>> = (0..chain.column_names.len())
+            .map(|j| chain.column(j))
+            .collect();
+        let (stepsize, inv_metric) = match &chain.adaptation {
+            Some(a) => (
+                Some(a.stepsize),
+                a.inv_metric.as_ref().map(|m| match m {
+                    hazel_nuts::InverseMetric::Diag(v) => (v.as_slice(), None),
+                    hazel_nuts::InverseMetric::Dense { dim, values } => {
+                        (values.as_slice(), Some(*dim))
+                    }
+                }),
+            ),
+            None => (None, None),
+        };
+        let tables = ChainTables {
+            chain_id: chain
+                .config_int("id")
+                .and_then(|id| u64::try_from(id).ok())
+                .unwrap_or(index as u64 + 1),
+            stat_names: chain.column_names[..n_stats].to_vec(),
+            names: &chain.column_names[n_stats..],
+            warmup: (&[], &[]),
+            sampling: (&columns[..n_stats], &columns[n_stats..]),
+            stepsize,
+            inv_metric,
+        };
+        out.push(tables.to_dict(py)?);
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _hazel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(variables, m)?)?;
+    m.add_function(wrap_pyfunction!(read_csv, m)?)?;
     m.add_class::<CompiledStan>()?;
     m.add_class::<Rng>()?;
     let py = m.py();

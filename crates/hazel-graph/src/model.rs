@@ -147,6 +147,8 @@ pub struct CompiledModel {
     /// Output variables declared in the parameters and transformed parameters blocks (the
     /// first entries of `outputs`).
     n_upper_vars: usize,
+    /// Whether transformed data called an `_rng` (so the model depends on the seed).
+    transformed_data_random: bool,
 }
 
 /// Per-chain buffers: the executor's workspace (for the static graph) and the dynamic path's
@@ -526,6 +528,8 @@ fn compile_inner(
         check_bounds(&mut tr, &program.transformed_data)
             .map_err(|e| trace_to_compile(e, "transformed data"))?;
     }
+    // Whether transformed data drew from the seed's stream (then the seed changes the model).
+    let transformed_data_random = tr.rng.as_ref().is_some_and(|r| r.position() != 0);
     let env = tr.take_env();
 
     // dimension and output columns
@@ -576,6 +580,7 @@ fn compile_inner(
         })?,
         output_plan: None,
         n_upper_vars,
+        transformed_data_random,
     };
     let zeros = vec![0.0; dim];
     match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
@@ -682,6 +687,12 @@ impl CompiledModel {
     /// Whether evaluation re-traces the program (control flow depends on parameters).
     pub fn is_dynamic(&self) -> bool {
         self.graph.is_none() && self.always_reject.is_none()
+    }
+
+    /// Whether transformed data drew random numbers, so that another seed builds another
+    /// model (a run's seed is the model's seed, as in CmdStan).
+    pub fn transformed_data_is_random(&self) -> bool {
+        self.transformed_data_random
     }
 
     /// Where the dynamic path was needed.
