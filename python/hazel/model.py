@@ -246,6 +246,30 @@ class Model:
         values = self._compiled.unconstrain_json(theta_json)
         return _into(out, values, "out")
 
+    def param_initialize(
+        self,
+        rng: Rng,
+        theta_json: Union[str, Mapping[str, Any], None] = None,
+        *,
+        init_radius: float = 2.0,
+        max_tries: int = 100,
+        jacobian: bool = True,
+        out: Optional[FloatArray] = None,
+    ) -> FloatArray:
+        """A starting point: the parameters ``theta_json`` gives (constrained values, CmdStan
+        JSON text or a mapping), the others uniform in ``(-init_radius, init_radius)`` on the
+        unconstrained scale drawn from ``rng``; retried up to ``max_tries`` times until the log
+        density (with the Jacobian when ``jacobian``) and its gradient are finite.
+
+        :raises hazel.EvaluationError: No finite point in ``max_tries`` tries.
+        """
+        if theta_json is not None and not isinstance(theta_json, str):
+            theta_json = _data.dumps(theta_json)
+        values = self._compiled.initialize(
+            rng, theta_json, float(init_radius), int(max_tries), bool(jacobian)
+        )
+        return _into(out, values, "out")
+
     def new_rng(self, seed: int) -> Rng:
         """A random stream for the generated quantities of :meth:`param_constrain`."""
         return Rng(int(seed))

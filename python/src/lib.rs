@@ -611,6 +611,59 @@ impl CompiledStan {
         Ok(PyArray1::from_vec(py, out))
     }
 
+    /// A starting point (BridgeStan's `param_initialize`): the parameters `text` (CmdStan JSON,
+    /// possibly empty) gives, the others uniform in (−radius, radius) on the unconstrained scale
+    /// from `rng`, retried up to `max_tries` times until the log density and its gradient are
+    /// finite.
+    fn initialize<'py>(
+        &self,
+        py: Python<'py>,
+        rng: &Rng,
+        text: Option<String>,
+        radius: f64,
+        max_tries: usize,
+        jacobian: bool,
+    ) -> PyResult<Array<'py>> {
+        let outcome = py.detach(|| {
+            on_deep_stack(|| -> Result<Vec<f64>, PyErr> {
+                let values = match &text {
+                    Some(text) => {
+                        DataFile::parse(text).map_err(|e| DataError::new_err(e.to_string()))?
+                    }
+                    None => DataFile::empty(),
+                };
+                let mut stream = rng.stream.lock().unwrap_or_else(|e| e.into_inner());
+                let mut ws = self.take(1);
+                let mut grad = vec![0.0; self.model.dim()];
+                let mut last = String::from("no attempt was made");
+                for _ in 0..max_tries.max(1) {
+                    let q = self
+                        .model
+                        .unconstrain_inits(&values, || stream.uniform_range(-radius, radius))
+                        .map_err(|e| DataError::new_err(e.naming_variable()))?;
+                    match self
+                        .model
+                        .log_density_with(&mut ws[0], &q, &mut grad, jacobian, true)
+                    {
+                        Ok(lp) if lp.is_finite() && grad.iter().all(|g| g.is_finite()) => {
+                            self.put(ws);
+                            return Ok(q);
+                        }
+                        Ok(lp) => {
+                            last = format!("the log density is {lp} or its gradient is not finite")
+                        }
+                        Err(e) => last = e.to_string(),
+                    }
+                }
+                self.put(ws);
+                Err(EvaluationError::new_err(format!(
+                    "no finite starting point in {max_tries} tries: {last}"
+                )))
+            })
+        });
+        Ok(PyArray1::from_vec(py, outcome?))
+    }
+
     /// The unconstrained point of constrained parameter values in CmdStan JSON.
     fn unconstrain_json<'py>(&self, py: Python<'py>, text: String) -> PyResult<Array<'py>> {
         let outcome = py.detach(|| {
@@ -662,7 +715,10 @@ fn columns_array<'py>(
     let mut flat = Vec::with_capacity(columns.len() * n);
     for column in columns {
         flat.extend_from_slice(&column[..n.min(column.len())]);
-        flat.extend(std::iter::repeat_n(f64::NAN, n.saturating_sub(column.len())));
+        flat.extend(std::iter::repeat_n(
+            f64::NAN,
+            n.saturating_sub(column.len()),
+        ));
     }
     Ok(PyArray1::from_vec(py, flat)
         .reshape([columns.len(), n])?
@@ -677,11 +733,7 @@ impl ChainTables<'_> {
         dict.set_item("stat_names", &self.stat_names)?;
         dict.set_item("names", self.names)?;
         let rows = |table: (&[Vec<f64>], &[Vec<f64>])| {
-            table
-                .0
-                .first()
-                .or(table.1.first())
-                .map_or(0, Vec::len)
+            table.0.first().or(table.1.first()).map_or(0, Vec::len)
         };
         for (label, table) in [("warmup", self.warmup), ("sampling", self.sampling)] {
             let n = rows(table);
@@ -691,7 +743,9 @@ impl ChainTables<'_> {
         dict.set_item("stepsize", self.stepsize)?;
         match self.inv_metric {
             None => dict.set_item("inv_metric", py.None())?,
-            Some((values, None)) => dict.set_item("inv_metric", PyArray1::from_slice(py, values))?,
+            Some((values, None)) => {
+                dict.set_item("inv_metric", PyArray1::from_slice(py, values))?
+            }
             Some((values, Some(dim))) => dict.set_item(
                 "inv_metric",
                 PyArray1::from_slice(py, values).reshape([dim, dim])?,
@@ -703,7 +757,10 @@ impl ChainTables<'_> {
 
 /// The chains of Stan CSV files, read as `hazel summary` reads them.
 #[pyfunction]
-fn read_csv<'py>(py: Python<'py>, paths: Vec<PathBuf>) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
+fn read_csv<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
     let chains = py
         .detach(|| hazel_output::read_draws(&paths))
         .map_err(|e| HazelError::new_err(e.to_string()))?;

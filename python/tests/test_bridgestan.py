@@ -176,3 +176,19 @@ def test_hessian_of_a_gaussian_is_exact():
         v = np.array([1.0, 2.0, -1.0])
         _, hv = model.log_density_hessian_vector_product(q, v)
         np.testing.assert_allclose(hv, -np.linalg.inv(sigma) @ v, rtol=1e-6, atol=1e-6)
+
+
+def test_param_initialize():
+    model = model_for("eight_schools")
+    q = model.param_initialize(model.new_rng(5), {"mu": 3.0}, init_radius=0.5)
+    theta = model.param_constrain(q)
+    names = model.param_names()
+    assert theta[names.index("mu")] == 3.0
+    others = [k for k, n in enumerate(model.param_unc_names()) if n != "mu"]
+    assert np.all(np.abs(q[others]) < 0.5)
+    again = model.param_initialize(model.new_rng(5), {"mu": 3.0}, init_radius=0.5)
+    assert np.array_equal(q, again)
+    assert np.isfinite(model.log_density(model.param_initialize(model.new_rng(6))))
+    impossible = hazel.Model(code="parameters { real x; } model { reject(\"never\"); }")
+    with pytest.raises(hazel.EvaluationError, match="3 tries.*never"):
+        impossible.param_initialize(impossible.new_rng(1), max_tries=3)
