@@ -114,6 +114,16 @@ class Progress:
                 self.stream.write(self._summary(states) + "\n")
                 self.stream.flush()
 
+    def message(self, text: str) -> None:
+        """A message from a chain (a rejected proposal; the run rate-limits them)."""
+        if self.mode == "off":
+            return
+        if self.mode == "terminal" and self.last_text:
+            self.stream.write("\n")
+            self.last_text = ""
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
     def close(self, states, message: str = "") -> None:
         """The final state, and a closing message."""
         if self.mode == "off":

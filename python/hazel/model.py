@@ -274,6 +274,148 @@ class Model:
         """A random stream for the generated quantities of :meth:`param_constrain`."""
         return Rng(int(seed))
 
+    # -- Sampling -----------------------------------------------------------------------
+
+    def sample(
+        self,
+        *,
+        chains: int = 4,
+        warmup: int = 1000,
+        draws: int = 1000,
+        seed: Optional[int] = None,
+        threads: int = 0,
+        adapt_delta: float = 0.8,
+        max_depth: int = 10,
+        thin: int = 1,
+        metric: str = "diag",
+        init: float = 2.0,
+        inits: Any = None,
+        save_warmup: bool = False,
+        algorithm: str = "nuts",
+        progress: Union[bool, str] = True,
+        observed_data: Any = None,
+        constant_data: Any = None,
+        coords: Optional[Mapping[str, Any]] = None,
+        dims: Optional[Mapping[str, Sequence[str]]] = None,
+    ):
+        """NUTS draws as ArviZ ``InferenceData``: what ``hazel sample`` draws with the same
+        seed and settings, bit for bit (the same code runs both).
+
+        :param chains: Number of chains (ids 1, 2, …).
+        :param warmup: Warmup (adaptation) iterations per chain.
+        :param draws: Draws per chain after warmup.
+        :param seed: The run's seed, 0 to 4294967295 (``None``: one drawn at random, stored
+            in ``idata.attrs["seed"]``). Transformed data draw from it too, as in CmdStan.
+        :param threads: Worker threads running chains (0: one per core); never changes the
+            draws.
+        :param adapt_delta: Target acceptance statistic of step-size adaptation.
+        :param max_depth: Maximum tree depth.
+        :param thin: Keep every ``thin``-th iteration.
+        :param metric: ``"diag"`` or ``"dense"`` mass matrix.
+        :param init: Chains start uniformly in ``(-init, init)`` on the unconstrained scale.
+        :param inits: Initial values (constrained): a mapping, JSON text or a JSON file for
+            every chain, or a list of those, one per chain; parameters left out start as
+            ``init`` says, from each chain's own stream.
+        :param save_warmup: Keep the warmup draws (``warmup_posterior``,
+            ``warmup_sample_stats``).
+        :param algorithm: ``"nuts"`` or ``"fixed_param"`` (a model without parameters always
+            runs fixed_param).
+        :param progress: Show progress (``True``: in Jupyter, else on the terminal, else
+            10% lines on stderr), or one of ``"notebook"``, ``"terminal"``, ``"lines"``;
+            ``False`` for none.
+        :param observed_data: Data variables (names, or a mapping of names to values) for
+            the ``observed_data`` group.
+        :param constant_data: The same for ``constant_data``.
+        :param coords: Coordinates for ArviZ (as ``arviz.from_dict``).
+        :param dims: Dimension names per variable (as ``arviz.from_dict``).
+
+        The GIL is released while the chains run. Ctrl-C (KeyboardInterrupt) stops every
+        chain before its next iteration and returns what was drawn, with a warning.
+        """
+        from . import _inference, _progress
+
+        if seed is None:
+            import secrets
+
+            seed = secrets.randbelow(2**31)
+        seed = int(seed)
+        if not 0 <= seed < 2**32:
+            raise ValueError("seed must be an integer from 0 to 4294967295")
+        compiled = self._compiled
+        if seed != self.seed and compiled.transformed_data_is_random():
+            # Transformed data draw from the run's seed, as `hazel sample --seed` does.
+            compiled = self._build(seed)
+        if inits is None:
+            init_values = None
+        elif isinstance(inits, (list, tuple)):
+            if len(inits) != chains:
+                raise ValueError(f"inits has {len(inits)} entries for {chains} chains")
+            init_values = [_data.read(v)[0] for v in inits]
+        else:
+            init_values = [_data.read(inits)[0]]
+        run = compiled.sample(
+            chains=int(chains),
+            warmup=int(warmup),
+            draws=int(draws),
+            seed=seed,
+            threads=int(threads),
+            adapt_delta=float(adapt_delta),
+            max_depth=int(max_depth),
+            thin=int(thin),
+            metric=str(metric),
+            init_radius=float(init),
+            inits=init_values,
+            save_warmup=bool(save_warmup),
+            algorithm=str(algorithm),
+        )
+        mode = "auto" if progress is True else ("off" if progress is False else progress)
+        shown = _progress.Progress(
+            run.chain_ids(), run.warmup(), run.draws(), mode=mode
+        )
+        interrupted = False
+        try:
+            while not run.wait(0.2):
+                shown.update(run.states())
+                for message in run.messages():
+                    shown.message(message)
+        except KeyboardInterrupt:
+            interrupted = True
+            run.interrupt()
+            while not run.wait(0.2):
+                pass
+        outcome = run.result()
+        shown.close(run.states())
+        for note in outcome["notes"]:
+            warnings.warn(note, stacklevel=2)
+        for failure in outcome["failures"]:
+            warnings.warn(failure, stacklevel=2)
+        if interrupted:
+            counts = [c["sampling_stats"].shape[1] for c in outcome["chains"]]
+            warnings.warn(
+                f"sampling interrupted: returning the draws made so far ({counts} per chain)",
+                stacklevel=2,
+            )
+        data = self._data_values() if (observed_data or constant_data) else {}
+        return _inference.to_inference_data(
+            outcome["chains"],
+            data=data,
+            observed_data=observed_data,
+            constant_data=constant_data,
+            coords=coords,
+            dims=dims,
+            attrs={"seed": seed, "num_warmup": outcome["num_warmup"],
+                   "num_samples": outcome["num_samples"], "thin": int(thin),
+                   "max_depth": int(max_depth), "adapt_delta": float(adapt_delta),
+                   "metric": str(metric), "algorithm": outcome["algorithm"],
+                   "interrupted": int(interrupted)},
+        )
+
+    def _data_values(self) -> dict:
+        """The model's data as Python values (for `observed_data`/`constant_data`)."""
+        import json
+
+        return json.loads(self._data_json) if self._data_json else {}
+
     # -- Log density and derivatives ----------------------------------------------------
 
     def log_density(

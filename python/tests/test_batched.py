@@ -46,3 +46,18 @@ def test_batched_evaluation_names_the_failing_point():
     points = np.array([[0.0], [0.5], [2.0], [0.1]])
     with pytest.raises(hazel.EvaluationError, match="point 3 of 4.*x too big"):
         model.log_density_gradient(points)
+
+
+def test_threads_share_a_model():
+    """Calls release the GIL and take their own workspaces: Python threads evaluating one model
+    at once get the numbers a single thread gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = model_for("logistic_regression")
+    d = model.param_unc_num()
+    points = np.random.default_rng(4).uniform(-1, 1, size=(64, d))
+    serial = [model.log_density_gradient(q) for q in points]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(model.log_density_gradient, points))
+    for (lp_a, g_a), (lp_b, g_b) in zip(serial, parallel):
+        assert lp_a == lp_b and np.array_equal(g_a, g_b)
