@@ -391,6 +391,8 @@ class Model:
             warnings.warn(failure, stacklevel=2)
         if interrupted:
             counts = [c["sampling_stats"].shape[1] for c in outcome["chains"]]
+            if not any(counts):
+                raise KeyboardInterrupt("sampling interrupted before the first draw")
             warnings.warn(
                 f"sampling interrupted: returning the draws made so far ({counts} per chain)",
                 stacklevel=2,

@@ -22,6 +22,8 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+mod sampling;
+
 create_exception!(
     _hazel,
     HazelError,
@@ -245,8 +247,8 @@ impl Rng {
 
 /// A compiled model over flat buffers (the Python class `hazel.Model` wraps it).
 #[pyclass(module = "hazel._hazel", frozen)]
-struct CompiledStan {
-    model: Arc<CompiledModel>,
+pub(crate) struct CompiledStan {
+    pub(crate) model: Arc<CompiledModel>,
     columns: OutputColumns,
     output_names: Vec<String>,
     unconstrained_names: Vec<String>,
@@ -403,6 +405,43 @@ impl CompiledStan {
     /// Whether every evaluation re-traces the program (control flow reads parameters).
     fn is_dynamic(&self) -> bool {
         self.model.is_dynamic()
+    }
+
+    /// Starts sampling on a thread of its own and returns the running job
+    /// (`sampling::SampleRun`).
+    #[pyo3(signature = (*, chains, warmup, draws, seed, threads, adapt_delta, max_depth, thin, metric, init_radius, inits, save_warmup, algorithm))]
+    #[allow(clippy::too_many_arguments)]
+    fn sample(
+        &self,
+        chains: usize,
+        warmup: usize,
+        draws: usize,
+        seed: u64,
+        threads: usize,
+        adapt_delta: f64,
+        max_depth: u32,
+        thin: usize,
+        metric: &str,
+        init_radius: f64,
+        inits: Option<Vec<String>>,
+        save_warmup: bool,
+        algorithm: &str,
+    ) -> PyResult<sampling::SampleRun> {
+        self.start_sampling(
+            chains,
+            warmup,
+            draws,
+            seed,
+            threads,
+            adapt_delta,
+            max_depth,
+            thin,
+            metric,
+            init_radius,
+            inits,
+            save_warmup,
+            algorithm,
+        )
     }
 
     /// Whether transformed data drew random numbers (another seed builds another model).
@@ -693,16 +732,16 @@ fn variables(names: Vec<String>) -> Vec<(String, Vec<u64>, Vec<usize>)> {
 /// `chain_id`, `stat_names`, `names`, `warmup_stats`, `warmup_values`, `sampling_stats`,
 /// `sampling_values` (2-D arrays, columns × draws), `stepsize` and `inv_metric` (a vector for
 /// a diagonal metric, a matrix for a dense one, or None).
-struct ChainTables<'a> {
-    chain_id: u64,
-    stat_names: Vec<String>,
-    names: &'a [String],
+pub(crate) struct ChainTables<'a> {
+    pub chain_id: u64,
+    pub stat_names: Vec<String>,
+    pub names: &'a [String],
     /// (statistics, values), each a list of columns.
-    warmup: (&'a [Vec<f64>], &'a [Vec<f64>]),
-    sampling: (&'a [Vec<f64>], &'a [Vec<f64>]),
-    stepsize: Option<f64>,
+    pub warmup: (&'a [Vec<f64>], &'a [Vec<f64>]),
+    pub sampling: (&'a [Vec<f64>], &'a [Vec<f64>]),
+    pub stepsize: Option<f64>,
     /// (values, dimension when dense).
-    inv_metric: Option<(&'a [f64], Option<usize>)>,
+    pub inv_metric: Option<(&'a [f64], Option<usize>)>,
 }
 
 /// Columns × draws as a 2-D array (`n_rows` draws when there are no columns).
@@ -726,7 +765,10 @@ fn columns_array<'py>(
 }
 
 impl ChainTables<'_> {
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    pub(crate) fn to_dict<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         use pyo3::types::PyDict;
         let dict = PyDict::new(py);
         dict.set_item("chain_id", self.chain_id)?;
@@ -755,7 +797,8 @@ impl ChainTables<'_> {
     }
 }
 
-/// The chains of Stan CSV files, read as `hazel summary` reads them.
+/// The chains of Stan CSV files, read as `hazel summary` reads them (saved warmup draws
+/// included).
 #[pyfunction]
 fn read_csv<'py>(
     py: Python<'py>,
@@ -764,43 +807,10 @@ fn read_csv<'py>(
     let chains = py
         .detach(|| hazel_output::read_draws(&paths))
         .map_err(|e| HazelError::new_err(e.to_string()))?;
-    let mut out = Vec::with_capacity(chains.len());
-    for (index, chain) in chains.iter().enumerate() {
-        let n_stats = chain
-            .column_names
-            .iter()
-            .take_while(|name| name.ends_with("__"))
-            .count();
-        let columns: Vec<Vec<f64>> = (0..chain.column_names.len())
-            .map(|j| chain.column(j))
-            .collect();
-        let (stepsize, inv_metric) = match &chain.adaptation {
-            Some(a) => (
-                Some(a.stepsize),
-                a.inv_metric.as_ref().map(|m| match m {
-                    hazel_nuts::InverseMetric::Diag(v) => (v.as_slice(), None),
-                    hazel_nuts::InverseMetric::Dense { dim, values } => {
-                        (values.as_slice(), Some(*dim))
-                    }
-                }),
-            ),
-            None => (None, None),
-        };
-        let tables = ChainTables {
-            chain_id: chain
-                .config_int("id")
-                .and_then(|id| u64::try_from(id).ok())
-                .unwrap_or(index as u64 + 1),
-            stat_names: chain.column_names[..n_stats].to_vec(),
-            names: &chain.column_names[n_stats..],
-            warmup: (&[], &[]),
-            sampling: (&columns[..n_stats], &columns[n_stats..]),
-            stepsize,
-            inv_metric,
-        };
-        out.push(tables.to_dict(py)?);
-    }
-    Ok(out)
+    chains
+        .iter()
+        .map(|chain| sampling::chain_dict(py, &chain.to_chain_draws()))
+        .collect()
 }
 
 #[pymodule]
@@ -810,6 +820,7 @@ fn _hazel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_csv, m)?)?;
     m.add_class::<CompiledStan>()?;
     m.add_class::<Rng>()?;
+    m.add_class::<sampling::SampleRun>()?;
     let py = m.py();
     m.add("HazelError", py.get_type::<HazelError>())?;
     m.add("ModelError", py.get_type::<ModelError>())?;
