@@ -60,6 +60,8 @@ class Progress:
         divergent = sum(d for it, warm, d in states if not warm)
         in_warmup = sum(1 for it, warm, _ in states if warm and it < self.total)
         phase = f"{in_warmup} in warmup" if in_warmup else "sampling"
+        if fraction >= 1:
+            phase = "done"
         elapsed = time.monotonic() - self.start
         text = (
             f"{len(states)} chains: {100 * fraction:3.0f}% ({phase}), "
