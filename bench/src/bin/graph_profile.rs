@@ -8,7 +8,8 @@
 //! (`NAME`: a directory of `corpus/posteriordb`, or a substring matching exactly one). Prints
 //! the ops by kind (count, and values written), then runs `EVALS` (default 0) log density +
 //! gradient evaluations at the oracle's first point and the median µs of one when `EVALS` > 0.
-//! `NAME` = `:chain`: `gradient_vs_stanli --engine`'s chain of 100,000 scalar ops instead.
+//! `NAME` = `:chain`: `gradient_vs_stanli --engine`'s chain of 100,000 scalar ops instead
+//! (with `HAZEL_CHAIN_FUSED` set: fused into scalar blocks first, as compiled models are).
 //! `NAME` = `:bits`: one line per corpus posterior with the bits of the log density and a hash
 //! of the gradient's bits at every oracle point (diff two builds' output to see which
 //! posteriors a change moved).
@@ -56,10 +57,14 @@ fn scalar_chain(evals: usize) {
             b.binary(BinaryFn::Add, acc, x)
         };
     }
-    let g = b.finish();
+    let mut g = b.finish();
+    if std::env::var_os("HAZEL_CHAIN_FUSED").is_some() {
+        g.fuse_scalar_blocks();
+    }
     let s = run_graph_evals(&g, acc, &q, evals);
     println!(
-        "scalar op chain: {:.2} ns per op (forward + backward), {evals} evaluations of 100000 ops",
+        "scalar op chain ({} ops after fusion): {:.2} ns per op (forward + backward), {evals} evaluations of 100000 ops",
+        g.ops.len(),
         s * 1e9 / (evals.max(1) * 100_000) as f64
     );
 }

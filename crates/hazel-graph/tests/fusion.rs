@@ -247,3 +247,90 @@ fn a_chain_stops_at_a_link_read_elsewhere() {
         .zip(&after.1)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
 }
+
+/// Every kind of scalar instruction, with each operand a parameter-dependent value or a
+/// constant: the arithmetic in all three layouts, other binary functions, unary functions of
+/// both spaces, multiply-adds and their chains, one-term densities, and a value read twice by
+/// one op.
+fn scalar_mix_graph(q: &[f64]) -> (Graph, Arg) {
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let (x, y, z) = (p.at(0), p.at(1), p.at(2));
+    let c = b.konst(&[1.5, -0.25, 3.0]);
+    let mut terms = Vec::new();
+    for f in [BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul, BinaryFn::Div] {
+        terms.push(b.binary(f, x, y));
+        terms.push(b.binary(f, x, c.at(0)));
+        terms.push(b.binary(f, c.at(1), y));
+    }
+    for f in [BinaryFn::Pow, BinaryFn::LogSumExp, BinaryFn::Hypot] {
+        let ex = b.unary(UnaryFn::Exp, x);
+        terms.push(b.binary(f, ex, y));
+        terms.push(b.binary(f, ex, c.at(2)));
+        terms.push(b.binary(f, c.at(2), ex));
+    }
+    let sq = b.binary(BinaryFn::Mul, z, z);
+    terms.push(sq);
+    terms.push(b.unary(UnaryFn::Log1pExp, y));
+    terms.push(b.unary(UnaryFn::Tanh, c.at(1)));
+    // alpha + beta1 * y1 + beta2 * y2: multiply-adds, then a chain.
+    let mut mu = z;
+    for k in 0..3 {
+        let prod = b.binary(BinaryFn::Mul, p.at(k), c.at(k));
+        mu = b.binary(BinaryFn::Add, mu, prod);
+    }
+    terms.push(mu);
+    let sigma = b.unary(UnaryFn::Exp, z);
+    terms.push(b.dist(DistKind::Normal, vec![c.at(0), mu, sigma], true));
+    terms.push(b.dist(DistKind::Normal, vec![x, c.at(1), c.at(2)], false));
+    terms.push(b.dist(DistKind::StudentT, vec![y, c.at(2), mu, sigma], false));
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn scalar_blocks_keep_every_bit() {
+    let q = [0.3, 0.6, -0.7];
+    let (unfused, out) = scalar_mix_graph(&q);
+    let mut fused = unfused.clone();
+    fused.fuse_mul_add(out);
+    fused.fuse_mul_add_chains(out);
+    let mut blocks = fused.clone();
+    let absorbed = blocks.fuse_scalar_blocks();
+    assert!(absorbed >= 30, "{absorbed} ops absorbed");
+    assert!(blocks.ops.iter().any(|op| matches!(op, Op::Scalars { .. })));
+    // Nothing scalar is left outside a block but the final sum.
+    assert!(blocks.ops.len() <= 3, "{:?}", blocks.ops.len());
+    for q in [q, [1.5, -0.9, 0.0], [-3.0, 0.0, 1e-3], [0.0, 0.0, 0.0]] {
+        let (lp0, g0) = value_and_gradient(&unfused, out, &q);
+        let (lp1, g1) = value_and_gradient(&blocks, out, &q);
+        assert_eq!(lp0.to_bits(), lp1.to_bits());
+        for (a, b) in g0.iter().zip(&g1) {
+            assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+        }
+    }
+}
+
+#[test]
+fn a_failing_density_in_a_block_names_its_own_line() {
+    let q = [0.3, 0.6];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    b.location = Some("line 1".into());
+    let s = b.binary(BinaryFn::Add, p.at(0), p.at(1));
+    let t = b.binary(BinaryFn::Mul, s, p.at(0));
+    b.location = Some("line 2".into());
+    // A scale that is negative when q[1] < 0.
+    let lp = b.dist(DistKind::Normal, vec![t, s, p.at(1)], true);
+    let mut g = b.finish();
+    assert_eq!(g.fuse_scalar_blocks(), 3);
+    assert_eq!(g.ops.len(), 1);
+    let mut buf = Buffers::for_graph(&g);
+    let e = g
+        .forward(&[0.3, -0.6], &mut buf)
+        .expect_err("negative scale");
+    assert_eq!(e.location.as_deref(), Some("line 2"), "{e:?}");
+    assert!(e.message.contains("normal_lpdf"), "{}", e.message);
+    g.forward(&q, &mut buf).expect("positive scale");
+    assert!(g.scalar(lp, &buf).is_finite());
+}

@@ -292,6 +292,13 @@ pub enum Op {
         args: Box<[Arg]>,
         out: Slot,
     },
+    /// A run of scalar ops as compact instructions, fused by [`Graph::fuse_scalar_blocks`]
+    /// ([`crate::ir::scalar`]); `out` spans the slots its instructions write (each writes one,
+    /// after its inputs, as the ops did). Same bits as the ops it replaces.
+    Scalars {
+        block: Box<crate::ir::scalar::ScalarBlock>,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -325,7 +332,8 @@ impl Op {
             | Op::Ode { out, .. }
             | Op::Integrate { out, .. }
             | Op::Glm { out, .. }
-            | Op::Nary { out, .. } => *out,
+            | Op::Nary { out, .. }
+            | Op::Scalars { out, .. } => *out,
         }
     }
 
@@ -380,6 +388,7 @@ impl Op {
             }
             Op::Reject { .. } => {}
             Op::Glm { spec, .. } => spec.for_each_input_mut(f),
+            Op::Scalars { block, .. } => block.for_each_input_mut(f),
             Op::Dae {
                 yy0, yp0, theta, ..
             } => {
@@ -423,6 +432,7 @@ impl Op {
             Op::Check { x, bound, .. } => vec![*x, *bound],
             Op::Reject { .. } => vec![],
             Op::Glm { spec, .. } => spec.inputs(),
+            Op::Scalars { block, .. } => block.inputs(),
         }
     }
 }
@@ -606,6 +616,56 @@ impl Graph {
         }
         self.ops = ops;
         fused
+    }
+
+    /// Removes ops whose output nothing reads — no later op's argument covers any of its
+    /// slots and `keep` does not — when the op can neither fail nor have another effect
+    /// (elementwise arithmetic, packing, sums and products; never a check, a density, a
+    /// solver or a factorisation, whose errors Stan would raise); returns how many were
+    /// removed. A transformed parameter the model block never reads is the common case.
+    ///
+    /// Values are unchanged. Gradients are unchanged except where a removed op would have
+    /// added `0 × ∞ = NaN` (a `log` at 0 whose result nobody reads) or turned a `-0.0`
+    /// adjoint into `+0.0`: a dead op's own adjoint is zero, so it only ever added zeros.
+    pub fn eliminate_dead_ops(&mut self, keep: Arg) -> usize {
+        let mut live = vec![false; self.n_vals];
+        let mark = |a: Arg, live: &mut [bool]| {
+            if a.is_var() {
+                live[a.range()].iter_mut().for_each(|l| *l = true);
+            }
+        };
+        mark(keep, &mut live);
+        let mut keep_op = vec![true; self.ops.len()];
+        for (i, op) in self.ops.iter().enumerate().rev() {
+            let out = op.out();
+            let removable = matches!(
+                op,
+                Op::Unary { .. }
+                    | Op::Binary { .. }
+                    | Op::MulAdd { .. }
+                    | Op::MulAddChain { .. }
+                    | Op::Sum { .. }
+                    | Op::SumScalars { .. }
+                    | Op::Dot { .. }
+                    | Op::LogSumExp { .. }
+                    | Op::CumSum { .. }
+                    | Op::Pack { .. }
+                    | Op::Gather { .. }
+                    | Op::MatVec { .. }
+                    | Op::MatMul { .. }
+            );
+            if removable && !live[out.range()].iter().any(|l| *l) {
+                keep_op[i] = false;
+                continue;
+            }
+            for a in op.inputs() {
+                mark(a, &mut live);
+            }
+        }
+        let before = self.ops.len();
+        let mut k = keep_op.into_iter();
+        self.ops.retain(|_| k.next().unwrap_or(true));
+        before - self.ops.len()
     }
 
     /// How many times each candidate slot is read: by every op's arguments (a run covering
