@@ -454,17 +454,26 @@ pub struct Graph {
     pub locations: Vec<(u32, std::sync::Arc<str>)>,
 }
 
-/// Appends what identifies a scalar argument to a common-subexpression key: its slot if it
-/// varies, its value if it is a constant (the pool is immutable, so equal constants at
-/// different offsets are interchangeable; the tracer does not intern them). `false` for runs.
+/// Appends what identifies an argument to a common-subexpression key: its slot run if it
+/// varies; for a constant, its values (the pool is immutable, so equal constants at different
+/// offsets are interchangeable; the tracer does not intern them), or, for a run longer than
+/// [`CSE_CONST_VALUES`], its place in the pool.
 fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
     use std::fmt::Write;
-    a.len == 1
-        && match a.space {
-            Space::Var => write!(key, "v{}", a.off).is_ok(),
-            Space::Const => write!(key, "c{:x}", consts[a.off as usize].to_bits()).is_ok(),
+    match a.space {
+        Space::Var => write!(key, "v{}:{}", a.off, a.len).is_ok(),
+        Space::Const if a.len() <= CSE_CONST_VALUES => {
+            key.push('c');
+            consts[a.range()]
+                .iter()
+                .all(|v| write!(key, "{:x},", v.to_bits()).is_ok())
         }
+        Space::Const => write!(key, "k{}:{}", a.off, a.len).is_ok(),
+    }
 }
+
+/// Constant runs up to this long are compared by value in [`Graph::eliminate_common_subexpressions`].
+const CSE_CONST_VALUES: usize = 64;
 
 impl Graph {
     /// `e`, raised by `op`, with the model location `op` was traced from.
@@ -475,12 +484,14 @@ impl Graph {
         e.at(location)
     }
 
-    /// Removes scalar ops that repeat an earlier op on the same arguments (after earlier
-    /// removals), redirecting their readers to the earlier op's output; returns how many
-    /// were removed. Loops over data make these common: `bernoulli_lpmf(1 | omega)` for every
-    /// row, `beta[1] * n_avoid[j, t]` for the few distinct values of a count.
+    /// Removes ops with a scalar output that repeat an earlier op on the same arguments (after
+    /// earlier removals), redirecting their readers to the earlier op's output; returns how
+    /// many were removed. Loops over data make these common: `bernoulli_lpmf(1 | omega)` for
+    /// every row, `beta[1] * n_avoid[j, t]` for the few distinct values of a count,
+    /// `bernoulli_lpmf(y[i] | p)` for the few distinct capture histories `y[i]`.
     ///
-    /// Only pure scalar ops (unary, binary, multiply-add, one-term densities) are candidates,
+    /// Only pure ops are candidates (scalar unary, binary and multiply-add; densities, sums,
+    /// dot products and `log_sum_exp` of runs, which have a scalar output),
     /// and an op is kept when its output is read through a run longer than one value (a
     /// vector view over adjacent scalars) or is `keep`. Values are unchanged; the earlier
     /// op's adjoint collects all its readers' contributions, so the gradient may differ from
@@ -534,14 +545,22 @@ impl Graph {
                             && arg_key(&mut key, *c, &self.consts)
                     }
                     Op::Dist {
-                        kind,
-                        args,
-                        propto,
-                        len: 1,
-                        ..
+                        kind, args, propto, ..
                     } => {
                         write!(key, "D{kind:?}{propto}").is_ok()
                             && args.iter().all(|a| arg_key(&mut key, *a, &self.consts))
+                    }
+                    Op::Sum { x, .. } => {
+                        key.push('S');
+                        arg_key(&mut key, *x, &self.consts)
+                    }
+                    Op::LogSumExp { x, .. } => {
+                        key.push('L');
+                        arg_key(&mut key, *x, &self.consts)
+                    }
+                    Op::Dot { a, b, .. } => {
+                        key.push('P');
+                        arg_key(&mut key, *a, &self.consts) && arg_key(&mut key, *b, &self.consts)
                     }
                     _ => false,
                 };
