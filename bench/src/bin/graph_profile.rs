@@ -15,6 +15,7 @@
 //! posteriors a change moved).
 
 use hazel_density::LogDensity;
+use hazel_graph::ir::scalar::ScalarInstr;
 use hazel_graph::{compile, CompileOptions, Op};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -144,6 +145,53 @@ fn main() {
                 let e = kinds.entry(op_kind(op)).or_default();
                 e.0 += 1;
                 e.1 += op.out().len as usize;
+                // What the blocks hold, instruction by instruction.
+                if let Op::Scalars { block, .. } = op {
+                    for i in block.code() {
+                        let kind = match i {
+                            ScalarInstr::Small { op, .. } => format!("  in block: {}", op_kind(op)),
+                            other => {
+                                let s = format!("{other:?}");
+                                let head = s.split([' ', '{', '(']).next().unwrap_or("");
+                                let f = match other {
+                                    ScalarInstr::Unary { f, .. } => format!(" {f:?}"),
+                                    ScalarInstr::Binary { f, .. } => format!(" {f:?}"),
+                                    ScalarInstr::Dist { dist, .. } => {
+                                        format!(" {}", dist.kind.name())
+                                    }
+                                    _ => String::new(),
+                                };
+                                format!("  in block: {head}{f}")
+                            }
+                        };
+                        let e = kinds.entry(kind).or_default();
+                        e.0 += 1;
+                        e.1 += i.out().len as usize;
+                    }
+                }
+            }
+            // `HAZEL_DUMP_OPS=a..b`: ops a..b of the graph (instructions, inside blocks), as
+            // `Debug` prints them.
+            if let Some((a, b)) = std::env::var("HAZEL_DUMP_OPS")
+                .ok()
+                .and_then(|r| {
+                    r.split_once("..")
+                        .map(|(a, b)| (a.parse().ok(), b.parse().ok()))
+                })
+                .and_then(|(a, b): (Option<usize>, Option<usize>)| Some((a?, b?)))
+            {
+                let mut flat: Vec<String> = Vec::new();
+                for op in &g.ops {
+                    match op {
+                        Op::Scalars { block, .. } => {
+                            flat.extend(block.code().iter().map(|i| format!("  {i:?}")))
+                        }
+                        other => flat.push(format!("{other:?}")),
+                    }
+                }
+                for line in flat.iter().skip(a).take(b.saturating_sub(a)) {
+                    println!("{line}");
+                }
             }
             let mut rows: Vec<_> = kinds.into_iter().collect();
             rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0));

@@ -181,11 +181,23 @@ pub enum ScalarInstr {
         dist: Box<ScalarDist>,
         out: u32,
     },
+    /// Any other op whose runs are all short ([`SMALL_LEN`]), run by its own rules: a
+    /// short vector's arithmetic costs less than a trip through the op dispatch and the SIMD
+    /// dispatch (which buys nothing at this length), so it runs inside the block, compiled for
+    /// the baseline instruction set (every level gives the same bits). `location` is the model
+    /// location its errors name.
+    Small {
+        op: Box<Op>,
+        location: Option<std::sync::Arc<str>>,
+    },
 }
 
+/// The longest run an op may read or write to be held in a block as [`ScalarInstr::Small`].
+pub const SMALL_LEN: u32 = 16;
+
 impl ScalarInstr {
-    /// The slot the instruction writes.
-    pub fn out(&self) -> u32 {
+    /// The slots the instruction writes.
+    pub fn out(&self) -> Slot {
         use ScalarInstr::*;
         match self {
             AddVV { out, .. }
@@ -204,15 +216,16 @@ impl ScalarInstr {
             | Binary { out, .. }
             | MulAdd { out, .. }
             | MulAddChain { out, .. }
-            | Dist { out, .. } => *out,
+            | Dist { out, .. } => Slot { off: *out, len: 1 },
+            Small { op, .. } => op.out(),
         }
     }
 
-    /// Every operand the instruction reads, in order.
-    pub fn for_each_operand(&self, mut f: impl FnMut(Operand)) {
+    /// Every argument the instruction reads, in order.
+    pub fn for_each_input(&self, mut f: impl FnMut(Arg)) {
         use ScalarInstr::*;
-        let v = |i: &u32| Operand(*i);
-        let c = |i: &u32| Operand(*i | Operand::CONST);
+        let v = |i: &u32| Arg::var(*i as usize, 1);
+        let c = |i: &u32| Arg::konst(*i as usize, 1);
         match self {
             AddVV { a, b, .. } | SubVV { a, b, .. } | MulVV { a, b, .. } | DivVV { a, b, .. } => {
                 f(v(a));
@@ -232,27 +245,35 @@ impl ScalarInstr {
                 f(c(k));
                 f(v(b))
             }
-            Unary { x, .. } => f(*x),
+            Unary { x, .. } => f(x.arg()),
             Binary { a, b, .. } => {
-                f(*a);
-                f(*b)
+                f(a.arg());
+                f(b.arg())
             }
             MulAdd { a, b, c, .. } => {
-                f(*a);
-                f(*b);
-                f(*c)
+                f(a.arg());
+                f(b.arg());
+                f(c.arg())
             }
             MulAddChain { c, terms, .. } => {
-                f(*c);
-                terms.iter().flatten().for_each(|o| f(*o))
+                f(c.arg());
+                terms.iter().flatten().for_each(|o| f(o.arg()))
             }
-            Dist { dist, .. } => dist.args.iter().for_each(|o| f(*o)),
+            Dist { dist, .. } => dist.args.iter().for_each(|o| f(o.arg())),
+            Small { op, .. } => op.inputs().into_iter().for_each(f),
         }
     }
 
-    /// Calls `f` on every operand, allowing it to be redirected (to a scalar of either space).
-    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Arg)) {
+    /// Calls `f` on every argument, allowing it to be redirected (a scalar to a scalar of
+    /// either space).
+    // `dyn`: an op held by a block may itself be a block, and a generic `f` would instantiate
+    // without end.
+    pub fn for_each_input_mut(&mut self, f: &mut dyn FnMut(&mut Arg)) {
         use ScalarInstr::*;
+        if let Small { op, .. } = self {
+            op.for_each_input_mut(f);
+            return;
+        }
         let mut redirect = |o: &mut Operand| {
             let mut a = o.arg();
             f(&mut a);
@@ -378,8 +399,31 @@ impl ScalarInstr {
                 }),
                 out: out.off,
             },
+            _ if Self::is_small(op) => I::Small {
+                op: Box::new(op.clone()),
+                location: locate(op.out().off),
+            },
             _ => return None,
         })
+    }
+
+    /// Whether `op` is one a block holds as [`ScalarInstr::Small`]: cheap elementwise, packing
+    /// and reduction ops and densities, every run of at most [`SMALL_LEN`] values.
+    fn is_small(op: &Op) -> bool {
+        let short = |a: &Arg| a.len <= SMALL_LEN;
+        let kind = matches!(
+            op,
+            Op::Unary { .. }
+                | Op::Binary { .. }
+                | Op::Sum { .. }
+                | Op::Dot { .. }
+                | Op::LogSumExp { .. }
+                | Op::CumSum { .. }
+                | Op::Pack { .. }
+                | Op::Gather { .. }
+                | Op::Dist { .. }
+        );
+        kind && op.out().len <= SMALL_LEN && op.inputs().iter().all(short)
     }
 }
 
@@ -397,12 +441,12 @@ impl ScalarBlock {
     pub fn new(code: Box<[ScalarInstr]>) -> ScalarBlock {
         let (mut vals_len, mut consts_len) = (0, 0);
         for i in code.iter() {
-            vals_len = vals_len.max(i.out() as usize + 1);
-            i.for_each_operand(|o| {
-                if o.is_var() {
-                    vals_len = vals_len.max(o.index() + 1);
+            vals_len = vals_len.max(i.out().range().end);
+            i.for_each_input(|a| {
+                if a.is_var() {
+                    vals_len = vals_len.max(a.range().end);
                 } else {
-                    consts_len = consts_len.max(o.index() + 1);
+                    consts_len = consts_len.max(a.range().end);
                 }
             });
         }
@@ -432,7 +476,7 @@ impl ScalarBlock {
     pub fn inputs(&self) -> Vec<Arg> {
         let mut v = Vec::new();
         for i in self.code.iter() {
-            i.for_each_operand(|o| v.push(o.arg()));
+            i.for_each_input(|a| v.push(a));
         }
         v
     }
@@ -441,7 +485,7 @@ impl ScalarBlock {
     pub fn for_each_input_mut(&mut self, mut f: impl FnMut(&mut Arg)) {
         let mut code = std::mem::take(&mut self.code);
         for i in code.iter_mut() {
-            i.for_each_operand_mut(&mut f);
+            i.for_each_input_mut(&mut f as &mut dyn FnMut(&mut Arg));
         }
         *self = ScalarBlock::new(code);
     }
@@ -466,8 +510,12 @@ impl Graph {
             |run: &mut Vec<ScalarInstr>, pending: &mut Option<Op>, ops: &mut Vec<Op>| {
                 if run.len() >= 2 {
                     absorbed += run.len();
-                    let lo = run.iter().map(|i| i.out()).min().unwrap_or(0);
-                    let hi = run.iter().map(|i| i.out() + 1).max().unwrap_or(0);
+                    let lo = run.iter().map(|i| i.out().off).min().unwrap_or(0);
+                    let hi = run
+                        .iter()
+                        .map(|i| i.out().range().end as u32)
+                        .max()
+                        .unwrap_or(0);
                     ops.push(Op::Scalars {
                         block: Box::new(ScalarBlock::new(std::mem::take(run).into_boxed_slice())),
                         out: Slot {

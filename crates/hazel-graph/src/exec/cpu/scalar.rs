@@ -7,9 +7,11 @@
 //! block gives the bits of its ops run one by one.
 
 use super::dists::{Inc, NO_SCRATCH};
-use super::kernels::strong_mul;
+use super::kernels::{self, strong_mul};
 use crate::ir::ops::BinaryFn;
 use crate::ir::scalar::{Operand, ScalarBlock, ScalarDist, ScalarInstr};
+use crate::ir::Op;
+use crate::simd::Isa;
 use hazel_density::EvalError;
 
 /// Operand `o`.
@@ -106,9 +108,24 @@ pub fn forward(
                 set!(*out, acc)
             }
             I::Dist { dist, out } => set!(*out, dist_forward(dist, consts, vals, scratch)?),
+            I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
         }
     }
     Ok(())
+}
+
+/// A short op by its own rules, compiled for the baseline instruction set (the same bits as
+/// every other level), its error located at its model line.
+#[inline(never)]
+fn small_forward(
+    op: &Op,
+    location: &Option<std::sync::Arc<str>>,
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+) -> Result<(), EvalError> {
+    kernels::forward(op, consts, vals, scratch, Isa::Baseline)
+        .map_err(|e| e.at(location.as_deref()))
 }
 
 /// One term of a density: its value, with the varying arguments' partials left in scratch.
@@ -154,7 +171,7 @@ pub fn backward(
     consts: &[f64],
     vals: &[f64],
     adj: &mut [f64],
-    scratch: &[f64],
+    scratch: &mut [f64],
 ) {
     use ScalarInstr as I;
     check_buffers(block, vals, consts);
@@ -264,6 +281,7 @@ pub fn backward(
                     g += 0.0;
                 }
             }
+            I::Small { op, .. } => kernels::backward(op, consts, vals, adj, scratch, Isa::Baseline),
             I::Dist { dist, out } => {
                 let g = adj!(*out);
                 for (a, &o) in dist.args.iter().zip(dist.scratch.iter()) {
