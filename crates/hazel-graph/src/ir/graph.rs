@@ -484,33 +484,49 @@ impl Graph {
         e.at(location)
     }
 
-    /// Removes ops with a scalar output that repeat an earlier op on the same arguments (after
-    /// earlier removals), redirecting their readers to the earlier op's output; returns how
-    /// many were removed. Loops over data make these common: `bernoulli_lpmf(1 | omega)` for
+    /// Removes ops that repeat an earlier op on the same arguments (after earlier removals),
+    /// redirecting their readers to the earlier op's output; returns how many were removed. Loops over data make these common: `bernoulli_lpmf(1 | omega)` for
     /// every row, `beta[1] * n_avoid[j, t]` for the few distinct values of a count,
     /// `bernoulli_lpmf(y[i] | p)` for the few distinct capture histories `y[i]`.
     ///
-    /// Only pure ops are candidates (scalar unary, binary and multiply-add; densities, sums,
-    /// dot products and `log_sum_exp` of runs, which have a scalar output),
-    /// and an op is kept when its output is read through a run longer than one value (a
-    /// vector view over adjacent scalars) or is `keep`. Values are unchanged; the earlier
+    /// Only pure ops are candidates (unary, binary, multiply-add; densities, sums, dot
+    /// products and `log_sum_exp` of runs; packs, running sums and gathers: a `vector` built
+    /// from the same scalars in every iteration),
+    /// and an op is kept when a run that reads its output extends past it (a vector view over
+    /// adjacent scalars) or its output is `keep`; a reader inside the output is shifted to
+    /// the same place in the earlier op's. Values are unchanged; the earlier
     /// op's adjoint collects all its readers' contributions, so the gradient may differ from
     /// the unshared graph's in the last bits (a different summation order).
     pub fn eliminate_common_subexpressions(&mut self, keep: Arg) -> usize {
         use std::collections::HashMap;
         use std::fmt::Write;
         const NONE: u32 = u32::MAX;
-        // Slots read through a run of more than one value cannot be redirected.
+        // A reader's run is redirected by shifting it, which needs it to lie inside one op's
+        // output; slots read through a run that spans several outputs (or a parameter and an
+        // output), and `keep`, are pinned.
+        let mut owner = vec![NONE; self.n_vals];
+        for (i, op) in self.ops.iter().enumerate() {
+            owner[op.out().range()]
+                .iter_mut()
+                .for_each(|o| *o = i as u32);
+        }
         let mut pinned = vec![false; self.n_vals];
-        let mut pin = |a: Arg| {
-            if a.is_var() && (a.len > 1 || a == keep) {
-                pinned[a.range()].iter_mut().for_each(|p| *p = true);
+        let mut pin = |a: Arg, always: bool| {
+            if !a.is_var() || a.is_empty() {
+                return;
+            }
+            let r = a.range();
+            let one_output = owner[r.start] != NONE
+                && owner[r.start..r.end].iter().all(|o| *o == owner[r.start]);
+            if always || !one_output {
+                pinned[r].iter_mut().for_each(|p| *p = true);
             }
         };
         for op in &self.ops {
-            op.inputs().into_iter().for_each(&mut pin);
+            op.inputs().into_iter().for_each(|a| pin(a, false));
         }
-        pin(keep);
+        pin(keep, true);
+        // Slot of a removed op's output → the same position in the first op's output.
         let mut redirect = vec![NONE; self.n_vals];
         let mut seen: HashMap<String, u32> = HashMap::new();
         let mut key = String::new();
@@ -519,7 +535,7 @@ impl Graph {
         let mut ops = Vec::with_capacity(old.len());
         for mut op in old {
             op.for_each_input_mut(|a| {
-                if a.is_var() && a.len == 1 && redirect[a.off as usize] != NONE {
+                if a.is_var() && !a.is_empty() && redirect[a.off as usize] != NONE {
                     a.off = redirect[a.off as usize];
                 }
             });
@@ -527,8 +543,9 @@ impl Graph {
             key.clear();
             // `{:?}` of the functions' f64 parameters round-trips, and constants are keyed
             // by their bits, so equal keys mean equal computations.
-            let candidate = out.len == 1
-                && !pinned[out.off as usize]
+            let candidate = out.len >= 1
+                && !pinned[out.range()].iter().any(|p| *p)
+                && write!(key, "{}:", out.len).is_ok()
                 && match &op {
                     Op::Unary { f, x, .. } => {
                         write!(key, "U{f:?}").is_ok() && arg_key(&mut key, *x, &self.consts)
@@ -562,11 +579,26 @@ impl Graph {
                         key.push('P');
                         arg_key(&mut key, *a, &self.consts) && arg_key(&mut key, *b, &self.consts)
                     }
+                    Op::Pack { xs, .. } => {
+                        key.push('K');
+                        xs.iter().all(|a| arg_key(&mut key, *a, &self.consts))
+                    }
+                    Op::CumSum { x, .. } => {
+                        key.push('C');
+                        arg_key(&mut key, *x, &self.consts)
+                    }
+                    Op::Gather { x, idx, .. } => {
+                        key.push('G');
+                        arg_key(&mut key, *x, &self.consts)
+                            && idx.iter().all(|i| write!(key, "{i},").is_ok())
+                    }
                     _ => false,
                 };
             if candidate {
                 if let Some(&first) = seen.get(&key) {
-                    redirect[out.off as usize] = first;
+                    for (k, r) in redirect[out.range()].iter_mut().enumerate() {
+                        *r = first + k as u32;
+                    }
                     removed += 1;
                     continue;
                 }
