@@ -181,6 +181,11 @@ pub enum ScalarInstr {
         dist: Box<ScalarDist>,
         out: u32,
     },
+    /// [`Op::Pack`]: `xs` copied to the run at `out`.
+    Pack {
+        xs: Box<[Operand]>,
+        out: u32,
+    },
     /// Any other op whose runs are all short ([`SMALL_LEN`]), run by its own rules: a
     /// short vector's arithmetic costs less than a trip through the op dispatch and the SIMD
     /// dispatch (which buys nothing at this length), so it runs inside the block, compiled for
@@ -217,6 +222,10 @@ impl ScalarInstr {
             | MulAdd { out, .. }
             | MulAddChain { out, .. }
             | Dist { out, .. } => Slot { off: *out, len: 1 },
+            Pack { xs, out } => Slot {
+                off: *out,
+                len: xs.len() as u32,
+            },
             Small { op, .. } => op.out(),
         }
     }
@@ -260,6 +269,7 @@ impl ScalarInstr {
                 terms.iter().flatten().for_each(|o| f(o.arg()))
             }
             Dist { dist, .. } => dist.args.iter().for_each(|o| f(o.arg())),
+            Pack { xs, .. } => xs.iter().for_each(|o| f(o.arg())),
             Small { op, .. } => op.inputs().into_iter().for_each(f),
         }
     }
@@ -329,6 +339,7 @@ impl ScalarInstr {
                 terms.iter_mut().flatten().for_each(redirect)
             }
             Dist { dist, .. } => dist.args.iter_mut().for_each(redirect),
+            Pack { xs, .. } => xs.iter_mut().for_each(redirect),
             _ => unreachable!("specialised forms were made generic above"),
         }
     }
@@ -397,6 +408,10 @@ impl ScalarInstr {
                     scratch: scratch.clone(),
                     location: locate(out.off),
                 }),
+                out: out.off,
+            },
+            Op::Pack { xs, out } if xs.iter().all(scalar) => I::Pack {
+                xs: xs.iter().map(|a| Operand::of(*a)).collect(),
                 out: out.off,
             },
             _ if Self::is_small(op) => I::Small {
@@ -493,7 +508,7 @@ impl ScalarBlock {
 
 impl Graph {
     /// Replaces each run of at least two consecutive scalar ops (unary, binary, multiply-add,
-    /// one-term densities) by one [`Op::Scalars`]; returns how many ops were absorbed. Run
+    /// one-term densities), packs and short ops ([`SMALL_LEN`]) by one [`Op::Scalars`]; returns how many ops were absorbed. Run
     /// last: the block's `out` is the span of its instructions' outputs, and other rewrites
     /// do not look inside blocks.
     pub fn fuse_scalar_blocks(&mut self) -> usize {

@@ -177,6 +177,11 @@ impl BinaryFn {
                 let m = a.max(b);
                 if m == f64::NEG_INFINITY {
                     m
+                } else if m.is_finite() {
+                    // The larger term is `exp(0) = 1` exactly: one `exp`, the same bits (a NaN
+                    // is never `m`, so it stays the other term and the result stays NaN).
+                    let other = if a == m { b } else { a };
+                    m + (1.0 + (other - m).exp()).ln()
                 } else {
                     m + ((a - m).exp() + (b - m).exp()).ln()
                 }

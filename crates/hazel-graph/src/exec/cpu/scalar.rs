@@ -6,7 +6,7 @@
 //! adjoint updates in the same order as `kernels::forward`/`backward`'s scalar paths, so a
 //! block gives the bits of its ops run one by one.
 
-use super::dists::{Inc, NO_SCRATCH};
+use super::dists::{self, Inc, NO_SCRATCH};
 use super::kernels::{self, strong_mul};
 use crate::ir::ops::BinaryFn;
 use crate::ir::scalar::{Operand, ScalarBlock, ScalarDist, ScalarInstr};
@@ -108,6 +108,11 @@ pub fn forward(
                 set!(*out, acc)
             }
             I::Dist { dist, out } => set!(*out, dist_forward(dist, consts, vals, scratch)?),
+            I::Pack { xs, out } => {
+                for (k, x) in xs.iter().enumerate() {
+                    set!(*out as usize + k, get!(*x))
+                }
+            }
             I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
         }
     }
@@ -115,7 +120,8 @@ pub fn forward(
 }
 
 /// A short op by its own rules, compiled for the baseline instruction set (the same bits as
-/// every other level), its error located at its model line.
+/// every other level), its error located at its model line. A density calls its rule
+/// directly (what `kernels::forward` does for it, without the general dispatch).
 #[inline(never)]
 fn small_forward(
     op: &Op,
@@ -124,8 +130,41 @@ fn small_forward(
     vals: &mut [f64],
     scratch: &mut [f64],
 ) -> Result<(), EvalError> {
-    kernels::forward(op, consts, vals, scratch, Isa::Baseline)
-        .map_err(|e| e.at(location.as_deref()))
+    let r = match op {
+        Op::Dist {
+            kind,
+            args,
+            propto,
+            len,
+            scratch: sc,
+            out,
+        } => {
+            // `vals` below the output holds every argument (the layout invariant).
+            let (lo, hi) = vals.split_at_mut(out.off as usize);
+            dists::forward(*kind, args, *propto, *len as usize, sc, lo, consts, scratch)
+                .map(|lp| hi[0] = lp)
+        }
+        _ => kernels::forward(op, consts, vals, scratch, Isa::Baseline),
+    };
+    r.map_err(|e| e.at(location.as_deref()))
+}
+
+/// The gradient rule of a short op ([`small_forward`]'s counterpart).
+#[inline(never)]
+fn small_backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: &mut [f64]) {
+    match op {
+        Op::Dist {
+            args,
+            len,
+            scratch: sc,
+            out,
+            ..
+        } => {
+            let g = adj[out.off as usize];
+            dists::backward(args, *len as usize, sc, g, scratch, adj)
+        }
+        _ => kernels::backward(op, consts, vals, adj, scratch, Isa::Baseline),
+    }
 }
 
 /// One term of a density: its value, with the varying arguments' partials left in scratch.
@@ -281,7 +320,15 @@ pub fn backward(
                     g += 0.0;
                 }
             }
-            I::Small { op, .. } => kernels::backward(op, consts, vals, adj, scratch, Isa::Baseline),
+            I::Pack { xs, out } => {
+                for (k, x) in xs.iter().enumerate() {
+                    if x.is_var() {
+                        let g = adj!(*out as usize + k);
+                        adj!(x.index()) += g;
+                    }
+                }
+            }
+            I::Small { op, .. } => small_backward(op, consts, vals, adj, scratch),
             I::Dist { dist, out } => {
                 let g = adj!(*out);
                 for (a, &o) in dist.args.iter().zip(dist.scratch.iter()) {
