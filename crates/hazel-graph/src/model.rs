@@ -586,10 +586,12 @@ fn compile_inner(
     match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
         Ok((b, out)) => {
             let mut graph = b.finish();
+            graph.eliminate_dead_ops(out);
             graph.eliminate_common_subexpressions(out);
             graph.fuse_mul_add(out);
             graph.fuse_mul_add_chains(out);
             graph.fuse_glm(out);
+            graph.fuse_scalar_blocks();
             model.graph = Some((graph, out));
         }
         Err(boxed) => match boxed.1 {
