@@ -398,15 +398,20 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
         self.chain.as_ref().is_none_or(|c| c.is_done())
     }
 
-    /// Before each iteration: another chain's fatal error stops this one.
+    /// Another chain's fatal error, or the caller's interruption, stops this chain before its
+    /// next iteration.
     fn check_stop(&self, shared: &Shared<'_>) -> Result<(), ChainError> {
-        match shared.stopped_by() {
-            Some(by_chain) => Err(ChainError::Stopped {
-                iteration: self.chain.as_ref().map_or(0, |c| c.completed()),
+        let iteration = self.chain.as_ref().map_or(0, |c| c.completed());
+        if let Some(by_chain) = shared.stopped_by() {
+            return Err(ChainError::Stopped {
+                iteration,
                 by_chain,
-            }),
-            None => Ok(()),
+            });
         }
+        if shared.progress.interrupted() {
+            return Err(ChainError::Interrupted { iteration });
+        }
+        Ok(())
     }
 
     fn record_time(&mut self) {
