@@ -1,19 +1,27 @@
 //! Helpers shared by the benchmark binaries in `src/bin`.
 
+pub mod data;
+
 use std::time::Instant;
 
 /// Median seconds per call of `f` over 5 batches of about 0.1 s each (after one warm-up call
 /// and a calibration of the batch length).
-pub fn time_call(mut f: impl FnMut()) -> f64 {
+pub fn time_call(f: impl FnMut()) -> f64 {
+    time_call_on(wall_seconds, f)
+}
+
+/// [`time_call`] on another clock: `clock()` is a time in seconds, e.g. [`wall_seconds`] or
+/// [`thread_cpu_seconds`].
+pub fn time_call_on(clock: fn() -> f64, mut f: impl FnMut()) -> f64 {
     f();
     let mut n = 1usize;
     let mut dt;
     loop {
-        let t0 = Instant::now();
+        let t0 = clock();
         for _ in 0..n {
             f();
         }
-        dt = t0.elapsed().as_secs_f64();
+        dt = clock() - t0;
         if dt >= 0.025 || n >= 1 << 24 {
             break;
         }
@@ -22,15 +30,47 @@ pub fn time_call(mut f: impl FnMut()) -> f64 {
     let reps = ((n as f64) * 0.1 / dt.max(1e-9)).max(1.0) as usize;
     let mut batches: Vec<f64> = (0..5)
         .map(|_| {
-            let t0 = Instant::now();
+            let t0 = clock();
             for _ in 0..reps {
                 f();
             }
-            t0.elapsed().as_secs_f64() / reps as f64
+            (clock() - t0) / reps as f64
         })
         .collect();
     batches.sort_by(|a, b| a.total_cmp(b));
     batches[2]
+}
+
+/// Seconds on a monotonic wall clock since the first call.
+pub fn wall_seconds() -> f64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// Seconds the calling thread has spent on a CPU (Linux: `/proc/thread-self/schedstat`, in
+/// nanoseconds; NaN elsewhere). Unlike wall time it does not grow while other processes hold
+/// the CPU, so it stays comparable on a loaded machine (cache and memory contention aside).
+pub fn thread_cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(f64::NAN, |ns| ns * 1e-9)
+}
+
+/// CPU seconds of the whole process, all threads (Linux: user + system time of
+/// `/proc/self/stat`, in clock ticks of 1/100 s; NaN elsewhere).
+pub fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
 }
 
 /// Single-thread memory bandwidth in GB/s (10⁹ bytes per second) by a STREAM-style triad,

@@ -37,16 +37,18 @@ use crate::front::Silent;
 use crate::progress::progress_for_run;
 use crate::run_dir::content_hash;
 use crate::sample::{
-    abort_hook, chain_ids, chosen_seed, clock_seed, create_output, finish_run, prepare,
-    ChainOutcome, DistributeArg, Output, Prepared, SampleArgs, Voice,
+    abort_hook, chosen_seed, clock_seed, finish_run, open_output, prepare, ChainOutcome,
+    DistributeArg, Finished, Prepared, SampleArgs, Voice,
 };
 use crate::CliResult;
 use hazel_comm::wire::{Reader, Writer};
 use hazel_comm::{broadcast, gather, Comm, CommError, TAG_CONTROL, TAG_FORWARD};
-use hazel_nuts::{
-    ChainCheckpoint, ChainStart, DrawSink, DrawStats, Init, InverseMetric, NoProgress, Progress,
-    Timing,
+use hazel_draws::{
+    erased_serde, AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, NoProgress, Progress,
+    StatColumn, StatKind, Timing,
 };
+use hazel_nuts::{ChainCheckpoint, ChainStart, Init};
+use std::borrow::Cow;
 use std::io;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -65,11 +67,14 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The mode `--distribute` asks for, given the model's data-parallel work.
-    pub fn resolve(arg: DistributeArg, data_parallel_work: u64) -> Mode {
+    /// The mode `--distribute` asks for, given the model's data-parallel work and whether
+    /// chains run in lockstep (`--batch-chains` > 1, which `auto` serves by splitting chains:
+    /// a lockstep group's batched evaluations do not go through the sharded executor).
+    pub fn resolve(arg: DistributeArg, data_parallel_work: u64, lockstep: bool) -> Mode {
         match arg {
             DistributeArg::Chains => Mode::Chains,
             DistributeArg::Data => Mode::Data,
+            DistributeArg::Auto if lockstep => Mode::Chains,
             DistributeArg::Auto if data_parallel_work >= DATA_PARALLEL_MIN_WORK => Mode::Data,
             DistributeArg::Auto => Mode::Chains,
         }
@@ -389,13 +394,34 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
     }
     verdict(comm, decided)?;
     let mut prepared = prepared.map_err(|_| Silent)?;
+    // Every rank settles the algorithm alike (fixed_param for a model without parameters).
+    let notes = hazel_run::settle_algorithm(&prepared.model, &mut prepared.config);
+    if lead && !args.quiet {
+        for note in &notes {
+            eprintln!("{note}");
+        }
+    }
 
     // 3. The mode, and rank 0's output (every rank learns whether it was created).
+    let lockstep = prepared.config.batch_chains.min(prepared.config.chains) > 1;
     let mode = if ranks == 1 {
         Mode::Chains
     } else {
-        Mode::resolve(args.distribute, prepared.model.data_parallel_work())
+        Mode::resolve(
+            args.distribute,
+            prepared.model.data_parallel_work(),
+            lockstep,
+        )
     };
+    if mode == Mode::Data && lockstep {
+        let e = format!(
+            "--distribute data with --batch-chains {}: a lockstep group's batched evaluations \
+             run on one rank; use --distribute chains (each rank runs its chains in lockstep) \
+             or --batch-chains 1",
+            prepared.config.batch_chains
+        );
+        return Err(if lead { e.into() } else { Silent.into() });
+    }
     if mode == Mode::Data {
         let last = prepared.config.first_chain_id + prepared.config.chains as u64 - 1;
         if last > hazel_comm::MAX_CHAIN_ID {
@@ -409,10 +435,12 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
         prepared.model.distribute_over(ctx.comm.clone());
     }
     let output = if lead {
-        let created = create_output(args, &prepared, None);
+        let created = open_output(args, &prepared, None);
         let decided = created.as_ref().map(|_| ()).map_err(|e| e.to_string());
         verdict(comm, Some(decided))?;
-        created.ok()
+        created
+            .ok()
+            .map(|(lock, sampling)| (lock, sampling.into_parts().1))
     } else {
         verdict(comm, None)?;
         None
@@ -433,13 +461,16 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
 
     // 4. Sampling.
     let start = Instant::now();
-    let (paths, rank0) = match output {
-        Some(Output {
-            lock,
-            paths,
-            sinks,
-            starts,
-        }) => {
+    let (lock, kept, sinks) = match output {
+        Some((lock, parts)) => {
+            let hazel_run::SamplingParts {
+                sinks,
+                starts,
+                paths,
+                memory,
+                format,
+                ..
+            } = parts;
             let sinks = sinks
                 .into_iter()
                 .map(|inner| {
@@ -449,13 +480,13 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
                     }) as Box<dyn DrawSink>
                 })
                 .collect();
-            (paths, Some((lock, sinks, starts)))
+            (
+                Some(lock),
+                Some((paths, memory, format)),
+                Some((sinks, starts)),
+            )
         }
-        None => (Vec::new(), None),
-    };
-    let (lock, sinks) = match rank0 {
-        Some((lock, sinks, starts)) => (Some(lock), Some((sinks, starts))),
-        None => (None, None),
+        None => (None, None, None),
     };
     let outcomes = match mode {
         Mode::Data => run_data(args, &prepared, ctx, sinks)?,
@@ -465,12 +496,25 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
 
     // 5. Rank 0 reports; everyone exits alike.
     let mut buf = Vec::new();
-    if let Some(outcomes) = outcomes {
-        let result = finish_run(args, args.format.format(), &paths, &outcomes, elapsed, out)
-            .map_err(|e| match lost_rank(&outcomes) {
-                Some(lost) => format!("{lost}; {e}").into(),
-                None => e,
-            });
+    if let (Some(outcomes), Some((paths, memory, format))) = (outcomes, kept) {
+        let draws: Vec<_> = memory.iter().map(|handle| handle.take()).collect();
+        let unstarted: Vec<bool> = outcomes
+            .iter()
+            .map(|o| o.no_start && o.draws_written == 0)
+            .collect();
+        let finished = Finished {
+            name: &prepared.name,
+            config: &prepared.config,
+            paths: &paths,
+            chains: &outcomes,
+            draws: &draws,
+            removed_unstarted: hazel_run::remove_unstarted(format, &paths, &unstarted),
+            elapsed,
+        };
+        let result = finish_run(args, &finished, out).map_err(|e| match lost_rank(&outcomes) {
+            Some(lost) => format!("{lost}; {e}").into(),
+            None => e,
+        });
         drop(lock);
         Writer::new(&mut buf)
             .u8(FINAL)
@@ -523,7 +567,7 @@ fn run_data(
         Some((sinks, starts)) => {
             let progress = progress_for_run(
                 args.quiet,
-                &chain_ids(config),
+                &config.info().chain_ids(),
                 config.sampler.num_warmup,
                 config.sampler.num_samples,
             );
@@ -597,7 +641,7 @@ fn run_chains(
             last: Mutex::new(vec![None; block.len()]),
         };
         // Rank 0 waits for this report whatever happened here.
-        let ids = chain_ids(config);
+        let ids = config.info().chain_ids();
         let outcomes = run_local(sinks, &progress).unwrap_or_else(|e| {
             block
                 .clone()
@@ -628,7 +672,7 @@ fn run_chains(
         .collect();
     let progress = progress_for_run(
         args.quiet,
-        &chain_ids(config),
+        &config.info().chain_ids(),
         config.sampler.num_warmup,
         config.sampler.num_samples,
     );
@@ -642,7 +686,7 @@ fn run_chains(
         (own_outcomes, received)
     });
     let own_outcomes = own_outcomes?;
-    let ids = chain_ids(config);
+    let ids = config.info().chain_ids();
     let outcomes = (0..config.chains)
         .map(|k| {
             if block.contains(&k) {
@@ -679,25 +723,25 @@ struct GuardedSink {
 }
 
 impl DrawSink for GuardedSink {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.begin(names)
+        self.inner.begin(columns)
     }
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.adaptation_done(stepsize, inv_metric)
+        self.inner.adaptation_done(adaptation)
     }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.draw(warmup, stats, values)
+        self.inner.draw(draw)
     }
     fn finish(&mut self, timing: &Timing) -> io::Result<()> {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.inner.finish(timing)
     }
-    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
+    fn checkpoint(&mut self, state: &dyn erased_serde::Serialize) -> io::Result<()> {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.checkpoint(checkpoint)
+        self.inner.checkpoint(state)
     }
 }
 
@@ -705,13 +749,10 @@ impl DrawSink for GuardedSink {
 struct NullSink;
 
 impl DrawSink for NullSink {
-    fn begin(&mut self, _: &[String]) -> io::Result<()> {
+    fn begin(&mut self, _: &Columns<'_>) -> io::Result<()> {
         Ok(())
     }
-    fn adaptation_done(&mut self, _: f64, _: &InverseMetric) -> io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, _: bool, _: &DrawStats, _: &[f64]) -> io::Result<()> {
+    fn draw(&mut self, _: &Draw<'_>) -> io::Result<()> {
         Ok(())
     }
     fn finish(&mut self, _: &Timing) -> io::Result<()> {
@@ -749,37 +790,52 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+fn stat_kind_code(kind: StatKind) -> u8 {
+    match kind {
+        StatKind::Real => 0,
+        StatKind::Integer => 1,
+        StatKind::Flag => 2,
+    }
+}
+
 impl DrawSink for ForwardSink {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
         let mut w = Writer::new(&mut self.buf);
-        w.u8(BEGIN).u32(self.chain).u64(names.len() as u64);
-        for n in names {
+        w.u8(BEGIN).u32(self.chain).u64(columns.stats.len() as u64);
+        for c in columns.stats {
+            w.str(&c.name).u8(stat_kind_code(c.kind));
+        }
+        w.u64(columns.values.len() as u64);
+        for n in columns.values {
             w.str(n);
         }
         self.send()
     }
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        let AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } = adaptation
+        else {
+            return Err(io::Error::other(
+                "this adaptation cannot be forwarded to rank 0",
+            ));
+        };
         let mut w = Writer::new(&mut self.buf);
-        w.u8(ADAPTED).u32(self.chain).f64(stepsize);
+        w.u8(ADAPTED).u32(self.chain).f64(*stepsize);
         match inv_metric {
             InverseMetric::Diag(v) => w.u8(0).f64s(v),
             InverseMetric::Dense { dim, values } => w.u8(1).u64(*dim as u64).f64s(values),
         };
         self.send()
     }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         Writer::new(&mut self.buf)
             .u8(DRAW)
             .u32(self.chain)
-            .u8(u8::from(warmup))
-            .f64(stats.lp)
-            .f64(stats.accept_stat)
-            .f64(stats.stepsize)
-            .u32(stats.treedepth)
-            .u32(stats.n_leapfrog)
-            .u8(u8::from(stats.divergent))
-            .f64(stats.energy)
-            .f64s(values);
+            .u8(u8::from(draw.warmup))
+            .f64s(draw.stats)
+            .f64s(draw.values);
         self.send()
     }
     fn finish(&mut self, timing: &Timing) -> io::Result<()> {
@@ -790,8 +846,8 @@ impl DrawSink for ForwardSink {
             .u64(nanos(timing.sampling));
         self.send()
     }
-    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
-        let json = serde_json::to_vec(checkpoint).map_err(io::Error::other)?;
+    fn checkpoint(&mut self, state: &dyn erased_serde::Serialize) -> io::Result<()> {
+        let json = serde_json::to_vec(state).map_err(io::Error::other)?;
         Writer::new(&mut self.buf)
             .u8(CHECKPOINT)
             .u32(self.chain)
@@ -946,7 +1002,9 @@ fn receive(
 /// Buffers reused across forwarded messages.
 #[derive(Default)]
 struct Scratch {
+    stats: Vec<f64>,
     values: Vec<f64>,
+    stat_columns: Vec<StatColumn>,
     names: Vec<String>,
 }
 
@@ -993,14 +1051,36 @@ fn apply(
     let (Some(sink), None) = (&mut sinks[chain], &got.sink_errors[chain]) else {
         return Ok(false);
     };
-    let Scratch { values, names } = scratch;
+    let Scratch {
+        stats,
+        values,
+        stat_columns,
+        names,
+    } = scratch;
     let written = match kind {
         BEGIN => {
+            stat_columns.clear();
+            for _ in 0..r.u64()? {
+                let name = r.str()?.to_string();
+                let kind = match r.u8()? {
+                    0 => StatKind::Real,
+                    1 => StatKind::Integer,
+                    2 => StatKind::Flag,
+                    k => return Err(CommError::Failed(format!("unknown statistic kind {k}"))),
+                };
+                stat_columns.push(StatColumn {
+                    name: Cow::Owned(name),
+                    kind,
+                });
+            }
             names.clear();
             for _ in 0..r.u64()? {
                 names.push(r.str()?.to_string());
             }
-            sink.begin(names)
+            sink.begin(&Columns {
+                stats: stat_columns,
+                values: names,
+            })
         }
         ADAPTED => {
             let stepsize = r.f64()?;
@@ -1018,21 +1098,20 @@ fn apply(
                     }
                 }
             };
-            sink.adaptation_done(stepsize, &metric)
+            sink.adaptation_done(&AdaptationInfo::Hmc {
+                stepsize,
+                inv_metric: &metric,
+            })
         }
         DRAW => {
             let warmup = r.u8()? != 0;
-            let stats = DrawStats {
-                lp: r.f64()?,
-                accept_stat: r.f64()?,
-                stepsize: r.f64()?,
-                treedepth: r.u32()?,
-                n_leapfrog: r.u32()?,
-                divergent: r.u8()? != 0,
-                energy: r.f64()?,
-            };
+            r.f64s_into(stats)?;
             r.f64s_into(values)?;
-            let result = sink.draw(warmup, &stats, values);
+            let result = sink.draw(&Draw {
+                warmup,
+                stats,
+                values,
+            });
             if result.is_ok() {
                 got.draws[chain] += 1;
             }

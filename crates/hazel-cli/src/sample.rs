@@ -1,6 +1,9 @@
 //! `hazel sample`: NUTS draws from a Stan program's posterior, one Stan CSV file per chain, then
-//! the summary table and the sampler diagnostics (the same as `hazel summary` on the files).
+//! the summary table and the sampler diagnostics (the same as `hazel summary` on the files,
+//! computed from the draws kept in memory as they were made).
 //!
+//! This module turns the command line into a [`hazel_run::SampleJob`] and prints; the job
+//! itself (outputs, resuming, the run) is `hazel_run`'s, shared with the Python package.
 //! Options follow CmdStan's meaning and defaults. Each chain writes and flushes its file draw
 //! by draw, so a chain that fails (or a run that is interrupted) leaves every draw made so far
 //! on disk; the summary then covers the chains that have draws, and the exit status is 1.
@@ -10,19 +13,17 @@ use crate::progress::progress_for_run;
 use crate::run_dir::{
     content_hash, remove_run_settings, Input, OutputLock, RunSettings, RUN_SETTINGS,
 };
-use crate::summary::{summarize, table_with_warnings, write_output};
+use crate::summary::{summarize_draws, table_with_warnings, write_output};
 use crate::CliResult;
 use clap::Parser as _;
 use clap::{Args, ValueEnum};
+use hazel_draws::{ChainDraws, Progress, Timing};
 use hazel_graph::{CompileOptions, CompiledModel};
 use hazel_nuts::{
-    Algorithm, ChainError, ChainReport, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init,
-    InverseMetric, MetricKind, Progress, RunConfig, Timing,
+    ChainError, ChainReport, ChainStart, CheckpointPolicy, Init, Lockstep, MetricKind, RunConfig,
 };
-use hazel_output::{
-    checkpoint_path, read_checkpoint, read_draws, ChainCsvFile, CsvHeaderInfo, Format,
-};
-use hazel_rng::{Purpose, StreamRng};
+use hazel_output::{FileOutput, Format, MemoryOutput, OutputConfig};
+use hazel_run::{initial_points, SampleJob, Sampling};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -57,6 +58,16 @@ pub struct SampleArgs {
     /// Never changes the draws.
     #[arg(long, default_value_t = 1, value_parser = positive_count, allow_negative_numbers = true)]
     pub threads_per_chain: u64,
+    /// Chains stepped in lockstep, K at a time on one thread: in each round the gradients of
+    /// all K chains are computed by one call of the batched executor (for a dense GLM, one pass
+    /// over the design matrix serves the K chains). Never changes the draws.
+    #[arg(long, default_value_t = 1, value_parser = positive_count, allow_negative_numbers = true, value_name = "K")]
+    pub batch_chains: u64,
+    /// With --batch-chains: what a chain does when its trajectory ends before the others' of
+    /// its group: begin its next iteration at once (desync), or wait for the group (masked).
+    /// Never changes the draws.
+    #[arg(long, value_enum, default_value_t = LockstepArg::Desync)]
+    pub lockstep: LockstepArg,
     /// Warmup (adaptation) iterations per chain (0 to 2147483647, CmdStan's range).
     #[arg(long, default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
     pub warmup: usize,
@@ -110,9 +121,9 @@ pub struct SampleArgs {
     /// Under mpirun: how the ranks share the run. `chains`: each rank runs a block of the
     /// chains; `data`: every rank runs every chain and computes its share of the model's
     /// large operations (rows of a design matrix, observations); `auto`: `data` when the
-    /// model's data-parallel work is at least 2^20 elements per gradient, else `chains`. The
-    /// files are the same in every mode and for any number of ranks. No effect without
-    /// mpirun.
+    /// model's data-parallel work is at least 2^20 elements per gradient (and chains are not
+    /// run in lockstep, --batch-chains), else `chains`. The files are the same in every mode
+    /// and for any number of ranks. No effect without mpirun.
     #[arg(long, value_enum, default_value_t = DistributeArg::Auto)]
     pub distribute: DistributeArg,
 }
@@ -130,6 +141,14 @@ pub enum MetricArg {
     Diag,
     /// Dense mass matrix (CmdStan's `dense_e`).
     Dense,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LockstepArg {
+    /// A chain whose iteration ends begins its next one at once: the batches stay full.
+    Desync,
+    /// A chain whose iteration ends waits until its whole group has ended that iteration.
+    Masked,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -256,33 +275,26 @@ pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
     ))
 }
 
-/// One unconstrained starting point per chain from a file of constrained values. Coordinates
-/// the file does not give are drawn from each chain's own `Init` stream, so the points depend
-/// only on (seed, chain id), like everything else a chain does.
-fn initial_points(
-    model: &CompiledModel,
-    path: &Path,
-    config: &RunConfig,
-) -> Result<Vec<Vec<f64>>, Box<dyn std::error::Error>> {
-    let inits = read_data(Some(path))?;
-    (0..config.chains as u64)
-        .map(|k| {
-            let mut rng = StreamRng::new(config.seed, config.first_chain_id + k, Purpose::Init);
-            model
-                .unconstrain_inits(&inits, || rng.uniform_range(-2.0, 2.0))
-                .map_err(|e| format!("--init {}: {}", path.display(), e.message).into())
-        })
-        .collect()
-}
-
 /// The run's settings from the options.
 fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     let mut config = RunConfig {
         seed,
         chains: args.chains as usize,
         threads: args.threads,
+        batch_chains: args.batch_chains as usize,
+        lockstep: match args.lockstep {
+            LockstepArg::Desync => Lockstep::Desynchronised,
+            LockstepArg::Masked => Lockstep::Masked,
+        },
         ..RunConfig::default()
     };
+    if args.batch_chains > 1 && args.threads_per_chain > 1 {
+        return Err(format!(
+            "--batch-chains {} with --threads-per-chain {}: a lockstep group's evaluations run on \
+             one thread; use --threads to run several groups at once",
+            args.batch_chains, args.threads_per_chain
+        ));
+    }
     let sampler = &mut config.sampler;
     sampler.num_warmup = args.warmup;
     sampler.num_samples = args.draws;
@@ -304,7 +316,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         ));
     }
     if args.algorithm == AlgorithmArg::FixedParam {
-        use_fixed_param(&mut config);
+        config.use_fixed_param();
     }
     if !(args.checkpoint_every_secs.is_finite() && args.checkpoint_every_secs >= 0.0) {
         return Err(format!(
@@ -320,12 +332,15 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     Ok(config)
 }
 
-/// Switches a run to the fixed_param sampler, which runs no warmup (CmdStan ignores
-/// `num_warmup` for it too).
-fn use_fixed_param(config: &mut RunConfig) {
-    config.sampler.algorithm = Algorithm::FixedParam;
-    config.sampler.num_warmup = 0;
-    config.sampler.save_warmup = false;
+/// The executor of the model's evaluations: the batched one, with a lane per chain of a
+/// lockstep group, or the serial / threaded one for chains alone.
+fn executor_kind(args: &SampleArgs) -> hazel_graph::ExecutorKind {
+    let lanes = args.batch_chains.min(args.chains) as usize;
+    if lanes > 1 {
+        hazel_graph::ExecutorKind::Batched { lanes }
+    } else {
+        hazel_graph::ExecutorKind::with_threads(args.threads_per_chain as usize)
+    }
 }
 
 /// The arguments after `hazel sample` as this process was given them; `None` when this process
@@ -405,24 +420,6 @@ fn file_input(path: &Path) -> Result<Input, String> {
     })
 }
 
-/// A sink for a chain that finished before the run was interrupted: nothing is written.
-struct FinishedChain;
-
-impl DrawSink for FinishedChain {
-    fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn adaptation_done(&mut self, _: f64, _: &InverseMetric) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, _: bool, _: &DrawStats, _: &[f64]) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn finish(&mut self, _: &Timing) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Test hook: `HAZEL_TEST_ABORT_AFTER_ITERATION=K` aborts the process (as a crash would) once
 /// any chain completes iteration K, so tests can interrupt a run at a known point.
 pub(crate) struct AbortAfter<'a> {
@@ -469,18 +466,11 @@ fn sample(
 ) -> CliResult {
     let seed = chosen_seed(args).unwrap_or_else(clock_seed);
     let prepared = prepare(args, seed, resuming.as_ref(), Voice::Speak)?;
-    let output = create_output(args, &prepared, resuming.as_ref())?;
-    let Output {
-        lock: _lock,
-        paths,
-        sinks,
-        starts,
-    } = output;
-    let Prepared { config, model, .. } = &prepared;
-    let chain_ids = chain_ids(config);
+    let (_lock, sampling) = open_output(args, &prepared, resuming.as_ref())?;
+    let config = sampling.config().clone();
     let progress = progress_for_run(
         args.quiet,
-        &chain_ids,
+        &config.info().chain_ids(),
         config.sampler.num_warmup,
         config.sampler.num_samples,
     );
@@ -490,11 +480,28 @@ fn sample(
         None => progress.as_ref(),
     };
     let start = Instant::now();
-    let report = hazel_nuts::run_from(model, config, starts, sinks, progress_used)?;
+    let outcome = sampling.run(progress_used)?;
     let elapsed = start.elapsed();
     drop(progress);
-    let outcomes: Vec<ChainOutcome> = report.chains.iter().map(ChainOutcome::from).collect();
-    finish_run(args, args.format.format(), &paths, &outcomes, elapsed, out)
+    let chains: Vec<ChainOutcome> = outcome
+        .report
+        .chains
+        .iter()
+        .map(ChainOutcome::from)
+        .collect();
+    finish_run(
+        args,
+        &Finished {
+            name: &prepared.name,
+            config: &config,
+            paths: &outcome.paths,
+            chains: &chains,
+            draws: &outcome.draws,
+            removed_unstarted: outcome.removed_unstarted,
+            elapsed,
+        },
+        out,
+    )
 }
 
 /// The seed `--seed` gave, if it gave one.
@@ -569,32 +576,23 @@ pub(crate) fn prepare(
     let data = read_data(args.data.as_deref())?;
     let options = CompileOptions {
         seed,
-        executor: hazel_graph::ExecutorKind::with_threads(args.threads_per_chain as usize),
+        executor: executor_kind(args),
         ..CompileOptions::default()
     };
     let model = compile_model_as(&source, &data, args.data.as_deref(), &options, speak)?;
-    if hazel_density::LogDensity::dim(&model) == 0
-        && config.sampler.algorithm != Algorithm::FixedParam
-    {
-        // CmdStan's behaviour and wording: NUTS has nothing to move in 0 dimensions.
-        if speak && !args.quiet {
-            eprintln!(
-                "Model contains no parameters; running fixed_param sampler, no updates to Markov chain"
-            );
-        }
-        use_fixed_param(&mut config);
-    }
     if config.sampler.num_samples == 0 && speak && !args.quiet {
         eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
     }
     match parse_init(&args.init)? {
         InitArg::File(path) => {
-            config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+            let inits = read_data(Some(&path))?;
+            config.sampler.init = Init::Unconstrained(
+                initial_points(&model, &inits, &config)
+                    .map_err(|e| format!("--init {}: {e}", path.display()))?,
+            );
         }
         InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
-            let ids: Vec<u64> = (0..config.chains as u64)
-                .map(|k| config.first_chain_id + k)
-                .collect();
+            let ids = config.info().chain_ids();
             config.sampler.init = Init::Unconstrained(crate::pathfinder::pathfinder_inits(
                 &model,
                 seed,
@@ -614,28 +612,14 @@ pub(crate) fn prepare(
     })
 }
 
-/// The output directory's lock, and one sink (and start) per chain.
-pub(crate) struct Output {
-    pub(crate) lock: OutputLock,
-    pub(crate) paths: Vec<PathBuf>,
-    pub(crate) sinks: Vec<Box<dyn DrawSink>>,
-    pub(crate) starts: Vec<ChainStart>,
-}
-
-/// The chain ids of a run.
-pub(crate) fn chain_ids(config: &RunConfig) -> Vec<u64> {
-    (0..config.chains as u64)
-        .map(|k| config.first_chain_id + k)
-        .collect()
-}
-
-/// Takes the output directory and creates every chain's file (or the store), with the
-/// settings file for `--resume`; a resumed run reopens the files at their checkpoints.
-pub(crate) fn create_output(
+/// Takes the output directory and creates every chain's outputs (files, and the draws kept in
+/// memory for the summary) through `hazel_run`, with the settings file for `--resume`; a
+/// resumed run reopens the files at their checkpoints.
+pub(crate) fn open_output<'m>(
     args: &SampleArgs,
-    prepared: &Prepared,
+    prepared: &'m Prepared,
     resuming: Option<&RunSettings>,
-) -> Result<Output, Box<dyn std::error::Error>> {
+) -> Result<(OutputLock, Sampling<'m, CompiledModel>), Box<dyn std::error::Error>> {
     let Prepared {
         config,
         model,
@@ -657,77 +641,45 @@ pub(crate) fn create_output(
         // A new run's settings are written once its files are created (which removes old
         // checkpoints): a directory never pairs one run's settings with another's checkpoints.
         remove_run_settings(&args.output_dir)?;
+    } else if format != Format::Csv {
+        return Err("--resume: only runs with --format csv can be resumed".into());
     }
-
-    let chain_ids = chain_ids(config);
-    let data_file = args
-        .data
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let names = hazel_density::Model::output_names(model);
-    let mut resumed = 0;
-    // CSV files carry checkpoints and can be resumed; the columnar sinks cannot yet.
-    let (paths, sinks, starts) = if format == Format::Csv {
-        let paths: Vec<PathBuf> = chain_ids
-            .iter()
-            .map(|id| args.output_dir.join(format!("{name}-{id}.csv")))
-            .collect();
-        let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
-        let mut starts = Vec::with_capacity(paths.len());
-        for (index, path) in paths.iter().enumerate() {
-            let header =
-                CsvHeaderInfo::new(name, &data_file, &path.display().to_string(), config, index);
-            let stored = match resuming {
-                    Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
-                        format!(
-                            "cannot resume chain {}: {e} (delete it to run that chain again from its start)",
-                            chain_ids[index]
-                        )
-                    })?,
-                    None => None,
-                };
-            let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
-                None => (
-                    Box::new(ChainCsvFile::create(path, header, &names)?),
-                    ChainStart::Fresh,
-                ),
-                Some(stored) if stored.chain.finished() => (
-                    Box::new(FinishedChain),
-                    ChainStart::Resume(Box::new(stored.chain)),
-                ),
-                Some(stored) => {
-                    resumed += 1;
-                    (
-                        Box::new(ChainCsvFile::resume(
-                            path,
-                            header,
-                            &names,
-                            stored.csv_bytes,
-                        )?),
-                        ChainStart::Resume(Box::new(stored.chain)),
-                    )
-                }
-            };
-            sinks.push(sink);
-            starts.push(start);
-        }
-        (paths, sinks, starts)
-    } else {
-        if resuming.is_some() {
-            return Err("--resume: only runs with --format csv can be resumed".into());
-        }
-        let (paths, sinks) = create_sinks(format, &args.output_dir, name, &data_file, config)?;
-        let starts = sinks.iter().map(|_| ChainStart::Fresh).collect();
-        (paths, sinks, starts)
+    let job = SampleJob {
+        run: config.clone(),
+        output: OutputConfig {
+            files: Some(FileOutput {
+                format,
+                dir: args.output_dir.clone(),
+                model: name.clone(),
+                data_file: args
+                    .data
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            }),
+            // The summary is computed from the draws as they stream, not read back.
+            memory: Some(MemoryOutput::default()),
+        },
+        resume: resuming.is_some(),
     };
+    let sampling = Sampling::prepare(model, job)?;
+    if !args.quiet {
+        for note in sampling.notes() {
+            eprintln!("{note}");
+        }
+    }
     if let (None, Some(settings)) = (&resuming, settings) {
         settings.write(&args.output_dir)?;
     }
     if !args.quiet && resuming.is_some() {
+        let starts = sampling.starts();
         let finished = starts
             .iter()
             .filter(|s| matches!(s, ChainStart::Resume(c) if c.finished()))
+            .count();
+        let resumed = starts
+            .iter()
+            .filter(|s| matches!(s, ChainStart::Resume(c) if !c.finished()))
             .count();
         eprintln!(
             "resuming {}: {resumed} chains from their checkpoints, {} from the start, {finished} already finished",
@@ -738,12 +690,7 @@ pub(crate) fn create_output(
     if !args.quiet && chosen_seed(args).is_none() {
         eprintln!("seed = {seed} (pass --seed {seed} to repeat this run)");
     }
-    Ok(Output {
-        lock,
-        paths,
-        sinks,
-        starts,
-    })
+    Ok((lock, sampling))
 }
 
 /// The test hook `HAZEL_TEST_ABORT_AFTER_ITERATION` around `progress`, on processes where
@@ -767,7 +714,7 @@ pub(crate) struct ChainOutcome {
     pub(crate) draws_written: usize,
     /// Why it stopped early.
     pub(crate) error: Option<String>,
-    /// It found no starting point (its header-only file is removed).
+    /// It found no starting point.
     pub(crate) no_start: bool,
 }
 
@@ -783,16 +730,28 @@ impl From<&ChainReport> for ChainOutcome {
     }
 }
 
+/// What a run produced, for [`finish_run`].
+pub(crate) struct Finished<'a> {
+    pub(crate) name: &'a str,
+    /// The settings the chains ran with.
+    pub(crate) config: &'a RunConfig,
+    pub(crate) paths: &'a [PathBuf],
+    pub(crate) chains: &'a [ChainOutcome],
+    /// Each chain's draws, kept in memory as they were written.
+    pub(crate) draws: &'a [ChainDraws],
+    /// Header-only files of chains that found no starting point, removed.
+    pub(crate) removed_unstarted: usize,
+    pub(crate) elapsed: Duration,
+}
+
 /// After sampling: the chains' failures and times, then the summary of every chain that has
-/// draws, read back from the files.
+/// draws.
 pub(crate) fn finish_run(
     args: &SampleArgs,
-    format: Format,
-    paths: &[PathBuf],
-    chains: &[ChainOutcome],
-    elapsed: Duration,
+    run: &Finished<'_>,
     out: &mut dyn std::io::Write,
 ) -> CliResult {
+    let chains = run.chains;
     let failures: Vec<String> = chains
         .iter()
         .filter_map(|c| {
@@ -816,35 +775,24 @@ pub(crate) fn finish_run(
         }
         eprintln!(
             "All chains: {:.2} s wall time. Draws are in {}",
-            elapsed.as_secs_f64(),
-            describe_paths(paths)
+            run.elapsed.as_secs_f64(),
+            describe_paths(run.paths)
         );
     }
 
-    // A chain that found no starting point left a file with only its header: remove it so
-    // that no one mistakes it for output.
-    let mut unstarted = 0;
-    for (path, chain) in paths.iter().zip(chains) {
-        if format == Format::Csv
-            && chain.no_start
-            && chain.draws_written == 0
-            && std::fs::remove_file(path).is_ok()
-        {
-            let _ = std::fs::remove_file(checkpoint_path(path));
-            unstarted += 1;
-        }
-    }
     // The summary covers every chain that has draws, also when others failed.
-    let mut with_draws = Vec::new();
-    for path in paths.iter().filter(|p| p.exists()) {
-        match read_draws(std::slice::from_ref(path)) {
-            Ok(chains) => with_draws.extend(chains.into_iter().filter(|c| !c.draws.is_empty())),
-            Err(e) if failures.is_empty() => return Err(e.into()),
-            Err(_) => {}
-        }
-    }
+    let with_draws: Vec<&ChainDraws> = run
+        .draws
+        .iter()
+        .filter(|c| !c.sampling.is_empty())
+        .collect();
     if !with_draws.is_empty() {
-        let summary = summarize(&with_draws)?;
+        let summary = summarize_draws(
+            run.name,
+            run.config.sampler.max_depth,
+            &with_draws,
+            Vec::new(),
+        )?;
         for note in &summary.notes {
             eprintln!("note: {note}");
         }
@@ -860,7 +808,7 @@ pub(crate) fn finish_run(
     if failures.is_empty() {
         Ok(())
     } else {
-        let kept = if unstarted == failures.len() {
+        let kept = if run.removed_unstarted == failures.len() {
             String::new()
         } else {
             " (the draws made before a failure are kept in the files)".to_string()
@@ -871,60 +819,6 @@ pub(crate) fn finish_run(
             chains.len()
         ))
         .into())
-    }
-}
-
-/// The output paths (one per chain, or one store) and one sink per chain.
-type OutputSinks = (Vec<PathBuf>, Vec<Box<dyn DrawSink>>);
-
-/// Creates the columnar output files (or store) of the run before sampling starts.
-fn create_sinks(
-    format: Format,
-    dir: &Path,
-    name: &str,
-    data_file: &str,
-    config: &RunConfig,
-) -> Result<OutputSinks, Box<dyn std::error::Error>> {
-    let chain_ids: Vec<u64> = (0..config.chains as u64)
-        .map(|k| config.first_chain_id + k)
-        .collect();
-    let header = |index: usize, path: &Path| {
-        CsvHeaderInfo::new(name, data_file, &path.display().to_string(), config, index)
-    };
-    match format {
-        #[cfg(feature = "parquet")]
-        Format::Parquet => {
-            let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(chain_ids.len());
-            let paths: Vec<PathBuf> = chain_ids
-                .iter()
-                .map(|&id| dir.join(format!("{name}-{id}.parquet")))
-                .collect();
-            for (index, path) in paths.iter().enumerate() {
-                sinks.push(Box::new(hazel_output::parquet_sink::ParquetWriter::create(
-                    path,
-                    header(index, path),
-                )?));
-            }
-            Ok((paths, sinks))
-        }
-        #[cfg(feature = "zarr")]
-        Format::Zarr => {
-            let path = dir.join(format!("{name}.zarr"));
-            let store = hazel_output::zarr_sink::ZarrRun::create(
-                &path,
-                &header(0, &path),
-                chain_ids.clone(),
-            )?;
-            let sinks: Vec<Box<dyn DrawSink>> = (0..chain_ids.len())
-                .map(|index| Box::new(store.chain_writer(index)) as Box<dyn DrawSink>)
-                .collect();
-            Ok((vec![path], sinks))
-        }
-        // CSV files are made by the caller (`ChainCsvFile`, with their checkpoints).
-        _ => {
-            let _ = (dir, header, chain_ids);
-            Err(format.unavailable_message().into())
-        }
     }
 }
 

@@ -170,6 +170,51 @@ fn every_mode_and_rank_count_writes_the_plain_run_s_files() {
     }
 }
 
+/// Lockstep chains (`--batch-chains`) combine with `--distribute chains`: each rank runs its
+/// block of chains in lockstep groups, and the files are the plain run's (itself without
+/// lockstep); `auto` then splits chains. `--distribute data` with `--batch-chains` is refused
+/// on every rank with a message naming both options.
+#[test]
+fn lockstep_chains_split_over_ranks_write_the_plain_run_s_files() {
+    let base = scratch("lockstep");
+    let (program, data) = logistic_files(&base);
+    let argv = strings(&[
+        &program, "--data", &data, "--chains", "4", "--seed", "5", "--warmup", "80", "--draws",
+        "40",
+    ]);
+    let reference = base.join("plain");
+    plain(&argv, &reference);
+    for (mode, size, batch) in [("chains", 2, "2"), ("chains", 3, "4"), ("auto", 2, "4")] {
+        let dir = base.join(format!("{mode}-{size}-{batch}"));
+        let mut a = argv.clone();
+        a.extend(strings(&["--distribute", mode, "--batch-chains", batch]));
+        let results = ranks(&FakeWorld::new(size), size, &dir, |_| a.clone());
+        for (rank, r) in results.iter().enumerate() {
+            assert!(
+                r.is_ok(),
+                "{mode}, {size} ranks, K = {batch}: rank {rank}: {r:?}"
+            );
+        }
+        assert_same_files(
+            &reference,
+            &dir,
+            4,
+            &format!("--distribute {mode} --batch-chains {batch}, {size} ranks"),
+        );
+    }
+    let dir = base.join("data-refused");
+    let mut a = argv.clone();
+    a.extend(strings(&["--distribute", "data", "--batch-chains", "2"]));
+    let results = ranks(&FakeWorld::new(2), 2, &dir, |_| a.clone());
+    let message = results[0].as_ref().expect_err("refused");
+    assert!(
+        message.contains("--distribute data") && message.contains("--batch-chains"),
+        "{message}"
+    );
+    assert!(results[1].is_err(), "every rank stops");
+    assert!(!dir.join("model-1.csv").exists(), "nothing written");
+}
+
 /// The exact posterior of `rho[i]`: gamma(6.5 + Σ_j y[i, j], 1/2.25 + J) (shape, rate).
 fn check_conjugate(dir: &Path, counts: &[Vec<u64>], chains: usize) {
     let files: Vec<_> = (1..=chains)

@@ -93,10 +93,23 @@ fn rows(path: &Path) -> usize {
 
 /// Aborted after iteration K (the process aborts itself, as in a crash), then resumed.
 fn abort_and_resume(name: &str, extra: &[&str], abort_after: usize, tear: bool) {
+    abort_and_resume_with(name, extra, &[], abort_after, tear)
+}
+
+/// [`abort_and_resume`] with `interrupted_only` options (which never change the files) given
+/// to the interrupted run, and so to its resumption, but not to the reference run.
+fn abort_and_resume_with(
+    name: &str,
+    extra: &[&str],
+    interrupted_only: &[&str],
+    abort_after: usize,
+    tear: bool,
+) {
     let root = scratch_dir(name);
     let reference = reference(&root, extra);
     let cwd = root.join("interrupted");
-    let output = run_in(&cwd, &sample_args(extra), Some(abort_after));
+    let interrupted: Vec<&str> = extra.iter().chain(interrupted_only).copied().collect();
+    let output = run_in(&cwd, &sample_args(&interrupted), Some(abort_after));
     assert!(!output.status.success(), "the run was aborted");
     let out = cwd.join("out");
     let files = chain_files(&out);
@@ -157,6 +170,26 @@ fn aborted_at_the_end_of_warmup_resumes_to_identical_files() {
         &["--warmup", "150", "--draws", "100"],
         150,
         false,
+    );
+}
+
+#[test]
+fn aborted_in_lockstep_resumes_to_the_files_of_chains_alone() {
+    // Chains in lockstep end their iterations at different times: the abort leaves each at its
+    // own checkpoint, and the resumed group continues from both.
+    abort_and_resume_with(
+        "resume-lockstep-warmup",
+        &["--warmup", "150", "--draws", "100"],
+        &["--batch-chains", "2"],
+        60,
+        false,
+    );
+    abort_and_resume_with(
+        "resume-lockstep-sampling",
+        &["--warmup", "150", "--draws", "100", "--save-warmup"],
+        &["--batch-chains", "2", "--lockstep", "masked"],
+        200,
+        true,
     );
 }
 

@@ -243,6 +243,15 @@ impl<D: LogDensity> LogDensity for Unconstrained<D> {
     ) -> Result<f64, EvalError> {
         self.density.log_density_gradient(ws, q, grad)
     }
+    fn log_density_gradient_batch(
+        &self,
+        ws: &mut [Self::Workspace],
+        qs: &[f64],
+        grads: &mut [f64],
+        out: &mut [Result<f64, EvalError>],
+    ) {
+        self.density.log_density_gradient_batch(ws, qs, grads, out)
+    }
     fn log_density_gradient_with(
         &self,
         ws: &mut Self::Workspace,

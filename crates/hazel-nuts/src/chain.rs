@@ -2,9 +2,12 @@
 //!
 //! [`Chain`] owns everything a chain mutates — the model workspace, the [`NutsState`], the
 //! metric, the step size, the adaptation state and the chain's random streams — and advances by
-//! [`Chain::next_iteration`]. The runner ([`crate::run()`]) drives one `Chain` per chain; a
-//! batched backend can instead hold many and step them in lockstep with the same pieces
-//! ([`crate::nuts::nuts_step`], [`crate::adapt::WindowedAdaptation`]).
+//! [`Chain::next_iteration`], which is [`Chain::begin_iteration`] / [`Chain::resume_iteration`]
+//! with the model evaluated in between: the iteration (transition, adaptation, the step-size
+//! heuristic after a metric update) returns to its caller at every model evaluation. The runner
+//! ([`crate::run()`]) drives a chain on its own with `next_iteration`, or many chains in
+//! lockstep with `begin_iteration` / `resume_iteration`, evaluating all their points in one
+//! batched call; the draws are the same bit for bit.
 //!
 //! The iteration follows Stan's `run_adaptive_sampler`: when adaptation is on (engaged and
 //! `num_warmup > 0`) the step size is first set by the heuristic from `config.stepsize`, each
@@ -19,7 +22,10 @@ use crate::checkpoint::ChainState;
 use crate::fixed_param;
 use crate::init::{initialize, InitError};
 use crate::metric::{Metric, MetricError};
-use crate::nuts::{find_reasonable_stepsize, nuts_step, NutsSettings, NutsState, StepsizeError};
+use crate::nuts::{
+    find_reasonable_stepsize, NutsSettings, NutsState, SearchStatus, StepStatus, StepsizeError,
+    Transition,
+};
 use crate::types::{Algorithm, DrawStats, InverseMetric, MetricKind, SamplerConfig};
 use hazel_density::{EvalError, Model};
 use hazel_rng::{Purpose, StreamRng};
@@ -52,9 +58,17 @@ pub enum ChainError {
     /// Another chain (`by_chain`) met a fatal error, which stops the whole run; this chain
     /// stopped after `iteration` completed iterations.
     Stopped { iteration: usize, by_chain: u64 },
+    /// The caller interrupted the run ([`hazel_draws::Progress::interrupted`], Ctrl-C in
+    /// Python); this chain stopped after `iteration` completed iterations.
+    Interrupted { iteration: usize },
 }
 
 impl ChainError {
+    /// Whether the chain stopped because the caller interrupted the run.
+    pub fn is_interruption(&self) -> bool {
+        matches!(self, ChainError::Interrupted { .. })
+    }
+
     /// A fatal model error met by the step-size heuristic is reported as the fatal error.
     fn from_stepsize(iteration: usize, error: StepsizeError) -> Self {
         match error {
@@ -97,6 +111,9 @@ impl std::fmt::Display for ChainError {
                     "stopped after {iteration} iterations by a fatal error in chain {by_chain}"
                 )
             }
+            ChainError::Interrupted { iteration } => {
+                write!(f, "interrupted after {iteration} iterations")
+            }
         }
     }
 }
@@ -110,6 +127,35 @@ pub struct Iteration {
     pub iteration: usize,
     pub warmup: bool,
     pub stats: DrawStats,
+}
+
+/// What an iteration needs next (see [`Chain::begin_iteration`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum IterationStatus {
+    /// Evaluate the model at [`Chain::evaluation_point`] and pass the result to
+    /// [`Chain::resume_iteration`].
+    NeedsEvaluation,
+    /// The iteration is complete.
+    Done(Iteration),
+}
+
+/// Where an iteration stands between two model evaluations.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// No iteration in progress.
+    Idle,
+    /// The NUTS transition of iteration `iteration`, with step size `stepsize`.
+    Transition {
+        iteration: usize,
+        warmup: bool,
+        stepsize: f64,
+    },
+    /// The step-size heuristic after a metric update, following `transition`.
+    StepsizeSearch {
+        iteration: usize,
+        stepsize: f64,
+        transition: Transition,
+    },
 }
 
 /// Checks the settings that do not depend on the model; returns a message naming the setting.
@@ -173,6 +219,7 @@ pub struct Chain<'m, M: Model + ?Sized> {
     completed: usize,
     output: Vec<f64>,
     inv_metric_report: InverseMetric,
+    phase: Phase,
 }
 
 impl<'m, M: Model + ?Sized> Chain<'m, M> {
@@ -257,6 +304,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             completed: 0,
             output: vec![0.0; n_out],
             inv_metric_report,
+            phase: Phase::Idle,
         })
     }
 
@@ -354,6 +402,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             completed: snapshot.completed,
             output: vec![0.0; n_out],
             inv_metric_report,
+            phase: Phase::Idle,
         })
     }
 
@@ -395,60 +444,181 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         self.state.take_rejection()
     }
 
-    /// Runs one iteration: a transition, then (during warmup) adaptation.
+    /// Runs one iteration: a transition, then (during warmup) adaptation. This is
+    /// [`Chain::begin_iteration`] and [`Chain::resume_iteration`] with the model evaluated in
+    /// the chain's own workspace in between.
     pub fn next_iteration(&mut self) -> Result<Iteration, ChainError> {
-        let iteration = self.completed + 1;
-        if self.algorithm == Algorithm::FixedParam {
-            self.completed = iteration;
-            return Ok(Iteration {
-                iteration,
-                warmup: false,
-                stats: fixed_param::transition_stats(),
-            });
-        }
-        let warmup = self.in_warmup();
-        let stepsize_used = self.stepsize;
-        let t = nuts_step(
-            self.model,
-            &mut self.ws,
-            &mut self.state,
-            &self.metric,
-            stepsize_used,
-            &self.settings,
-            &mut self.rng,
-        )
-        .map_err(|error| ChainError::Fatal { iteration, error })?;
-        if warmup {
-            if let Some(adaptation) = &mut self.adaptation {
-                let outcome = adaptation
-                    .learn(t.accept_stat, self.state.position(), &mut self.metric)
-                    .map_err(|error| ChainError::Metric { iteration, error })?;
-                self.stepsize = outcome.stepsize;
-                if outcome.metric_updated {
-                    self.stepsize = find_reasonable_stepsize(
-                        self.model,
-                        &mut self.ws,
-                        &mut self.state,
-                        &self.metric,
-                        self.stepsize,
-                        &mut self.rng,
-                    )
-                    .map_err(|error| ChainError::from_stepsize(iteration, error))?;
-                    adaptation.restart_stepsize(self.stepsize);
-                }
-                if iteration == self.num_warmup {
-                    self.stepsize = adaptation.stepsize.final_stepsize();
+        let mut status = self.begin_iteration()?;
+        loop {
+            match status {
+                IterationStatus::Done(iteration) => return Ok(iteration),
+                IterationStatus::NeedsEvaluation => {
+                    let (q, grad) = self.state.evaluation_point();
+                    let result = self.model.log_density_gradient(&mut self.ws, q, grad);
+                    status = self.resume_iteration(result)?;
                 }
             }
         }
+    }
+
+    /// Starts the next iteration, split at each model evaluation as
+    /// [`NutsState::begin_transition`] splits a transition (the step-size heuristic after a
+    /// metric update included), so that a driver can evaluate many chains' points in one call:
+    /// while the status is [`IterationStatus::NeedsEvaluation`], evaluate the model at
+    /// [`Chain::evaluation_point`] (the gradient into the slice it returns) and pass the result
+    /// to [`Chain::resume_iteration`]. The iteration equals [`Chain::next_iteration`]'s bit for
+    /// bit. After an `Err` the chain is stopped: no further iteration may begin.
+    pub fn begin_iteration(&mut self) -> Result<IterationStatus, ChainError> {
+        let iteration = self.completed + 1;
+        if self.algorithm == Algorithm::FixedParam {
+            self.completed = iteration;
+            return Ok(IterationStatus::Done(Iteration {
+                iteration,
+                warmup: false,
+                stats: fixed_param::transition_stats(),
+            }));
+        }
+        let stepsize = self.stepsize;
+        self.phase = Phase::Transition {
+            iteration,
+            warmup: self.in_warmup(),
+            stepsize,
+        };
+        let status =
+            self.state
+                .begin_transition(&self.metric, stepsize, &self.settings, &mut self.rng);
+        self.after_transition(status)
+    }
+
+    /// The point at which the model must be evaluated next, and the buffer its gradient must
+    /// be written into. Only meaningful after an [`IterationStatus::NeedsEvaluation`].
+    pub fn evaluation_point(&mut self) -> (&[f64], &mut [f64]) {
+        self.state.evaluation_point()
+    }
+
+    /// Continues the iteration with the model's result at [`Chain::evaluation_point`].
+    pub fn resume_iteration(
+        &mut self,
+        result: Result<f64, EvalError>,
+    ) -> Result<IterationStatus, ChainError> {
+        match self.phase {
+            Phase::Idle => Err(ChainError::Config(
+                "resume_iteration without an iteration in progress".into(),
+            )),
+            Phase::Transition { iteration, .. } => {
+                let status = self
+                    .state
+                    .resume_transition(&self.metric, &mut self.rng, result)
+                    .map_err(|error| {
+                        self.phase = Phase::Idle;
+                        ChainError::Fatal { iteration, error }
+                    })?;
+                self.after_transition(status)
+            }
+            Phase::StepsizeSearch { .. } => {
+                let status = self
+                    .state
+                    .resume_stepsize_search(&self.metric, &mut self.rng, result);
+                self.after_search(status)
+            }
+        }
+    }
+
+    /// After a transition step: adaptation once the transition is complete (during warmup),
+    /// which may start the step-size heuristic.
+    fn after_transition(&mut self, status: StepStatus) -> Result<IterationStatus, ChainError> {
+        let Phase::Transition {
+            iteration,
+            warmup,
+            stepsize,
+        } = self.phase
+        else {
+            unreachable!("a transition step outside a transition");
+        };
+        let transition = match status {
+            StepStatus::NeedsEvaluation => return Ok(IterationStatus::NeedsEvaluation),
+            StepStatus::Done(transition) => transition,
+        };
+        if warmup {
+            if let Some(adaptation) = &mut self.adaptation {
+                let outcome = adaptation
+                    .learn(
+                        transition.accept_stat,
+                        self.state.position(),
+                        &mut self.metric,
+                    )
+                    .map_err(|error| {
+                        self.phase = Phase::Idle;
+                        ChainError::Metric { iteration, error }
+                    })?;
+                self.stepsize = outcome.stepsize;
+                if outcome.metric_updated {
+                    self.phase = Phase::StepsizeSearch {
+                        iteration,
+                        stepsize,
+                        transition,
+                    };
+                    let status = self.state.begin_stepsize_search(
+                        &self.metric,
+                        self.stepsize,
+                        &mut self.rng,
+                    );
+                    return self.after_search(status);
+                }
+            }
+        }
+        Ok(self.complete(iteration, warmup, stepsize, transition))
+    }
+
+    /// After a step of the step-size heuristic that follows a metric update.
+    fn after_search(&mut self, status: SearchStatus) -> Result<IterationStatus, ChainError> {
+        let Phase::StepsizeSearch {
+            iteration,
+            stepsize,
+            transition,
+        } = self.phase
+        else {
+            unreachable!("a step-size search step outside a search");
+        };
+        match status {
+            SearchStatus::NeedsEvaluation => Ok(IterationStatus::NeedsEvaluation),
+            SearchStatus::Done(Err(error)) => {
+                self.phase = Phase::Idle;
+                Err(ChainError::from_stepsize(iteration, error))
+            }
+            SearchStatus::Done(Ok(found)) => {
+                self.stepsize = found;
+                if let Some(adaptation) = &mut self.adaptation {
+                    adaptation.restart_stepsize(found);
+                }
+                Ok(self.complete(iteration, true, stepsize, transition))
+            }
+        }
+    }
+
+    /// Ends iteration `iteration`, whose transition used `stepsize`: the final step size at the
+    /// end of warmup, and the iteration's statistics.
+    fn complete(
+        &mut self,
+        iteration: usize,
+        warmup: bool,
+        stepsize: f64,
+        t: Transition,
+    ) -> IterationStatus {
+        if warmup && iteration == self.num_warmup {
+            if let Some(adaptation) = &self.adaptation {
+                self.stepsize = adaptation.stepsize.final_stepsize();
+            }
+        }
+        self.phase = Phase::Idle;
         self.completed = iteration;
-        Ok(Iteration {
+        IterationStatus::Done(Iteration {
             iteration,
             warmup,
             stats: DrawStats {
                 lp: t.lp,
                 accept_stat: t.accept_stat,
-                stepsize: stepsize_used,
+                stepsize,
                 treedepth: t.treedepth,
                 n_leapfrog: t.n_leapfrog,
                 divergent: t.divergent,

@@ -190,6 +190,8 @@ pub struct NutsState {
     rejection: Option<EvalError>,
     /// Where the current transition stands between model evaluations.
     progress: TransitionProgress,
+    /// Where the current step-size search stands between model evaluations.
+    search: SearchProgress,
 }
 
 /// Why [`find_reasonable_stepsize`] failed (Stan's `init_stepsize` errors, or a fatal error).
@@ -362,8 +364,9 @@ fn merge_checks(left: &Span, right: &mut Span) -> bool {
 
 /// One leapfrog step of size `epsilon` (negative: backward in time) applied in place to `z`.
 /// On success returns the log density at the new point and its kinetic energy, with the new
-/// velocity `M⁻¹ p` in `velocity`; on `Err` the point is unusable.
-#[inline]
+/// velocity `M⁻¹ p` in `velocity`; on `Err` the point is unusable. (The sampler runs the two
+/// halves around its own evaluation requests; this whole step is the tests' reference.)
+#[cfg(test)]
 fn leapfrog<M: LogDensity + ?Sized>(
     model: &M,
     ws: &mut M::Workspace,
@@ -410,6 +413,7 @@ impl NutsState {
             max_depth,
             rejection: None,
             progress: TransitionProgress::idle(),
+            search: SearchProgress::idle(),
         }
     }
 
@@ -597,7 +601,8 @@ impl NutsState {
     }
 
     /// The point at which the model must be evaluated next, and the buffer its gradient must
-    /// be written into. Only meaningful after a [`StepStatus::NeedsEvaluation`].
+    /// be written into. Only meaningful after a [`StepStatus::NeedsEvaluation`] or a
+    /// [`SearchStatus::NeedsEvaluation`].
     pub fn evaluation_point(&mut self) -> (&[f64], &mut [f64]) {
         let z = if self.progress.forward {
             &mut self.forward
@@ -860,9 +865,9 @@ pub fn nuts_step<M: LogDensity + ?Sized>(
 /// (with a fresh momentum each try) crosses 0.8. The chain's position is unchanged.
 ///
 /// Step sizes of 0, NaN or above 1e7 are returned as they are (Stan skips the search for them),
-/// and so is any step size for a model with no parameters.
-// Stan's negated comparisons: a NaN energy change ends the search.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
+/// and so is any step size for a model with no parameters. This is
+/// [`NutsState::begin_stepsize_search`] and [`NutsState::resume_stepsize_search`] with the
+/// model evaluated in between.
 pub fn find_reasonable_stepsize<M: LogDensity + ?Sized>(
     model: &M,
     ws: &mut M::Workspace,
@@ -871,24 +876,93 @@ pub fn find_reasonable_stepsize<M: LogDensity + ?Sized>(
     epsilon: f64,
     rng: &mut StreamRng,
 ) -> Result<f64, StepsizeError> {
-    // A model without parameters has no energy error at any step size: nothing to tune.
-    if epsilon == 0.0 || epsilon > 1e7 || epsilon.is_nan() || state.dim() == 0 {
-        return Ok(epsilon);
+    let mut status = state.begin_stepsize_search(metric, epsilon, rng);
+    loop {
+        match status {
+            SearchStatus::Done(result) => return result,
+            SearchStatus::NeedsEvaluation => {
+                let (q, grad) = state.evaluation_point();
+                let result = model.log_density_gradient(ws, q, grad);
+                status = state.resume_stepsize_search(metric, rng, result);
+            }
+        }
     }
-    let log_target = 0.8f64.ln();
-    let mut epsilon = epsilon;
-    let mut energy_change = |state: &mut NutsState, epsilon: f64| -> Result<f64, StepsizeError> {
-        let h0 = state.start_at_current(metric, rng);
-        let h = match leapfrog(
-            model,
-            ws,
-            metric,
-            &mut state.forward,
+}
+
+/// What a step-size search needs next (see [`NutsState::begin_stepsize_search`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SearchStatus {
+    /// Evaluate the model at [`NutsState::evaluation_point`] and pass the result to
+    /// [`NutsState::resume_stepsize_search`].
+    NeedsEvaluation,
+    /// The search is over: the step size found, or why there is none.
+    Done(Result<f64, StepsizeError>),
+}
+
+/// Where a step-size search stands between two model evaluations.
+#[derive(Debug, Clone, Copy)]
+struct SearchProgress {
+    /// The step size of the trial being evaluated.
+    epsilon: f64,
+    /// Whether the search doubles (`Some(true)`) or halves; `None` until the first trial,
+    /// whose energy change decides it, is back.
+    grow: Option<bool>,
+    /// Hamiltonian at the start of the trial.
+    h0: f64,
+}
+
+impl SearchProgress {
+    fn idle() -> Self {
+        SearchProgress {
+            epsilon: f64::NAN,
+            grow: None,
+            h0: f64::NAN,
+        }
+    }
+}
+
+impl NutsState {
+    /// Starts Stan's step-size heuristic from `epsilon` (see [`find_reasonable_stepsize`]), split
+    /// at each model evaluation as [`NutsState::begin_transition`] splits a transition: while
+    /// the status is [`SearchStatus::NeedsEvaluation`], evaluate the model at
+    /// [`NutsState::evaluation_point`] and pass the result to
+    /// [`NutsState::resume_stepsize_search`], with the same `metric` and the chain's own `rng`.
+    pub fn begin_stepsize_search(
+        &mut self,
+        metric: &Metric,
+        epsilon: f64,
+        rng: &mut StreamRng,
+    ) -> SearchStatus {
+        // A model without parameters has no energy error at any step size: nothing to tune.
+        if epsilon == 0.0 || epsilon > 1e7 || epsilon.is_nan() || self.dim() == 0 {
+            return SearchStatus::Done(Ok(epsilon));
+        }
+        self.search = SearchProgress {
             epsilon,
-            &mut state.v_forward,
-            &mut state.scratch,
-        ) {
-            Ok((logp, kinetic)) => {
+            grow: None,
+            h0: f64::NAN,
+        };
+        self.start_trial(metric, rng)
+    }
+
+    /// Continues a step-size search with the model's result at
+    /// [`NutsState::evaluation_point`] (the gradient already written there).
+    // Stan's negated comparisons: a NaN energy change ends the search.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    pub fn resume_stepsize_search(
+        &mut self,
+        metric: &Metric,
+        rng: &mut StreamRng,
+        result: Result<f64, EvalError>,
+    ) -> SearchStatus {
+        let log_target = 0.8f64.ln();
+        let search = &mut self.search;
+        let epsilon = search.epsilon;
+        let h = match result {
+            Ok(logp) => {
+                let z = &mut self.forward;
+                let kinetic =
+                    metric.kick_velocity(0.5 * epsilon, &z.grad, &mut z.p, &mut self.v_forward);
                 let h = -logp + kinetic;
                 if h.is_nan() {
                     f64::INFINITY
@@ -897,30 +971,49 @@ pub fn find_reasonable_stepsize<M: LogDensity + ?Sized>(
                 }
             }
             Err(error) => {
-                absorb_error(&mut state.rejection, error).map_err(StepsizeError::Fatal)?;
+                if let Err(fatal) = absorb_error(&mut self.rejection, error) {
+                    return SearchStatus::Done(Err(StepsizeError::Fatal(fatal)));
+                }
                 f64::INFINITY
             }
         };
-        Ok(h0 - h)
-    };
-    let grow = energy_change(state, epsilon)? > log_target;
-    loop {
-        let delta_h = energy_change(state, epsilon)?;
-        if grow && !(delta_h > log_target) {
-            break;
+        let delta_h = search.h0 - h;
+        match search.grow {
+            // The first trial only decides the direction; the next repeats its step size.
+            None => search.grow = Some(delta_h > log_target),
+            Some(grow) => {
+                if grow && !(delta_h > log_target) || !grow && !(delta_h < log_target) {
+                    return SearchStatus::Done(Ok(epsilon));
+                }
+                search.epsilon = if grow { 2.0 * epsilon } else { 0.5 * epsilon };
+                if search.epsilon > 1e7 {
+                    return SearchStatus::Done(Err(StepsizeError::Improper));
+                }
+                if search.epsilon == 0.0 {
+                    return SearchStatus::Done(Err(StepsizeError::NoSmallStepsize));
+                }
+            }
         }
-        if !grow && !(delta_h < log_target) {
-            break;
-        }
-        epsilon = if grow { 2.0 * epsilon } else { 0.5 * epsilon };
-        if epsilon > 1e7 {
-            return Err(StepsizeError::Improper);
-        }
-        if epsilon == 0.0 {
-            return Err(StepsizeError::NoSmallStepsize);
-        }
+        self.start_trial(metric, rng)
     }
-    Ok(epsilon)
+
+    /// A trial of the search: a fresh momentum at the current position, then the first half of
+    /// one leapfrog step forward; the model is evaluated at the forward end.
+    fn start_trial(&mut self, metric: &Metric, rng: &mut StreamRng) -> SearchStatus {
+        self.search.h0 = self.start_at_current(metric, rng);
+        self.progress.forward = true;
+        let epsilon = self.search.epsilon;
+        let z = &mut self.forward;
+        metric.kick_drift(
+            0.5 * epsilon,
+            epsilon,
+            &z.grad,
+            &mut z.p,
+            &mut z.q,
+            &mut self.scratch,
+        );
+        SearchStatus::NeedsEvaluation
+    }
 }
 
 #[cfg(test)]

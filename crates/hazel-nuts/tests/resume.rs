@@ -7,9 +7,10 @@ mod common;
 
 use common::*;
 use hazel_density::Unconstrained;
+use hazel_draws::{erased_serde, AdaptationInfo, Columns};
 use hazel_nuts::{
-    ChainCheckpoint, ChainStart, CheckpointPolicy, DrawSink, DrawStats, InverseMetric, MetricKind,
-    NoProgress, RunConfig, SamplerConfig, Timing,
+    ChainCheckpoint, ChainStart, CheckpointPolicy, DrawSink, MetricKind, NoProgress, RunConfig,
+    SamplerConfig, Timing,
 };
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -24,30 +25,28 @@ struct Recorded {
 struct CheckpointSink(Arc<Mutex<Recorded>>);
 
 impl DrawSink for CheckpointSink {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
-        self.0.lock().unwrap().received.names = names.to_vec();
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().received.begin(columns);
         Ok(())
     }
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        self.0.lock().unwrap().received.adaptation = Some((stepsize, inv_metric.clone()));
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().received.adaptation_done(adaptation);
         Ok(())
     }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        self.0.lock().unwrap().received.draws.push(Draw {
-            warmup,
-            stats: *stats,
-            values: values.to_vec(),
-        });
+    fn draw(&mut self, draw: &hazel_draws::Draw<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().received.draw(draw);
         Ok(())
     }
     fn finish(&mut self, _: &Timing) -> io::Result<()> {
         self.0.lock().unwrap().received.finished = true;
         Ok(())
     }
-    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
+    fn checkpoint(&mut self, checkpoint: &dyn erased_serde::Serialize) -> io::Result<()> {
+        // The runner's checkpoint, as a sink sees it: serialisable, its type unnamed.
         let json = serde_json::to_string(checkpoint).map_err(io::Error::other)?;
         let back: ChainCheckpoint = serde_json::from_str(&json).map_err(io::Error::other)?;
-        assert_eq!(&back, checkpoint, "JSON round trip is exact");
+        let again = serde_json::to_string(&back).map_err(io::Error::other)?;
+        assert_eq!(again, json, "JSON round trip is exact");
         let mut r = self.0.lock().unwrap();
         let so_far = r.received.clone();
         r.checkpoints.push((back, so_far));
@@ -237,4 +236,80 @@ fn checkpoint_of_another_model_is_refused() {
     .expect("run starts");
     let message = report.chains[0].error.as_ref().unwrap().to_string();
     assert!(message.contains("checkpoint does not fit"), "{message}");
+}
+
+/// Lockstep groups checkpoint and resume like chains alone: checkpoints taken in a group of two
+/// are those taken alone, and both chains resumed together — from the same iteration or from
+/// different ones, waiting for each other or not — continue bit for bit as the uninterrupted
+/// chains alone.
+#[test]
+fn resume_in_lockstep() {
+    use hazel_nuts::Lockstep;
+    let every = 13;
+    let plain = run(
+        &config(MetricKind::Diag, true, 2, 0),
+        vec![ChainStart::Fresh; 2],
+        vec![Recorded::default(); 2],
+    );
+    let alone = run(
+        &config(MetricKind::Diag, true, 2, every),
+        vec![ChainStart::Fresh; 2],
+        vec![Recorded::default(); 2],
+    );
+    for lockstep in [Lockstep::Desynchronised, Lockstep::Masked] {
+        let lockstep_config = RunConfig {
+            batch_chains: 2,
+            lockstep,
+            ..config(MetricKind::Diag, true, 2, every)
+        };
+        let with = run(
+            &lockstep_config,
+            vec![ChainStart::Fresh; 2],
+            vec![Recorded::default(); 2],
+        );
+        for chain in 0..2 {
+            assert_same_output(&plain[chain].received, &with[chain].received, "lockstep");
+            let taken: Vec<_> = with[chain]
+                .checkpoints
+                .iter()
+                .map(|(c, _)| c.state.clone())
+                .collect();
+            let taken_alone: Vec<_> = alone[chain]
+                .checkpoints
+                .iter()
+                .map(|(c, _)| c.state.clone())
+                .collect();
+            assert_eq!(taken, taken_alone, "the same checkpoints in lockstep");
+        }
+        let n = with[0].checkpoints.len();
+        // Both from checkpoint i; chain 1 from checkpoint j ≠ i (not the final one, so both run).
+        for (i, j) in [(0, 0), (5, 5), (n - 2, n - 2), (1, 9), (12, 3)] {
+            let (c0, before0) = &with[0].checkpoints[i];
+            let (c1, before1) = &with[1].checkpoints[j];
+            let resumed = run(
+                &lockstep_config,
+                vec![
+                    ChainStart::Resume(Box::new(c0.clone())),
+                    ChainStart::Resume(Box::new(c1.clone())),
+                ],
+                vec![
+                    Recorded {
+                        received: before0.clone(),
+                        ..Recorded::default()
+                    },
+                    Recorded {
+                        received: before1.clone(),
+                        ..Recorded::default()
+                    },
+                ],
+            );
+            for chain in 0..2 {
+                assert_same_output(
+                    &plain[chain].received,
+                    &resumed[chain].received,
+                    &format!("{lockstep:?}: resumed from checkpoints {i} and {j}"),
+                );
+            }
+        }
+    }
 }

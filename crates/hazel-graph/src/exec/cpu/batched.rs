@@ -5,13 +5,15 @@
 //! reference kernels unchanged. Ops where the lanes share a large operand get a lane-aware
 //! rule: a matrix × vector with a constant (data) matrix — a design matrix `X β` — is, over K
 //! points, one matrix × matrix, so it walks the matrix once in cache-sized blocks and applies
-//! each block to every lane while it is in cache. Each lane's arithmetic is still the
+//! each block to every lane while it is in cache; a fused GLM with a data matrix runs its
+//! per-block rule with the blocks outermost and the lanes inside, for the same reason. Each lane's arithmetic is still the
 //! reference's, value by value in the same order (rows accumulate over columns in column order;
 //! the vector's adjoint sums rows in the same [`CHUNK`]-row chunks, combined in chunk order), so
 //! every lane gives the reference executor's bits.
 //!
 //! A lane whose evaluation fails stops there (its result is the error); the others go on.
 
+use super::glm;
 use super::kernels::{self, dot, dot4, CHUNK};
 use super::read;
 use crate::exec::Executor;
@@ -41,6 +43,10 @@ pub struct BatchWorkspace {
     /// Per-lane partial sums of a lane-aware rule (`lanes × widest matrix`).
     tmp: Vec<f64>,
     alive: Vec<bool>,
+    /// Per-lane running totals of a fused GLM's block records (`lanes × record length`), and
+    /// one block's record.
+    glm_totals: Vec<f64>,
+    glm_record: Vec<f64>,
     /// The instruction set of the per-lane kernels (same bits for every choice).
     pub(crate) isa: crate::simd::Isa,
 }
@@ -95,7 +101,7 @@ impl BatchedCpu {
             ws.alive[l] = true;
         }
         for op in &g.ops {
-            if k > 1 && matvec_forward(op, &g.consts, ws, k) {
+            if k > 1 && (matvec_forward(op, &g.consts, ws, k) || glm_forward(op, g, ws, lps)) {
                 continue;
             }
             for (l, lp) in lps.iter_mut().enumerate() {
@@ -206,6 +212,64 @@ fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) ->
     true
 }
 
+/// A fused GLM (`Op::Glm`) with a constant design matrix, every live lane: the op's own
+/// per-block rule ([`glm::block`], its record added to the lane's totals by
+/// [`glm::fold_record`]) with the blocks of `X` outermost and the lanes inside, so each block
+/// is read from memory once and used by every lane while it is in cache. Each lane runs
+/// exactly the blocks, in the order, of [`glm::forward`]. A lane whose block fails stops
+/// there. Returns `false` (nothing done) for other ops.
+fn glm_forward(
+    op: &Op,
+    g: &Graph,
+    ws: &mut BatchWorkspace,
+    lps: &mut [Result<f64, EvalError>],
+) -> bool {
+    let Op::Glm { spec, out } = op else {
+        return false;
+    };
+    if spec.x.space != Space::Const {
+        return false;
+    }
+    let (nv, ns, k) = (ws.n_vals, ws.n_scratch, lps.len());
+    let len = glm::record_len(spec);
+    ws.glm_totals.clear();
+    ws.glm_totals.resize(k * len, 0.0);
+    ws.glm_record.resize(len, 0.0);
+    let below = out.off as usize;
+    for blk in 0..glm::blocks(spec) {
+        for (l, lp) in lps.iter_mut().enumerate() {
+            if !ws.alive[l] {
+                continue;
+            }
+            let lo = &mut ws.vals[l * nv..l * nv + below];
+            let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+            match glm::block(
+                spec,
+                &g.consts,
+                lo,
+                scratch,
+                ws.isa,
+                blk,
+                &mut ws.glm_record,
+            ) {
+                Ok(()) => {
+                    glm::fold_record(&mut ws.glm_totals[l * len..(l + 1) * len], &ws.glm_record)
+                }
+                Err(e) => {
+                    *lp = Err(g.locate(op, e));
+                    ws.alive[l] = false;
+                }
+            }
+        }
+    }
+    for l in (0..k).filter(|&l| ws.alive[l]) {
+        let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+        ws.vals[l * nv + below] =
+            glm::finish(spec, &ws.glm_totals[l * len..(l + 1) * len], scratch);
+    }
+    true
+}
+
 /// The vector's adjoint of `out = M v` with a constant `M`, every live lane:
 /// `adj_v[c] += dot(M[:, c], adj_out)`, summed in [`dot`]'s chunks, each chunk of four
 /// columns applied to every lane while it is in cache, the chunk sums added in chunk order
@@ -276,9 +340,12 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
 impl Executor for BatchedCpu {
     type Workspace = BatchWorkspace;
 
+    /// A workspace of one lane; a batch call grows it to the lanes it uses (up to `lanes`), so
+    /// a workspace that only ever sees single points (a lockstep chain's own) stays one lane
+    /// wide.
     fn new_workspace(&self, g: &Graph) -> BatchWorkspace {
         let mut ws = BatchWorkspace::default();
-        ws.fit(g, self.lanes.max(1));
+        ws.fit(g, 1);
         ws
     }
 

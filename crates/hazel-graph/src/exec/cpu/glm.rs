@@ -11,7 +11,10 @@ use hazel_density::EvalError;
 
 /// Forward rule: `out[0]` = the density's sum; `∂lp/∂β`, `∂lp/∂α` and the density's other
 /// partials left in scratch. Block by block ([`block`]), each block's record added to the
-/// totals in block order ([`fold_record`]).
+/// totals in block order ([`fold_record`]), the totals stored by [`finish`]. The batched
+/// executor runs the same steps with the blocks outermost and its lanes inside, so a block of
+/// `X` serves every lane while it is in cache; the sharded executor runs a rank's share of the
+/// blocks and folds every rank's records in block order.
 pub fn forward(
     s: &GlmSpec,
     consts: &[f64],
@@ -31,12 +34,17 @@ pub fn forward(
         heap.split_at_mut(len)
     };
     let (lo, hi) = vals.split_at_mut(out.off as usize);
-    for blk in 0..(s.rows as usize).div_ceil(CHUNK) {
+    for blk in 0..blocks(s) {
         block(s, consts, lo, scratch, isa, blk, rec)?;
         fold_record(acc, rec);
     }
     hi[0] = finish(s, acc, scratch);
     Ok(())
+}
+
+/// Blocks of [`CHUNK`] rows.
+pub(crate) fn blocks(s: &GlmSpec) -> usize {
+    (s.rows as usize).div_ceil(CHUNK)
 }
 
 /// Records up to this long live on the stack (GLMs of up to ~120 columns).
