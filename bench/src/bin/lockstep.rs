@@ -40,10 +40,9 @@ use hazel_bench::{
 };
 use hazel_density::{EvalError, LogDensity, Model, StreamRng};
 use hazel_diagnostics::{ess_bulk, ChainDraws};
+use hazel_draws::{Columns, Draw};
 use hazel_graph::{compile, CompileOptions, CompiledModel, ExecutorKind};
-use hazel_nuts::{
-    DrawSink, DrawStats, InverseMetric, Lockstep, NoProgress, RunConfig, SamplerConfig, Timing,
-};
+use hazel_nuts::{DrawSink, Lockstep, NoProgress, RunConfig, SamplerConfig, Timing};
 use hazel_rng::Purpose;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -174,24 +173,27 @@ struct Kept {
     stats_bits: Vec<u64>,
 }
 
-struct MemorySink(Arc<Mutex<Kept>>);
+/// A chain's kept draws, with the position of its `n_leapfrog__` column (from `begin`).
+struct MemorySink(Arc<Mutex<Kept>>, usize);
 
 impl DrawSink for MemorySink {
-    fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
+    fn begin(&mut self, columns: &Columns<'_>) -> std::io::Result<()> {
+        self.1 = columns
+            .stats
+            .iter()
+            .position(|c| c.name == "n_leapfrog__")
+            .ok_or_else(|| std::io::Error::other("no n_leapfrog__ column"))?;
         Ok(())
     }
-    fn adaptation_done(&mut self, _: f64, _: &InverseMetric) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> std::io::Result<()> {
+    fn draw(&mut self, draw: &Draw<'_>) -> std::io::Result<()> {
         let mut k = self.0.lock().unwrap();
-        if !warmup {
-            k.leapfrog_steps += u64::from(stats.n_leapfrog);
+        if !draw.warmup {
+            k.leapfrog_steps += draw.stats[self.1] as u64;
         }
-        k.stats_bits.extend(stats.values().map(f64::to_bits));
-        k.stats_bits.extend(values.iter().map(|v| v.to_bits()));
-        if !warmup {
-            k.draws.push(values.to_vec());
+        k.stats_bits.extend(draw.stats.iter().map(|v| v.to_bits()));
+        k.stats_bits.extend(draw.values.iter().map(|v| v.to_bits()));
+        if !draw.warmup {
+            k.draws.push(draw.values.to_vec());
         }
         Ok(())
     }
@@ -256,7 +258,7 @@ fn run_hazel(
     let kept: Vec<Arc<Mutex<Kept>>> = (0..args.chains).map(|_| Arc::default()).collect();
     let sinks = kept
         .iter()
-        .map(|k| Box::new(MemorySink(k.clone())) as Box<dyn DrawSink>)
+        .map(|k| Box::new(MemorySink(k.clone(), 0)) as Box<dyn DrawSink>)
         .collect();
     let (start, cpu_start) = (Instant::now(), process_cpu_seconds());
     let report = hazel_nuts::run(&counting, &config, sinks, &NoProgress).expect("the run starts");
