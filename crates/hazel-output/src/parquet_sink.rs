@@ -14,7 +14,9 @@
 //! Unlike the CSV, a file is readable only once `finish` has written its footer.
 
 use crate::reader::{CsvError, StanCsv};
-use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
+use crate::settings::{
+    adaptation_from_pairs, adaptation_info_pairs, config_from_pairs, settings_pairs,
+};
 use crate::writer::CsvHeaderInfo;
 use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, Timing};
 use parquet::basic::{Repetition, Type as PhysicalType};
@@ -188,13 +190,7 @@ impl DrawSink for ParquetWriter {
     }
 
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
-        if let AdaptationInfo::Hmc {
-            stepsize,
-            inv_metric,
-        } = *adaptation
-        {
-            self.metadata = adaptation_pairs(stepsize, inv_metric);
-        }
+        self.metadata = adaptation_info_pairs(adaptation);
         Ok(())
     }
 
@@ -355,12 +351,13 @@ pub fn read_parquet(path: &Path) -> Result<StanCsv, CsvError> {
         Some((w.parse().ok()?, s.parse().ok()?))
     });
     let adaptation = adaptation_from_pairs(pairs.iter().copied()).map_err(error)?;
-    draws.drain(..warmup_rows);
+    let warmup = draws.drain(..warmup_rows).collect();
     Ok(StanCsv {
         path: path.to_path_buf(),
         config: config_from_pairs(pairs.iter().copied()),
         column_names,
         warmup_rows,
+        warmup,
         draws,
         adaptation,
         elapsed_seconds,
