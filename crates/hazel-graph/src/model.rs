@@ -17,6 +17,9 @@ use hazel_syntax::{SourceMap, Span};
 use std::fmt;
 use std::sync::Arc;
 
+mod constrained;
+pub use constrained::OutputColumns;
+
 /// Settings of a model build.
 #[derive(Debug, Clone)]
 pub struct CompileOptions {
@@ -74,6 +77,17 @@ impl CompileError {
             variable: None,
         }
     }
+    /// The message, naming the data variable concerned unless it already does (data errors
+    /// usually name it themselves: `` `y[17]` = -3 is below … ``).
+    pub fn naming_variable(&self) -> String {
+        match &self.variable {
+            Some(variable) if !self.message.contains(&format!("`{variable}")) => {
+                format!("variable `{variable}`: {}", self.message)
+            }
+            _ => self.message.clone(),
+        }
+    }
+
     /// The message prefixed with `file:line:col` when the error has a location.
     pub fn render(&self, sources: &SourceMap) -> String {
         match self.span {
@@ -145,6 +159,8 @@ pub struct CompiledModel {
     /// Output variables declared in the parameters and transformed parameters blocks (the
     /// first entries of `outputs`).
     n_upper_vars: usize,
+    /// Whether transformed data called an `_rng` (so the model depends on the seed).
+    transformed_data_random: bool,
 }
 
 /// Per-chain buffers: the executor's workspace (for the static graph) and the dynamic path's
@@ -526,6 +542,8 @@ fn compile_inner(
         check_bounds(&mut tr, &program.transformed_data)
             .map_err(|e| trace_to_compile(e, "transformed data"))?;
     }
+    // Whether transformed data drew from the seed's stream (then the seed changes the model).
+    let transformed_data_random = tr.rng.as_ref().is_some_and(|r| r.position() != 0);
     let env = tr.take_env();
 
     // dimension and output columns
@@ -577,6 +595,7 @@ fn compile_inner(
         })?,
         output_plan: None,
         n_upper_vars,
+        transformed_data_random,
     };
     match static_density(&model, DensityTerms::SAMPLER) {
         Ok(graph) => model.graph = Some(graph),
@@ -612,10 +631,12 @@ fn static_density(model: &CompiledModel, terms: DensityTerms) -> Result<(Graph, 
     )
     .map_err(|boxed| boxed.1)?;
     let mut graph = b.finish();
+    graph.eliminate_dead_ops(out);
     graph.eliminate_common_subexpressions(out);
     graph.fuse_mul_add(out);
     graph.fuse_mul_add_chains(out);
     graph.fuse_glm(out);
+    graph.fuse_scalar_blocks();
     Ok((graph, out))
 }
 
@@ -713,6 +734,12 @@ impl CompiledModel {
     /// Whether evaluation re-traces the program (control flow depends on parameters).
     pub fn is_dynamic(&self) -> bool {
         self.graph.is_none() && self.always_reject.is_none()
+    }
+
+    /// Whether transformed data drew random numbers, so that another seed builds another
+    /// model (a run's seed is the model's seed, as in CmdStan).
+    pub fn transformed_data_is_random(&self) -> bool {
+        self.transformed_data_random
     }
 
     /// Where the dynamic path was needed.
