@@ -460,9 +460,38 @@ fn sample_with_pathfinder_inits() {
     );
 }
 
-/// posteriordb reference posteriors: Pathfinder's means within 0.3 reference standard
-/// deviations (an approximation; the tolerance is what it reaches on these regressions).
-/// Skips without the suite.
+/// The relative convergence tests off: L-BFGS runs to the mode (`optimize` and Pathfinder).
+const RELATIVE_TESTS_OFF: [&str; 8] = [
+    "--tol-rel-grad",
+    "0",
+    "--tol-rel-obj",
+    "0",
+    "--tol-obj",
+    "0",
+    "--tol-param",
+    "0",
+];
+
+/// posteriordb reference posteriors (skipped without the suite), every mean within `tolerance`
+/// reference standard deviations:
+///
+/// * Pathfinder with CmdStan's defaults on kidiq-kidscore_momiq: 0.3 sd (an approximation;
+///   what it reaches on this regression).
+/// * Pathfinder on earnings-earn_height, 0.3 sd: the gradient at a random initial point is
+///   ~10¹¹, so the first step overshoots by ~10⁸ and Stan's line search gives up (CmdStan's
+///   `pathfinder` fails there from every seed); hazel's shrinks further
+///   (`hazel_approx::line_search::EXTRA_RESTARTS`). With CmdStan's relative tolerances the
+///   paths then stop early on this badly conditioned posterior (6 sd off), so they are off.
+/// * ADVI, mean-field and full-rank, on earnings-logearn_interaction_z (z-scored predictors,
+///   a near-Gaussian posterior whose mean the mean-field optimum shares), with
+///   `tol_rel_obj = 1e-4` and 30 000 iterations: 2.5 sd. ADVI returns the last iterate of a
+///   noisy gradient ascent, not a converged estimate: Stan's own ADVI with these settings
+///   (`scripts/approx/stan_reference`, seeds 10–29) is up to 2.3 sd off (mean-field) and 1.5 sd
+///   (full-rank, in 19 seeds of 20; the other at 7.7 sd); hazel's over seeds 10–19 2.2 and
+///   0.5 sd. With
+///   CmdStan's defaults (`tol_rel_obj = 0.01`, a relative change of the ELBO, ≈ 15 nats here)
+///   both stop several sd away, and on kidiq and sblrc-blr (ridge-shaped posteriors) Stan's
+///   ADVI is as far off as hazel's (TESTING.md), so those are not checked.
 #[test]
 fn pathfinder_and_advi_means_on_reference_posteriors() {
     let Some(pdb) = hazel_testdata::posteriordb() else {
@@ -471,7 +500,30 @@ fn pathfinder_and_advi_means_on_reference_posteriors() {
     };
     let dir = scratch_dir("approx-reference");
     let out = dir.to_string_lossy().into_owned();
-    for name in ["kidiq-kidscore_momiq"] {
+    let advi = ["--tol-rel-obj", "1e-4", "--iter", "30000"];
+    let cases: [(&str, &str, Vec<&str>, f64); 5] = [
+        ("kidiq-kidscore_momiq", "pathfinder", vec![], 0.3),
+        (
+            "earnings-earn_height",
+            "pathfinder",
+            RELATIVE_TESTS_OFF.to_vec(),
+            0.3,
+        ),
+        ("earnings-logearn_interaction_z", "pathfinder", vec![], 0.3),
+        (
+            "earnings-logearn_interaction_z",
+            "variational",
+            [&["--algorithm", "meanfield"][..], &advi].concat(),
+            2.5,
+        ),
+        (
+            "earnings-logearn_interaction_z",
+            "variational",
+            [&["--algorithm", "fullrank"][..], &advi].concat(),
+            2.5,
+        ),
+    ];
+    for (name, method, extra, tolerance) in cases {
         let model = common::repo()
             .join("corpus/posteriordb")
             .join(name)
@@ -485,40 +537,37 @@ fn pathfinder_and_advi_means_on_reference_posteriors() {
             model.to_string_lossy().into_owned(),
             data.to_string_lossy().into_owned(),
         );
-        // ADVI is not checked here: with CmdStan's defaults it stops far from these references
-        // (kidiq: 4 sd; see the report in TESTING.md), which is still to be investigated.
-        for (method, file, extra) in [("pathfinder", "model-pathfinder.csv", Vec::<&str>::new())] {
-            let mut args = vec![
-                method,
-                m.as_str(),
-                "--data",
-                d.as_str(),
-                "--output-dir",
-                out.as_str(),
-                "--seed",
-                "7",
-                "--quiet",
-            ];
-            args.extend(extra);
-            ok(&args);
-            let (names, mut rows) = read(&dir.join(file));
-            if method == "variational" {
-                rows.remove(0);
-            }
-            for p in reference["parameters"].as_array().unwrap() {
-                let col = p["name"]
-                    .as_str()
-                    .unwrap()
-                    .replace('[', ".")
-                    .replace(']', "")
-                    .replace(',', ".");
-                let (want, ref_sd) = (p["mean"].as_f64().unwrap(), p["sd"].as_f64().unwrap());
-                let got = mean(&column(&names, &rows, &col));
-                assert!(
-                    (got - want).abs() < 0.3 * ref_sd,
-                    "{name} {method} {col}: {got} vs {want} (sd {ref_sd})"
-                );
-            }
+        let mut args = vec![
+            method,
+            m.as_str(),
+            "--data",
+            d.as_str(),
+            "--output-dir",
+            out.as_str(),
+            "--seed",
+            "7",
+            "--quiet",
+        ];
+        args.extend(&extra);
+        ok(&args);
+        let (names, mut rows) = read(&dir.join(format!("model-{method}.csv")));
+        if method == "variational" {
+            // The approximation's mean, then its draws.
+            rows.remove(0);
+        }
+        for p in reference["parameters"].as_array().unwrap() {
+            let col = p["name"]
+                .as_str()
+                .unwrap()
+                .replace('[', ".")
+                .replace(']', "")
+                .replace(',', ".");
+            let (want, ref_sd) = (p["mean"].as_f64().unwrap(), p["sd"].as_f64().unwrap());
+            let got = mean(&column(&names, &rows, &col));
+            assert!(
+                (got - want).abs() < tolerance * ref_sd,
+                "{name} {method} {extra:?} {col}: {got} vs {want} (sd {ref_sd}, tolerance {tolerance} sd)"
+            );
         }
     }
 }
