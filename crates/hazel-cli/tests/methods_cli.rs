@@ -631,3 +631,166 @@ fn pathfinder_and_advi_means_on_reference_posteriors() {
         }
     }
 }
+
+/// Every method's options round-trip into the CSV header as CmdStan writes them: its section
+/// under `method`, CmdStan's key names and nesting, `(Default)` only on defaults.
+#[test]
+fn method_options_round_trip_into_the_header() {
+    let dir = scratch_dir("method-headers");
+    let out = dir.to_string_lossy().into_owned();
+    let (model, data) = (
+        example("bernoulli", "model.stan"),
+        example("bernoulli", "data.json"),
+    );
+    let header = |method: &str, extra: &[&str], file: &str| -> String {
+        let mut args = vec![
+            method,
+            model.as_str(),
+            "--data",
+            data.as_str(),
+            "--output-dir",
+            out.as_str(),
+            "--seed",
+            "9",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        ok(&args);
+        std::fs::read_to_string(dir.join(file))
+            .unwrap()
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let expect = |text: &str, lines: &[&str]| {
+        let block = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+        assert!(text.contains(&block), "no\n{block}in\n{text}");
+    };
+    let h = header(
+        "optimize",
+        &[
+            "--algorithm",
+            "bfgs",
+            "--init-alpha",
+            "0.01",
+            "--tol-grad",
+            "1e-9",
+            "--jacobian",
+            "--iter",
+            "500",
+            "--save-iterations",
+        ],
+        "model-optimize.csv",
+    );
+    expect(
+        &h,
+        &[
+            "# method = optimize",
+            "#   optimize",
+            "#     algorithm = bfgs",
+            "#       bfgs",
+            "#         init_alpha = 0.01",
+            "#         tol_obj = 1e-12 (Default)",
+            "#         tol_rel_obj = 10000 (Default)",
+            "#         tol_grad = 1e-9",
+            "#         tol_rel_grad = 10000000 (Default)",
+            "#         tol_param = 1e-8 (Default)",
+            "#     jacobian = 1",
+            "#     iter = 500",
+            "#     save_iterations = 1",
+            "# id = 1 (Default)",
+        ],
+    );
+    expect(&h, &["# random", "#   seed = 9"]);
+    let mode = dir
+        .join("model-optimize.csv")
+        .to_string_lossy()
+        .into_owned();
+    let h = header(
+        "laplace",
+        &["--mode", &mode, "--draws", "20", "--calculate-lp", "false"],
+        "model-laplace.csv",
+    );
+    expect(
+        &h,
+        &[
+            "#   laplace",
+            &format!("#     mode = {mode}"),
+            "#     jacobian = 1 (Default)",
+            "#     draws = 20",
+            "#     calculate_lp = 0",
+        ],
+    );
+    let h = header(
+        "variational",
+        &[
+            "--algorithm",
+            "fullrank",
+            "--iter",
+            "2000",
+            "--eta",
+            "0.5",
+            "--adapt-engaged",
+            "false",
+            "--output-samples",
+            "10",
+        ],
+        "model-variational.csv",
+    );
+    expect(
+        &h,
+        &[
+            "#   variational",
+            "#     algorithm = fullrank",
+            "#       fullrank",
+            "#     iter = 2000",
+            "#     grad_samples = 1 (Default)",
+            "#     elbo_samples = 100 (Default)",
+            "#     eta = 0.5",
+            "#     adapt",
+            "#       engaged = 0",
+            "#       iter = 50 (Default)",
+            "#     tol_rel_obj = 0.01 (Default)",
+            "#     eval_elbo = 100 (Default)",
+            "#     output_samples = 10",
+        ],
+    );
+    let h = header(
+        "pathfinder",
+        &[
+            "--num-paths",
+            "2",
+            "--num-draws",
+            "50",
+            "--history-size",
+            "4",
+            "--psis-resample",
+            "false",
+        ],
+        "model-pathfinder.csv",
+    );
+    expect(
+        &h,
+        &[
+            "#   pathfinder",
+            "#     init_alpha = 0.001 (Default)",
+            "#     tol_obj = 1e-12 (Default)",
+            "#     tol_rel_obj = 10000 (Default)",
+            "#     tol_grad = 1e-8 (Default)",
+            "#     tol_rel_grad = 10000000 (Default)",
+            "#     tol_param = 1e-8 (Default)",
+            "#     history_size = 4",
+            "#     num_psis_draws = 1000 (Default)",
+            "#     num_paths = 2",
+            "#     save_single_paths = 0 (Default)",
+            "#     psis_resample = 0",
+            "#     calculate_lp = 1 (Default)",
+            "#     max_lbfgs_iters = 1000 (Default)",
+            "#     num_draws = 50",
+            "#     num_elbo_draws = 25 (Default)",
+        ],
+    );
+    let (_, rows) = read(&dir.join("model-pathfinder.csv"));
+    assert_eq!(rows.len(), 100, "without resampling, every path's draws");
+}
