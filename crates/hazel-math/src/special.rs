@@ -403,14 +403,11 @@ pub fn lchoose_grad(n: f64, k: f64) -> (f64, f64) {
     (digamma(n + 1.0) - d_rest, d_rest - digamma(k + 1.0))
 }
 
-/// 1 / (1 + e^{-x}) without overflow.
+/// 1 / (1 + e^{-x}) without overflow ([`crate::vmath`]'s: the same bits in scalar and vector
+/// code).
+#[inline(always)]
 pub fn inv_logit(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
+    crate::vmath::inv_logit(x)
 }
 
 /// log(u / (1 - u)).
@@ -418,13 +415,10 @@ pub fn logit(u: f64) -> f64 {
     (u / (1.0 - u)).ln()
 }
 
-/// log(1 + e^x) without overflow or loss of precision.
+/// log(1 + e^x) without overflow or loss of precision ([`crate::vmath`]'s).
+#[inline(always)]
 pub fn log1p_exp(x: f64) -> f64 {
-    if x > 0.0 {
-        x + (-x).exp().ln_1p()
-    } else {
-        x.exp().ln_1p()
-    }
+    crate::vmath::log1p_exp(x)
 }
 
 /// log(1 - e^x) for x ≤ 0 (NaN for x > 0), accurate near 0 and in the tail.
@@ -439,8 +433,9 @@ pub fn log1m_exp(x: f64) -> f64 {
 }
 
 /// log(1 - x).
+#[inline(always)]
 pub fn log1m(x: f64) -> f64 {
-    (-x).ln_1p()
+    crate::vmath::ln_1p(-x)
 }
 
 /// log inv_logit(x) = -log1p_exp(-x).
@@ -1106,23 +1101,23 @@ fn sign_of(x: f64) -> f64 {
 static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "exp",
-        value: f64::exp,
+        value: crate::vmath::exp,
         deriv: |_, v| v,
     },
     UnaryFn {
         name: "log",
-        value: f64::ln,
+        value: crate::vmath::ln,
         deriv: |x, _| 1.0 / x,
     },
     UnaryFn {
         name: "log1p",
-        value: f64::ln_1p,
+        value: crate::vmath::ln_1p,
         deriv: |x, _| 1.0 / (1.0 + x),
     },
     UnaryFn {
         name: "expm1",
-        value: f64::exp_m1,
-        deriv: |x, _| x.exp(),
+        value: crate::vmath::expm1,
+        deriv: |x, _| crate::vmath::exp(x),
     },
     UnaryFn {
         name: "log1m",
@@ -1241,7 +1236,7 @@ static UNARY: &[UnaryFn] = &[
     },
     UnaryFn {
         name: "tanh",
-        value: f64::tanh,
+        value: crate::vmath::tanh,
         deriv: |x, _| {
             let c = x.cosh();
             1.0 / (c * c)
