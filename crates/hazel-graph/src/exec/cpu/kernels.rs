@@ -1312,43 +1312,56 @@ pub fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut 
 /// `d += g · f'(x)` elementwise.
 #[inline(always)]
 fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
+    // The common functions' loops with the derivative inlined (the same formulas as
+    // `UnaryFn::deriv`), so they vectorise; the rest through `deriv`.
+    let n = ys.len();
+    let (xs, g, d) = (&xs[..n], &g[..n], &mut d[..n]);
+    macro_rules! each {
+        ($x:ident, $y:ident => $e:expr) => {{
+            for i in 0..n {
+                let ($x, $y) = (xs[i], ys[i]);
+                d[i] += strong_mul(g[i], $e);
+            }
+        }};
+    }
     match f {
-        UnaryFn::Tanh => {
-            for i in 0..ys.len() {
-                d[i] += strong_mul(g[i], 1.0 - ys[i] * ys[i]);
-            }
-        }
-        _ => {
-            for i in 0..ys.len() {
-                d[i] += strong_mul(g[i], f.deriv(xs[i], ys[i]));
-            }
-        }
+        UnaryFn::Tanh => each!(_x, y => 1.0 - y * y),
+        UnaryFn::Exp => each!(_x, y => y),
+        UnaryFn::Log => each!(x, _y => 1.0 / x),
+        UnaryFn::Square => each!(x, _y => 2.0 * x),
+        UnaryFn::Log1p => each!(x, _y => 1.0 / (1.0 + x)),
+        UnaryFn::Expm1 => each!(_x, y => y + 1.0),
+        UnaryFn::InvLogit => each!(_x, y => y * (1.0 - y)),
+        UnaryFn::Log1pExp => each!(x, _y => inv_logit(x)),
+        _ => each!(x, y => f.deriv(x, y)),
     }
 }
 
 #[inline(always)]
 fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
-    // The common functions get their own loop so they inline and vectorise.
+    // The common functions get their own loop so they inline and vectorise. Index loops, not
+    // `zip(..).for_each`: a closure too large to inline leaves `Zip::fold` out of line, which
+    // then runs at the baseline level (see `crate::simd`).
+    macro_rules! each {
+        ($v:ident => $e:expr) => {{
+            let x = &x[..out.len()];
+            for i in 0..out.len() {
+                let $v = x[i];
+                out[i] = $e;
+            }
+        }};
+    }
     match f {
-        UnaryFn::Neg => out.iter_mut().zip(x).for_each(|(o, v)| *o = -v),
-        UnaryFn::Exp => out.iter_mut().zip(x).for_each(|(o, v)| *o = vmath::exp(*v)),
-        UnaryFn::Log => out.iter_mut().zip(x).for_each(|(o, v)| *o = vmath::ln(*v)),
-        UnaryFn::Tanh => out
-            .iter_mut()
-            .zip(x)
-            .for_each(|(o, v)| *o = vmath::tanh(*v)),
-        UnaryFn::Log1p => out
-            .iter_mut()
-            .zip(x)
-            .for_each(|(o, v)| *o = vmath::ln_1p(*v)),
-        UnaryFn::Expm1 => out
-            .iter_mut()
-            .zip(x)
-            .for_each(|(o, v)| *o = vmath::expm1(*v)),
-        UnaryFn::InvLogit => out.iter_mut().zip(x).for_each(|(o, v)| *o = inv_logit(*v)),
-        UnaryFn::Log1pExp => out.iter_mut().zip(x).for_each(|(o, v)| *o = log1p_exp(*v)),
-        UnaryFn::Square => out.iter_mut().zip(x).for_each(|(o, v)| *o = v * v),
-        _ => out.iter_mut().zip(x).for_each(|(o, v)| *o = f.value(*v)),
+        UnaryFn::Neg => each!(v => -v),
+        UnaryFn::Exp => each!(v => vmath::exp(v)),
+        UnaryFn::Log => each!(v => vmath::ln(v)),
+        UnaryFn::Tanh => each!(v => vmath::tanh(v)),
+        UnaryFn::Log1p => each!(v => vmath::ln_1p(v)),
+        UnaryFn::Expm1 => each!(v => vmath::expm1(v)),
+        UnaryFn::InvLogit => each!(v => inv_logit(v)),
+        UnaryFn::Log1pExp => each!(v => log1p_exp(v)),
+        UnaryFn::Square => each!(v => v * v),
+        _ => each!(v => f.value(v)),
     }
 }
 
