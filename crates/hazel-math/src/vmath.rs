@@ -322,18 +322,30 @@ pub fn tanh(x: f64) -> f64 {
 /// pair a logistic density needs.
 #[inline(always)]
 pub fn log1p_exp_and_inv_logit(x: f64) -> (f64, f64) {
+    let (softplus, _, p) = log1p_exp_pair_and_inv_logit(x);
+    (softplus, p)
+}
+
+/// `log(1 + eˣ)`, `log(1 + e⁻ˣ)` and [`inv_logit`]`(x)` from one `e⁻|ˣ|` (the three that
+/// `binomial_logit` needs): each the same bits as its own call, since `e⁻|ˣ|` and
+/// `log(1 + e⁻|ˣ|)` are the same for `x` and `−x`. Callers using fewer outputs pay only for
+/// those (the rest is dead arithmetic the compiler removes).
+#[inline(always)]
+pub fn log1p_exp_pair_and_inv_logit(x: f64) -> (f64, f64, f64) {
     let (e, e_lo) = exp2x(-x.abs());
-    // softplus = max(x, 0) + log(1 + e).
     let (l, l_lo) = ln_1p2(e, e_lo);
-    let (s, s_lo) = two_sum(select(x > 0.0, x, 0.0), l);
-    let softplus = s + (s_lo + l_lo);
+    // softplus(±x) = max(±x, 0) + log(1 + e).
+    let softplus = |x: f64| {
+        let (s, s_lo) = two_sum(select(x > 0.0, x, 0.0), l);
+        let v = select(x == f64::INFINITY, x, s + (s_lo + l_lo));
+        select(x.is_nan(), x, v)
+    };
     // inv_logit = 1 / (1 + e) for x ≥ 0, e / (1 + e) below.
     let (d, d_lo) = fast_two_sum(1.0, e);
     let neg = x < 0.0;
     let (q, q_lo) = div2(select(neg, e, 1.0), select(neg, e_lo, 0.0), d, d_lo + e_lo);
     let p = q + q_lo;
-    let softplus = select(x == f64::INFINITY, x, softplus);
-    (select(x.is_nan(), x, softplus), select(x.is_nan(), x, p))
+    (softplus(x), softplus(-x), select(x.is_nan(), x, p))
 }
 
 /// `log(1 + eˣ)`.

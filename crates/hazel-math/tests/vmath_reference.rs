@@ -105,11 +105,14 @@ fn tanh_within_bound() {
 #[test]
 fn log1p_exp_within_bound() {
     check("log1p_exp", vmath::log1p_exp, 1.0);
-    // The pair function gives the same bits as the two single ones.
-    for x in [-800.0, -30.0, -1.5, -0.0, 0.0, 0.25, 3.0, 40.0, 800.0] {
-        let (a, b) = vmath::log1p_exp_and_inv_logit(x);
-        assert_eq!(a.to_bits(), vmath::log1p_exp(x).to_bits());
-        assert_eq!(b.to_bits(), vmath::inv_logit(x).to_bits());
+    // The shared-exp form's softplus of −x is `log1p_exp(−x)`'s bits (it reuses x's e⁻|ˣ|).
+    let special = [f64::NEG_INFINITY, f64::INFINITY, f64::NAN, 1e-300, -5e-324];
+    let grid = [-800.0, -30.0, -1.5, -0.0, 0.0, 0.25, 3.0, 40.0, 800.0];
+    for x in grid.into_iter().chain(special) {
+        let (a, a_neg, p) = vmath::log1p_exp_pair_and_inv_logit(x);
+        assert_eq!(a.to_bits(), vmath::log1p_exp(x).to_bits(), "{x}");
+        assert_eq!(a_neg.to_bits(), vmath::log1p_exp(-x).to_bits(), "{x}");
+        assert_eq!(p.to_bits(), vmath::inv_logit(x).to_bits(), "{x}");
     }
 }
 

@@ -59,8 +59,8 @@
 
 use super::{all, bit, is_integer, Check, MathError, Terms};
 use crate::special::{
-    digamma, digamma_shift, inv_logit, lbeta, lchoose, lgamma, log1m, log1p_exp, LOG_PI,
-    LOG_SQRT_PI, LOG_SQRT_TWO_PI,
+    digamma, digamma_shift, lbeta, lchoose, lgamma, log1m, log1p_exp, LOG_PI, LOG_SQRT_PI,
+    LOG_SQRT_TWO_PI,
 };
 use crate::vmath;
 use std::f64::consts::LN_2;
@@ -1333,7 +1333,9 @@ impl UnivariateKernel for BinomialLogit {
             _ => {
                 check.finite("Probability parameter", x)?;
                 if self.alpha {
-                    Ok([log1p_exp(-x), log1p_exp(x), inv_logit(x)])
+                    // One `exp` for the three.
+                    let (softplus, softplus_neg, p) = vmath::log1p_exp_pair_and_inv_logit(x);
+                    Ok([softplus_neg, softplus, p])
                 } else {
                     Ok(NONE)
                 }
