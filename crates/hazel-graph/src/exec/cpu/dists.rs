@@ -503,6 +503,8 @@ impl<'a> DistArgs<'a> {
     ///
     /// # Safety
     /// As for [`DistArgs::chunk`].
+    // Index loops on purpose (see `crate::simd`).
+    #[allow(clippy::needless_range_loop)]
     #[inline(always)]
     unsafe fn chunk_lanes<K: UnivariateKernel, const VECTORS: u8>(
         &self,

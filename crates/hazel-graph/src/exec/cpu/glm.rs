@@ -72,6 +72,9 @@ pub fn forward(
 
 /// `gb[c] += dot(X[r0..r1, c], p)` for each column (one chunk of [`kernels::dot`], four
 /// columns per pass) and `gb[cols] += Σ p` ([`kernels::chunked_sum`]'s chunk).
+// Index loops on purpose: see `crate::simd` (iterator adapters left out of line run at the
+// baseline level).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn block_gradient(
     isa: Isa,

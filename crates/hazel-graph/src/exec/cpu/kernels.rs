@@ -1184,6 +1184,9 @@ pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
 
 /// Rows `r0 .. r0 + out.len()` of `M v` ([`matvec`]'s order, which does not depend on the
 /// block): a parallel row block, or a row block of a fused kernel.
+// Index loops on purpose: see `crate::simd` (iterator adapters left out of line run at the
+// baseline level).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, out: &mut [f64]) {
     out.iter_mut().for_each(|o| *o = 0.0);
@@ -1213,6 +1216,9 @@ pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, ou
 
 /// `d += Mᵀ g` for column-major `M` (`rows × cols`): `d[c] += dot(M[:, c], g)`, each dot in
 /// exactly [`dot`]'s order, four columns per pass over `g`.
+// Index loops on purpose: see `crate::simd` (iterator adapters left out of line run at the
+// baseline level).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 pub fn matvec_t_add(isa: Isa, m: &[f64], g: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
     let col = |c: usize| &m[c * rows..(c + 1) * rows];
