@@ -591,6 +591,7 @@ fn compile_inner(
             graph.fuse_mul_add(out);
             graph.fuse_mul_add_chains(out);
             graph.fuse_glm(out);
+            graph.packs_as_gathers();
             graph.fuse_scalar_blocks();
             model.graph = Some((graph, out));
         }
