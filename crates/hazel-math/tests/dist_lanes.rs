@@ -4,7 +4,7 @@
 //! arguments alike, for every family that has them and every choice of dropped terms.
 
 use hazel_math::dist::kernel::{
-    BernoulliLogit, NegBinomial2Log, Normal, PoissonLog, StdNormal, UnivariateKernel,
+    Bernoulli, BernoulliLogit, NegBinomial2Log, Normal, PoissonLog, StdNormal, UnivariateKernel,
 };
 use hazel_math::dist::Terms;
 
@@ -111,6 +111,11 @@ fn std_normal() {
 #[test]
 fn poisson_log() {
     check::<PoissonLog>();
+}
+
+#[test]
+fn bernoulli() {
+    check::<Bernoulli>();
 }
 
 #[test]

@@ -1391,25 +1391,44 @@ impl UnivariateKernel for Bernoulli {
             }
             _ => {
                 check.bounded("Probability parameter", x, 0.0, 1.0)?;
-                if self.any {
-                    Ok([vmath::ln(x), log1m(x), 0.0])
-                } else {
-                    Ok(NONE)
-                }
+                Ok(self.prepare_lanes(k, x).1)
             }
         }
     }
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => ((0.0..=1.0).contains(&x) && is_integer(x), NONE),
+            _ => {
+                // Both logarithms (the variate picks one per element, in `element_lanes`).
+                let derived = if self.any {
+                    [vmath::ln(x), vmath::ln_1p(-x), 0.0] // log1m, inlined
+                } else {
+                    NONE
+                };
+                ((0.0..=1.0).contains(&x), derived)
+            }
+        }
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let (n, theta) = (x[0], x[1]);
-        if n == 1.0 {
-            Ok((d[1][0], [0.0, 1.0 / theta, 0.0, 0.0]))
+        let one = n == 1.0;
+        let lp = if one { d[1][0] } else { d[1][1] };
+        let g = if one {
+            1.0 / theta
         } else {
-            Ok((d[1][1], [0.0, -1.0 / (1.0 - theta), 0.0, 0.0]))
-        }
+            -1.0 / (1.0 - theta)
+        };
+        (true, (lp, [0.0, g, 0.0, 0.0]))
     }
 }
 
