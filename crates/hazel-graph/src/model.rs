@@ -636,6 +636,7 @@ fn static_density(model: &CompiledModel, terms: DensityTerms) -> Result<(Graph, 
     graph.fuse_mul_add(out);
     graph.fuse_mul_add_chains(out);
     graph.fuse_glm(out);
+    graph.packs_as_gathers();
     graph.fuse_scalar_blocks();
     Ok((graph, out))
 }
