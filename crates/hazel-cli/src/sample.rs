@@ -22,7 +22,7 @@ use hazel_graph::{CompileOptions, CompiledModel};
 use hazel_nuts::{
     ChainError, ChainReport, ChainStart, CheckpointPolicy, Init, Lockstep, MetricKind, RunConfig,
 };
-use hazel_output::{FileOutput, Format, MemoryOutput, OutputConfig};
+use hazel_output::{FileNaming, FileOutput, Format, MemoryOutput, OutputConfig};
 use hazel_run::{initial_points, SampleJob, Sampling};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -223,7 +223,7 @@ pub enum FormatArg {
 }
 
 impl FormatArg {
-    pub(crate) fn format(self) -> Format {
+    pub fn format(self) -> Format {
         match self {
             FormatArg::Csv => Format::Csv,
             FormatArg::Parquet => Format::Parquet,
@@ -593,12 +593,10 @@ pub(crate) fn prepare(
         }
         InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
             let ids = config.info().chain_ids();
-            config.sampler.init = Init::Unconstrained(crate::pathfinder::pathfinder_inits(
-                &model,
-                seed,
-                &ids,
-                args.threads,
-            )?);
+            config.sampler.init = Init::Unconstrained(
+                hazel_run::methods::pathfinder::pathfinder_inits(&model, seed, &ids, args.threads)
+                    .map_err(|e| format!("--init pathfinder: {e}"))?,
+            );
         }
         _ => {}
     }
@@ -656,6 +654,7 @@ pub(crate) fn open_output<'m>(
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                naming: FileNaming::ChainIds,
             }),
             // The summary is computed from the draws as they stream, not read back.
             memory: Some(MemoryOutput::default()),

@@ -26,7 +26,9 @@
 //! Values are unchanged by all three; the fusions keep every gradient bit, sharing may change
 //! the gradient's last bits (summation order). `tests/fusion.rs` checks each rewrite.
 //! Then [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
-//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`). Last,
+//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`), and
+//! [`Graph::packs_as_gathers`] turns long packs from one short run (a traced `rep_matrix`)
+//! into [`Op::Gather`]s (same bits). Last,
 //! [`Graph::fuse_scalar_blocks`] re-encodes runs of scalar and short ops as one
 //! [`Op::Scalars`] of compact instructions run in one loop ([`ir::scalar`]; same bits): the
 //! interpreter's cost per scalar op falls several times over.

@@ -501,7 +501,7 @@ impl ShardedCpu {
             Op::Sum { x, .. } => {
                 let xs = read(*x, lo, consts);
                 recs.clear();
-                recs.extend(chunks.map(|c| kernels::chunked_sum_at(isa, &xs[chunk_rows(n, c)])));
+                recs.extend(chunks.map(|c| kernels::chunked_sum(isa, &xs[chunk_rows(n, c)])));
                 reset(acc, 1);
                 fold(link.as_ref(), msg, stopped_by, acc, |acc| {
                     recs.iter().for_each(|s| acc[0] += s);
@@ -516,7 +516,7 @@ impl ShardedCpu {
                 scratch: sc,
                 ..
             } => {
-                let a = dists::DistArgs::new(*kind, args, *propto, n, lo, consts);
+                let a = dists::DistArgs::new(*kind, args, *propto, n, lo, consts, isa);
                 // This rank's chunks first (the ranks compute at once), then the fold.
                 const REC: usize = 5;
                 recs.clear();
@@ -631,11 +631,21 @@ impl ShardedCpu {
                     if !target.is_var() {
                         continue;
                     }
+                    // The reference's rule chunk by chunk (dispatched as it dispatches it).
                     let each = |adj_lo: &mut [f64], c: usize| {
                         let r = chunk_rows(n, c);
-                        kernels::binary_backward_rows(
-                            *f, operand, *a, *b, av, bv, y, gr, adj_lo, r.start, r.end,
-                        )
+                        macro_rules! rows {
+                            () => {
+                                kernels::binary_backward_rows(
+                                    isa, *f, operand, *a, *b, av, bv, y, gr, adj_lo, r.start, r.end,
+                                )
+                            };
+                        }
+                        if f.is_arithmetic() {
+                            dispatch!(isa, rows!())
+                        } else {
+                            rows!()
+                        }
                     };
                     if target.len() == n {
                         chunks.clone().for_each(|c| {
@@ -683,7 +693,7 @@ impl ShardedCpu {
                         let rec = &mut recs[k * cols..(k + 1) * cols];
                         dispatch!(
                             isa,
-                            kernels::block_dots(mv, gr, n, cols, r.start, r.end, rec)
+                            kernels::block_dots(isa, mv, gr, n, cols, r.start, r.end, rec)
                         );
                     }
                     reset(acc, cols);

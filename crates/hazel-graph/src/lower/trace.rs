@@ -527,7 +527,7 @@ impl<'p> Tracer<'p> {
     pub fn add_target(&mut self, v: &Val) {
         let e = self.to_elems(v);
         if let Some(c) = e.consts() {
-            self.target_const += crate::kernels::chunked_sum(&c);
+            self.target_const += crate::kernels::chunked_sum(crate::simd::Isa::Baseline, &c);
         } else if e.len() == 1 {
             self.add_target_sc(e.get(0));
         } else {

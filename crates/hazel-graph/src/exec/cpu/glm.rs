@@ -86,7 +86,7 @@ pub(crate) fn block(
         }
     }
     let lo_ro: &[f64] = lo;
-    let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts);
+    let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
     // SAFETY: the builder sized `scratch` for every argument run; one thread.
     let (part, sp) = unsafe { a.chunk(r0, r1, &s.scratch, scratch.as_mut_ptr())? };
     rec[0] = part;
@@ -97,7 +97,7 @@ pub(crate) fn block(
     let p = &scratch[p_off..p_off + rows];
     dispatch!(
         isa,
-        block_gradient(xm, p, rows, cols, r0, r1, &mut rec[5..])
+        block_gradient(isa, xm, p, rows, cols, r0, r1, &mut rec[5..])
     );
     Ok(())
 }
@@ -124,9 +124,11 @@ pub(crate) fn finish(s: &GlmSpec, acc: &[f64], scratch: &mut [f64]) -> f64 {
 }
 
 /// `gb[c] = dot(X[r0..r1, c], p)` for each column ([`kernels::block_dots`]) and `gb[cols] =
-/// Σ p` ([`kernels::chunked_sum`]'s chunk).
+/// Σ p` ([`kernels::chunked_sum`]'s chunk), with `isa`'s loops.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn block_gradient(
+    isa: Isa,
     xm: &[f64],
     p: &[f64],
     rows: usize,
@@ -135,8 +137,8 @@ fn block_gradient(
     r1: usize,
     gb: &mut [f64],
 ) {
-    kernels::block_dots(xm, p, rows, cols, r0, r1, gb);
-    gb[cols] = kernels::chunked_sum(&p[r0..r1]);
+    kernels::block_dots(isa, xm, p, rows, cols, r0, r1, gb);
+    gb[cols] = kernels::chunked_sum(isa, &p[r0..r1]);
 }
 
 /// Backward rule: `adj[β] += g ∂lp/∂β`, `adj[α] += g ∂lp/∂α`, `adj[X] += (g ∂lp/∂η) βᵀ`
