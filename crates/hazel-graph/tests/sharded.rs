@@ -16,7 +16,7 @@ mod common;
 use hazel_comm::fake::FakeWorld;
 use hazel_comm::Comm;
 use hazel_density::{EvalError, EvalErrorKind, LogDensity};
-use hazel_graph::CompiledModel;
+use hazel_graph::{CompileOptions, CompiledModel, SimdLevel};
 use std::sync::Arc;
 use std::thread;
 
@@ -172,12 +172,27 @@ fn evaluate(
 
 /// Every rank's outcomes at every point, chain `chain` of a world of `ranks`.
 fn sharded(case: &Case, ranks: usize, qs: &[Vec<f64>], world: &FakeWorld) -> Vec<Vec<Outcome>> {
+    sharded_at(case, ranks, qs, world, SimdLevel::Auto)
+}
+
+/// [`sharded`] with the kernels at instruction set `simd`.
+fn sharded_at(
+    case: &Case,
+    ranks: usize,
+    qs: &[Vec<f64>],
+    world: &FakeWorld,
+    simd: SimdLevel,
+) -> Vec<Vec<Outcome>> {
     let handles: Vec<_> = (0..ranks)
         .map(|rank| {
             let comm: Arc<dyn Comm> = Arc::new(world.comm(rank));
             let (program, data, qs) = (case.program, case.data.clone(), qs.to_vec());
             thread::spawn(move || {
-                let mut model = common::build(program, &data).unwrap();
+                let options = CompileOptions {
+                    simd,
+                    ..CompileOptions::default()
+                };
+                let mut model = common::build_with(program, &data, &options).unwrap();
                 model.distribute_over(comm);
                 let mut ws = model.new_chain_workspace(7);
                 evaluate(&model, &mut ws, &qs)
@@ -216,6 +231,34 @@ fn every_rank_count_gives_the_reference_bits() {
                 assert_eq!(
                     got, &expected,
                     "{}: rank {rank} of {ranks} differs from the reference executor",
+                    case.name
+                );
+            }
+        }
+    }
+}
+
+/// The ranks' per-chunk partial sums, folded in chunk order, give the whole-vector
+/// reductions' bits at every instruction set: each level's sharded run (3 ranks) equals the
+/// reference executor at SSE2.
+#[test]
+fn every_simd_level_gives_the_reference_bits() {
+    let levels = SimdLevel::available();
+    eprintln!("simd levels available here: {levels:?}");
+    for case in cases() {
+        let options = CompileOptions {
+            simd: SimdLevel::Sse2,
+            ..CompileOptions::default()
+        };
+        let model = common::build_with(case.program, &case.data, &options).unwrap();
+        let qs = points(model.dim(), 3, 0x9e37_79b9_7f4a_7c15);
+        let expected = reference(&model, &qs);
+        for &level in &levels {
+            let world = FakeWorld::new(3);
+            for (rank, got) in sharded_at(&case, 3, &qs, &world, level).iter().enumerate() {
+                assert_eq!(
+                    got, &expected,
+                    "{}: rank {rank} of 3 at {level:?} differs from the reference at SSE2",
                     case.name
                 );
             }

@@ -17,14 +17,22 @@ pub const FD_TOL: f64 = 1e-6;
 
 /// Checks a program and compiles it with the data; errors rendered with their source lines.
 pub fn build(src: &str, data: &str) -> Result<CompiledModel, String> {
+    build_with(src, data, &CompileOptions::default())
+}
+
+/// [`build`] with other compile options.
+pub fn build_with(
+    src: &str,
+    data: &str,
+    options: &CompileOptions,
+) -> Result<CompiledModel, String> {
     let parsed = hazel_check::check_source("model.stan", src);
     let program = parsed
         .checked
         .as_ref()
         .ok_or_else(|| format!("check error: {}", parsed.render_diagnostics()))?;
     let data = hazel_data::DataFile::parse(data).map_err(|e| format!("data: {e}"))?;
-    compile(program, &data, &CompileOptions::default())
-        .map_err(|e| format!("compile: {}", e.render(&parsed.sources)))
+    compile(program, &data, options).map_err(|e| format!("compile: {}", e.render(&parsed.sources)))
 }
 
 /// `|a − b|` relative to the larger magnitude, absolute below 1.
