@@ -136,31 +136,20 @@ pub fn unsized_to_type(t: &UnsizedType) -> Type {
     Type::array(t.array_dims, elem)
 }
 
-/// The unsized type of a declared element type.
+/// The unsized type of a declared element type: its shape's (a constraint does not change
+/// the type).
 fn elem_to_type(e: &ElemType) -> Type {
-    match e {
-        ElemType::Int { .. } => Type::Int,
-        ElemType::Real { .. } => Type::Real,
-        ElemType::Complex => Type::Complex,
-        ElemType::Vector { .. }
-        | ElemType::Simplex { .. }
-        | ElemType::UnitVector { .. }
-        | ElemType::SumToZeroVector { .. }
-        | ElemType::Ordered { .. }
-        | ElemType::PositiveOrdered { .. } => Type::Vector,
-        ElemType::RowVector { .. } => Type::RowVector,
-        ElemType::Matrix { .. }
-        | ElemType::SumToZeroMatrix { .. }
-        | ElemType::CholeskyFactorCorr { .. }
-        | ElemType::CholeskyFactorCov { .. }
-        | ElemType::CorrMatrix { .. }
-        | ElemType::CovMatrix { .. }
-        | ElemType::ColumnStochasticMatrix { .. }
-        | ElemType::RowStochasticMatrix { .. } => Type::Matrix,
-        ElemType::ComplexVector { .. } => Type::ComplexVector,
-        ElemType::ComplexRowVector { .. } => Type::ComplexRowVector,
-        ElemType::ComplexMatrix { .. } => Type::ComplexMatrix,
-        ElemType::Tuple(ts) => Type::Tuple(ts.iter().map(decl_to_type).collect()),
+    match &e.shape {
+        Shape::Int => Type::Int,
+        Shape::Real => Type::Real,
+        Shape::Complex => Type::Complex,
+        Shape::Vector { .. } => Type::Vector,
+        Shape::RowVector { .. } => Type::RowVector,
+        Shape::Matrix { .. } => Type::Matrix,
+        Shape::ComplexVector { .. } => Type::ComplexVector,
+        Shape::ComplexRowVector { .. } => Type::ComplexRowVector,
+        Shape::ComplexMatrix { .. } => Type::ComplexMatrix,
+        Shape::Tuple(ts) => Type::Tuple(ts.iter().map(decl_to_type).collect()),
     }
 }
 
@@ -171,18 +160,9 @@ pub fn decl_to_type(t: &DeclType) -> Type {
 
 /// Whether the element type carries a constraint (bounds, or a constrained type like simplex).
 fn is_constrained(e: &ElemType) -> bool {
-    match e {
-        ElemType::Int { transform }
-        | ElemType::Real { transform }
-        | ElemType::Vector { transform, .. }
-        | ElemType::RowVector { transform, .. }
-        | ElemType::Matrix { transform, .. } => !transform.is_none(),
-        ElemType::Complex
-        | ElemType::ComplexVector { .. }
-        | ElemType::ComplexRowVector { .. }
-        | ElemType::ComplexMatrix { .. } => false,
-        ElemType::Tuple(ts) => ts.iter().any(|t| is_constrained(&t.elem)),
-        _ => true,
+    match &e.shape {
+        Shape::Tuple(ts) => ts.iter().any(|t| is_constrained(&t.elem)),
+        _ => !e.constraint.is_none(),
     }
 }
 
@@ -1113,29 +1093,28 @@ impl Checker {
     }
 
     fn check_transforms(&mut self, elem: &ElemType, ty: &Type) {
-        let (transform, base) = match elem {
-            ElemType::Int { transform } => (transform, Type::Int),
-            ElemType::Real { transform } => (transform, Type::Real),
-            ElemType::Vector { transform, .. } => (transform, Type::Vector),
-            ElemType::RowVector { transform, .. } => (transform, Type::RowVector),
-            ElemType::Matrix { transform, .. } => (transform, Type::Matrix),
-            ElemType::Tuple(ts) => {
-                for t in ts {
-                    let inner = decl_to_type(t);
-                    self.check_transforms(&t.elem, &inner);
-                }
-                return;
+        if let Shape::Tuple(ts) = &elem.shape {
+            for t in ts {
+                let inner = decl_to_type(t);
+                self.check_transforms(&t.elem, &inner);
             }
+            return;
+        }
+        let base = match &elem.shape {
+            Shape::Int => Type::Int,
+            Shape::Real => Type::Real,
+            Shape::Vector { .. } => Type::Vector,
+            Shape::RowVector { .. } => Type::RowVector,
+            Shape::Matrix { .. } => Type::Matrix,
             _ => return,
         };
-        let exprs: Vec<(&Expr, &str)> = match transform {
-            Transform::None => return,
-            Transform::Bounds { lower, upper } => lower
+        let exprs: Vec<(&Expr, &str)> = match &elem.constraint {
+            Constraint::Bounds { lower, upper } => lower
                 .iter()
                 .map(|e| (e, "lower bound"))
                 .chain(upper.iter().map(|e| (e, "upper bound")))
                 .collect(),
-            Transform::Affine { offset, multiplier } => {
+            Constraint::Affine { offset, multiplier } => {
                 if base == Type::Int {
                     if let Some(e) = offset.as_ref().or(multiplier.as_ref()) {
                         self.error(Diagnostic::error(
@@ -1150,6 +1129,7 @@ impl Checker {
                     .chain(multiplier.iter().map(|e| (e, "multiplier")))
                     .collect()
             }
+            _ => return,
         };
         for (e, what) in exprs {
             let (t, _) = self.check_expr(e);
@@ -2321,40 +2301,14 @@ impl Checker {
 
 use crate::types::FunctionType;
 
+/// The size expressions of an element type in written order, tuple components' array sizes
+/// and sizes included.
 pub(crate) fn collect_sizes<'a>(elem: &'a ElemType, out: &mut Vec<&'a Expr>) {
-    match elem {
-        ElemType::Int { .. } | ElemType::Real { .. } | ElemType::Complex => {}
-        ElemType::Vector { size, .. }
-        | ElemType::RowVector { size, .. }
-        | ElemType::ComplexVector { size }
-        | ElemType::ComplexRowVector { size }
-        | ElemType::Simplex { size }
-        | ElemType::UnitVector { size }
-        | ElemType::SumToZeroVector { size }
-        | ElemType::Ordered { size }
-        | ElemType::PositiveOrdered { size }
-        | ElemType::CholeskyFactorCorr { size }
-        | ElemType::CorrMatrix { size }
-        | ElemType::CovMatrix { size } => out.push(size),
-        ElemType::Matrix { rows, cols, .. }
-        | ElemType::ComplexMatrix { rows, cols }
-        | ElemType::SumToZeroMatrix { rows, cols }
-        | ElemType::ColumnStochasticMatrix { rows, cols }
-        | ElemType::RowStochasticMatrix { rows, cols } => {
-            out.push(rows);
-            out.push(cols);
-        }
-        ElemType::CholeskyFactorCov { rows, cols } => {
-            out.push(rows);
-            if let Some(c) = cols {
-                out.push(c);
-            }
-        }
-        ElemType::Tuple(ts) => {
-            for t in ts {
-                out.extend(t.array_dims.iter());
-                collect_sizes(&t.elem, out);
-            }
+    out.extend(elem.shape.sizes());
+    if let Shape::Tuple(ts) = &elem.shape {
+        for t in ts {
+            out.extend(t.array_dims.iter());
+            collect_sizes(&t.elem, out);
         }
     }
 }

@@ -79,7 +79,8 @@ const RESERVED: &[&str] = &[
     "array",
 ];
 
-/// Words that start a declaration.
+/// Words that start a declaration, besides the constrained type keywords
+/// ([`CONSTRAINED_TYPES`]).
 const TYPE_WORDS: &[&str] = &[
     "int",
     "real",
@@ -90,21 +91,14 @@ const TYPE_WORDS: &[&str] = &[
     "complex_vector",
     "complex_row_vector",
     "complex_matrix",
-    "simplex",
-    "unit_vector",
-    "sum_to_zero_vector",
-    "sum_to_zero_matrix",
-    "ordered",
-    "positive_ordered",
-    "cholesky_factor_corr",
-    "cholesky_factor_cov",
-    "corr_matrix",
-    "cov_matrix",
-    "column_stochastic_matrix",
-    "row_stochastic_matrix",
     "array",
     "tuple",
 ];
+
+/// Whether `word` starts a declaration.
+fn is_type_word(word: &str) -> bool {
+    TYPE_WORDS.contains(&word) || CONSTRAINED_TYPES.iter().any(|t| t.keyword == word)
+}
 
 /// Marker for "an error was reported; unwind to a recovery point".
 #[derive(Debug)]
@@ -739,7 +733,7 @@ impl<'a> Parser<'a> {
                     elem: UnsizedElem::Tuple(items),
                 });
             }
-            Some(w) if TYPE_WORDS.contains(&w) => {
+            Some(w) if is_type_word(w) => {
                 let w = w.to_string();
                 let span = self.span();
                 return Err(self.error(
@@ -857,101 +851,99 @@ impl<'a> Parser<'a> {
         let Some(word) = self.word_at(0).map(str::to_string) else {
             return Err(self.expected("a type"));
         };
-        if !TYPE_WORDS.contains(&word.as_str()) || word == "array" {
+        if !is_type_word(&word) || word == "array" {
             return Err(self.expected("a type"));
         }
         self.bump();
         let w = word.as_str();
-        Ok(match w {
-            "int" => ElemType::Int {
-                transform: self.parse_transform()?,
-            },
-            "real" => ElemType::Real {
-                transform: self.parse_transform()?,
-            },
-            "complex" => ElemType::Complex,
-            "vector" => {
-                let transform = self.parse_transform()?;
-                ElemType::Vector {
-                    transform,
+        if let Some(t) = CONSTRAINED_TYPES.iter().find(|t| t.keyword == w) {
+            let shape = match t.sizes {
+                SizeForm::Vector => Shape::Vector {
                     size: self.one_size(w)?,
+                },
+                SizeForm::Matrix => {
+                    let (rows, cols) = self.two_sizes(w)?;
+                    Shape::Matrix {
+                        rows,
+                        cols: Some(cols),
+                    }
+                }
+                SizeForm::Square => Shape::Matrix {
+                    rows: self.one_size(w)?,
+                    cols: None,
+                },
+                SizeForm::SquareOrMatrix => {
+                    if !self.at(&TokenKind::LBracket) {
+                        return Err(self.expected(&format!("`[` with the size of `{w}`")));
+                    }
+                    self.bump();
+                    let rows = self.parse_expr()?;
+                    let cols = if self.eat(&TokenKind::Comma) {
+                        Some(self.parse_expr()?)
+                    } else {
+                        None
+                    };
+                    self.expect(TokenKind::RBracket)?;
+                    Shape::Matrix { rows, cols }
+                }
+            };
+            return Ok(ElemType {
+                shape,
+                constraint: t.constraint.clone(),
+            });
+        }
+        Ok(match w {
+            "int" => {
+                let constraint = self.parse_transform()?;
+                ElemType {
+                    shape: Shape::Int,
+                    constraint,
+                }
+            }
+            "real" => {
+                let constraint = self.parse_transform()?;
+                ElemType {
+                    shape: Shape::Real,
+                    constraint,
+                }
+            }
+            "complex" => ElemType::plain(Shape::Complex),
+            "vector" => {
+                let constraint = self.parse_transform()?;
+                let size = self.one_size(w)?;
+                ElemType {
+                    shape: Shape::Vector { size },
+                    constraint,
                 }
             }
             "row_vector" => {
-                let transform = self.parse_transform()?;
-                ElemType::RowVector {
-                    transform,
-                    size: self.one_size(w)?,
+                let constraint = self.parse_transform()?;
+                let size = self.one_size(w)?;
+                ElemType {
+                    shape: Shape::RowVector { size },
+                    constraint,
                 }
             }
             "matrix" => {
-                let transform = self.parse_transform()?;
+                let constraint = self.parse_transform()?;
                 let (rows, cols) = self.two_sizes(w)?;
-                ElemType::Matrix {
-                    transform,
-                    rows,
-                    cols,
+                ElemType {
+                    shape: Shape::Matrix {
+                        rows,
+                        cols: Some(cols),
+                    },
+                    constraint,
                 }
             }
-            "complex_vector" => ElemType::ComplexVector {
+            "complex_vector" => ElemType::plain(Shape::ComplexVector {
                 size: self.one_size(w)?,
-            },
-            "complex_row_vector" => ElemType::ComplexRowVector {
+            }),
+            "complex_row_vector" => ElemType::plain(Shape::ComplexRowVector {
                 size: self.one_size(w)?,
-            },
+            }),
             "complex_matrix" => {
                 let (rows, cols) = self.two_sizes(w)?;
-                ElemType::ComplexMatrix { rows, cols }
-            }
-            "simplex" => ElemType::Simplex {
-                size: self.one_size(w)?,
-            },
-            "unit_vector" => ElemType::UnitVector {
-                size: self.one_size(w)?,
-            },
-            "sum_to_zero_vector" => ElemType::SumToZeroVector {
-                size: self.one_size(w)?,
-            },
-            "sum_to_zero_matrix" => {
-                let (rows, cols) = self.two_sizes(w)?;
-                ElemType::SumToZeroMatrix { rows, cols }
-            }
-            "ordered" => ElemType::Ordered {
-                size: self.one_size(w)?,
-            },
-            "positive_ordered" => ElemType::PositiveOrdered {
-                size: self.one_size(w)?,
-            },
-            "cholesky_factor_corr" => ElemType::CholeskyFactorCorr {
-                size: self.one_size(w)?,
-            },
-            "cholesky_factor_cov" => {
-                if !self.at(&TokenKind::LBracket) {
-                    return Err(self.expected("`[` with the size of `cholesky_factor_cov`"));
-                }
-                self.bump();
-                let rows = self.parse_expr()?;
-                let cols = if self.eat(&TokenKind::Comma) {
-                    Some(self.parse_expr()?)
-                } else {
-                    None
-                };
-                self.expect(TokenKind::RBracket)?;
-                ElemType::CholeskyFactorCov { rows, cols }
-            }
-            "corr_matrix" => ElemType::CorrMatrix {
-                size: self.one_size(w)?,
-            },
-            "cov_matrix" => ElemType::CovMatrix {
-                size: self.one_size(w)?,
-            },
-            "column_stochastic_matrix" => {
-                let (rows, cols) = self.two_sizes(w)?;
-                ElemType::ColumnStochasticMatrix { rows, cols }
-            }
-            "row_stochastic_matrix" => {
-                let (rows, cols) = self.two_sizes(w)?;
-                ElemType::RowStochasticMatrix { rows, cols }
+                ElemType::plain(Shape::ComplexMatrix { rows, cols })
             }
             "tuple" => {
                 let open = self.expect(TokenKind::LParen)?;
@@ -966,16 +958,16 @@ impl<'a> Parser<'a> {
                         "a tuple type needs at least two components",
                     )));
                 }
-                ElemType::Tuple(items)
+                ElemType::plain(Shape::Tuple(items))
             }
             _ => return Err(self.expected("a type")),
         })
     }
 
     /// Optional `<lower=.., upper=..>` or `<offset=.., multiplier=..>`.
-    fn parse_transform(&mut self) -> PResult<Transform> {
+    fn parse_transform(&mut self) -> PResult<Constraint> {
         if !self.at(&TokenKind::Lt) {
-            return Ok(Transform::None);
+            return Ok(Constraint::None);
         }
         let open = self.bump();
         let mut lower = None;
@@ -1019,9 +1011,9 @@ impl<'a> Parser<'a> {
             )));
         }
         Ok(if is_bounds {
-            Transform::Bounds { lower, upper }
+            Constraint::Bounds { lower, upper }
         } else {
-            Transform::Affine { offset, multiplier }
+            Constraint::Affine { offset, multiplier }
         })
     }
 
@@ -1086,38 +1078,16 @@ impl<'a> Parser<'a> {
     /// Local variables (in `model`, in nested statements, in function bodies) cannot have
     /// constraints or constrained types; stanc's grammar rejects them, so do we.
     fn check_unconstrained(&mut self, ty: &DeclType) {
-        let (transform, constrained_name) = match &ty.elem {
-            ElemType::Int { transform }
-            | ElemType::Real { transform }
-            | ElemType::Vector { transform, .. }
-            | ElemType::RowVector { transform, .. }
-            | ElemType::Matrix { transform, .. } => (Some(transform), None),
-            ElemType::Complex
-            | ElemType::ComplexVector { .. }
-            | ElemType::ComplexRowVector { .. }
-            | ElemType::ComplexMatrix { .. } => (None, None),
-            ElemType::Tuple(items) => {
-                for item in items {
-                    self.check_unconstrained(item);
-                }
-                return;
+        if let Shape::Tuple(items) = &ty.elem.shape {
+            for item in items {
+                self.check_unconstrained(item);
             }
-            ElemType::Simplex { .. } => (None, Some("simplex")),
-            ElemType::UnitVector { .. } => (None, Some("unit_vector")),
-            ElemType::SumToZeroVector { .. } => (None, Some("sum_to_zero_vector")),
-            ElemType::SumToZeroMatrix { .. } => (None, Some("sum_to_zero_matrix")),
-            ElemType::Ordered { .. } => (None, Some("ordered")),
-            ElemType::PositiveOrdered { .. } => (None, Some("positive_ordered")),
-            ElemType::CholeskyFactorCorr { .. } => (None, Some("cholesky_factor_corr")),
-            ElemType::CholeskyFactorCov { .. } => (None, Some("cholesky_factor_cov")),
-            ElemType::CorrMatrix { .. } => (None, Some("corr_matrix")),
-            ElemType::CovMatrix { .. } => (None, Some("cov_matrix")),
-            ElemType::ColumnStochasticMatrix { .. } => (None, Some("column_stochastic_matrix")),
-            ElemType::RowStochasticMatrix { .. } => (None, Some("row_stochastic_matrix")),
-        };
+            return;
+        }
+        let constrained_name = ty.elem.constrained_type().map(|t| t.keyword);
         let message = if let Some(name) = constrained_name {
             format!("local variables cannot have the constrained type `{name}`")
-        } else if transform.is_some_and(|t| !t.is_none()) {
+        } else if !ty.elem.constraint.is_none() {
             "local variables cannot have bounds, offsets or multipliers".to_string()
         } else {
             return;
@@ -1285,7 +1255,7 @@ impl<'a> Parser<'a> {
                         self.error(Diagnostic::error(span, "`else` without a preceding `if`"))
                     );
                 }
-                w if TYPE_WORDS.contains(&w) => self.parse_var_decl(start, constraints_allowed)?,
+                w if is_type_word(w) => self.parse_var_decl(start, constraints_allowed)?,
                 _ => self.parse_expr_stmt(start)?,
             },
             _ => self.parse_expr_stmt(start)?,

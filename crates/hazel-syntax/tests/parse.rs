@@ -326,8 +326,9 @@ fn declarations() {
     };
     assert!(matches!(
         decl(1).ty.elem,
-        ElemType::Real {
-            transform: Transform::Bounds {
+        ElemType {
+            shape: Shape::Real,
+            constraint: Constraint::Bounds {
                 lower: Some(_),
                 upper: Some(_)
             }
@@ -335,24 +336,32 @@ fn declarations() {
     ));
     assert!(matches!(
         decl(4).ty.elem,
-        ElemType::RowVector {
-            transform: Transform::Affine {
+        ElemType {
+            shape: Shape::RowVector { .. },
+            constraint: Constraint::Affine {
                 offset: Some(_),
                 multiplier: Some(_)
             },
-            ..
         }
     ));
     assert!(matches!(
         decl(17).ty.elem,
-        ElemType::CholeskyFactorCov { cols: None, .. }
+        ElemType {
+            shape: Shape::Matrix { cols: None, .. },
+            constraint: Constraint::CholeskyFactorCov,
+        }
     ));
     assert!(matches!(
         decl(18).ty.elem,
-        ElemType::CholeskyFactorCov { cols: Some(_), .. }
+        ElemType {
+            shape: Shape::Matrix { cols: Some(_), .. },
+            constraint: Constraint::CholeskyFactorCov,
+        }
     ));
     assert_eq!(decl(23).ty.array_dims.len(), 2);
-    assert!(matches!(&decl(24).ty.elem, ElemType::Tuple(items) if items.len() == 2));
+    assert!(
+        matches!(&decl(24).ty.elem, ElemType { shape: Shape::Tuple(items), .. } if items.len() == 2)
+    );
     assert_eq!(decl(27).declarators.len(), 3);
     // Bound expressions stop at `>`; comparisons need parentheses.
     let p = parse_ok("data { int N; real<lower=(N > 2), upper=N * 2 + 1> r; }");

@@ -816,31 +816,13 @@ impl<'p> Tracer<'p> {
     /// The dimensions of one element of a declared type (`[]` for scalars and tuples), its
     /// sizes evaluated in the order `blank_elem` evaluates them.
     fn elem_dims(&mut self, elem: &ElemType) -> R<Vec<usize>> {
-        Ok(match elem {
-            ElemType::Int { .. } | ElemType::Real { .. } | ElemType::Complex => vec![],
-            ElemType::Vector { size, .. }
-            | ElemType::Simplex { size }
-            | ElemType::UnitVector { size }
-            | ElemType::SumToZeroVector { size }
-            | ElemType::Ordered { size }
-            | ElemType::PositiveOrdered { size }
-            | ElemType::RowVector { size, .. }
-            | ElemType::ComplexVector { size }
-            | ElemType::ComplexRowVector { size } => vec![self.size(size)?],
-            ElemType::Matrix { rows, cols, .. }
-            | ElemType::SumToZeroMatrix { rows, cols }
-            | ElemType::ColumnStochasticMatrix { rows, cols }
-            | ElemType::RowStochasticMatrix { rows, cols }
-            | ElemType::ComplexMatrix { rows, cols } => {
-                vec![self.size(rows)?, self.size(cols)?]
-            }
-            ElemType::CholeskyFactorCorr { size }
-            | ElemType::CorrMatrix { size }
-            | ElemType::CovMatrix { size } => {
-                let n = self.size(size)?;
-                vec![n, n]
-            }
-            ElemType::CholeskyFactorCov { rows, cols } => {
+        Ok(match &elem.shape {
+            Shape::Int | Shape::Real | Shape::Complex => vec![],
+            Shape::Vector { size }
+            | Shape::RowVector { size }
+            | Shape::ComplexVector { size }
+            | Shape::ComplexRowVector { size } => vec![self.size(size)?],
+            Shape::Matrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = match cols {
                     Some(c) => self.size(c)?,
@@ -848,7 +830,8 @@ impl<'p> Tracer<'p> {
                 };
                 vec![r, c]
             }
-            ElemType::Tuple(items) => {
+            Shape::ComplexMatrix { rows, cols } => vec![self.size(rows)?, self.size(cols)?],
+            Shape::Tuple(items) => {
                 for item in items {
                     self.decl_dims(item)?;
                 }
@@ -875,31 +858,12 @@ impl<'p> Tracer<'p> {
                 )
             })
         };
-        Ok(match elem {
-            ElemType::Int { .. } => Val::Int(i32::MIN as i64),
-            ElemType::Real { .. } => Val::real(f64::NAN),
-            ElemType::Vector { size, .. }
-            | ElemType::Simplex { size }
-            | ElemType::UnitVector { size }
-            | ElemType::SumToZeroVector { size }
-            | ElemType::Ordered { size }
-            | ElemType::PositiveOrdered { size } => Val::Vector(nan(self.size(size)?)?),
-            ElemType::RowVector { size, .. } => Val::RowVector(nan(self.size(size)?)?),
-            ElemType::Matrix { rows, cols, .. }
-            | ElemType::SumToZeroMatrix { rows, cols }
-            | ElemType::ColumnStochasticMatrix { rows, cols }
-            | ElemType::RowStochasticMatrix { rows, cols } => {
-                let r = self.size(rows)?;
-                let c = self.size(cols)?;
-                Val::Matrix(r, c, nan(area(r, c)?)?)
-            }
-            ElemType::CholeskyFactorCorr { size }
-            | ElemType::CorrMatrix { size }
-            | ElemType::CovMatrix { size } => {
-                let n = self.size(size)?;
-                Val::Matrix(n, n, nan(area(n, n)?)?)
-            }
-            ElemType::CholeskyFactorCov { rows, cols } => {
+        Ok(match &elem.shape {
+            Shape::Int => Val::Int(i32::MIN as i64),
+            Shape::Real => Val::real(f64::NAN),
+            Shape::Vector { size } => Val::Vector(nan(self.size(size)?)?),
+            Shape::RowVector { size } => Val::RowVector(nan(self.size(size)?)?),
+            Shape::Matrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = match cols {
                     Some(c) => self.size(c)?,
@@ -907,20 +871,20 @@ impl<'p> Tracer<'p> {
                 };
                 Val::Matrix(r, c, nan(area(r, c)?)?)
             }
-            ElemType::Tuple(items) => {
+            Shape::Tuple(items) => {
                 let vals = items.iter().map(|t| self.blank(t)).collect::<R<Vec<_>>>()?;
                 Val::Tuple(Arc::new(vals))
             }
-            ElemType::Complex => Val::complex(Val::real(f64::NAN), Val::real(f64::NAN)),
-            ElemType::ComplexVector { size } => {
+            Shape::Complex => Val::complex(Val::real(f64::NAN), Val::real(f64::NAN)),
+            Shape::ComplexVector { size } => {
                 let n = self.size(size)?;
                 Val::complex(Val::Vector(nan(n)?), Val::Vector(nan(n)?))
             }
-            ElemType::ComplexRowVector { size } => {
+            Shape::ComplexRowVector { size } => {
                 let n = self.size(size)?;
                 Val::complex(Val::RowVector(nan(n)?), Val::RowVector(nan(n)?))
             }
-            ElemType::ComplexMatrix { rows, cols } => {
+            Shape::ComplexMatrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = self.size(cols)?;
                 Val::complex(
