@@ -7,6 +7,8 @@
 //! a message; otherwise they return `Ok` or the error hazel gave. The caller decides what a panic means: libFuzzer's hook aborts on every panic,
 //! even a caught one, and the test installs a hook that records them.
 
+#![forbid(unsafe_code)]
+
 mod choices;
 mod data_reader;
 mod sample_run;

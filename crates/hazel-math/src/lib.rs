@@ -15,6 +15,8 @@
 //!   Stan's `ode_rk45`'s) step control, and forward sensitivities.
 //! - [`transforms`]: Stan's constraining transforms with log-Jacobians and their adjoints.
 
+#![forbid(unsafe_code)]
+
 pub mod algebra;
 pub mod dae;
 pub mod dist;

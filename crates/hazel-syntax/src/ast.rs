@@ -761,7 +761,7 @@ impl BinOp {
 
 /// Precedence of prefix operators (`!`, `-`, `+`), between `\` and `^`: `-a^b` is `-(a^b)`
 /// and `-a * b` is `(-a) * b`.
-pub const PREFIX_PRECEDENCE: u8 = 8;
+pub(crate) const PREFIX_PRECEDENCE: u8 = 8;
 
 /// Prefix operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

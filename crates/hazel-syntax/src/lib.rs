@@ -7,9 +7,11 @@
 //! diagnostic is returned either way. [`ParseResult::format`] is the formatter (canonical
 //! layout, comments kept); [`pretty::print_program`] prints a tree without comments.
 
+#![forbid(unsafe_code)]
+
 pub mod ast;
 pub mod diagnostic;
-pub mod lexer;
+pub(crate) mod lexer;
 mod parser;
 pub mod pretty;
 pub mod span;
@@ -75,7 +77,7 @@ pub fn parse(
 }
 
 /// As [`parse`], also returning the comments of all files.
-pub fn parse_keeping_comments(
+pub(crate) fn parse_keeping_comments(
     sources: &mut SourceMap,
     file: FileId,
     includes: Option<&IncludeContext<'_>>,

@@ -24,7 +24,7 @@ pub fn print_program(program: &Program) -> String {
 /// files are dropped with the `#include`, whose contents are printed inline). A comment keeps
 /// its place between statements; one on the same line after a statement stays at the end of
 /// that statement's last line; one inside a statement moves to the line after it.
-pub fn print_program_with_comments(
+pub(crate) fn print_program_with_comments(
     program: &Program,
     comments: &[Comment],
     sources: &SourceMap,
@@ -53,27 +53,6 @@ pub fn print_program_with_comments(
 pub fn print_expr(expr: &Expr) -> String {
     let mut out = String::new();
     write_expr(&mut out, expr);
-    out
-}
-
-/// Prints one statement at indentation 0 (may span several lines; ends with a newline).
-pub fn print_stmt(stmt: &Stmt) -> String {
-    let mut p = Printer::default();
-    p.stmt(stmt);
-    p.out
-}
-
-/// Prints a declared type, e.g. `array[N] vector<lower=0>[K]`.
-pub fn print_decl_type(ty: &DeclType) -> String {
-    let mut out = String::new();
-    write_decl_type(&mut out, ty);
-    out
-}
-
-/// Prints an unsized type, e.g. `array[,] real`.
-pub fn print_unsized_type(ty: &UnsizedType) -> String {
-    let mut out = String::new();
-    write_unsized_type(&mut out, ty);
     out
 }
 

@@ -300,7 +300,7 @@ fn walk_opt(e: &Option<Expr>, v: &mut dyn Visitor) {
 }
 
 /// Visits a declared type: array sizes, constraint expressions, element sizes, components.
-pub fn walk_decl_type(ty: &DeclType, v: &mut dyn Visitor) {
+pub(crate) fn walk_decl_type(ty: &DeclType, v: &mut dyn Visitor) {
     v.decl_type(ty);
     for e in &ty.array_dims {
         walk_expr(e, v);
@@ -401,7 +401,7 @@ pub fn walk_stmt(stmt: &Stmt, v: &mut dyn Visitor) {
 }
 
 /// Visits an lvalue and the index expressions inside it.
-pub fn walk_lvalue(lv: &LValue, v: &mut dyn Visitor) {
+pub(crate) fn walk_lvalue(lv: &LValue, v: &mut dyn Visitor) {
     v.lvalue(lv);
     match &lv.kind {
         LValueKind::Var(_) => {}

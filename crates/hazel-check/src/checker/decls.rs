@@ -188,7 +188,7 @@ impl Checker {
 }
 
 /// Converts a syntax-tree unsized type to a checker type.
-pub fn unsized_to_type(t: &UnsizedType) -> Type {
+pub(crate) fn unsized_to_type(t: &UnsizedType) -> Type {
     let elem = match &t.elem {
         UnsizedElem::Int => Type::Int,
         UnsizedElem::Real => Type::Real,
@@ -222,7 +222,7 @@ fn elem_to_type(e: &ElemType) -> Type {
 }
 
 /// The unsized type of a declared type.
-pub fn decl_to_type(t: &DeclType) -> Type {
+pub(crate) fn decl_to_type(t: &DeclType) -> Type {
     Type::array(t.array_dims.len(), elem_to_type(&t.elem))
 }
 

@@ -27,7 +27,7 @@ mod functions;
 mod stmts;
 
 pub(crate) use decls::collect_sizes;
-pub use decls::{decl_to_type, unsized_to_type};
+use decls::unsized_to_type;
 
 /// Checks a parsed program. Returns the checked program when there are no errors (warnings
 /// may still be present in the diagnostics).
