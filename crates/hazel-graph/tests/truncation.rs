@@ -187,29 +187,6 @@ model { for (n in 1:N) y[n] ~ normal(mu, 1) T[1, 2]; }";
     assert!(m.log_density_gradient(&mut ws, &[0.3], &mut g).is_err());
 }
 
-/// Time per gradient of the example (run with `--ignored --nocapture` in release to measure).
-#[test]
-#[ignore]
-fn time_truncated_normal_gradient() {
-    let m = build(TRUNCATED, &example_data());
-    let mut ws = m.new_workspace();
-    let mut g = [0.0; 2];
-    let reps = 200_000;
-    let t = std::time::Instant::now();
-    let mut acc = 0.0;
-    for i in 0..reps {
-        let q = [1.4 + 1e-6 * (i % 7) as f64, -1.2];
-        acc += m.log_density_gradient(&mut ws, &q, &mut g).unwrap();
-    }
-    let per = t.elapsed().as_secs_f64() / reps as f64;
-    println!(
-        "truncated_normal: {:.3} us per gradient (dynamic: {}, ops: {:?}) [{acc}]",
-        per * 1e6,
-        m.is_dynamic(),
-        m.graph().map(|g| g.ops.len())
-    );
-}
-
 /// Vectorised truncation (`y ~ D(θ) T[L, U]` with vector `y`) is Stan's per-variate
 /// truncation: the same density as the loop of scalar statements (stanli 0.24 gives
 /// −1.3507439206368512 for both forms at the first point below), for scalar and vector
