@@ -86,14 +86,15 @@ fn funnel_divergences_are_detected_and_reported() {
                 // Only a divergence can end a doubling after an odd number of its steps: a
                 // U-turn inside the subtree is found when two spans merge, after an even number
                 // of steps (the first merge is after 2).
-                cut_mid_merge += usize::from(steps_after % 2 == 1);
+                cut_mid_merge += usize::from(!steps_after.is_multiple_of(2));
             } else {
                 // Without a divergence the transition ends at the maximum depth or on a U-turn:
                 // between the trajectory and the completed subtree (nothing after the completed
                 // doublings), or inside the subtree when two spans merge (an even number of its
                 // steps).
                 assert!(
-                    steps_after == 0 || (steps_after % 2 == 0 && steps_after <= 1 << depth),
+                    steps_after == 0
+                        || (steps_after.is_multiple_of(2) && steps_after <= 1 << depth),
                     "draw without a divergence: {:?}",
                     d.stats
                 );
