@@ -11,11 +11,17 @@
 pub mod check;
 pub mod compare;
 pub mod front;
+pub mod generate_quantities;
+pub mod laplace;
 pub mod log_density;
+pub mod method;
+pub mod optimize;
+pub mod pathfinder;
 mod progress;
 mod run_dir;
 pub mod sample;
 pub mod summary;
+pub mod variational;
 
 /// What a subcommand returns: errors are printed as `error: …` and exit with status 1.
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;

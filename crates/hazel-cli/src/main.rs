@@ -5,7 +5,10 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use hazel_cli::{check, compare, front, log_density, sample, summary};
+use hazel_cli::{
+    check, compare, front, generate_quantities, laplace, log_density, optimize, pathfinder, sample,
+    summary, variational,
+};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -23,6 +26,17 @@ struct Cli {
 enum Command {
     /// Draw from the posterior of a Stan program with NUTS (one Stan CSV file per chain).
     Sample(sample::SampleArgs),
+    /// The posterior mode or penalised maximum likelihood (L-BFGS, BFGS or Newton), as
+    /// CmdStan's `optimize`.
+    Optimize(optimize::OptimizeArgs),
+    /// Draws from the normal approximation at a mode, as CmdStan's `laplace`.
+    Laplace(laplace::LaplaceArgs),
+    /// ADVI (mean-field or full-rank), as CmdStan's `variational`.
+    Variational(variational::VariationalArgs),
+    /// Pathfinder (single- or multi-path with PSIS resampling), as CmdStan's `pathfinder`.
+    Pathfinder(pathfinder::PathfinderArgs),
+    /// Re-run generated quantities over the draws of fitted Stan CSV files.
+    GenerateQuantities(generate_quantities::GenerateQuantitiesArgs),
     /// Parse and check a Stan program: no output and exit status 0 when it is valid.
     Check(check::CheckArgs),
     /// Print a Stan program in canonical layout (comments are not kept).
@@ -56,6 +70,11 @@ fn main() -> ExitCode {
 fn run_command(cli: &Cli) -> ExitCode {
     let result = match &cli.command {
         Command::Sample(args) => sample::run(args),
+        Command::Optimize(args) => optimize::run(args),
+        Command::Laplace(args) => laplace::run(args),
+        Command::Variational(args) => variational::run(args),
+        Command::Pathfinder(args) => pathfinder::run(args),
+        Command::GenerateQuantities(args) => generate_quantities::run(args),
         Command::Check(args) => check::run_check(args),
         Command::Format(args) => check::run_format(args),
         Command::LogDensity(args) => log_density::run(args),

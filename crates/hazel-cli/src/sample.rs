@@ -88,8 +88,9 @@ pub struct SampleArgs {
     #[arg(long, value_enum, default_value_t = MetricArg::Diag)]
     pub metric: MetricArg,
     /// Initial values: a radius R (uniform in (-R, R) on the unconstrained scale; 0 starts at
-    /// the origin), or a CmdStan JSON file of constrained parameter values used by every chain
-    /// (parameters it leaves out start uniformly in (-2, 2) on the unconstrained scale).
+    /// the origin), `pathfinder` (one draw of a multi-path Pathfinder run per chain), or a
+    /// CmdStan JSON file of constrained parameter values used by every chain (parameters it
+    /// leaves out start uniformly in (-2, 2) on the unconstrained scale).
     #[arg(long, default_value = "2", allow_negative_numbers = true)]
     pub init: String,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
@@ -133,7 +134,7 @@ pub enum Seed {
 }
 
 /// CmdStan's seed range: a non-negative integer below 2^32, or -1 for a seed from the clock.
-fn parse_seed(text: &str) -> Result<Seed, String> {
+pub(crate) fn parse_seed(text: &str) -> Result<Seed, String> {
     let range = "the seed must be an integer from 0 to 4294967295, or -1 for a seed from the clock";
     match text.trim().parse::<i64>() {
         Ok(-1) => Ok(Seed::FromClock),
@@ -146,7 +147,7 @@ fn parse_seed(text: &str) -> Result<Seed, String> {
 const MAX_ITERATIONS: usize = i32::MAX as usize;
 
 /// An iteration count (`--warmup`, `--draws`): a whole number from 0 to 2147483647.
-fn iteration_count(text: &str) -> Result<usize, String> {
+pub(crate) fn iteration_count(text: &str) -> Result<usize, String> {
     match text.trim().parse::<u64>() {
         Ok(n) if n <= MAX_ITERATIONS as u64 => Ok(n as usize),
         Ok(_) => Err(format!("at most {MAX_ITERATIONS} iterations are allowed")),
@@ -157,7 +158,7 @@ fn iteration_count(text: &str) -> Result<usize, String> {
 }
 
 /// A count that must be at least 1 (`--chains`, `--thin`, `--threads-per-chain`).
-fn positive_count(text: &str) -> Result<u64, String> {
+pub(crate) fn positive_count(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err("expected a whole number, at least 1".to_string()),
@@ -174,7 +175,7 @@ fn tree_depth(text: &str) -> Result<u32, String> {
 }
 
 /// `--threads`: a whole number, 0 meaning one per core.
-fn thread_count(text: &str) -> Result<usize, String> {
+pub(crate) fn thread_count(text: &str) -> Result<usize, String> {
     text.trim()
         .parse::<usize>()
         .map_err(|_| "expected a whole number of threads (0 = one per core)".to_string())
@@ -198,7 +199,7 @@ impl FormatArg {
 }
 
 /// A seed from the clock, for runs that did not ask for one (it is written to every file).
-fn clock_seed() -> u64 {
+pub(crate) fn clock_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -209,16 +210,21 @@ fn clock_seed() -> u64 {
 
 /// What `--init` asked for.
 #[derive(Debug, Clone, PartialEq)]
-enum InitArg {
+pub(crate) enum InitArg {
     /// Uniform in (-R, R) on the unconstrained scale.
     Radius(f64),
     /// A CmdStan JSON file of constrained parameter values, shared by all chains. Parameters it
     /// leaves out start uniformly in (-2, 2) on the unconstrained scale, as in CmdStan.
     File(PathBuf),
+    /// Draws of a multi-path Pathfinder run, one per chain.
+    Pathfinder,
 }
 
 /// Parses the `--init` value: a radius, or the path of an existing JSON file.
-fn parse_init(text: &str) -> Result<InitArg, String> {
+pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
+    if text.trim() == "pathfinder" {
+        return Ok(InitArg::Pathfinder);
+    }
     if let Ok(radius) = text.trim().parse::<f64>() {
         if radius.is_finite() && radius >= 0.0 {
             return Ok(InitArg::Radius(radius));
@@ -231,7 +237,7 @@ fn parse_init(text: &str) -> Result<InitArg, String> {
         return Ok(InitArg::File(PathBuf::from(text)));
     }
     Err(format!(
-        "--init {text}: expected a radius (a number ≥ 0) or an existing JSON file of initial values"
+        "--init {text}: expected a radius (a number ≥ 0), `pathfinder`, or an existing JSON file of initial values"
     ))
 }
 
@@ -460,7 +466,7 @@ fn sample(
     let source = check_program(model_path, &args.include_paths)?;
     let init_file = match parse_init(&args.init)? {
         InitArg::File(path) => Some(file_input(&path)?),
-        InitArg::Radius(_) => None,
+        InitArg::Radius(_) | InitArg::Pathfinder => None,
     };
     let arguments = match &resuming {
         Some(stored) => Some(stored.arguments.clone()),
@@ -501,8 +507,22 @@ fn sample(
     if config.sampler.num_samples == 0 && !args.quiet {
         eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
     }
-    if let InitArg::File(path) = parse_init(&args.init)? {
-        config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+    match parse_init(&args.init)? {
+        InitArg::File(path) => {
+            config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+        }
+        InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
+            let ids: Vec<u64> = (0..config.chains as u64)
+                .map(|k| config.first_chain_id + k)
+                .collect();
+            config.sampler.init = Init::Unconstrained(crate::pathfinder::pathfinder_inits(
+                &model,
+                seed,
+                &ids,
+                args.threads,
+            )?);
+        }
+        _ => {}
     }
 
     // Nothing in the output directory is touched before its lock is held.

@@ -98,6 +98,26 @@ impl fmt::Display for EvalError {
 
 impl std::error::Error for EvalError {}
 
+/// Which terms a log density includes. The sampler's density is [`DensityTerms::SAMPLER`]:
+/// the log-Jacobians of the constraining transforms added, the constant summands of `~` and
+/// `_lupdf` dropped. Optimisation without the Jacobian (CmdStan's default `optimize`) and the
+/// reported `log_p__` of approximate methods (constants kept) need the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DensityTerms {
+    /// Add the log absolute Jacobian determinants of the parameter transforms.
+    pub jacobian: bool,
+    /// Drop summands that do not depend on parameters (Stan's `propto`).
+    pub propto: bool,
+}
+
+impl DensityTerms {
+    /// What the sampler evaluates (CmdStan's `log_prob<propto = true, jacobian = true>`).
+    pub const SAMPLER: DensityTerms = DensityTerms {
+        jacobian: true,
+        propto: true,
+    };
+}
+
 /// A differentiable log density on ℝ^dim.
 pub trait LogDensity: Sync {
     /// Per-chain mutable state: everything evaluation writes.
@@ -117,6 +137,21 @@ pub trait LogDensity: Sync {
         q: &[f64],
         grad: &mut [f64],
     ) -> Result<f64, EvalError>;
+
+    /// The log density with the chosen `terms`, and its gradient. The default evaluates
+    /// [`LogDensity::log_density_gradient`] whatever `terms` says: right for a density written
+    /// directly on ℝ^dim (no transforms, nothing dropped). A model with transforms or dropped
+    /// constants (a compiled Stan program) overrides it.
+    fn log_density_gradient_with(
+        &self,
+        ws: &mut Self::Workspace,
+        q: &[f64],
+        grad: &mut [f64],
+        terms: DensityTerms,
+    ) -> Result<f64, EvalError> {
+        let _ = terms;
+        self.log_density_gradient(ws, q, grad)
+    }
 
     /// Evaluates `n = out.len()` points at once: `qs` and `grads` hold `n` rows of `dim`, one
     /// workspace per point. Backends that batch (GPU, SIMD across chains) override this; the
@@ -196,6 +231,15 @@ impl<D: LogDensity> LogDensity for Unconstrained<D> {
         grad: &mut [f64],
     ) -> Result<f64, EvalError> {
         self.density.log_density_gradient(ws, q, grad)
+    }
+    fn log_density_gradient_with(
+        &self,
+        ws: &mut Self::Workspace,
+        q: &[f64],
+        grad: &mut [f64],
+        terms: DensityTerms,
+    ) -> Result<f64, EvalError> {
+        self.density.log_density_gradient_with(ws, q, grad, terms)
     }
 }
 

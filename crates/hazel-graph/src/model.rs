@@ -1115,6 +1115,19 @@ impl LogDensity for CompiledModel {
         finish_eval(lp, grad)
     }
 
+    fn log_density_gradient_with(
+        &self,
+        ws: &mut Workspace,
+        q: &[f64],
+        grad: &mut [f64],
+        terms: hazel_density::DensityTerms,
+    ) -> Result<f64, EvalError> {
+        if let Some(e) = &self.always_reject {
+            return Err(e.clone());
+        }
+        self.log_density_with(ws, q, grad, terms.jacobian, terms.propto)
+    }
+
     /// Static models run the batch op-major on the batched executor (its lanes live in the
     /// first workspace), unless the model's executor is the threaded one; dynamic models and
     /// the threaded executor go point by point. Bit for bit the single-point results.

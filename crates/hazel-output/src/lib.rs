@@ -18,6 +18,7 @@
 
 pub mod chain_file;
 pub mod layout;
+pub mod method_csv;
 pub mod number;
 #[cfg(feature = "parquet")]
 pub mod parquet_sink;
@@ -29,6 +30,7 @@ pub(crate) mod writer;
 pub mod zarr_sink;
 
 pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
+pub use method_csv::{MethodCsv, MethodHeader, MethodSetting};
 pub use reader::{read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv};
 pub use writer::{CsvHeaderInfo, StanCsvWriter};
 

@@ -26,6 +26,9 @@ pub enum Purpose {
     GeneratedQuantities = 2,
     /// `_rng` calls in transformed data (run once per run, not per chain).
     TransformedData = 3,
+    /// Importance resampling of an approximation's draws (Pathfinder's PSIS step), once per
+    /// run: the stream of the run's first chain id.
+    Resample = 4,
 }
 
 /// A ChaCha8 stream for one `(seed, chain, purpose)`.
