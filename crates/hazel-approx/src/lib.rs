@@ -34,7 +34,6 @@
 //! the model and the settings, never on the thread count.
 
 #![forbid(unsafe_code)]
-
 // Index loops over several vectors at once read as the formulas they implement.
 #![allow(clippy::needless_range_loop)]
 
