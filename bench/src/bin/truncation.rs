@@ -3,7 +3,8 @@
 //! op and one normaliser emitted once, times its count) against the same density with each
 //! statement's normaliser written out by hand (`normal_lupdf` and
 //! `-log_diff_exp(normal_lcdf(2 | …), normal_lcdf(1 | …))` per row), measured in the same run.
-//! Both programs give the same log density (`crates/hazel-graph/tests/truncation.rs`).
+//! Both programs give the same log density (`crates/hazel-graph/tests/truncation.rs`); the
+//! hand-written one is `crates/hazel-graph/tests/fixtures/truncated_normal_by_hand.stan`.
 //!
 //! Run: `cargo run --release -p hazel-bench --bin truncation`. Prints µs per gradient of each
 //! form, the ratio hand-written / `T[L, U]`, and the op count of each static graph.
@@ -11,27 +12,6 @@
 use hazel_bench::time_call;
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, CompiledModel};
-
-const TRUNCATED: &str = "data { int<lower=0> N; array[N] real<lower=1, upper=2> y; }
-parameters { real mu; real<lower=0> sigma; }
-model {
-  mu ~ normal(1.5, 1);
-  sigma ~ normal(0, 1);
-  for (n in 1:N) {
-    y[n] ~ normal(mu, sigma) T[1, 2];
-  }
-}";
-
-const BY_HAND: &str = "data { int<lower=0> N; array[N] real<lower=1, upper=2> y; }
-parameters { real mu; real<lower=0> sigma; }
-model {
-  mu ~ normal(1.5, 1);
-  sigma ~ normal(0, 1);
-  for (n in 1:N) {
-    target += normal_lupdf(y[n] | mu, sigma);
-    target += -log_diff_exp(normal_lcdf(2 | mu, sigma), normal_lcdf(1 | mu, sigma));
-  }
-}";
 
 fn build(src: &str, data: &hazel_data::DataFile) -> CompiledModel {
     let parsed = hazel_check::check_source("model.stan", src);
@@ -61,12 +41,19 @@ fn micros_per_gradient(m: &CompiledModel) -> f64 {
     seconds * 1e6
 }
 
+fn read(path: &str) -> String {
+    let path = hazel_testdata::repo_root().join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"))
+}
+
 fn main() {
-    let path = hazel_testdata::repo_root().join("examples/truncated_normal/data.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let data = hazel_data::DataFile::parse(&text).expect("example data");
-    let truncated = build(TRUNCATED, &data);
-    let by_hand = build(BY_HAND, &data);
+    let data = hazel_data::DataFile::parse(&read("examples/truncated_normal/data.json"))
+        .expect("example data");
+    let truncated = build(&read("examples/truncated_normal/model.stan"), &data);
+    let by_hand = build(
+        &read("crates/hazel-graph/tests/fixtures/truncated_normal_by_hand.stan"),
+        &data,
+    );
     let ops = |m: &CompiledModel| {
         m.graph()
             .map_or("dynamic".to_string(), |g| g.ops.len().to_string())

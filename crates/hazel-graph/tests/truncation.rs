@@ -37,28 +37,12 @@ fn example_data() -> String {
     std::fs::read_to_string(path).expect("examples/truncated_normal/data.json")
 }
 
-const TRUNCATED: &str = "data { int<lower=0> N; array[N] real<lower=1, upper=2> y; }
-parameters { real mu; real<lower=0> sigma; }
-model {
-  mu ~ normal(1.5, 1);
-  sigma ~ normal(0, 1);
-  for (n in 1:N) {
-    y[n] ~ normal(mu, sigma) T[1, 2];
-  }
-}";
+/// The bundled example: `y[n] ~ normal(mu, sigma) T[1, 2]` in a loop.
+const TRUNCATED: &str = include_str!("../../../examples/truncated_normal/model.stan");
 
 /// The same density with each truncation written out: `~` drops constants, so the hand
 /// form uses `normal_lupdf` for the density and the full lcdfs for the normaliser.
-const BY_HAND: &str = "data { int<lower=0> N; array[N] real<lower=1, upper=2> y; }
-parameters { real mu; real<lower=0> sigma; }
-model {
-  mu ~ normal(1.5, 1);
-  sigma ~ normal(0, 1);
-  for (n in 1:N) {
-    target += normal_lupdf(y[n] | mu, sigma);
-    target += -log_diff_exp(normal_lcdf(2 | mu, sigma), normal_lcdf(1 | mu, sigma));
-  }
-}";
+const BY_HAND: &str = include_str!("fixtures/truncated_normal_by_hand.stan");
 
 const POINTS: &[[f64; 2]] = &[
     [0.0, 0.0],
