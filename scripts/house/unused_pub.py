@@ -77,7 +77,7 @@ def main():
     words = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
     everything = {
         p: set(words.findall(strip_comments(p.read_text())))
-        for base in (crates_dir, ROOT / "bench", ROOT / "fuzz")
+        for base in (crates_dir, ROOT / "bench", ROOT / "fuzz", ROOT / "python")
         for p in rust_files(base)
     }
     reported = 0

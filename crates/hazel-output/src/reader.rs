@@ -10,9 +10,11 @@
 //! A final row without a line end (a run killed mid-write) is dropped and reported in
 //! [`StanCsv::truncated`]; any other malformed row is an error naming the file and line.
 
-use hazel_nuts::InverseMetric;
+use hazel_draws::{ChainDraws, DrawTable, InverseMetric, StatColumn, StatKind, Timing};
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A problem reading a Stan CSV file.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +63,8 @@ pub struct StanCsv {
     pub column_names: Vec<String>,
     /// Saved warmup rows that were left out of `draws`.
     pub warmup_rows: usize,
+    /// Those rows (`column_names.len()` values each; empty where the format keeps them apart).
+    pub warmup: Vec<Vec<f64>>,
     /// Post-warmup draws, one row per draw, `column_names.len()` values each.
     pub draws: Vec<Vec<f64>>,
     pub adaptation: Option<Adaptation>,
@@ -105,6 +109,58 @@ impl StanCsv {
     /// All post-warmup values of column `index`.
     pub fn column(&self, index: usize) -> Vec<f64> {
         self.draws.iter().map(|row| row[index]).collect()
+    }
+
+    /// The post-warmup draws column by column, as a memory sink holds them: the leading
+    /// columns whose names end in `__` are the statistics (kind [`StatKind::Real`]: a file
+    /// does not record kinds), the rest the model's columns; the adaptation results too.
+    pub fn to_chain_draws(&self) -> ChainDraws {
+        let n_stats = self
+            .column_names
+            .iter()
+            .take_while(|name| name.ends_with("__"))
+            .count();
+        let column = |index: usize| self.column(index);
+        let warmup_column =
+            |index: usize| -> Vec<f64> { self.warmup.iter().map(|row| row[index]).collect() };
+        let (stepsize, inv_metric) = match &self.adaptation {
+            Some(a) => (Some(a.stepsize), a.inv_metric.clone()),
+            None => (None, None),
+        };
+        ChainDraws {
+            chain_id: self
+                .config_int("id")
+                .and_then(|id| u64::try_from(id).ok())
+                .unwrap_or(1),
+            stat_columns: self.column_names[..n_stats]
+                .iter()
+                .map(|name| StatColumn {
+                    name: Cow::Owned(name.clone()),
+                    kind: StatKind::Real,
+                })
+                .collect(),
+            names: self.column_names[n_stats..].to_vec(),
+            warmup: if self.warmup.is_empty() {
+                DrawTable::default()
+            } else {
+                DrawTable {
+                    stats: (0..n_stats).map(warmup_column).collect(),
+                    values: (n_stats..self.column_names.len())
+                        .map(warmup_column)
+                        .collect(),
+                }
+            },
+            sampling: DrawTable {
+                stats: (0..n_stats).map(column).collect(),
+                values: (n_stats..self.column_names.len()).map(column).collect(),
+            },
+            stepsize,
+            inv_metric,
+            timing: self.elapsed_seconds.map(|(warmup, sampling)| Timing {
+                warmup: Duration::try_from_secs_f64(warmup).unwrap_or_default(),
+                sampling: Duration::try_from_secs_f64(sampling).unwrap_or_default(),
+            }),
+        }
     }
 }
 
@@ -166,6 +222,7 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
         config: Vec::new(),
         column_names: Vec::new(),
         warmup_rows: 0,
+        warmup: Vec::new(),
         draws: Vec::new(),
         adaptation: None,
         elapsed_seconds: None,
@@ -298,7 +355,7 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
             }
         }
     };
-    csv.draws.drain(..csv.warmup_rows);
+    csv.warmup = csv.draws.drain(..csv.warmup_rows).collect();
     Ok(csv)
 }
 

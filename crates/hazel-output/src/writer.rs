@@ -1,9 +1,9 @@
 //! The Stan CSV writer: one file per chain in CmdStan's layout, written and flushed draw by draw.
 
 use crate::number::write_number;
-use hazel_nuts::{
-    Algorithm, DrawSink, DrawStats, Init, InverseMetric, MetricKind, RunConfig, SamplerConfig,
-    Timing,
+use hazel_draws::{
+    AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, RunInfo, SettingValue, StatColumn,
+    StatKind, Timing,
 };
 use std::fmt::Write as _;
 use std::fs::File;
@@ -25,62 +25,39 @@ pub struct CsvHeaderInfo {
     pub output_file: String,
     /// This chain's id (CmdStan's `id`).
     pub chain_id: u64,
-    pub seed: u64,
-    /// The sampler settings of the run.
-    pub sampler: SamplerConfig,
-    /// What `init =` says: the radius, or the file the initial values came from.
-    pub init: String,
+    /// The run as its algorithm describes it (method, settings, statistic columns, seed, init).
+    pub run: RunInfo,
 }
 
 impl CsvHeaderInfo {
-    /// Header information of chain `chain_index` (0-based) of `run`. `init` is derived from
-    /// the run's [`Init`]: its radius, or `user` for explicit values (pass the init file's name
-    /// afterwards through the field when there is one).
+    /// Header information of chain `chain_index` (0-based) of `run`.
     pub fn new(
         model: &str,
         data_file: &str,
         output_file: &str,
-        run: &RunConfig,
+        run: &RunInfo,
         chain_index: usize,
     ) -> Self {
-        let init = match &run.sampler.init {
-            Init::Radius(radius) => format_setting(*radius),
-            Init::Unconstrained(_) => "user".to_string(),
-        };
         CsvHeaderInfo {
             model: model.to_string(),
             data_file: data_file.to_string(),
             output_file: output_file.to_string(),
-            chain_id: run.first_chain_id + chain_index as u64,
-            seed: run.seed,
-            sampler: run.sampler.clone(),
-            init,
+            chain_id: run.chain_id(chain_index),
+            run: run.clone(),
         }
     }
 
-    /// Whether the run uses the fixed_param sampler.
-    pub fn fixed_param(&self) -> bool {
-        self.sampler.algorithm == Algorithm::FixedParam
-    }
-
-    /// The sampler's columns, as CmdStan writes them: two for fixed_param
-    /// ([`DrawStats::FIXED_PARAM_NAMES`]), seven for NUTS ([`DrawStats::NAMES`]); the first
-    /// of [`DrawStats::values`] in either case. Every output format writes exactly these.
-    pub fn stat_columns(&self) -> &'static [&'static str] {
-        if self.fixed_param() {
-            &DrawStats::FIXED_PARAM_NAMES
-        } else {
-            &DrawStats::NAMES
-        }
+    /// The algorithm's statistic columns (NUTS: seven; fixed_param: `lp__`, `accept_stat__`).
+    /// Every output format writes exactly these before the model's columns.
+    pub fn stat_columns(&self) -> &[StatColumn] {
+        &self.run.stat_columns
     }
 
     /// The configuration block, every line starting with `#`, in CmdStan's order and
-    /// indentation, with `(Default)` after values equal to CmdStan's defaults.
+    /// indentation, with `(Default)` after values equal to CmdStan's defaults: the version
+    /// lines, `method` with the algorithm's settings ([`RunInfo::settings`]) in its section,
+    /// then the chain's id, data, init, seed and output.
     pub fn config_block(&self) -> String {
-        let defaults = SamplerConfig::default();
-        let s = &self.sampler;
-        let a = &s.adapt;
-        let d = &defaults.adapt;
         let mut b = ConfigBlock::default();
         let (major, minor, patch) = STAN_VERSION;
         b.setting(0, "stan_version_major", major, false);
@@ -88,60 +65,27 @@ impl CsvHeaderInfo {
         b.setting(0, "stan_version_patch", patch, false);
         b.setting(0, "hazel_version", env!("CARGO_PKG_VERSION"), false);
         b.setting(0, "model", &self.model, false);
-        b.setting(0, "method", "sample", true);
-        b.section(1, "sample");
-        b.setting(
-            2,
-            "num_samples",
-            s.num_samples,
-            s.num_samples == defaults.num_samples,
-        );
-        b.setting(
-            2,
-            "num_warmup",
-            s.num_warmup,
-            s.num_warmup == defaults.num_warmup,
-        );
-        b.setting(
-            2,
-            "save_warmup",
-            u8::from(s.save_warmup),
-            s.save_warmup == defaults.save_warmup,
-        );
-        b.setting(2, "thin", s.thin, s.thin == defaults.thin);
-        b.section(2, "adapt");
-        b.setting(3, "engaged", u8::from(a.engaged), a.engaged == d.engaged);
-        b.setting(3, "gamma", format_setting(a.gamma), a.gamma == d.gamma);
-        b.setting(3, "delta", format_setting(a.delta), a.delta == d.delta);
-        b.setting(3, "kappa", format_setting(a.kappa), a.kappa == d.kappa);
-        b.setting(3, "t0", format_setting(a.t0), a.t0 == d.t0);
-        b.setting(
-            3,
-            "init_buffer",
-            a.init_buffer,
-            a.init_buffer == d.init_buffer,
-        );
-        b.setting(
-            3,
-            "term_buffer",
-            a.term_buffer,
-            a.term_buffer == d.term_buffer,
-        );
-        b.setting(3, "window", a.window, a.window == d.window);
-        b.setting(3, "save_metric", 0, true);
-        if s.algorithm == Algorithm::FixedParam {
-            b.setting(2, "algorithm", "fixed_param", false);
-        } else {
-            b.setting(2, "algorithm", "hmc", true);
-            self.hmc_settings(&mut b);
+        let method = &self.run.method;
+        b.setting(0, "method", method, method == "sample");
+        b.section(1, method);
+        for setting in &self.run.settings {
+            match &setting.value {
+                Some(value) => b.setting(
+                    setting.depth + 2,
+                    &setting.key,
+                    format_value(value),
+                    setting.is_default,
+                ),
+                None => b.section(setting.depth + 2, &setting.key),
+            }
         }
-        b.setting(2, "num_chains", 1, true);
         b.setting(0, "id", self.chain_id, self.chain_id == 1);
         b.section(0, "data");
         b.setting(1, "file", &self.data_file, self.data_file.is_empty());
-        b.setting(0, "init", &self.init, self.init == "2");
+        let init = format_value(&self.run.init);
+        b.setting(0, "init", &init, init == "2");
         b.section(0, "random");
-        b.setting(1, "seed", self.seed, false);
+        b.setting(1, "seed", self.run.seed, false);
         b.section(0, "output");
         b.setting(1, "file", &self.output_file, false);
         b.setting(1, "diagnostic_file", "", true);
@@ -149,33 +93,14 @@ impl CsvHeaderInfo {
         b.setting(1, "sig_figs", -1, true);
         b.text
     }
+}
 
-    /// The `hmc` section of the configuration block (NUTS runs only).
-    fn hmc_settings(&self, b: &mut ConfigBlock) {
-        let s = &self.sampler;
-        let defaults = SamplerConfig::default();
-        b.section(3, "hmc");
-        b.setting(4, "engine", "nuts", true);
-        b.section(5, "nuts");
-        b.setting(
-            6,
-            "max_depth",
-            s.max_depth,
-            s.max_depth == defaults.max_depth,
-        );
-        let metric = match s.metric {
-            MetricKind::Diag => "diag_e",
-            MetricKind::Dense => "dense_e",
-        };
-        b.setting(4, "metric", metric, s.metric == defaults.metric);
-        b.setting(4, "metric_file", "", s.inv_metric.is_none());
-        b.setting(
-            4,
-            "stepsize",
-            format_setting(s.stepsize),
-            s.stepsize == defaults.stepsize,
-        );
-        b.setting(4, "stepsize_jitter", 0, true);
+/// A setting's value as the configuration block writes it.
+fn format_value(value: &SettingValue) -> String {
+    match value {
+        SettingValue::Real(v) => format_setting(*v),
+        SettingValue::Integer(v) => v.to_string(),
+        SettingValue::Text(text) => text.to_string(),
     }
 }
 
@@ -254,10 +179,6 @@ impl<W: Write + Send> StanCsvWriter<W> {
         }
     }
 
-    fn fixed_param(&self) -> bool {
-        self.header.fixed_param()
-    }
-
     /// Continues a file that already holds `bytes` bytes of this chain's output, header
     /// included (a resumed run): `out` must be positioned at its end.
     pub fn continuing(out: W, header: CsvHeaderInfo, names: &[String], bytes: u64) -> Self {
@@ -297,8 +218,15 @@ impl<W: Write + Send> StanCsvWriter<W> {
 impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
     /// Writes the configuration block and the header line. Writing the header before the
     /// chain starts (`hazel sample` does, so no file is ever empty) makes the runner's own call
-    /// a no-op; other names than the header's are an error.
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+    /// a no-op; other columns than the header's are an error.
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        if columns.stats != self.header.stat_columns() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the algorithm's statistic columns differ from the run's description",
+            ));
+        }
+        let names = columns.values;
         if let Some(written) = &self.names {
             if written.as_slice() == names {
                 return Ok(());
@@ -309,9 +237,17 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             ));
         }
         let mut text = self.header.config_block();
-        text.push_str(&self.header.stat_columns().join(","));
-        for name in names {
-            text.push(',');
+        let stats_empty = self.header.stat_columns().is_empty();
+        for (k, column) in self.header.stat_columns().iter().enumerate() {
+            if k > 0 {
+                text.push(',');
+            }
+            text.push_str(&column.name);
+        }
+        for (k, name) in names.iter().enumerate() {
+            if k > 0 || !stats_empty {
+                text.push(',');
+            }
             text.push_str(name);
         }
         text.push('\n');
@@ -319,11 +255,14 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
         self.write_block(text.as_bytes())
     }
 
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        if self.fixed_param() {
-            // CmdStan's fixed_param files have no adaptation block: nothing was adapted.
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        let AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } = *adaptation
+        else {
             return Ok(());
-        }
+        };
         let mut text = String::from("# Adaptation terminated\n# Step size = ");
         write_number(&mut text, stepsize);
         text.push('\n');
@@ -342,39 +281,42 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
         self.write_block(text.as_bytes())
     }
 
-    fn draw(&mut self, _warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         let columns = self.names.as_ref().map_or(0, Vec::len);
-        if values.len() != columns {
+        let stats = self.header.stat_columns();
+        if draw.values.len() != columns || draw.stats.len() != stats.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("a draw has {} values for {columns} columns", values.len()),
+                format!(
+                    "a draw has {} statistics and {} values for {} and {columns} columns",
+                    draw.stats.len(),
+                    draw.values.len(),
+                    stats.len()
+                ),
             ));
         }
-        let fixed_param = self.fixed_param();
         // The row buffer is reused across draws (no allocation per draw).
         let mut row = std::mem::take(&mut self.row);
-        let row_ref = &mut row;
-        row_ref.clear();
-        write_number(row_ref, stats.lp);
-        row_ref.push(',');
-        write_number(row_ref, stats.accept_stat);
-        if !fixed_param {
-            row_ref.push(',');
-            write_number(row_ref, stats.stepsize);
-            let _ = write!(
-                row_ref,
-                ",{},{},{},",
-                stats.treedepth,
-                stats.n_leapfrog,
-                u8::from(stats.divergent)
-            );
-            write_number(row_ref, stats.energy);
+        row.clear();
+        for (k, (column, &v)) in stats.iter().zip(draw.stats).enumerate() {
+            if k > 0 {
+                row.push(',');
+            }
+            match column.kind {
+                StatKind::Real => write_number(&mut row, v),
+                StatKind::Integer => {
+                    let _ = write!(row, "{}", v as i64);
+                }
+                StatKind::Flag => row.push(if v != 0.0 { '1' } else { '0' }),
+            }
         }
-        for &v in values {
-            row_ref.push(',');
-            write_number(row_ref, v);
+        for &v in draw.values {
+            if !row.is_empty() {
+                row.push(',');
+            }
+            write_number(&mut row, v);
         }
-        row_ref.push('\n');
+        row.push('\n');
         let written = self.write_block(row.as_bytes());
         self.row = row;
         written

@@ -10,6 +10,16 @@ use std::sync::Arc;
 
 /// Free (unconstrained) size of one element of a declared type (sizes evaluated).
 fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
+    let (shape, blank) = free_shape(tr, elem)?;
+    Ok((shape.iter().product(), blank))
+}
+
+/// The shape of one element's unconstrained coordinates as Stan names them (its
+/// `unconstrained_param_names`): none for a scalar, one index for vectors and for the
+/// Cholesky-factor, correlation and covariance matrices (their free values counted flat), two
+/// for matrices whose free values keep a matrix layout (plain, sum-to-zero and stochastic
+/// matrices); also the element's blank value.
+fn free_shape(tr: &mut Tracer, elem: &ElemType) -> R<(Vec<usize>, Val)> {
     let blank = {
         let ty = DeclType {
             span: hazel_syntax::Span::DUMMY,
@@ -24,34 +34,62 @@ fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
         _ => (1, 1),
     };
     let k = n.0;
-    let size = match (&elem.shape, &elem.constraint) {
+    let shape = match (&elem.shape, &elem.constraint) {
         (Shape::Int, _) => return cerr("parameters cannot be integers", hazel_syntax::Span::DUMMY),
-        (Shape::Real, _) => 1,
+        (Shape::Real, _) => vec![],
         (Shape::Vector { .. } | Shape::RowVector { .. } | Shape::Matrix { .. }, constraint) => {
             match constraint {
                 Constraint::None | Constraint::Bounds { .. } | Constraint::Affine { .. } => {
-                    n.0 * n.1
+                    if matches!(elem.shape, Shape::Matrix { .. }) {
+                        vec![n.0, n.1]
+                    } else {
+                        vec![k]
+                    }
                 }
-                Constraint::Ordered | Constraint::PositiveOrdered | Constraint::UnitVector => k,
-                Constraint::Simplex => k.saturating_sub(1),
+                Constraint::Ordered | Constraint::PositiveOrdered | Constraint::UnitVector => {
+                    vec![k]
+                }
+                Constraint::Simplex => vec![k.saturating_sub(1)],
                 Constraint::SumToZero if matches!(elem.shape, Shape::Vector { .. }) => {
-                    k.saturating_sub(1)
+                    vec![k.saturating_sub(1)]
                 }
-                Constraint::SumToZero => n.0.saturating_sub(1) * n.1.saturating_sub(1),
-                Constraint::ColumnStochastic => n.0.saturating_sub(1) * n.1,
-                Constraint::RowStochastic => n.0 * n.1.saturating_sub(1),
+                Constraint::SumToZero => vec![n.0.saturating_sub(1), n.1.saturating_sub(1)],
+                Constraint::ColumnStochastic => vec![n.0.saturating_sub(1), n.1],
+                Constraint::RowStochastic => vec![n.0, n.1.saturating_sub(1)],
                 Constraint::CholeskyFactorCorr | Constraint::CorrMatrix => {
-                    k * k.saturating_sub(1) / 2
+                    vec![k * k.saturating_sub(1) / 2]
                 }
-                Constraint::CovMatrix => k + k * k.saturating_sub(1) / 2,
+                Constraint::CovMatrix => vec![k + k * k.saturating_sub(1) / 2],
                 Constraint::CholeskyFactorCov => {
-                    hazel_math::transforms::cholesky_cov_free_size(n.0, n.1)
+                    vec![hazel_math::transforms::cholesky_cov_free_size(n.0, n.1)]
                 }
             }
         }
         _ => return cerr("unsupported parameter type", hazel_syntax::Span::DUMMY),
     };
-    Ok((size, blank))
+    Ok((shape, blank))
+}
+
+/// `prefix.i.j…` for every index of `dims`, the first index varying fastest (Stan's order for
+/// CSV columns and unconstrained names alike).
+fn indexed_names(prefix: &str, dims: &[usize], out: &mut Vec<String>) {
+    let total: usize = dims.iter().product();
+    let mut idx = vec![0usize; dims.len()];
+    for _ in 0..total {
+        let mut name = prefix.to_string();
+        for i in &idx {
+            name.push('.');
+            name.push_str(&(i + 1).to_string());
+        }
+        out.push(name);
+        for (k, d) in dims.iter().enumerate() {
+            idx[k] += 1;
+            if idx[k] < *d {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
 }
 
 /// The tuples of an array of tuples in row-major order (or the tuple itself).
@@ -121,6 +159,52 @@ impl<'p> Tracer<'p> {
         if let Some(v) = self.read_param(&d.ty, q, pos)? {
             self.bind(&d.name, v);
         }
+        Ok(())
+    }
+
+    /// Names of one parameter's unconstrained coordinates as Stan's
+    /// `unconstrained_param_names` spells them (what BridgeStan's `param_unc_names` returns):
+    /// the array indices, then the element's free shape ([`free_shape`]), first index fastest
+    /// (`b.1.1, b.2.1, …` for `array[2] vector[3] b` even though its values are laid out one
+    /// vector after another: Stan's names, not its layout). Tuples, which Stan's interfaces do
+    /// not name, follow the CSV spelling in the layout's order: one whole tuple after another,
+    /// slot `s` of element `a.i` named `a.i:s` and indexed below that.
+    pub fn unconstrained_names(
+        &mut self,
+        name: &str,
+        ty: &DeclType,
+        out: &mut Vec<String>,
+    ) -> R<()> {
+        let mut dims = Vec::new();
+        for e in &ty.array_dims {
+            dims.push(self.int_expr(e)?.max(0) as usize);
+        }
+        if let Shape::Tuple(slots) = &ty.elem.shape {
+            // Array elements in row-major order (the layout), each a whole tuple.
+            let total: usize = dims.iter().product();
+            let mut idx = vec![0usize; dims.len()];
+            for _ in 0..total {
+                let mut element = name.to_string();
+                for i in &idx {
+                    element.push('.');
+                    element.push_str(&(i + 1).to_string());
+                }
+                for (s, slot) in slots.iter().enumerate() {
+                    self.unconstrained_names(&format!("{element}:{}", s + 1), slot, out)?;
+                }
+                for k in (0..dims.len()).rev() {
+                    idx[k] += 1;
+                    if idx[k] < dims[k] {
+                        break;
+                    }
+                    idx[k] = 0;
+                }
+            }
+            return Ok(());
+        }
+        let (shape, _) = free_shape(self, &ty.elem)?;
+        dims.extend(shape);
+        indexed_names(name, &dims, out);
         Ok(())
     }
 
