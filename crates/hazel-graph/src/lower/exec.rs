@@ -1122,7 +1122,7 @@ impl From<EvalError> for TraceErr {
 
 /// `x` as a default C++ output stream writes it (`%g` with six significant digits): `0.5`,
 /// `1e-07`, `1.23457e+08`, `inf`, `nan`.
-pub fn format_stream_real(x: f64) -> String {
+pub(crate) fn format_stream_real(x: f64) -> String {
     if x.is_nan() {
         return "nan".into();
     }
@@ -1148,5 +1148,25 @@ pub fn format_stream_real(x: f64) -> String {
         format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
     } else {
         trim(&format!("{x:.*}", (5 - exp) as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_stream_real;
+
+    #[test]
+    fn print_formats_reals_like_cmdstan() {
+        let f = format_stream_real;
+        assert_eq!(f(0.5), "0.5");
+        assert_eq!(f(1.0), "1");
+        assert_eq!(f(-2.25), "-2.25");
+        assert_eq!(f(1e-7), "1e-07");
+        assert_eq!(f(123456789.0), "1.23457e+08");
+        assert_eq!(f(999999.5), "1e+06");
+        assert_eq!(f(0.0001234567), "0.000123457");
+        assert_eq!(f(1.0 / 3.0), "0.333333");
+        assert_eq!(f(f64::INFINITY), "inf");
+        assert_eq!(f(f64::NAN), "nan");
     }
 }
