@@ -506,10 +506,47 @@ const WEIGHTS: &str = r#"{"W": [[0.3, -1.1, 0.7], [1.9, 0.4, -0.6], [-0.8, 1.2, 
   "W2": [[1.1, 0.2, -0.9], [-0.4, 0.8, 1.6], [0.6, -1.3, 0.3]], "w": [0.9, -0.4, 1.7]}"#;
 
 /// Ops made by the lowering and the rewrites, from Stan programs.
+/// `Op::MulAdd` and `Op::MulAddChain` as their own ops: a compiled model packs scalar ops into
+/// `Op::Scalars` blocks (the program cases), so these are fused here by hand, as `compile`
+/// fuses them before it builds the blocks.
+fn fused_cases() -> Vec<Case> {
+    let q = vec![0.3, -0.7, 1.1, 0.4, -1.3];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    let [x0, x1, x2, x3, x4] = [0, 1, 2, 3, 4].map(|i| p.at(i));
+    // x0 x1 + x2: one MulAdd.
+    let product = b.binary(BinaryFn::Mul, x0, x1);
+    let m = b.binary(BinaryFn::Add, product, x2);
+    // (x2 + x0 x3) + x1 x4: two MulAdds, one feeding the other, merged into a chain.
+    let first = b.binary(BinaryFn::Mul, x0, x3);
+    let partial = b.binary(BinaryFn::Add, x2, first);
+    let second = b.binary(BinaryFn::Mul, x1, x4);
+    let n = b.binary(BinaryFn::Add, partial, second);
+    let m2 = b.binary(BinaryFn::Mul, m, m);
+    let n2 = b.binary(BinaryFn::Mul, n, n);
+    let out = b.sum_scalars(vec![m2, n2]);
+    let mut graph = b.finish();
+    graph.fuse_mul_add(out);
+    graph.fuse_mul_add_chains(out);
+    let mut names = BTreeSet::new();
+    names_in(&graph, &mut names);
+    assert!(
+        names.contains("Op::MulAdd") && names.contains("Op::MulAddChain"),
+        "the by-hand fusion no longer makes both ops: {names:?}"
+    );
+    vec![Case::Graph {
+        name: "multiply-add fusion (MulAdd, MulAddChain)".into(),
+        graph,
+        out,
+        q,
+        tol: 1e-6,
+    }]
+}
+
 fn program_cases() -> Vec<Case> {
     vec![
         Case::Program {
-            name: "multiply-add fusion (MulAdd, MulAddChain)",
+            name: "multiply-add fusion inside a scalar block (Scalars)",
             src: "parameters { real a; real b; real c; real d; real e; }
                   model { real m = a * b + c; real n = c + a * d + b * e;
                           target += -0.5 * square(m) - 0.5 * square(n); }",
@@ -687,6 +724,7 @@ fn cases() -> Vec<Case> {
     all.extend(binary_cases());
     all.extend(reduction_cases());
     all.extend(distribution_cases());
+    all.extend(fused_cases());
     all.extend(program_cases());
     all
 }
