@@ -563,6 +563,32 @@ fn recovery_reports_independent_errors() {
 }
 
 #[test]
+fn unclosed_bodies_are_reported_at_the_end_of_the_file() {
+    for (src, message) in [
+        (
+            "functions { real f() { return 1; }",
+            "unexpected end of file: the `functions` block is not closed",
+        ),
+        (
+            "parameters { real x; } model { x ~ normal(0, 1);",
+            "unexpected end of file: a block is not closed",
+        ),
+        // After a failed item: recovery still reaches the end of the file.
+        (
+            "model { real y = ; x ~ normal(0, 1);",
+            "unexpected end of file: a block is not closed",
+        ),
+    ] {
+        let r = parse_err(src);
+        assert!(
+            r.diagnostics.iter().any(|d| d.message == message),
+            "{src}: {}",
+            r.render_diagnostics()
+        );
+    }
+}
+
+#[test]
 fn block_order_and_duplicates() {
     let r = parse_err("model { } data { }");
     assert!(r.render_diagnostics().contains("must come before"));

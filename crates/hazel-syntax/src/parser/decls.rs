@@ -7,34 +7,11 @@ use super::*;
 impl Parser<'_> {
     pub(super) fn parse_functions_body(&mut self) -> Vec<FunDef> {
         let mut functions = Vec::new();
-        loop {
-            match self.peek() {
-                TokenKind::RBrace => {
-                    self.bump();
-                    break;
-                }
-                TokenKind::Eof => {
-                    let span = self.span();
-                    self.diagnostics.push(
-                        Diagnostic::error(
-                            span,
-                            "unexpected end of file: the `functions` block is not closed",
-                        )
-                        .with_hint("add the missing `}`"),
-                    );
-                    break;
-                }
-                _ => {}
-            }
+        while !self.body_ends("the `functions` block is not closed") {
             let before = self.pos;
             match self.parse_fundef() {
                 Ok(f) => functions.push(f),
-                Err(Fatal) => {
-                    self.synchronize();
-                    if self.pos == before && !self.at(&TokenKind::RBrace) {
-                        self.bump();
-                    }
-                }
+                Err(Fatal) => self.recover_in_body(before),
             }
         }
         functions

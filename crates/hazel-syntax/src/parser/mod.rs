@@ -487,22 +487,7 @@ impl<'a> Parser<'a> {
     /// Statements up to and including the closing `}` (the `{` is already consumed).
     fn parse_block_body(&mut self, block: Option<BlockKind>) -> Vec<Stmt> {
         let mut stmts = Vec::new();
-        loop {
-            match self.peek() {
-                TokenKind::RBrace => {
-                    self.bump();
-                    break;
-                }
-                TokenKind::Eof => {
-                    let span = self.span();
-                    self.diagnostics.push(
-                        Diagnostic::error(span, "unexpected end of file: a block is not closed")
-                            .with_hint("add the missing `}`"),
-                    );
-                    break;
-                }
-                _ => {}
-            }
+        while !self.body_ends("a block is not closed") {
             let before = self.pos;
             self.constraints_allowed = block.is_some_and(|k| k != BlockKind::Model);
             match self.parse_stmt() {
@@ -514,12 +499,7 @@ impl<'a> Parser<'a> {
                     }
                     stmts.push(stmt);
                 }
-                Err(Fatal) => {
-                    self.synchronize();
-                    if self.pos == before && !self.at(&TokenKind::RBrace) {
-                        self.bump();
-                    }
-                }
+                Err(Fatal) => self.recover_in_body(before),
             }
         }
         stmts

@@ -58,4 +58,34 @@ impl Parser<'_> {
             self.bump();
         }
     }
+
+    /// At the end of a `{ ... }` body (a block or the functions block): consumes the closing
+    /// `}`, or reports the end of the file as "unexpected end of file: {unclosed}"; false while
+    /// the body goes on.
+    pub(super) fn body_ends(&mut self, unclosed: &str) -> bool {
+        match self.peek() {
+            TokenKind::RBrace => {
+                self.bump();
+                true
+            }
+            TokenKind::Eof => {
+                let span = self.span();
+                self.diagnostics.push(
+                    Diagnostic::error(span, format!("unexpected end of file: {unclosed}"))
+                        .with_hint("add the missing `}`"),
+                );
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// After an item of a body failed to parse from token `before`: skips to a statement
+    /// boundary, and past one token when that made no progress, so the body's loop moves on.
+    pub(super) fn recover_in_body(&mut self, before: usize) {
+        self.synchronize();
+        if self.pos == before && !self.at(&TokenKind::RBrace) {
+            self.bump();
+        }
+    }
 }
