@@ -5,7 +5,7 @@ Issue 13's rule: an item is `pub` only if it is part of the crate's interface, i
 crate (or the bench harness, the fuzz targets, a user) uses it; everything else is
 `pub(crate)` or private. This script finds candidates by name: for every item declared `pub`
 (not `pub(crate)`/`pub(super)`) in `crates/<crate>/src`, it searches every Rust file outside
-that directory for the item's name as a word. An item is reported
+that directory (and in `bench/`, `fuzz/`, `python/`) for the item's name as a word. An item is reported
 
   - `unused`    when no file outside the crate's `src/` names it, or
   - `own tests` when only the crate's own `tests/`, `examples/` or `benches/` name it
@@ -13,8 +13,9 @@ that directory for the item's name as a word. An item is reported
 
 Name matching is deliberately conservative: a common name (`new`, `len`, `Error`) used
 anywhere outside counts as a use, so the list holds what is surely unused outside, not every
-such item. Methods and fields are not checked (their names say too little); `unreachable_pub`
-(rustc's lint) already flags `pub` items that no path from the crate root reaches.
+such item. Methods and fields are not checked (their names say too little). A `pub` item in a
+module that is not itself `pub` all the way from the crate root (`pub(crate) mod lower;`) is
+not public, unless a `pub use` in the crate names it, and is not listed.
 
 Items that are deliberately public although nothing in the repository uses them outside
 (a documented interface for users) are listed in `public_interface.txt` beside this script
@@ -45,9 +46,45 @@ def strip_comments(text):
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
 
 
+MOD_DECL = r"^\s*(pub(?:\([^)]*\))?\s+)?mod\s+{}\s*[;{{]"
+
+
+def module_is_public(src, path):
+    """Whether every module from the crate root down to the one `path` holds is `pub mod`."""
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    if parts[-1] in ("lib", "main", "mod"):
+        parts.pop()
+    for depth, name in enumerate(parts):
+        parent = parts[:depth]
+        candidates = [src / "lib.rs", src / "main.rs"] if not parent else [
+            src.joinpath(*parent).with_suffix(".rs"),
+            src.joinpath(*parent, "mod.rs"),
+        ]
+        declaration = re.compile(MOD_DECL.format(re.escape(name)), re.M)
+        for candidate in candidates:
+            if candidate.exists():
+                m = declaration.search(candidate.read_text())
+                if m:
+                    if (m.group(1) or "").strip() != "pub":
+                        return False
+                    break
+    return True
+
+
+def reexported_names(src):
+    """Every name a `pub use` in the crate mentions (a re-export makes an item public)."""
+    names = set()
+    for path in rust_files(src):
+        for m in re.finditer(r"^\s*pub use ([^;]*);", strip_comments(path.read_text()), re.M):
+            names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", m.group(1)))
+    return names
+
+
 def public_items(src):
     items = []
+    reexported = reexported_names(src)
     for path in rust_files(src):
+        hidden = not module_is_public(src, path)
         in_test_module = False
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if line.startswith("#[cfg(test)]"):
@@ -55,6 +92,8 @@ def public_items(src):
             m = ITEM.match(line)
             if m and not in_test_module:
                 kind, name = m.groups()
+                if hidden and name not in reexported:
+                    continue
                 # `pub fn` inside an `impl` block is a method: skip (see the docstring).
                 if kind == "fn" and line.startswith("    "):
                     continue

@@ -14,7 +14,7 @@ mod data_reader;
 mod sample_run;
 
 pub use data_reader::{data_reader, read_against, DATA_PROGRAMS};
-pub use sample_run::{generate_run, sample_run, GeneratedRun};
+pub use sample_run::sample_run;
 
 /// Fails (panics) if an error message is empty or says that hazel caught its own panic;
 /// otherwise returns the message as the target's `Err` (a clean failure on bad input).
