@@ -2,7 +2,7 @@
 # Behaviour must not change under a clean-up (issue 13: "draws are byte-identical before and
 # after, the corpus and the examples, same seeds"). `run` has one `hazel` binary write, with fixed
 # seeds, everything below into a folder; `compare` diffs two such folders, ignoring only what a
-# run cannot repeat (wall-clock times) and the folder's own name.
+# run cannot repeat (wall-clock times, a lock file's process id) and the folder's own name.
 #
 #   scripts/house/identity.sh run BIN OUTDIR      e.g. a binary built from main, then one from
 #   scripts/house/identity.sh compare OUT_A OUT_B      the branch; exit status 1 on a difference
@@ -94,9 +94,15 @@ normalized() {
     to=$2
     rm -rf "$to"
     cp -r "$from" "$to"
+    # A run's lock file holds its process id.
+    find "$to" -name .hazel.lock -delete
+    # Wall-clock lines of the CSVs (CmdStan's `Elapsed Time`, Pathfinder's PSIS time), a
+    # checkpoint's seconds, and its CSV byte count (which the width of those lines changes;
+    # the CSVs themselves are compared).
     find "$to" -type f | while read -r file; do
-        sed -i -e "s|$from|OUT|g" \
-            -e '/Elapsed Time:/d' -e '/seconds (Sampling)$/d' -e '/seconds (Total)$/d' "$file"
+        sed -i -E -e "s|$from|OUT|g" -e '/^#.*[0-9] seconds \([A-Za-z -]+\)$/d' \
+            -e 's/"(warmup|sampling)_secs":[0-9.e+-]+/"\1_secs":T/g' \
+            -e 's/"csv_bytes":[0-9]+/"csv_bytes":N/' "$file"
     done
 }
 
