@@ -30,6 +30,7 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
+use crate::special::inv_logit;
 use std::fmt;
 
 /// Stan's tolerance when checking a constrained value (`CONSTRAINT_TOLERANCE`).
@@ -83,16 +84,6 @@ fn check_bound_len(name: &str, b: &[f64], n: usize) -> Result<(), TransformError
             "{name} has {} elements, but the value has {n}",
             b.len()
         )))
-    }
-}
-
-#[inline]
-fn inv_logit(u: f64) -> f64 {
-    if u >= 0.0 {
-        1.0 / (1.0 + (-u).exp())
-    } else {
-        let e = u.exp();
-        e / (1.0 + e)
     }
 }
 
