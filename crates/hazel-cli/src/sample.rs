@@ -20,7 +20,7 @@ use clap::{Args, ValueEnum};
 use hazel_draws::{ChainDraws, Progress};
 use hazel_graph::CompileOptions;
 use hazel_nuts::{ChainStart, CheckpointPolicy, Init, MetricKind, RunConfig};
-use hazel_output::{FileOutput, Format, MemoryOutput, OutputConfig};
+use hazel_output::{FileNaming, FileOutput, Format, MemoryOutput, OutputConfig};
 use hazel_run::{initial_points, SampleJob, Sampling};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -188,7 +188,7 @@ pub enum FormatArg {
 }
 
 impl FormatArg {
-    fn format(self) -> Format {
+    pub fn format(self) -> Format {
         match self {
             FormatArg::Csv => Format::Csv,
             FormatArg::Parquet => Format::Parquet,
@@ -460,12 +460,10 @@ fn sample(
         }
         InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
             let ids = config.info().chain_ids();
-            config.sampler.init = Init::Unconstrained(crate::pathfinder::pathfinder_inits(
-                &model,
-                seed,
-                &ids,
-                args.threads,
-            )?);
+            config.sampler.init = Init::Unconstrained(
+                hazel_run::methods::pathfinder::pathfinder_inits(&model, seed, &ids, args.threads)
+                    .map_err(|e| format!("--init pathfinder: {e}"))?,
+            );
         }
         _ => {}
     }
@@ -499,6 +497,7 @@ fn sample(
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                naming: FileNaming::ChainIds,
             }),
             // The summary is computed from the draws as they stream, not read back.
             memory: Some(MemoryOutput::default()),

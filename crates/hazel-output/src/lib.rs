@@ -1,4 +1,6 @@
-//! Sampler output: Stan CSV (always), Parquet and Zarr (features `parquet`, `zarr`).
+//! Draws out: Stan CSV (always), Parquet and Zarr (features `parquet`, `zarr`), for every
+//! algorithm (the sampler and CmdStan's other methods alike: each describes itself as a
+//! [`hazel_draws::RunInfo`]).
 //!
 //! Every sink here is a [`hazel_draws::DrawSink`]; this crate depends on the draw contract and
 //! on no algorithm. [`OutputConfig::open`] turns an output configuration (files of a format in
@@ -23,7 +25,6 @@
 
 pub mod chain_file;
 pub mod layout;
-pub mod method_csv;
 pub mod number;
 pub mod outputs;
 #[cfg(feature = "parquet")]
@@ -37,8 +38,7 @@ pub mod zarr_sink;
 
 pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
 pub use layout::arviz_stat_name;
-pub use method_csv::{MethodCsv, MethodHeader, MethodSetting};
-pub use outputs::{FileOutput, FileStart, MemoryOutput, OutputConfig, Outputs};
+pub use outputs::{FileNaming, FileOutput, FileStart, MemoryOutput, OutputConfig, Outputs};
 pub use reader::{read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv};
 pub use writer::{CsvHeaderInfo, StanCsvWriter};
 

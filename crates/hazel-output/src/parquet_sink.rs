@@ -14,7 +14,9 @@
 //! Unlike the CSV, a file is readable only once `finish` has written its footer.
 
 use crate::reader::{CsvError, StanCsv};
-use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
+use crate::settings::{
+    adaptation_from_pairs, adaptation_info_pairs, config_from_pairs, settings_pairs,
+};
 use crate::writer::CsvHeaderInfo;
 use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, Timing};
 use parquet::basic::{Repetition, Type as PhysicalType};
@@ -188,13 +190,7 @@ impl DrawSink for ParquetWriter {
     }
 
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
-        if let AdaptationInfo::Hmc {
-            stepsize,
-            inv_metric,
-        } = *adaptation
-        {
-            self.metadata = adaptation_pairs(stepsize, inv_metric);
-        }
+        self.metadata = adaptation_info_pairs(adaptation);
         Ok(())
     }
 

@@ -156,6 +156,7 @@ impl StanCsv {
             },
             stepsize,
             inv_metric,
+            eta: None,
             timing: self.elapsed_seconds.map(|(warmup, sampling)| Timing {
                 warmup: Duration::try_from_secs_f64(warmup).unwrap_or_default(),
                 sampling: Duration::try_from_secs_f64(sampling).unwrap_or_default(),

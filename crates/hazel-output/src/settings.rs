@@ -7,7 +7,7 @@
 
 use crate::reader::{parse_config_block, Adaptation, ConfigEntry};
 use crate::writer::CsvHeaderInfo;
-use hazel_draws::InverseMetric;
+use hazel_draws::{AdaptationInfo, InverseMetric};
 
 /// Key of the adapted step size.
 pub(crate) const STEP_SIZE_KEY: &str = "adaptation.step_size";
@@ -15,6 +15,8 @@ pub(crate) const STEP_SIZE_KEY: &str = "adaptation.step_size";
 pub(crate) const INV_METRIC_KEY: &str = "adaptation.inv_metric";
 /// Key of the metric's kind: `diag` or `dense`.
 pub(crate) const METRIC_KIND_KEY: &str = "adaptation.metric";
+/// Key of ADVI's step-size scale.
+pub(crate) const ETA_KEY: &str = "adaptation.eta";
 /// Prefix of keys that are not CSV configuration entries.
 const NON_CONFIG_PREFIXES: [&str; 2] = ["adaptation.", "hazel."];
 
@@ -50,6 +52,19 @@ pub(crate) fn config_from_pairs<'a>(
             }
         })
         .collect()
+}
+
+/// What an algorithm tuned, as flat pairs.
+pub(crate) fn adaptation_info_pairs(adaptation: &AdaptationInfo<'_>) -> Vec<(String, String)> {
+    match *adaptation {
+        AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } => adaptation_pairs(stepsize, inv_metric),
+        AdaptationInfo::Advi { eta } => vec![(ETA_KEY.to_string(), format_number(eta))],
+        // A variant this version does not know has nothing to record here.
+        _ => Vec::new(),
+    }
 }
 
 /// The adaptation results as flat pairs.

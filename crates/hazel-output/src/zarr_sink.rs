@@ -27,7 +27,9 @@
 
 use crate::layout::{arviz_stat_name, variables, Variable};
 use crate::reader::{CsvError, StanCsv};
-use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
+use crate::settings::{
+    adaptation_from_pairs, adaptation_info_pairs, config_from_pairs, settings_pairs,
+};
 use crate::writer::CsvHeaderInfo;
 use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, StatColumn, StatKind, Timing};
 use serde_json::{json, Map, Value};
@@ -516,14 +518,7 @@ impl DrawSink for ZarrChainWriter {
     }
 
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
-        let AdaptationInfo::Hmc {
-            stepsize,
-            inv_metric,
-        } = *adaptation
-        else {
-            return Ok(());
-        };
-        let pairs: Map<String, Value> = adaptation_pairs(stepsize, inv_metric)
+        let pairs: Map<String, Value> = adaptation_info_pairs(adaptation)
             .into_iter()
             .map(|(k, v)| (k, Value::String(v)))
             .collect();

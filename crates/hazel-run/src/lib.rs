@@ -22,6 +22,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod methods;
+
 use hazel_data::DataFile;
 use hazel_density::Model;
 use hazel_draws::{ChainDraws, Progress};

@@ -55,6 +55,7 @@ fn files(dir: &Path, format: Format) -> Option<FileOutput> {
         dir: dir.to_path_buf(),
         model: "normals".to_string(),
         data_file: String::new(),
+        naming: Default::default(),
     })
 }
 
