@@ -18,6 +18,8 @@
 //!   ([`LogDensity::new_chain_workspace`]) hold the link to the other ranks; the reduction
 //!   order is fixed by the model, never by the rank count.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 pub use hazel_rng::StreamRng;

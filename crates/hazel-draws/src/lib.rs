@@ -30,6 +30,8 @@
 //! one chain come from one thread, in the order above; `finish` follows every successful `begin`
 //! (also when the chain stops early), so what was written can be flushed.
 
+#![forbid(unsafe_code)]
+
 pub mod bits;
 mod fan_out;
 pub mod memory;

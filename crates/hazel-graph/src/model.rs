@@ -14,7 +14,7 @@ use hazel_comm::Comm;
 use hazel_data::{BaseType, Bound, Constraint, DataDecl, DataFile, DataType, Values};
 use hazel_density::{DensityTerms, EvalError, LogDensity, Model, StreamRng};
 use hazel_rng::Purpose;
-use hazel_syntax::ast::*;
+use hazel_syntax::ast::{self, *};
 use hazel_syntax::{SourceMap, Span};
 use std::fmt;
 use std::sync::Arc;
@@ -195,13 +195,10 @@ pub struct Workspace {
 fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
     // Sizes only: nothing of the declared size is allocated before the data match it.
     let shape = tr.decl_dims(ty)?;
-    let base = match &ty.elem {
-        ElemType::Int { .. } => BaseType::Int,
-        ElemType::Complex
-        | ElemType::ComplexVector { .. }
-        | ElemType::ComplexRowVector { .. }
-        | ElemType::ComplexMatrix { .. } => BaseType::Complex,
-        ElemType::Tuple(items) => {
+    let base = match &ty.elem.shape {
+        Shape::Int => BaseType::Int,
+        shape if shape.is_complex() => BaseType::Complex,
+        Shape::Tuple(items) => {
             let components = items
                 .iter()
                 .map(|item| data_type(tr, item))
@@ -232,14 +229,7 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
             }
         })
     };
-    let transform = match &ty.elem {
-        ElemType::Int { transform } | ElemType::Real { transform } => Some(transform),
-        ElemType::Vector { transform, .. }
-        | ElemType::RowVector { transform, .. }
-        | ElemType::Matrix { transform, .. } => Some(transform),
-        _ => None,
-    };
-    if let Some(Transform::Bounds { lower, upper }) = transform {
+    if let Some(ast::Constraint::Bounds { lower, upper }) = ty.elem.angle_constraint() {
         if let Some(l) = lower {
             dt.lower = Some(bound(tr, l)?);
         }
@@ -247,19 +237,21 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
             dt.upper = Some(bound(tr, u)?);
         }
     }
-    dt.constraint = match &ty.elem {
-        ElemType::Simplex { .. } => Constraint::Simplex,
-        ElemType::UnitVector { .. } => Constraint::UnitVector,
-        ElemType::SumToZeroVector { .. } => Constraint::SumToZeroVector,
-        ElemType::Ordered { .. } => Constraint::Ordered,
-        ElemType::PositiveOrdered { .. } => Constraint::PositiveOrdered,
-        ElemType::SumToZeroMatrix { .. } => Constraint::SumToZeroMatrix,
-        ElemType::CholeskyFactorCorr { .. } => Constraint::CholeskyFactorCorr,
-        ElemType::CholeskyFactorCov { .. } => Constraint::CholeskyFactorCov,
-        ElemType::CorrMatrix { .. } => Constraint::CorrMatrix,
-        ElemType::CovMatrix { .. } => Constraint::CovMatrix,
-        ElemType::ColumnStochasticMatrix { .. } => Constraint::ColumnStochastic,
-        ElemType::RowStochasticMatrix { .. } => Constraint::RowStochastic,
+    dt.constraint = match &ty.elem.constraint {
+        ast::Constraint::Simplex => Constraint::Simplex,
+        ast::Constraint::UnitVector => Constraint::UnitVector,
+        ast::Constraint::SumToZero if matches!(ty.elem.shape, Shape::Vector { .. }) => {
+            Constraint::SumToZeroVector
+        }
+        ast::Constraint::SumToZero => Constraint::SumToZeroMatrix,
+        ast::Constraint::Ordered => Constraint::Ordered,
+        ast::Constraint::PositiveOrdered => Constraint::PositiveOrdered,
+        ast::Constraint::CholeskyFactorCorr => Constraint::CholeskyFactorCorr,
+        ast::Constraint::CholeskyFactorCov => Constraint::CholeskyFactorCov,
+        ast::Constraint::CorrMatrix => Constraint::CorrMatrix,
+        ast::Constraint::CovMatrix => Constraint::CovMatrix,
+        ast::Constraint::ColumnStochastic => Constraint::ColumnStochastic,
+        ast::Constraint::RowStochastic => Constraint::RowStochastic,
         _ => Constraint::None,
     };
     Ok(dt)
@@ -372,14 +364,7 @@ fn fill_real(blank: &Val, get: impl Fn(usize) -> Option<f64>, pos: &mut usize) -
 pub(crate) fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> {
     for d in declarations(block) {
         tr.check_bound_order(&d.name, &d.ty, false)?;
-        let transform = match &d.ty.elem {
-            ElemType::Int { transform } | ElemType::Real { transform } => transform,
-            ElemType::Vector { transform, .. }
-            | ElemType::RowVector { transform, .. }
-            | ElemType::Matrix { transform, .. } => transform,
-            _ => continue,
-        };
-        let Transform::Bounds { lower, upper } = transform else {
+        let Some(ast::Constraint::Bounds { lower, upper }) = d.ty.elem.angle_constraint() else {
             continue;
         };
         let v = match tr.lookup(&d.name) {
@@ -1000,27 +985,10 @@ impl CompiledModel {
             if let Some(v) = value_of(&mut tr, &d)? {
                 q.extend(tr.unconstrain_param(&d, &v).map_err(ctx)?);
             }
-            // Count this parameter's coordinates (and bind its constrained value, which later
-            // bounds may use) by reading the parameters block up to here.
-            let block = Some(Block {
-                kind: BlockKind::Parameters,
-                span: Span::DUMMY,
-                stmts: vec![Stmt {
-                    id: NodeId(0),
-                    span: d.ty.span,
-                    kind: StmtKind::VarDecl(VarDecl {
-                        ty: d.ty.clone(),
-                        declarators: vec![Declarator {
-                            name: Ident {
-                                name: d.name.clone(),
-                                span: Span::DUMMY,
-                            },
-                            init: None,
-                        }],
-                    }),
-                }],
-            });
-            let n = tr.read_params(&block, None).map_err(ctx)?;
+            // Count this parameter's coordinates, then bind its constrained value, which later
+            // bounds may use.
+            let mut n = 0;
+            tr.read_declared_param(&d, None, &mut n).map_err(ctx)?;
             if q.len() == start {
                 q.extend((0..n).map(|_| fill()));
             } else if q.len() - start != n {
@@ -1034,7 +1002,7 @@ impl CompiledModel {
                 ));
             }
             let u = Elems::C(Arc::new(q[start..].to_vec()));
-            tr.read_params(&block, Some(&u)).map_err(ctx)?;
+            tr.read_declared_param(&d, Some(&u), &mut 0).map_err(ctx)?;
         }
         Ok(q)
     }
@@ -1066,7 +1034,7 @@ impl CompiledModel {
             })
             .collect::<Result<Vec<f64>, _>>()?;
         blank
-            .from_output_columns(&values)
+            .with_output_columns(&values)
             .ok_or_else(|| CompileError {
                 message: format!("the columns of `{}` do not fit its shape", d.name),
                 span: Some(d.ty.span),

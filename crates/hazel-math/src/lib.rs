@@ -17,6 +17,8 @@
 //! - [`vmath`]: `exp`, `expm1`, `ln`, `ln_1p`, `tanh` and the logistic functions, written
 //!   once for scalar and vector code (the same bits from every CPU vector width).
 
+#![forbid(unsafe_code)]
+
 pub mod algebra;
 pub mod dae;
 pub mod dist;

@@ -963,7 +963,7 @@ pub fn lmgamma(k: f64, x: f64) -> f64 {
 
 /// Largest integer order or count for which functions defined by a sum or recurrence of that
 /// many terms (lmgamma, integer-order Bessel functions) are evaluated; beyond it they are NaN.
-pub const MAX_SUM_TERMS: f64 = 1e6;
+pub(crate) const MAX_SUM_TERMS: f64 = 1e6;
 
 fn lmgamma_dx(k: f64, x: f64) -> f64 {
     if k.is_nan() || k > MAX_SUM_TERMS {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// The Stan version hazel's files claim in `stan_version_*`: the language version whose
 /// semantics hazel follows. Readers such as cmdstanpy look for these lines.
-pub const STAN_VERSION: (u32, u32, u32) = (2, 36, 0);
+pub(crate) const STAN_VERSION: (u32, u32, u32) = (2, 36, 0);
 
 /// Everything the CSV's configuration block says about the run, for one chain.
 #[derive(Debug, Clone, PartialEq)]

@@ -292,7 +292,7 @@ impl Val {
     /// The constant of `self`'s shape whose output columns ([`Val::flatten_output`]'s order,
     /// Stan's CSV order) are `columns`; `None` when their number differs from the shape's real
     /// scalars. The inverse of writing a value out, tuples and complex values included.
-    pub fn from_output_columns(&self, columns: &[f64]) -> Option<Val> {
+    pub fn with_output_columns(&self, columns: &[f64]) -> Option<Val> {
         // Number the scalars in memory order, see where the output order puts each number.
         let mut n = 0u32;
         let numbered = self.map_scalars(&mut |_| {
