@@ -43,7 +43,10 @@ fn watch_for_stop(ctx: &RankContext, comm: Arc<MpiComm>) -> CliResult {
                 }
                 // SAFETY: `_exit` ends the process at once, without running atexit handlers
                 // (MPI's would wait for the ranks that are gone).
-                unsafe { libc::_exit(1) };
+                #[allow(unsafe_code)]
+                unsafe {
+                    libc::_exit(1)
+                };
             }
         })?;
     Ok(())
