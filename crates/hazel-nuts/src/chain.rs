@@ -14,13 +14,13 @@
 //! are used throughout. The `stepsize__` reported for an iteration is the one its transition
 //! used.
 
-use crate::adapt::WindowedAdaptation;
+use crate::adapt::Adaptation;
 use crate::checkpoint::ChainState;
 use crate::fixed_param;
 use crate::init::{initialize, InitError};
 use crate::metric::{Metric, MetricError};
 use crate::nuts::{find_reasonable_stepsize, nuts_step, NutsSettings, NutsState, StepsizeError};
-use crate::types::{Algorithm, DrawStats, InverseMetric, MetricKind, SamplerConfig};
+use crate::types::{AdaptMethod, Algorithm, DrawStats, InverseMetric, MetricKind, SamplerConfig};
 use hazel_density::{EvalError, Model};
 use hazel_rng::{Purpose, StreamRng};
 use std::io;
@@ -138,6 +138,24 @@ pub fn validate_config(config: &SamplerConfig) -> Result<(), String> {
             config.stepsize
         ));
     }
+    if !(0.0..=1.0).contains(&config.stepsize_jitter) {
+        return Err(format!(
+            "stepsize_jitter must be between 0 and 1, got {}",
+            config.stepsize_jitter
+        ));
+    }
+    if a.engaged && config.num_warmup > 0 {
+        let learnt = a.method.metric_kind(config.metric);
+        if learnt != config.metric
+            || (a.method == AdaptMethod::Stan && learnt == MetricKind::LowRank)
+        {
+            return Err(format!(
+                "the {:?} adaptation cannot learn a {:?} metric (diag-grad learns a diagonal \
+                 metric, low-rank a low-rank one, Stan's a unit, diagonal or dense one)",
+                a.method, config.metric
+            ));
+        }
+    }
     if a.engaged {
         if !(a.delta > 0.0 && a.delta < 1.0) {
             return Err(format!("adapt delta must be in (0, 1), got {}", a.delta));
@@ -164,7 +182,9 @@ pub struct Chain<'m, M: Model + ?Sized> {
     metric: Metric,
     settings: NutsSettings,
     stepsize: f64,
-    adaptation: Option<WindowedAdaptation>,
+    adaptation: Option<Adaptation>,
+    /// `stepsize_jitter`: each transition's step size is drawn around the nominal one.
+    stepsize_jitter: f64,
     rng: StreamRng,
     gq_rng: StreamRng,
     num_warmup: usize,
@@ -191,7 +211,16 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             fixed_param::validate(config).map_err(ChainError::Config)?;
         }
         let dim = model.dim();
-        let metric = match &config.inv_metric {
+        let given_metric = match config.inv_metric.len() {
+            0 => None,
+            1 => Some(&config.inv_metric[0]),
+            n => Some(config.inv_metric.get(chain_index).ok_or_else(|| {
+                ChainError::Config(format!(
+                    "{n} inverse metrics were given, none for chain index {chain_index}"
+                ))
+            })?),
+        };
+        let mut metric = match given_metric {
             Some(given) => Metric::from_inverse(config.metric, dim, given),
             None => Ok(Metric::identity(config.metric, dim)),
         }
@@ -222,13 +251,24 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             config.algorithm == Algorithm::Nuts && config.adapt.engaged && config.num_warmup > 0;
         let mut stepsize = config.stepsize;
         let adaptation = if adapting {
-            let adaptation = WindowedAdaptation::new(
+            let mut adaptation = Adaptation::new(
                 &config.adapt,
                 config.num_warmup,
                 config.metric,
                 dim,
                 stepsize,
             );
+            adaptation
+                .start(
+                    &start.position,
+                    &start.gradient,
+                    &mut metric,
+                    given_metric.is_some(),
+                )
+                .map_err(|error| ChainError::Metric {
+                    iteration: 0,
+                    error,
+                })?;
             stepsize =
                 find_reasonable_stepsize(model, &mut ws, &mut state, &metric, stepsize, &mut rng)
                     .map_err(|error| ChainError::from_stepsize(0, error))?;
@@ -250,6 +290,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             },
             stepsize,
             adaptation,
+            stepsize_jitter: config.stepsize_jitter,
             rng,
             gq_rng,
             num_warmup: config.num_warmup,
@@ -309,8 +350,9 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         }
         if !matches!(
             (&snapshot.inv_metric, config.metric),
-            (InverseMetric::Diag(_), MetricKind::Diag)
+            (InverseMetric::Diag(_), MetricKind::Diag | MetricKind::Unit)
                 | (InverseMetric::Dense { .. }, MetricKind::Dense)
+                | (InverseMetric::LowRank { .. }, MetricKind::LowRank)
         ) {
             return Err(mismatch("metric kind"));
         }
@@ -342,6 +384,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             },
             stepsize: snapshot.stepsize,
             adaptation: snapshot.adaptation.clone(),
+            stepsize_jitter: config.stepsize_jitter,
             rng: StreamRng::at_position(seed, chain_id, Purpose::Sampler, snapshot.sampler_rng),
             gq_rng: StreamRng::at_position(
                 seed,
@@ -383,11 +426,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
     }
     /// The current inverse metric as the contract type, refreshed in place (no allocation).
     pub fn inverse_metric(&mut self) -> &InverseMetric {
-        match &mut self.inv_metric_report {
-            InverseMetric::Diag(values) | InverseMetric::Dense { values, .. } => {
-                self.metric.copy_inverse_into(values)
-            }
-        }
+        self.metric.copy_inverse_into(&mut self.inv_metric_report);
         &self.inv_metric_report
     }
     /// The last rejected proposal's error, if any since the previous call.
@@ -407,7 +446,12 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             });
         }
         let warmup = self.in_warmup();
-        let stepsize_used = self.stepsize;
+        // Stan's `sample_stepsize`: no draw at all without jitter, so such runs are unchanged.
+        let stepsize_used = if self.stepsize_jitter > 0.0 {
+            self.stepsize * (1.0 + self.stepsize_jitter * (2.0 * self.rng.uniform() - 1.0))
+        } else {
+            self.stepsize
+        };
         let t = nuts_step(
             self.model,
             &mut self.ws,
@@ -421,10 +465,15 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         if warmup {
             if let Some(adaptation) = &mut self.adaptation {
                 let outcome = adaptation
-                    .learn(t.accept_stat, self.state.position(), &mut self.metric)
+                    .learn(
+                        t.accept_stat,
+                        self.state.position(),
+                        self.state.gradient(),
+                        &mut self.metric,
+                    )
                     .map_err(|error| ChainError::Metric { iteration, error })?;
                 self.stepsize = outcome.stepsize;
-                if outcome.metric_updated {
+                if outcome.search_stepsize {
                     self.stepsize = find_reasonable_stepsize(
                         self.model,
                         &mut self.ws,
@@ -437,7 +486,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
                     adaptation.restart_stepsize(self.stepsize);
                 }
                 if iteration == self.num_warmup {
-                    self.stepsize = adaptation.stepsize.final_stepsize();
+                    self.stepsize = adaptation.final_stepsize();
                 }
             }
         }

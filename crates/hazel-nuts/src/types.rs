@@ -6,11 +6,41 @@ use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::Duration;
 
-/// Which mass matrix adaptation learns.
+/// The form of the metric (CmdStan's `unit_e`, `diag_e`, `dense_e`, and hazel's low-rank plus
+/// diagonal form, which only [`AdaptMethod::LowRank`] learns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricKind {
+    /// The identity, never adapted (only the step size is).
+    Unit,
     Diag,
     Dense,
+    /// `M⁻¹ = D (I + U (Λ − I) Uᵀ) D`: a diagonal scale `D` and a few eigen-directions `U`
+    /// with their variances `Λ` in the scaled space (see [`crate::metric`]).
+    LowRank,
+}
+
+/// How warmup learns the metric (`hazel sample --adaptation`); see [`crate::adapt`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AdaptMethod {
+    /// Stan's windowed scheme: the draws' (co)variance over doubling windows.
+    #[default]
+    Stan,
+    /// nutpie's diagonal: per coordinate `sqrt(Var[draw] / Var[gradient])`, the diagonal
+    /// minimiser of the Fisher divergence, updated every iteration from overlapping windows.
+    DiagGrad,
+    /// nutpie's low-rank plus diagonal metric, from the draws' and gradients' covariances.
+    LowRank,
+}
+
+impl AdaptMethod {
+    /// The metric form this method learns, given the requested one (`Stan` learns any).
+    pub fn metric_kind(self, requested: MetricKind) -> MetricKind {
+        match self {
+            AdaptMethod::Stan => requested,
+            AdaptMethod::DiagGrad => MetricKind::Diag,
+            AdaptMethod::LowRank => MetricKind::LowRank,
+        }
+    }
 }
 
 /// Which transition each iteration makes (CmdStan's `algorithm`).
@@ -36,12 +66,76 @@ pub enum InverseMetric {
         #[serde(with = "vec_f64_bits")]
         values: Vec<f64>,
     },
+    /// Low-rank plus diagonal, `D (I + U (Λ − I) Uᵀ) D` with `D = diag(scale)`; `vectors` holds
+    /// the `values.len()` orthonormal columns of `U` one after the other (`dim` entries each).
+    LowRank {
+        #[serde(with = "vec_f64_bits")]
+        scale: Vec<f64>,
+        #[serde(with = "vec_f64_bits")]
+        values: Vec<f64>,
+        #[serde(with = "vec_f64_bits")]
+        vectors: Vec<f64>,
+    },
 }
 
-/// Stan's step-size and windowed adaptation settings, with Stan's names and defaults.
+impl InverseMetric {
+    /// The dimension of the space.
+    pub fn dim(&self) -> usize {
+        match self {
+            InverseMetric::Diag(values) => values.len(),
+            InverseMetric::Dense { dim, .. } => *dim,
+            InverseMetric::LowRank { scale, .. } => scale.len(),
+        }
+    }
+
+    /// The metric as CmdStan's files hold it: a diagonal stays diagonal, a low-rank one becomes
+    /// its dense `dim × dim` matrix (row-major), which is what `dense_e` readers expect.
+    pub fn to_stan_form(&self) -> std::borrow::Cow<'_, InverseMetric> {
+        match self {
+            InverseMetric::Diag(_) | InverseMetric::Dense { .. } => {
+                std::borrow::Cow::Borrowed(self)
+            }
+            InverseMetric::LowRank {
+                scale,
+                values,
+                vectors,
+            } => {
+                let dim = scale.len();
+                let mut dense = vec![0.0; dim * dim];
+                for i in 0..dim {
+                    dense[i * dim + i] = 1.0;
+                }
+                for (k, &lambda) in values.iter().enumerate() {
+                    let u = &vectors[k * dim..(k + 1) * dim];
+                    for i in 0..dim {
+                        for j in 0..dim {
+                            dense[i * dim + j] += (lambda - 1.0) * u[i] * u[j];
+                        }
+                    }
+                }
+                for i in 0..dim {
+                    for j in 0..dim {
+                        dense[i * dim + j] *= scale[i] * scale[j];
+                    }
+                }
+                // Exactly symmetric, as a dense_e reader checks.
+                for i in 0..dim {
+                    for j in 0..i {
+                        dense[j * dim + i] = dense[i * dim + j];
+                    }
+                }
+                std::borrow::Cow::Owned(InverseMetric::Dense { dim, values: dense })
+            }
+        }
+    }
+}
+
+/// Warmup's adaptation settings: the method, then Stan's step-size and window settings with
+/// Stan's names and defaults (the windows apply to [`AdaptMethod::Stan`] only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptConfig {
     pub engaged: bool,
+    pub method: AdaptMethod,
     pub delta: f64,
     pub gamma: f64,
     pub kappa: f64,
@@ -55,6 +149,7 @@ impl Default for AdaptConfig {
     fn default() -> Self {
         AdaptConfig {
             engaged: true,
+            method: AdaptMethod::Stan,
             delta: 0.8,
             gamma: 0.05,
             kappa: 0.75,
@@ -90,8 +185,13 @@ pub struct SamplerConfig {
     pub metric: MetricKind,
     /// Initial step size (Stan: 1), re-tuned by the heuristic at the start of warmup.
     pub stepsize: f64,
-    /// Optional warm-start inverse metric (otherwise the identity).
-    pub inv_metric: Option<InverseMetric>,
+    /// Each transition's step size is drawn uniformly from `stepsize · (1 ± stepsize_jitter)`
+    /// (CmdStan's `stepsize_jitter`, in [0, 1]; 0, the default, draws nothing).
+    pub stepsize_jitter: f64,
+    /// Warm-start inverse metrics: none (the identity, or for the gradient-based adaptations
+    /// the scale of the initial gradient), one shared by all chains, or one per chain (row
+    /// `chain_index`), as CmdStan's `metric_file` with its per-chain `_<id>` files.
+    pub inv_metric: Vec<InverseMetric>,
     pub adapt: AdaptConfig,
     pub init: Init,
     /// Attempts at finding a finite initial log density and gradient (Stan: 100).
@@ -110,7 +210,8 @@ impl Default for SamplerConfig {
             max_energy_error: 1000.0,
             metric: MetricKind::Diag,
             stepsize: 1.0,
-            inv_metric: None,
+            stepsize_jitter: 0.0,
+            inv_metric: Vec::new(),
             adapt: AdaptConfig::default(),
             init: Init::Radius(2.0),
             init_attempts: 100,

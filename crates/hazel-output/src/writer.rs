@@ -2,8 +2,8 @@
 
 use crate::number::write_number;
 use hazel_nuts::{
-    Algorithm, DrawSink, DrawStats, Init, InverseMetric, MetricKind, RunConfig, SamplerConfig,
-    Timing,
+    AdaptMethod, Algorithm, DrawSink, DrawStats, Init, InverseMetric, MetricKind, RunConfig,
+    SamplerConfig, Timing,
 };
 use std::fmt::Write as _;
 use std::fs::File;
@@ -30,7 +30,19 @@ pub struct CsvHeaderInfo {
     pub sampler: SamplerConfig,
     /// What `init =` says: the radius, or the file the initial values came from.
     pub init: String,
+    /// What `metric_file =` says: the file the initial inverse metric came from (empty: none).
+    pub metric_file: String,
+    /// CmdStan's `refresh`: iterations between progress lines (0: none).
+    pub refresh: usize,
+    /// CmdStan's `sig_figs`: significant digits of the numbers in the rows and the adaptation
+    /// block, 1 to 18; -1 (the default) writes every number exactly (shortest round-trip).
+    pub sig_figs: i32,
 }
+
+/// CmdStan's default `refresh`.
+pub const DEFAULT_REFRESH: usize = 100;
+/// The `sig_figs` that leaves numbers exact (CmdStan's default value of the setting).
+pub const EXACT_SIG_FIGS: i32 = -1;
 
 impl CsvHeaderInfo {
     /// Header information of chain `chain_index` (0-based) of `run`. `init` is derived from
@@ -55,6 +67,9 @@ impl CsvHeaderInfo {
             seed: run.seed,
             sampler: run.sampler.clone(),
             init,
+            metric_file: String::new(),
+            refresh: DEFAULT_REFRESH,
+            sig_figs: EXACT_SIG_FIGS,
         }
     }
 
@@ -129,6 +144,13 @@ impl CsvHeaderInfo {
         );
         b.setting(3, "window", a.window, a.window == d.window);
         b.setting(3, "save_metric", 0, true);
+        // hazel's: which method learns the metric (`--adaptation`).
+        b.setting(
+            3,
+            "adaptation",
+            adapt_method_name(a.method),
+            a.method == d.method,
+        );
         if s.algorithm == Algorithm::FixedParam {
             b.setting(2, "algorithm", "fixed_param", false);
         } else {
@@ -145,8 +167,13 @@ impl CsvHeaderInfo {
         b.section(0, "output");
         b.setting(1, "file", &self.output_file, false);
         b.setting(1, "diagnostic_file", "", true);
-        b.setting(1, "refresh", 100, true);
-        b.setting(1, "sig_figs", -1, true);
+        b.setting(1, "refresh", self.refresh, self.refresh == DEFAULT_REFRESH);
+        b.setting(
+            1,
+            "sig_figs",
+            self.sig_figs,
+            self.sig_figs == EXACT_SIG_FIGS,
+        );
         b.text
     }
 
@@ -163,20 +190,71 @@ impl CsvHeaderInfo {
             s.max_depth,
             s.max_depth == defaults.max_depth,
         );
-        let metric = match s.metric {
-            MetricKind::Diag => "diag_e",
-            MetricKind::Dense => "dense_e",
-        };
-        b.setting(4, "metric", metric, s.metric == defaults.metric);
-        b.setting(4, "metric_file", "", s.inv_metric.is_none());
+        b.setting(
+            4,
+            "metric",
+            metric_name(s.metric),
+            s.metric == defaults.metric,
+        );
+        b.setting(
+            4,
+            "metric_file",
+            &self.metric_file,
+            self.metric_file.is_empty(),
+        );
         b.setting(
             4,
             "stepsize",
             format_setting(s.stepsize),
             s.stepsize == defaults.stepsize,
         );
-        b.setting(4, "stepsize_jitter", 0, true);
+        b.setting(
+            4,
+            "stepsize_jitter",
+            format_setting(s.stepsize_jitter),
+            s.stepsize_jitter == defaults.stepsize_jitter,
+        );
     }
+
+    /// Writes `value` as the rows and adaptation block do: exact, or to `sig_figs` digits.
+    fn write_value(&self, out: &mut String, value: f64) {
+        write_number_to(out, value, self.sig_figs);
+    }
+}
+
+/// CmdStan's name of a metric. A low-rank metric is a dense one (`D (I + U (Λ − I) Uᵀ) D`),
+/// and its adaptation block holds that dense matrix, so readers see `dense_e`.
+pub fn metric_name(kind: MetricKind) -> &'static str {
+    match kind {
+        MetricKind::Unit => "unit_e",
+        MetricKind::Diag => "diag_e",
+        MetricKind::Dense | MetricKind::LowRank => "dense_e",
+    }
+}
+
+/// The `--adaptation` value of a method, as the header writes it.
+pub fn adapt_method_name(method: AdaptMethod) -> &'static str {
+    match method {
+        AdaptMethod::Stan => "stan",
+        AdaptMethod::DiagGrad => "diag-grad",
+        AdaptMethod::LowRank => "low-rank",
+    }
+}
+
+/// `value` with `sig_figs` significant digits (CmdStan's `sig_figs`: C++ stream precision, so
+/// no trailing zeros), or exact (shortest round-trip) for -1 and for 17 or more digits, which
+/// always round-trip.
+pub fn write_number_to(out: &mut String, value: f64, sig_figs: i32) {
+    if sig_figs < 1 || sig_figs >= 17 || !value.is_finite() {
+        write_number(out, value);
+        return;
+    }
+    // Rounded to the requested digits; the shortest spelling of the rounded value has at most
+    // that many digits.
+    let mut rounded = String::new();
+    let _ = write!(rounded, "{:.*e}", (sig_figs - 1) as usize, value);
+    let value = rounded.parse::<f64>().unwrap_or(value);
+    write_number(out, value);
 }
 
 /// Builds comment lines `# <indent>key = value[ (Default)]` and `# <indent>section`.
@@ -325,18 +403,24 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             return Ok(());
         }
         let mut text = String::from("# Adaptation terminated\n# Step size = ");
-        write_number(&mut text, stepsize);
+        self.header.write_value(&mut text, stepsize);
         text.push('\n');
-        match inv_metric {
-            InverseMetric::Diag(values) => {
-                text_push_line(&mut text, "# Diagonal elements of inverse mass matrix:");
-                write_row_into(&mut text, values);
-            }
-            InverseMetric::Dense { dim, values } => {
-                text_push_line(&mut text, "# Elements of inverse mass matrix:");
-                for row in values.chunks((*dim).max(1)) {
-                    write_row_into(&mut text, row);
+        let sig_figs = self.header.sig_figs;
+        if self.header.sampler.metric == MetricKind::Unit {
+            text_push_line(&mut text, "# No free parameters for unit metric");
+        } else {
+            match inv_metric.to_stan_form().as_ref() {
+                InverseMetric::Diag(values) => {
+                    text_push_line(&mut text, "# Diagonal elements of inverse mass matrix:");
+                    write_row_into(&mut text, values, sig_figs);
                 }
+                InverseMetric::Dense { dim, values } => {
+                    text_push_line(&mut text, "# Elements of inverse mass matrix:");
+                    for row in values.chunks((*dim).max(1)) {
+                        write_row_into(&mut text, row, sig_figs);
+                    }
+                }
+                InverseMetric::LowRank { .. } => unreachable!("to_stan_form is dense"),
             }
         }
         self.write_block(text.as_bytes())
@@ -351,6 +435,9 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             ));
         }
         let fixed_param = self.fixed_param();
+        if self.header.sig_figs != EXACT_SIG_FIGS {
+            return self.draw_rounded(stats, values);
+        }
         // The row buffer is reused across draws (no allocation per draw).
         let mut row = std::mem::take(&mut self.row);
         let row_ref = &mut row;
@@ -398,13 +485,43 @@ fn text_push_line(text: &mut String, line: &str) {
     text.push('\n');
 }
 
-fn write_row_into(text: &mut String, values: &[f64]) {
+fn write_row_into(text: &mut String, values: &[f64], sig_figs: i32) {
     text.push_str("# ");
     for (i, &v) in values.iter().enumerate() {
         if i > 0 {
             text.push_str(", ");
         }
-        write_number(text, v);
+        write_number_to(text, v, sig_figs);
     }
     text.push('\n');
+}
+
+impl<W: Write + Send> StanCsvWriter<W> {
+    /// A row with `sig_figs` digits (the exact path, [`DrawSink::draw`], avoids the rounding).
+    fn draw_rounded(&mut self, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+        let sig_figs = self.header.sig_figs;
+        let mut row = std::mem::take(&mut self.row);
+        row.clear();
+        let stat_values = stats.values();
+        let stat_count = self.header.stat_columns().len();
+        for (i, &v) in stat_values[..stat_count].iter().enumerate() {
+            if i > 0 {
+                row.push(',');
+            }
+            // Integers (tree depth, leapfrog steps, divergence) are written whole.
+            if (3..6).contains(&i) {
+                let _ = write!(row, "{}", v as u64);
+            } else {
+                write_number_to(&mut row, v, sig_figs);
+            }
+        }
+        for &v in values {
+            row.push(',');
+            write_number_to(&mut row, v, sig_figs);
+        }
+        row.push('\n');
+        let written = self.write_block(row.as_bytes());
+        self.row = row;
+        written
+    }
 }
