@@ -134,6 +134,10 @@ pub struct SampleArgs {
     /// files exist beside FILE.json, chain <id> starts from its own (CmdStan's convention).
     #[arg(long, default_value = "2", allow_negative_numbers = true)]
     pub init: String,
+    /// Random starting points screened per chain (the one with the highest log density is
+    /// kept; 1 takes the first finite one, as Stan does). Not used with explicit inits.
+    #[arg(long, default_value_t = 1, value_parser = positive_count)]
+    pub init_candidates: u64,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
     /// `<model>.zarr` (created if needed).
     #[arg(long, default_value = ".")]
@@ -451,6 +455,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     sampler.thin = args.thin as usize;
     sampler.save_warmup = args.save_warmup;
     sampler.max_depth = args.max_depth;
+    sampler.init_candidates = args.init_candidates as usize;
     sampler.adapt.engaged = args.adapt_engaged;
     sampler.adapt.method = args.adaptation.method();
     sampler.adapt.init_buffer = args.init_buffer;

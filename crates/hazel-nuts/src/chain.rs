@@ -17,7 +17,7 @@
 use crate::adapt::Adaptation;
 use crate::checkpoint::ChainState;
 use crate::fixed_param;
-use crate::init::{initialize, InitError};
+use crate::init::{initialize_screened, InitError};
 use crate::metric::{Metric, MetricError};
 use crate::nuts::{find_reasonable_stepsize, nuts_step, NutsSettings, NutsState, StepsizeError};
 use crate::types::{AdaptMethod, Algorithm, DrawStats, InverseMetric, MetricKind, SamplerConfig};
@@ -229,11 +229,12 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             error,
         })?;
         let mut ws = model.new_workspace();
-        let start = initialize(
+        let start = initialize_screened(
             model,
             &mut ws,
             &config.init,
             config.init_attempts,
+            config.init_candidates,
             seed,
             chain_id,
             chain_index,

@@ -778,6 +778,61 @@ mod tests {
         assert!((kinetic_sum / n - 1.0).abs() < 5.0 / n.sqrt());
     }
 
+    /// A low-rank metric `D (I + U (Λ − I) Uᵀ) D`: its velocity `M⁻¹ p` equals the dense
+    /// matrix's product, the kinetic energy is `½ pᵀ M⁻¹ p`, and its momenta have covariance
+    /// `M` (checked through `E[(M⁻¹ p)(M⁻¹ p)ᵀ] = M⁻¹`).
+    #[test]
+    fn low_rank_metric_matches_its_dense_matrix() {
+        let d = 3;
+        let s = 1.0 / 2f64.sqrt();
+        let given = InverseMetric::LowRank {
+            scale: vec![0.5, 2.0, 1.5],
+            values: vec![0.2, 6.0],
+            vectors: vec![s, s, 0.0, 0.0, 0.0, 1.0],
+        };
+        let metric = Metric::from_inverse(MetricKind::LowRank, d, &given).unwrap();
+        let InverseMetric::Dense { values: dense, .. } = given.to_stan_form().into_owned() else {
+            unreachable!()
+        };
+        let p = [0.3, -1.2, 0.7];
+        let mut v = [0.0; 3];
+        let kinetic = metric.velocity(&p, &mut v);
+        for i in 0..d {
+            let expected: f64 = (0..d).map(|j| dense[i * d + j] * p[j]).sum();
+            assert!((v[i] - expected).abs() < 1e-12, "{v:?}");
+        }
+        let twice: f64 = (0..d).map(|i| p[i] * v[i]).sum();
+        assert!((kinetic - 0.5 * twice).abs() < 1e-12);
+
+        let mut rng = StreamRng::new(8, 0, Purpose::Sampler);
+        let (mut p, mut v) = ([0.0; 3], [0.0; 3]);
+        let mut acc = [0.0; 9];
+        let n = 200_000;
+        for _ in 0..n {
+            metric.sample_momentum(&mut rng, &mut p);
+            metric.velocity(&p, &mut v);
+            for i in 0..d {
+                for j in 0..d {
+                    acc[i * d + j] += v[i] * v[j];
+                }
+            }
+        }
+        for i in 0..d {
+            for j in 0..d {
+                let m = acc[i * d + j] / n as f64;
+                let truth = dense[i * d + j];
+                let se = (dense[i * d + i] * dense[j * d + j] + truth * truth).sqrt()
+                    / (n as f64).sqrt();
+                assert!((m - truth).abs() < 5.0 * se, "({i},{j}): {m} vs {truth}");
+            }
+        }
+        // The contract form round-trips, and a copy into it does not change its values.
+        assert_eq!(metric.to_inverse_metric(), given);
+        let mut out = InverseMetric::Diag(vec![]);
+        metric.copy_inverse_into(&mut out);
+        assert_eq!(out, given);
+    }
+
     #[test]
     fn rejects_bad_inverse_metrics() {
         assert!(matches!(

@@ -196,6 +196,9 @@ pub struct SamplerConfig {
     pub init: Init,
     /// Attempts at finding a finite initial log density and gradient (Stan: 100).
     pub init_attempts: usize,
+    /// Random starting points screened per chain, the one of highest log density kept (1 is
+    /// Stan's rule: the first finite one); see [`crate::init`].
+    pub init_candidates: usize,
 }
 
 impl Default for SamplerConfig {
@@ -215,6 +218,7 @@ impl Default for SamplerConfig {
             adapt: AdaptConfig::default(),
             init: Init::Radius(2.0),
             init_attempts: 100,
+            init_candidates: 1,
         }
     }
 }

@@ -83,7 +83,8 @@ pub struct LowRankFit {
 }
 
 /// Fits the low-rank plus diagonal metric to `n` draws and gradients (`draws[j·dim + i]` is
-/// coordinate `i` of draw `j`). `None` when fewer than 2 draws, or a quantity is not finite.
+/// coordinate `i` of draw `j`). `None` when fewer than 2 draws, a quantity is not finite, or the
+/// window is too degenerate for a positive definite estimate.
 pub fn fit_low_rank(
     dim: usize,
     draws: &[f64],
@@ -176,6 +177,11 @@ fn fit(
     let b = regularised(&pg);
     let sigma = spd_mean(&a, &b, k)?;
     let (values, vectors) = eigen(&sigma, k)?;
+    // Σ is positive definite in exact arithmetic; a window so degenerate that rounding makes an
+    // eigenvalue non-positive (a chain that has hardly moved) gives no usable metric.
+    if values.iter().any(|&v| !(v > 0.0 && v.is_finite())) {
+        return None;
+    }
     // The directions far enough from 1, at most max_rank of them (the farthest on the log
     // scale; ties keep the lower index), in ascending eigenvalue order.
     let mut kept: Vec<usize> = (0..k)

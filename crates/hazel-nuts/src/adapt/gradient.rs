@@ -15,7 +15,11 @@
 //!   (diagonal; the low-rank fit, which costs eigendecompositions, after every switch and at the
 //!   end of the phase) once it holds 3 draws.
 //! * The first time the metric changes the step size is re-initialised by Stan's heuristic and
-//!   dual averaging restarts there; later metric changes are small and leave it running.
+//!   dual averaging restarts there; later metric changes are small and leave it running, except
+//!   the last: at 0.85 W the heuristic and the restart come again, as after Stan's last window,
+//!   so that the final average `x̄` holds only step sizes tried on the final metric (without it
+//!   the large steps of a chain that crossed from its start into the posterior late in the
+//!   early phase weigh on `x̄`; nutpie instead averages over all of warmup).
 //! * Iterations `[0.85 W, W)`: the metric is fixed and only the step size adapts; warmup ends
 //!   with the dual-averaging average `exp(x̄)`, as Stan's.
 
@@ -337,7 +341,8 @@ impl GradientAdaptation {
                 FisherWindows::Diag { .. } => true,
                 FisherWindows::LowRank { .. } => switch || draw + 1 == self.final_start,
             };
-            if due && self.windows.update_metric(metric)? && !self.updated_once {
+            let last = draw + 1 == self.final_start;
+            if due && self.windows.update_metric(metric)? && (!self.updated_once || last) {
                 self.updated_once = true;
                 search_stepsize = true;
             }
@@ -387,8 +392,9 @@ mod tests {
                 assert!(fg >= 10, "iteration {t}: foreground {fg}");
             }
         }
-        // The first update (3 draws in the foreground) re-runs the heuristic, once.
-        assert_eq!(searches, vec![1]);
+        // The first update (3 draws in the foreground) re-runs the heuristic, and so does the
+        // last, before the final window.
+        assert_eq!(searches, vec![1, 849]);
         assert_eq!(switches[..3], [8, 18, 28]);
         assert!(switches.iter().all(|&t| t + 80 <= 850));
         let late: Vec<usize> = switches.iter().copied().filter(|&t| t >= 300).collect();
