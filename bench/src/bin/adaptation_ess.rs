@@ -557,7 +557,7 @@ fn main() {
     );
     let mut header = String::from("| posterior | d | max|ρ| | stan ESS/grad (warmup grads %) |");
     for m in &methods[1..] {
-        header.push_str(&format!(" {} ×stan |", method_name(*m)));
+        header.push_str(&format!(" {} ×stan (warmup grads %) |", method_name(*m)));
     }
     header.push_str(" verdicts (stan");
     for m in &methods[1..] {
@@ -602,7 +602,10 @@ fn main() {
             let ratio = r.ess_per_gradient / stan.ess_per_gradient;
             match &r.error {
                 Some(e) => line.push_str(&format!(" error: {} |", e.replace('|', "/"))),
-                None => line.push_str(&format!(" {ratio:.2} |")),
+                None => line.push_str(&format!(
+                    " {ratio:.2} ({:.0}%) |",
+                    100.0 * r.warmup_gradients / r.gradients
+                )),
             }
             ratios[k].push(if r.error.is_some() { 0.0 } else { ratio });
         }

@@ -136,7 +136,7 @@ pub struct SampleArgs {
     pub init: String,
     /// Random starting points screened per chain (the one with the highest log density is
     /// kept; 1 takes the first finite one, as Stan does). Not used with explicit inits.
-    #[arg(long, default_value_t = 1, value_parser = positive_count)]
+    #[arg(long, default_value_t = hazel_nuts::DEFAULT_INIT_CANDIDATES as u64, value_parser = positive_count)]
     pub init_candidates: u64,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
     /// `<model>.zarr` (created if needed).

@@ -90,6 +90,8 @@ fn control_options_round_trip_into_the_header() {
             "0",
             "--sig-figs",
             "4",
+            "--init-candidates",
+            "2",
             "--seed",
             "6",
         ],
@@ -112,6 +114,7 @@ fn control_options_round_trip_into_the_header() {
             ("metric", "diag_e"),
             ("adaptation", "stan"),
             ("algorithm", "hmc"),
+            ("init_candidates", "2"),
         ] {
             assert_eq!(setting(csv, key), value, "{key}");
         }

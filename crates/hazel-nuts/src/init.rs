@@ -5,7 +5,7 @@
 //! gradient; an attempt succeeds when both are finite. Up to `init_attempts` attempts are made
 //! (Stan: 100). An explicit starting point is tried once: retrying the same point cannot help.
 //!
-//! **Screening** (`candidates` > 1, hazel's default): the attempts go on until `candidates`
+//! **Screening** (`candidates` > 1; hazel's default is 4): the attempts go on until `candidates`
 //! points have succeeded (or the attempts run out after at least one did), and the chain starts
 //! from the one with the highest log density. A uniform draw can land in a region the sampler
 //! never leaves: on posteriordb's arma11, an MA coefficient `|θ| > 1` makes the residual
@@ -260,4 +260,57 @@ pub fn initialize_screened<M: LogDensity + ?Sized>(
         non_finite_density,
         non_finite_gradient,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// log p(x) = −x² − 1000·[x > 1]: a cliff to the right, like arma11's side region.
+    struct Cliff;
+    impl LogDensity for Cliff {
+        type Workspace = ();
+        fn dim(&self) -> usize {
+            1
+        }
+        fn new_workspace(&self) {}
+        fn log_density_gradient(
+            &self,
+            _: &mut (),
+            q: &[f64],
+            g: &mut [f64],
+        ) -> Result<f64, EvalError> {
+            g[0] = -2.0 * q[0];
+            Ok(-q[0] * q[0] - if q[0] > 1.0 { 1000.0 } else { 0.0 })
+        }
+    }
+
+    /// Screening keeps the best of the candidates, drawn from the chain's own stream in order:
+    /// candidate 1 is Stan's start, and the best of k candidates is the best of the first k.
+    #[test]
+    fn screening_keeps_the_highest_density_candidate() {
+        let init = Init::Radius(2.0);
+        let start = |k| initialize_screened(&Cliff, &mut (), &init, 100, k, 5, 3, 0).unwrap();
+        assert_eq!(
+            start(1),
+            initialize(&Cliff, &mut (), &init, 100, 5, 3, 0).unwrap()
+        );
+        let mut rng = StreamRng::new(5, 3, Purpose::Init);
+        let draws: Vec<f64> = (0..8).map(|_| rng.uniform_range(-2.0, 2.0)).collect();
+        let lp = |x: f64| -x * x - if x > 1.0 { 1000.0 } else { 0.0 };
+        for k in 1..=8 {
+            let best = draws[..k]
+                .iter()
+                .copied()
+                .max_by(|a, b| lp(*a).total_cmp(&lp(*b)))
+                .unwrap();
+            let p = start(k);
+            assert_eq!(p.position, vec![best], "{k} candidates");
+            assert_eq!(p.attempts, k);
+        }
+        // Explicit starting points are never screened.
+        let given = Init::Unconstrained(vec![vec![1.5]]);
+        let p = initialize_screened(&Cliff, &mut (), &given, 100, 4, 5, 3, 0).unwrap();
+        assert_eq!(p.position, vec![1.5]);
+    }
 }

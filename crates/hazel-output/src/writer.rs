@@ -162,6 +162,13 @@ impl CsvHeaderInfo {
         b.section(0, "data");
         b.setting(1, "file", &self.data_file, self.data_file.is_empty());
         b.setting(0, "init", &self.init, self.init == "2");
+        // hazel's: random starts screened per chain (`--init-candidates`).
+        b.setting(
+            0,
+            "init_candidates",
+            s.init_candidates,
+            s.init_candidates == defaults.init_candidates,
+        );
         b.section(0, "random");
         b.setting(1, "seed", self.seed, false);
         b.section(0, "output");
