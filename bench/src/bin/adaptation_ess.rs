@@ -32,9 +32,9 @@ use hazel_approx::pathfinder::{multi_path, MultiPathOptions};
 use hazel_density::{DensityTerms, EvalError, LogDensity, Model};
 use hazel_diagnostics::reference::{compare, CompareOptions, ReferenceQuantity, Verdict};
 use hazel_diagnostics::{ess_bulk, rhat_rank, ChainDraws};
+use hazel_draws::{Columns, Draw};
 use hazel_nuts::{
-    AdaptMethod, DrawSink, DrawStats, Init, InverseMetric, MetricKind, NoProgress, RunConfig,
-    Timing,
+    AdaptMethod, DrawSink, DrawStats, Init, MetricKind, NoProgress, RunConfig, Timing,
 };
 use hazel_rng::StreamRng;
 use std::path::{Path, PathBuf};
@@ -102,17 +102,14 @@ struct Kept {
 struct MemorySink(Arc<Mutex<Kept>>);
 
 impl DrawSink for MemorySink {
-    fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
+    fn begin(&mut self, _: &Columns<'_>) -> std::io::Result<()> {
         Ok(())
     }
-    fn adaptation_done(&mut self, _: f64, _: &InverseMetric) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> std::io::Result<()> {
-        if !warmup {
+    fn draw(&mut self, draw: &Draw<'_>) -> std::io::Result<()> {
+        if !draw.warmup {
             let mut kept = self.0.lock().unwrap();
-            kept.rows.push(values.to_vec());
-            kept.sampling_gradients += u64::from(stats.n_leapfrog);
+            kept.rows.push(draw.values.to_vec());
+            kept.sampling_gradients += u64::from(DrawStats::from_values(draw.stats).n_leapfrog);
         }
         Ok(())
     }
@@ -154,14 +151,6 @@ struct Settings {
     draws: usize,
     seeds: u64,
     threads: usize,
-}
-
-fn method_name(method: AdaptMethod) -> &'static str {
-    match method {
-        AdaptMethod::Stan => "stan",
-        AdaptMethod::DiagGrad => "diag-grad",
-        AdaptMethod::LowRank => "low-rank",
-    }
 }
 
 /// Draws of the named columns (or all), chain by chain.
@@ -557,11 +546,11 @@ fn main() {
     );
     let mut header = String::from("| posterior | d | max|ρ| | stan ESS/grad (warmup grads %) |");
     for m in &methods[1..] {
-        header.push_str(&format!(" {} ×stan (warmup grads %) |", method_name(*m)));
+        header.push_str(&format!(" {} ×stan (warmup grads %) |", m.name()));
     }
     header.push_str(" verdicts (stan");
     for m in &methods[1..] {
-        header.push_str(&format!("/{}", method_name(*m)));
+        header.push_str(&format!("/{}", m.name()));
     }
     header.push_str(") | max R̂ | Pathfinder (vs stan warmup grads) |");
     println!("{header}");
@@ -642,7 +631,7 @@ fn main() {
             .collect();
         println!(
             "{}: median ESS/gradient ratio vs stan {:.2} over {} posteriors; correlated ({}) median {:.2}; lowest on a reference posterior {:.2}",
-            method_name(*m),
+            m.name(),
             median(all.clone()),
             all.len(),
             corr.len(),

@@ -9,7 +9,8 @@
 //!
 //! `cargo run --release -p hazel-bench --features parquet,zarr --bin columnar_memory -- [D N]`
 
-use hazel_nuts::{DrawSink, DrawStats, InverseMetric, RunConfig, Timing};
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Timing};
+use hazel_nuts::{DrawStats, RunConfig};
 use hazel_output::parquet_sink::ParquetWriter;
 use hazel_output::zarr_sink::ZarrRun;
 use hazel_output::{CsvHeaderInfo, StanCsvWriter};
@@ -65,30 +66,46 @@ fn measure(format: &str, dim: usize, draws: usize, dir: &Path) {
     let (path, mut sink, buffer_bytes): (_, Box<dyn DrawSink>, usize) = match format {
         "csv" => {
             let path = dir.join("m-1.csv");
-            let header = CsvHeaderInfo::new("m", "", "m-1.csv", &config, 0);
+            let header = CsvHeaderInfo::new("m", "", "m-1.csv", &config.info(), 0);
             let mut sink = StanCsvWriter::create(&path, header).expect("csv");
-            sink.begin(&names).expect("begin");
+            sink.begin(&Columns {
+                stats: DrawStats::columns(),
+                values: &names,
+            })
+            .expect("begin");
             (path, Box::new(sink), 0)
         }
         "parquet" => {
             let path = dir.join("m-1.parquet");
-            let header = CsvHeaderInfo::new("m", "", "m-1.parquet", &config, 0);
+            let header = CsvHeaderInfo::new("m", "", "m-1.parquet", &config.info(), 0);
             let mut sink = ParquetWriter::create(&path, header).expect("parquet");
-            sink.begin(&names).expect("begin");
+            sink.begin(&Columns {
+                stats: DrawStats::columns(),
+                values: &names,
+            })
+            .expect("begin");
             let bytes = sink.rows_per_group() * width * 8;
             (path, Box::new(sink), bytes)
         }
         _ => {
             let path = dir.join("m.zarr");
-            let header = CsvHeaderInfo::new("m", "", "m.zarr", &config, 0);
+            let header = CsvHeaderInfo::new("m", "", "m.zarr", &config.info(), 0);
             let run = ZarrRun::create(&path, &header, vec![1]).expect("zarr");
             let mut sink = run.chain_writer(0);
-            sink.begin(&names).expect("begin");
+            sink.begin(&Columns {
+                stats: DrawStats::columns(),
+                values: &names,
+            })
+            .expect("begin");
             let chunk_draws = sink.chunk_draws().expect("begun") as usize;
             (path, Box::new(sink), chunk_draws * width * 8)
         }
     };
-    sink.adaptation_done(0.1, &inv_metric).expect("adaptation");
+    sink.adaptation_done(&AdaptationInfo::Hmc {
+        stepsize: 0.1,
+        inv_metric: &inv_metric,
+    })
+    .expect("adaptation");
     for d in 0..draws {
         for (i, v) in values.iter_mut().enumerate() {
             *v = (i as f64).mul_add(1e-3, d as f64 * 0.25);
@@ -102,7 +119,12 @@ fn measure(format: &str, dim: usize, draws: usize, dir: &Path) {
             divergent: false,
             energy: d as f64,
         };
-        sink.draw(false, &stats, &values).expect("draw");
+        sink.draw(&Draw {
+            warmup: false,
+            stats: &stats.values(),
+            values: &values,
+        })
+        .expect("draw");
     }
     sink.finish(&Timing::default()).expect("finish");
     drop(sink);

@@ -16,8 +16,9 @@
 
 use hazel_bench::time_call;
 use hazel_density::{LogDensity, Model};
+use hazel_draws::{Columns, Draw, DrawSink, Progress, Timing};
 use hazel_graph::{compile, CompileOptions};
-use hazel_nuts::{DrawSink, DrawStats, InverseMetric, Progress, RunConfig, SamplerConfig, Timing};
+use hazel_nuts::{DrawStats, RunConfig, SamplerConfig};
 use hazel_output::number::{write_number, write_number_std};
 use hazel_rng::{Purpose, StreamRng};
 use std::io;
@@ -59,18 +60,15 @@ struct Record {
 struct Sink(Arc<Mutex<Record>>);
 
 impl DrawSink for Sink {
-    fn begin(&mut self, _names: &[String]) -> io::Result<()> {
+    fn begin(&mut self, _columns: &Columns<'_>) -> io::Result<()> {
         Ok(())
     }
-    fn adaptation_done(&mut self, _stepsize: f64, _m: &InverseMetric) -> io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        if !warmup {
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
+        if !draw.warmup {
             let mut r = self.0.lock().expect("record");
-            r.leapfrogs += u64::from(stats.n_leapfrog);
+            r.leapfrogs += u64::from(DrawStats::from_values(draw.stats).n_leapfrog);
             r.draws += 1;
-            r.last = values.to_vec();
+            r.last = draw.values.to_vec();
         }
         Ok(())
     }

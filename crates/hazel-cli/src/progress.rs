@@ -1,14 +1,14 @@
-//! Progress of a sampling run, as a [`hazel_nuts::Progress`] observer.
+//! Progress of a sampling run, as a [`hazel_draws::Progress`] observer.
 //!
 //! On a terminal: one indicatif bar per chain (iteration, Warmup/Sampling, divergences of the
 //! current phase).
 //! When stderr is not a terminal (logs, CI): a plain line per chain every 10% of its
 //! iterations, or every `--refresh N` iterations when given. With `--quiet` or `--refresh 0`:
-//! nothing ([`hazel_nuts::NoProgress`]). Rejection messages are
+//! nothing ([`hazel_draws::NoProgress`]). Rejection messages are
 //! rate-limited per chain, so a model that rejects every proposal cannot flood the output.
 //! None of this influences the draws.
 
-use hazel_nuts::{NoProgress, Progress};
+use hazel_draws::{NoProgress, Progress};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};

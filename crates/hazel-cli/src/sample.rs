@@ -1,6 +1,9 @@
 //! `hazel sample`: NUTS draws from a Stan program's posterior, one Stan CSV file per chain, then
-//! the summary table and the sampler diagnostics (the same as `hazel summary` on the files).
+//! the summary table and the sampler diagnostics (the same as `hazel summary` on the files,
+//! computed from the draws kept in memory as they were made).
 //!
+//! This module turns the command line into a [`hazel_run::SampleJob`] and prints; the job
+//! itself (outputs, resuming, the run) is `hazel_run`'s, shared with the Python package.
 //! Options follow CmdStan's meaning and defaults. Each chain writes and flushes its file draw
 //! by draw, so a chain that fails (or a run that is interrupted) leaves every draw made so far
 //! on disk; the summary then covers the chains that have draws, and the exit status is 1.
@@ -10,19 +13,17 @@ use crate::progress::progress_for_run;
 use crate::run_dir::{
     content_hash, remove_run_settings, Input, OutputLock, RunSettings, RUN_SETTINGS,
 };
-use crate::summary::{summarize, table_with_warnings, write_output};
+use crate::summary::{summarize_draws, table_with_warnings, write_output};
 use crate::CliResult;
 use clap::Parser as _;
 use clap::{Args, ValueEnum};
-use hazel_graph::{CompileOptions, CompiledModel};
+use hazel_draws::{ChainDraws, Progress};
+use hazel_graph::CompileOptions;
 use hazel_nuts::{
-    AdaptMethod, Algorithm, ChainError, ChainStart, CheckpointPolicy, DrawSink, DrawStats, Init,
-    InverseMetric, MetricKind, Progress, RunConfig, Timing,
+    AdaptMethod, ChainStart, CheckpointPolicy, Init, InverseMetric, MetricKind, RunConfig,
 };
-use hazel_output::{
-    checkpoint_path, read_checkpoint, read_draws, ChainCsvFile, CsvHeaderInfo, Format,
-};
-use hazel_rng::{Purpose, StreamRng};
+use hazel_output::{FileOutput, Format, HeaderNotes, MemoryOutput, OutputConfig};
+use hazel_run::{initial_point, SampleJob, Sampling};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -380,27 +381,6 @@ pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
     ))
 }
 
-/// One unconstrained starting point per chain from a file of constrained values. Coordinates
-/// the file does not give are drawn from each chain's own `Init` stream, so the points depend
-/// only on (seed, chain id), like everything else a chain does.
-fn initial_points(
-    model: &CompiledModel,
-    path: &Path,
-    config: &RunConfig,
-) -> Result<Vec<Vec<f64>>, Box<dyn std::error::Error>> {
-    (0..config.chains as u64)
-        .map(|k| {
-            let id = config.first_chain_id + k;
-            let file = chain_file(path, id);
-            let inits = read_data(Some(&file))?;
-            let mut rng = StreamRng::new(config.seed, id, Purpose::Init);
-            model
-                .unconstrain_inits(&inits, || rng.uniform_range(-2.0, 2.0))
-                .map_err(|e| format!("--init {}: {}", file.display(), e.message).into())
-        })
-        .collect()
-}
-
 /// The inverse metric in a CmdStan metric file: JSON with `inv_metric`, a vector (diagonal) or
 /// a matrix given as an array of rows (dense, symmetric).
 pub(crate) fn read_metric_file(path: &Path) -> Result<InverseMetric, String> {
@@ -543,7 +523,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         ));
     }
     if args.algorithm == AlgorithmArg::FixedParam || args.fixed_param {
-        use_fixed_param(&mut config);
+        config.use_fixed_param();
     }
     if !(args.checkpoint_every_secs.is_finite() && args.checkpoint_every_secs >= 0.0) {
         return Err(format!(
@@ -573,14 +553,6 @@ fn adaptation_value(adaptation: AdaptationArg) -> String {
         .to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default()
-}
-
-/// Switches a run to the fixed_param sampler, which runs no warmup (CmdStan ignores
-/// `num_warmup` for it too).
-fn use_fixed_param(config: &mut RunConfig) {
-    config.sampler.algorithm = Algorithm::FixedParam;
-    config.sampler.num_warmup = 0;
-    config.sampler.save_warmup = false;
 }
 
 /// The arguments after `hazel sample` as this process was given them; `None` when this process
@@ -673,24 +645,6 @@ fn files_input(path: &Path, chain_ids: &[u64]) -> Result<Input, String> {
         path: path.to_path_buf(),
         xxh3: content_hash(&parts),
     })
-}
-
-/// A sink for a chain that finished before the run was interrupted: nothing is written.
-struct FinishedChain;
-
-impl DrawSink for FinishedChain {
-    fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn adaptation_done(&mut self, _: f64, _: &InverseMetric) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, _: bool, _: &DrawStats, _: &[f64]) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn finish(&mut self, _: &Timing) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Test hook: `HAZEL_TEST_ABORT_AFTER_ITERATION=K` aborts the process (as a crash would) once
@@ -789,28 +743,26 @@ fn sample(
         ..CompileOptions::default()
     };
     let model = compile_model(&source, &data, args.data.as_deref(), &options)?;
-    if hazel_density::LogDensity::dim(&model) == 0
-        && config.sampler.algorithm != Algorithm::FixedParam
-    {
-        // CmdStan's behaviour and wording: NUTS has nothing to move in 0 dimensions.
-        if !args.quiet {
-            eprintln!(
-                "Model contains no parameters; running fixed_param sampler, no updates to Markov chain"
-            );
-        }
-        use_fixed_param(&mut config);
-    }
     if config.sampler.num_samples == 0 && !args.quiet {
         eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
     }
     match parse_init(&args.init)? {
         InitArg::File(path) => {
-            config.sampler.init = Init::Unconstrained(initial_points(&model, &path, &config)?);
+            // CmdStan's rule: chain <id> reads FILE_<id>.json when it exists.
+            let points = chain_ids
+                .iter()
+                .enumerate()
+                .map(|(index, &id)| {
+                    let file = chain_file(&path, id);
+                    let inits = read_data(Some(&file))?;
+                    initial_point(&model, &inits, &config, index)
+                        .map_err(|e| format!("--init {}: {e}", file.display()).into())
+                })
+                .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+            config.sampler.init = Init::Unconstrained(points);
         }
         InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
-            let ids: Vec<u64> = (0..config.chains as u64)
-                .map(|k| config.first_chain_id + k)
-                .collect();
+            let ids = config.info().chain_ids();
             config.sampler.init = Init::Unconstrained(crate::pathfinder::pathfinder_inits(
                 &model,
                 seed,
@@ -833,83 +785,69 @@ fn sample(
         // A new run's settings are written once its files are created (which removes old
         // checkpoints): a directory never pairs one run's settings with another's checkpoints.
         remove_run_settings(&args.output_dir)?;
+    } else if format != Format::Csv {
+        return Err("--resume: only runs with --format csv can be resumed".into());
     }
 
     let name = model_name(model_path);
-    let data_file = args
-        .data
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let names = hazel_density::Model::output_names(&model);
-    let mut resumed = 0;
-    // CSV files carry checkpoints and can be resumed; the columnar sinks cannot yet.
-    let (paths, sinks, starts) = if format == Format::Csv {
-        let paths: Vec<PathBuf> = chain_ids
+    let chain_file_names = |path: &Path| -> Vec<Option<String>> {
+        chain_ids
             .iter()
-            .map(|id| args.output_dir.join(format!("{name}-{id}.csv")))
-            .collect();
-        let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(paths.len());
-        let mut starts = Vec::with_capacity(paths.len());
-        for (index, path) in paths.iter().enumerate() {
-            let header = header_info(
-                args,
-                &config,
-                index,
-                &name,
-                &data_file,
-                &path.display().to_string(),
-            );
-            let stored = match resuming {
-                    Some(_) => read_checkpoint(&checkpoint_path(path)).map_err(|e| {
-                        format!(
-                            "cannot resume chain {}: {e} (delete it to run that chain again from its start)",
-                            chain_ids[index]
-                        )
-                    })?,
-                    None => None,
-                };
-            let (sink, start): (Box<dyn DrawSink>, ChainStart) = match stored {
-                None => (
-                    Box::new(ChainCsvFile::create(path, header, &names)?),
-                    ChainStart::Fresh,
-                ),
-                Some(stored) if stored.chain.finished() => (
-                    Box::new(FinishedChain),
-                    ChainStart::Resume(Box::new(stored.chain)),
-                ),
-                Some(stored) => {
-                    resumed += 1;
-                    (
-                        Box::new(ChainCsvFile::resume(
-                            path,
-                            header,
-                            &names,
-                            stored.csv_bytes,
-                        )?),
-                        ChainStart::Resume(Box::new(stored.chain)),
-                    )
-                }
-            };
-            sinks.push(sink);
-            starts.push(start);
-        }
-        (paths, sinks, starts)
-    } else {
-        if resuming.is_some() {
-            return Err("--resume: only runs with --format csv can be resumed".into());
-        }
-        let (paths, sinks) = create_sinks(format, args, &name, &data_file, &config)?;
-        let starts = sinks.iter().map(|_| ChainStart::Fresh).collect();
-        (paths, sinks, starts)
+            .map(|&id| Some(chain_file(path, id).display().to_string()))
+            .collect()
     };
+    let header = HeaderNotes {
+        init_files: match parse_init(&args.init)? {
+            InitArg::File(path) => chain_file_names(&path),
+            InitArg::Radius(_) | InitArg::Pathfinder => Vec::new(),
+        },
+        metric_files: args
+            .metric_file
+            .as_deref()
+            .map(chain_file_names)
+            .unwrap_or_default(),
+        refresh: args.refresh.unwrap_or(HeaderNotes::default().refresh),
+        sig_figs: args.sig_figs,
+    };
+    let job = SampleJob {
+        run: config,
+        output: OutputConfig {
+            files: Some(FileOutput {
+                format,
+                dir: args.output_dir.clone(),
+                model: name.clone(),
+                data_file: args
+                    .data
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                header,
+            }),
+            // The summary is computed from the draws as they stream, not read back.
+            memory: Some(MemoryOutput::default()),
+        },
+        resume: resuming.is_some(),
+    };
+    let sampling = Sampling::prepare(&model, job)?;
+    if !args.quiet {
+        for note in sampling.notes() {
+            eprintln!("{note}");
+        }
+    }
     if let (None, Some(settings)) = (&resuming, &settings) {
         settings.write(&args.output_dir)?;
     }
+    let config = sampling.config().clone();
+    let chain_ids = config.info().chain_ids();
     if !args.quiet && resuming.is_some() {
+        let starts = sampling.starts();
         let finished = starts
             .iter()
             .filter(|s| matches!(s, ChainStart::Resume(c) if c.finished()))
+            .count();
+        let resumed = starts
+            .iter()
+            .filter(|s| matches!(s, ChainStart::Resume(c) if !c.finished()))
             .count();
         eprintln!(
             "resuming {}: {resumed} chains from their checkpoints, {} from the start, {finished} already finished",
@@ -940,9 +878,10 @@ fn sample(
         None => progress.as_ref(),
     };
     let start = Instant::now();
-    let report = hazel_nuts::run_from(&model, &config, starts, sinks, progress_used)?;
+    let outcome = sampling.run(progress_used)?;
     let elapsed = start.elapsed();
     drop(progress);
+    let report = &outcome.report;
 
     let failures: Vec<String> = report
         .failures()
@@ -964,34 +903,18 @@ fn sample(
         eprintln!(
             "All chains: {:.2} s wall time. Draws are in {}",
             elapsed.as_secs_f64(),
-            describe_paths(&paths)
+            describe_paths(&outcome.paths)
         );
     }
 
-    // A chain that found no starting point left a file with only its header: remove it so
-    // that no one mistakes it for output.
-    let mut unstarted = 0;
-    for (path, chain) in paths.iter().zip(&report.chains) {
-        if format == Format::Csv
-            && matches!(chain.error, Some(ChainError::Init(_)))
-            && chain.draws_written == 0
-            && std::fs::remove_file(path).is_ok()
-        {
-            let _ = std::fs::remove_file(checkpoint_path(path));
-            unstarted += 1;
-        }
-    }
     // The summary covers every chain that has draws, also when others failed.
-    let mut with_draws = Vec::new();
-    for path in paths.iter().filter(|p| p.exists()) {
-        match read_draws(std::slice::from_ref(path)) {
-            Ok(chains) => with_draws.extend(chains.into_iter().filter(|c| !c.draws.is_empty())),
-            Err(e) if failures.is_empty() => return Err(e.into()),
-            Err(_) => {}
-        }
-    }
+    let with_draws: Vec<&ChainDraws> = outcome
+        .draws
+        .iter()
+        .filter(|c| !c.sampling.is_empty())
+        .collect();
     if !with_draws.is_empty() {
-        let summary = summarize(&with_draws)?;
+        let summary = summarize_draws(&name, config.sampler.max_depth, &with_draws, Vec::new())?;
         for note in &summary.notes {
             eprintln!("note: {note}");
         }
@@ -1007,7 +930,7 @@ fn sample(
     if failures.is_empty() {
         Ok(())
     } else {
-        let kept = if unstarted == failures.len() {
+        let kept = if outcome.removed_unstarted == failures.len() {
             String::new()
         } else {
             " (the draws made before a failure are kept in the files)".to_string()
@@ -1018,93 +941,6 @@ fn sample(
             chain_ids.len()
         ))
         .into())
-    }
-}
-
-/// The configuration block of chain `index`'s output: the run's settings, with the input files
-/// this chain read (CmdStan writes the init and metric file names) and the output options.
-fn header_info(
-    args: &SampleArgs,
-    config: &RunConfig,
-    index: usize,
-    name: &str,
-    data_file: &str,
-    output_file: &str,
-) -> CsvHeaderInfo {
-    let mut header = CsvHeaderInfo::new(name, data_file, output_file, config, index);
-    let chain_id = header.chain_id;
-    if let Ok(InitArg::File(path)) = parse_init(&args.init) {
-        header.init = chain_file(&path, chain_id).display().to_string();
-    }
-    if let Some(path) = &args.metric_file {
-        header.metric_file = chain_file(path, chain_id).display().to_string();
-    }
-    if let Some(refresh) = args.refresh {
-        header.refresh = refresh;
-    }
-    header.sig_figs = args.sig_figs;
-    header
-}
-
-/// The output paths (one per chain, or one store) and one sink per chain.
-type OutputSinks = (Vec<PathBuf>, Vec<Box<dyn DrawSink>>);
-
-/// Creates the columnar output files (or store) of the run before sampling starts.
-fn create_sinks(
-    format: Format,
-    args: &SampleArgs,
-    name: &str,
-    data_file: &str,
-    config: &RunConfig,
-) -> Result<OutputSinks, Box<dyn std::error::Error>> {
-    let dir = &args.output_dir;
-    let chain_ids: Vec<u64> = (0..config.chains as u64)
-        .map(|k| config.first_chain_id + k)
-        .collect();
-    let header = |index: usize, path: &Path| {
-        header_info(
-            args,
-            config,
-            index,
-            name,
-            data_file,
-            &path.display().to_string(),
-        )
-    };
-    match format {
-        #[cfg(feature = "parquet")]
-        Format::Parquet => {
-            let mut sinks: Vec<Box<dyn DrawSink>> = Vec::with_capacity(chain_ids.len());
-            let paths: Vec<PathBuf> = chain_ids
-                .iter()
-                .map(|&id| dir.join(format!("{name}-{id}.parquet")))
-                .collect();
-            for (index, path) in paths.iter().enumerate() {
-                sinks.push(Box::new(hazel_output::parquet_sink::ParquetWriter::create(
-                    path,
-                    header(index, path),
-                )?));
-            }
-            Ok((paths, sinks))
-        }
-        #[cfg(feature = "zarr")]
-        Format::Zarr => {
-            let path = dir.join(format!("{name}.zarr"));
-            let store = hazel_output::zarr_sink::ZarrRun::create(
-                &path,
-                &header(0, &path),
-                chain_ids.clone(),
-            )?;
-            let sinks: Vec<Box<dyn DrawSink>> = (0..chain_ids.len())
-                .map(|index| Box::new(store.chain_writer(index)) as Box<dyn DrawSink>)
-                .collect();
-            Ok((vec![path], sinks))
-        }
-        // CSV files are made by the caller (`ChainCsvFile`, with their checkpoints).
-        _ => {
-            let _ = (dir, header, chain_ids);
-            Err(format.unavailable_message().into())
-        }
     }
 }
 

@@ -3,9 +3,8 @@
 
 use crate::CliResult;
 use clap::{Args, ValueEnum};
-use hazel_diagnostics::{
-    ChainDraws, ColumnSummary, DiagnosticReport, SamplerStats, Thresholds, Warning,
-};
+use hazel_diagnostics::{ColumnSummary, DiagnosticReport, SamplerStats, Thresholds, Warning};
+use hazel_draws::ChainDraws;
 use hazel_output::{read_draws, StanCsv};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -98,7 +97,9 @@ pub fn write_output(out: &mut dyn std::io::Write, text: &str) -> CliResult {
     }
 }
 
-/// Computes the summary of every column of already read chains.
+/// Computes the summary of every column of chains read from files: chains without
+/// post-warmup draws are left out (as long as another has some), with notes about them and
+/// about truncated files.
 pub fn summarize(all_chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::Error>> {
     let first = all_chains.first().ok_or("no files given")?;
     let mut notes = Vec::new();
@@ -124,42 +125,68 @@ pub fn summarize(all_chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::
             ));
         }
     }
-    let draws_per_chain = chains.iter().map(|c| c.draws.len()).min().unwrap_or(0);
-    if chains.iter().any(|c| c.draws.len() != draws_per_chain) {
-        let lengths: Vec<String> = chains.iter().map(|c| c.draws.len().to_string()).collect();
+    if chains.iter().any(|c| c.draws.is_empty()) {
+        return Err(format!("{} has no post-warmup draws", first.path.display()).into());
+    }
+    let max_depth = first
+        .config_int("max_depth")
+        .and_then(|d| u32::try_from(d).ok())
+        .unwrap_or(10);
+    let model = first.config_value("model").unwrap_or("(unknown)");
+    let draws: Vec<ChainDraws> = chains.iter().map(|c| c.to_chain_draws()).collect();
+    summarize_draws(model, max_depth, &draws.iter().collect::<Vec<_>>(), notes)
+}
+
+/// Computes the summary of every column of chains held in memory (`hazel sample` keeps its
+/// draws as they stream; [`summarize`] reads files into the same form): `lp__`, then the
+/// model's columns, each over the first `n` post-warmup draws of every chain, `n` the shortest
+/// chain's length (with a note when they differ). `max_depth` is the run's NUTS tree depth,
+/// for the diagnostics' warnings; `notes` are passed on.
+pub fn summarize_draws(
+    model: &str,
+    max_depth: u32,
+    chains: &[&ChainDraws],
+    mut notes: Vec<String>,
+) -> Result<Summary, Box<dyn std::error::Error>> {
+    let first = chains.first().ok_or("no chains with draws")?;
+    let draws_per_chain = chains.iter().map(|c| c.sampling.len()).min().unwrap_or(0);
+    if chains.iter().any(|c| c.sampling.len() != draws_per_chain) {
+        let lengths: Vec<String> = chains
+            .iter()
+            .map(|c| c.sampling.len().to_string())
+            .collect();
         notes.push(format!(
             "the chains have different numbers of draws ({}); using the first {draws_per_chain} of each",
             lengths.join(", ")
         ));
     }
     if draws_per_chain == 0 {
-        return Err(format!("{} has no post-warmup draws", first.path.display()).into());
+        return Err("no post-warmup draws".into());
     }
-    let column = |index: usize| -> Vec<Vec<f64>> {
+    let across = |column: &dyn Fn(&ChainDraws) -> &[f64]| -> Vec<Vec<f64>> {
         chains
             .iter()
-            .map(|c| {
-                c.draws[..draws_per_chain]
-                    .iter()
-                    .map(|row| row[index])
-                    .collect()
-            })
+            .map(|c| column(c)[..draws_per_chain].to_vec())
             .collect()
     };
-    let names = &first.column_names;
     let mut columns = Vec::new();
-    for (index, name) in names.iter().enumerate() {
-        if name.ends_with("__") && name != "lp__" {
+    // `lp__` of the statistics, then every model column (CmdStan's summary rows).
+    if let Some(k) = first.stat_index("lp__") {
+        let draws = hazel_diagnostics::ChainDraws::new(&across(&|c| &c.sampling.stats[k]))?;
+        columns.push(ColumnSummary::new("lp__", &draws));
+    }
+    for (j, name) in first.names.iter().enumerate() {
+        if name.ends_with("__") {
             continue;
         }
-        let draws = ChainDraws::new(&column(index))?;
+        let draws = hazel_diagnostics::ChainDraws::new(&across(&|c| &c.sampling.values[j]))?;
         columns.push(ColumnSummary::new(name.clone(), &draws));
     }
-    let max_depth = first
-        .config_int("max_depth")
-        .and_then(|d| u32::try_from(d).ok())
-        .unwrap_or(10);
-    let stat = |name: &str| first.column_index(name).map(column);
+    let stat = |name: &str| {
+        first
+            .stat_index(name)
+            .map(|k| across(&|c| &c.sampling.stats[k]))
+    };
     let report = match (stat("divergent__"), stat("treedepth__"), stat("energy__")) {
         (Some(divergent), Some(treedepth), Some(energy)) => {
             let stats = SamplerStats {
@@ -177,10 +204,7 @@ pub fn summarize(all_chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::
         _ => None,
     };
     Ok(Summary {
-        model: first
-            .config_value("model")
-            .unwrap_or("(unknown)")
-            .to_string(),
+        model: model.to_string(),
         chains: chains.len(),
         draws_per_chain,
         columns,

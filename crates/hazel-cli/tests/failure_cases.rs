@@ -533,7 +533,7 @@ fn missing_data_in_process(settings: &RunSettings) -> Vec<String> {
                 "model",
                 "data.json",
                 &format!("model-{}.csv", config.first_chain_id + index as u64),
-                config,
+                &config.info(),
                 index,
             );
             Box::new(StanCsvWriter::new(buffer.clone(), header)) as Box<dyn DrawSink>

@@ -102,7 +102,8 @@ fn table_summary_shows_columns_and_cmdstan_style_warnings() {
 
 #[test]
 fn hazel_written_and_truncated_files() {
-    use hazel_nuts::{DrawSink, DrawStats, InverseMetric, RunConfig, Timing};
+    use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Timing};
+    use hazel_nuts::{DrawStats, RunConfig};
     use hazel_output::{CsvHeaderInfo, StanCsvWriter};
     let dir = scratch_dir("hazel-files");
     let mut run = RunConfig::default();
@@ -110,12 +111,21 @@ fn hazel_written_and_truncated_files() {
     let mut paths = Vec::new();
     for chain in 0..2 {
         let path = dir.join(format!("out_{}.csv", chain + 1));
-        let mut sink =
-            StanCsvWriter::create(&path, CsvHeaderInfo::new("m", "", "out.csv", &run, chain))
-                .expect("create");
-        sink.begin(&["x".to_string()]).expect("begin");
-        sink.adaptation_done(1.0, &InverseMetric::Diag(vec![1.0]))
-            .expect("adaptation");
+        let mut sink = StanCsvWriter::create(
+            &path,
+            CsvHeaderInfo::new("m", "", "out.csv", &run.info(), chain),
+        )
+        .expect("create");
+        sink.begin(&Columns {
+            stats: DrawStats::columns(),
+            values: &["x".to_string()],
+        })
+        .expect("begin");
+        sink.adaptation_done(&AdaptationInfo::Hmc {
+            stepsize: 1.0,
+            inv_metric: &InverseMetric::Diag(vec![1.0]),
+        })
+        .expect("adaptation");
         for i in 0..100 {
             let x = ((i * 37 + chain * 11) % 100) as f64 / 10.0;
             let stats = DrawStats {
@@ -127,7 +137,12 @@ fn hazel_written_and_truncated_files() {
                 divergent: false,
                 energy: x + (i % 7) as f64,
             };
-            sink.draw(false, &stats, &[x]).expect("draw");
+            sink.draw(&Draw {
+                warmup: false,
+                stats: &stats.values(),
+                values: &[x],
+            })
+            .expect("draw");
         }
         sink.finish(&Timing::default()).expect("finish");
         paths.push(path);

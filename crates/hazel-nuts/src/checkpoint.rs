@@ -103,31 +103,5 @@ impl CheckpointPolicy {
     }
 }
 
-/// Serde adapter: an `f64` as its bit pattern.
-pub mod f64_bits {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(value.to_bits())
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        u64::deserialize(d).map(f64::from_bits)
-    }
-}
-
-/// Serde adapter: a `Vec<f64>` as the bit patterns of its elements.
-pub mod vec_f64_bits {
-    use serde::ser::SerializeSeq;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(values.len()))?;
-        for v in values {
-            seq.serialize_element(&v.to_bits())?;
-        }
-        seq.end()
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-        Vec::<u64>::deserialize(d).map(|bits| bits.into_iter().map(f64::from_bits).collect())
-    }
-}
+/// Serde adapters storing `f64`s as their bit patterns (defined with the draw contract).
+pub use hazel_draws::bits::{f64 as f64_bits, vec_f64 as vec_f64_bits};

@@ -26,7 +26,7 @@
 //! * [`checkpoint`] — a chain's whole state between iterations ([`chain::Chain::snapshot`] /
 //!   [`chain::Chain::restore`]), to checkpoint a run and resume it bit for bit.
 //! * [`run()`] — all chains of a run on a private rayon pool, each into its own
-//!   [`types::DrawSink`].
+//!   [`hazel_draws::DrawSink`].
 //!
 //! The pieces below the runner are public so that a batched backend (many chains in lockstep on
 //! a GPU) can reuse the same state, adaptation and statistics without the runner.
@@ -39,8 +39,12 @@
 //! a subtree is made progressively leaf by leaf instead of at each merge (same distribution, see
 //! [`nuts`]).
 //!
-//! The public contract with the output side is in [`types`]: the run configuration, the
-//! per-draw statistics and the [`types::DrawSink`] that receives every draw as it is made.
+//! The sampler's side of the draw contract (`hazel-draws`) is in [`types`]: the run
+//! configuration, which describes the run to the outputs ([`RunConfig::info`]: CmdStan's
+//! `sample` settings, the statistic columns, the draws kept), and the per-iteration
+//! [`DrawStats`] that reach each chain's [`hazel_draws::DrawSink`] as numbers in
+//! [`DrawStats::columns`] order. The contract's types (`DrawSink`, `Progress`, `Timing`,
+//! `InverseMetric`) are re-exported here for convenience.
 
 pub mod adapt;
 pub mod chain;

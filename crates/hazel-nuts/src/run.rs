@@ -11,16 +11,20 @@
 //! that was begun is finished.
 //!
 //! For each chain the runner calls, from the thread running the chain, in order:
-//! [`DrawSink::begin`] (after a starting point was found), [`DrawSink::draw`] for each kept
-//! iteration (warmup iterations with `save_warmup`, every `thin`-th iteration of each phase
-//! counted from its first, as CmdStan does), [`DrawSink::adaptation_done`] after warmup, and
-//! [`DrawSink::finish`] — also when the chain stops early after `begin`, so a file sink can
-//! flush what it has.
+//! [`DrawSink::begin`] (after a starting point was found) with the algorithm's statistic columns
+//! ([`Algorithm::stat_columns`]) and the model's output columns, [`DrawSink::draw`] for each
+//! kept iteration (warmup iterations with `save_warmup`, every `thin`-th iteration of each
+//! phase counted from its first, as CmdStan does), [`DrawSink::adaptation_done`] after warmup
+//! (NUTS only: fixed_param adapts nothing, and CmdStan's fixed_param files have no adaptation
+//! block), and [`DrawSink::finish`] — also when the chain stops early after `begin`, so a file
+//! sink can flush what it has. Checkpoints reach [`DrawSink::checkpoint`] as
+//! [`ChainCheckpoint`]s.
 
 use crate::chain::{validate_config, Chain, ChainError, Iteration};
 use crate::checkpoint::{ChainCheckpoint, ChainCounters, ChainStart, CheckpointPolicy};
-use crate::types::{DrawSink, Init, InverseMetric, Progress, RunConfig, Timing};
+use crate::types::{Algorithm, Init, RunConfig};
 use hazel_density::Model;
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Progress, Timing};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -282,8 +286,11 @@ fn run_chain<M: Model + ?Sized>(
     let mut chain = match &start {
         ChainStart::Fresh => {
             let chain = Chain::new(model, &config.sampler, config.seed, chain_id, index)?;
-            sink.begin(&model.output_names())
-                .map_err(ChainError::Sink)?;
+            sink.begin(&Columns {
+                stats: config.sampler.algorithm.stat_columns(),
+                values: &model.output_names(),
+            })
+            .map_err(ChainError::Sink)?;
             chain
         }
         ChainStart::Resume(checkpoint) => {
@@ -306,11 +313,11 @@ fn run_chain<M: Model + ?Sized>(
     let finished = sink.finish(&report.timing).map_err(ChainError::Sink);
     result.and(finished)?;
     if !shared.config.checkpoint.is_off() {
-        sink.checkpoint(&ChainCheckpoint {
+        let last = ChainCheckpoint {
             state: None,
             counters: report.counters(),
-        })
-        .map_err(ChainError::Sink)?;
+        };
+        sink.checkpoint(&last).map_err(ChainError::Sink)?;
     }
     Ok(())
 }
@@ -358,6 +365,7 @@ fn sample_into<M: Model + ?Sized>(
     warmup_start: Instant,
 ) -> Result<(), ChainError> {
     let (sampler, progress) = (&shared.config.sampler, shared.progress);
+    let n_stats = sampler.algorithm.stat_columns().len();
     // Time already spent before a resume counts towards the phase it was spent in.
     let (warmup_before, sampling_before) = (report.timing.warmup, report.timing.sampling);
     let mut sampling_start = None;
@@ -371,7 +379,7 @@ fn sample_into<M: Model + ?Sized>(
         };
     // Adaptation is over before the first sampling iteration, also when num_warmup = 0.
     if chain.completed() == 0 && sampler.num_warmup == 0 {
-        finish_warmup(chain, sink, report)?;
+        finish_warmup(chain, sampler.algorithm, sink, report)?;
     }
     if chain.completed() >= sampler.num_warmup {
         sampling_start = Some(Instant::now());
@@ -416,8 +424,13 @@ fn sample_into<M: Model + ?Sized>(
             let (values, problem) = chain
                 .write_output()
                 .map_err(|error| ChainError::Fatal { iteration, error })?;
-            sink.draw(warmup, &stats, values)
-                .map_err(ChainError::Sink)?;
+            let stat_values = stats.values();
+            sink.draw(&Draw {
+                warmup,
+                stats: &stat_values[..n_stats],
+                values,
+            })
+            .map_err(ChainError::Sink)?;
             report.draws_written += 1;
             if let Some(problem) = problem {
                 progress.message(
@@ -437,7 +450,7 @@ fn sample_into<M: Model + ?Sized>(
         progress.iteration(index, iteration, warmup, divergences);
         if warmup && iteration == sampler.num_warmup {
             record_time(report, None);
-            finish_warmup(chain, sink, report)?;
+            finish_warmup(chain, sampler.algorithm, sink, report)?;
             sampling_start = Some(Instant::now());
             phase_iteration = 0;
         }
@@ -446,11 +459,11 @@ fn sample_into<M: Model + ?Sized>(
         if !chain.is_done() && clock.due(iteration) {
             let started = Instant::now();
             record_time(report, sampling_start);
-            sink.checkpoint(&ChainCheckpoint {
+            let checkpoint = ChainCheckpoint {
                 state: Some(chain.snapshot()),
                 counters: report.counters(),
-            })
-            .map_err(ChainError::Sink)?;
+            };
+            sink.checkpoint(&checkpoint).map_err(ChainError::Sink)?;
             clock.taken(iteration, started);
         }
     }
@@ -460,13 +473,19 @@ fn sample_into<M: Model + ?Sized>(
 
 fn finish_warmup<M: Model + ?Sized>(
     chain: &mut Chain<'_, M>,
+    algorithm: Algorithm,
     sink: &mut dyn DrawSink,
     report: &mut ChainReport,
 ) -> Result<(), ChainError> {
     let stepsize = chain.stepsize();
     let inv_metric = chain.inverse_metric();
-    sink.adaptation_done(stepsize, inv_metric)
+    if algorithm == Algorithm::Nuts {
+        sink.adaptation_done(&AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        })
         .map_err(ChainError::Sink)?;
+    }
     report.stepsize = Some(stepsize);
     report.inv_metric = Some(inv_metric.clone());
     Ok(())

@@ -1,10 +1,14 @@
-//! Configuration, statistics and the draw sink: what the sampler shares with the output side.
-//! Every setting of a run is a field here; hazel has no process-global configuration.
+//! The sampler's configuration and per-iteration statistics, and how they describe a run to
+//! the outputs ([`RunConfig::info`], [`DrawStats::values`]); the contract itself (sinks,
+//! progress, timing, inverse metrics) is `hazel-draws`. Every setting of a run is a field here;
+//! hazel has no process-global configuration.
 
-use crate::checkpoint::{vec_f64_bits, ChainCheckpoint, CheckpointPolicy};
-use serde::{Deserialize, Serialize};
-use std::io;
-use std::time::Duration;
+use crate::checkpoint::CheckpointPolicy;
+use hazel_draws::{KeptDraws, RunInfo, Setting, SettingValue, StatColumn};
+
+/// The draw contract, re-exported for convenience: code outside the sampler names
+/// `hazel_draws` directly.
+pub use hazel_draws::{DrawSink, InverseMetric, NoProgress, Progress, Timing};
 
 /// The form of the metric (CmdStan's `unit_e`, `diag_e`, `dense_e`, and hazel's low-rank plus
 /// diagonal form, which only [`AdaptMethod::LowRank`] learns).
@@ -17,6 +21,18 @@ pub enum MetricKind {
     /// `M⁻¹ = D (I + U (Λ − I) Uᵀ) D`: a diagonal scale `D` and a few eigen-directions `U`
     /// with their variances `Λ` in the scaled space (see [`crate::metric`]).
     LowRank,
+}
+
+impl MetricKind {
+    /// CmdStan's name of the metric. A low-rank metric is a dense one (`D (I + U (Λ − I) Uᵀ)
+    /// D`), and the adaptation block holds that dense matrix, so readers see `dense_e`.
+    pub fn cmdstan_name(self) -> &'static str {
+        match self {
+            MetricKind::Unit => "unit_e",
+            MetricKind::Diag => "diag_e",
+            MetricKind::Dense | MetricKind::LowRank => "dense_e",
+        }
+    }
 }
 
 /// How warmup learns the metric (`hazel sample --adaptation`); see [`crate::adapt`].
@@ -33,6 +49,15 @@ pub enum AdaptMethod {
 }
 
 impl AdaptMethod {
+    /// The `--adaptation` value naming this method (also in the CSV header).
+    pub fn name(self) -> &'static str {
+        match self {
+            AdaptMethod::Stan => "stan",
+            AdaptMethod::DiagGrad => "diag-grad",
+            AdaptMethod::LowRank => "low-rank",
+        }
+    }
+
     /// The metric form this method learns, given the requested one (`Stan` learns any).
     pub fn metric_kind(self, requested: MetricKind) -> MetricKind {
         match self {
@@ -53,81 +78,6 @@ pub enum Algorithm {
     /// parameters and generated quantities). What Stan runs for a model with no parameters;
     /// see [`crate::fixed_param`].
     FixedParam,
-}
-
-/// An inverse metric (the mass matrix's inverse, an estimate of the posterior covariance).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum InverseMetric {
-    /// Diagonal: one variance per dimension.
-    Diag(#[serde(with = "vec_f64_bits")] Vec<f64>),
-    /// Dense: `dim × dim`, row-major, symmetric positive definite.
-    Dense {
-        dim: usize,
-        #[serde(with = "vec_f64_bits")]
-        values: Vec<f64>,
-    },
-    /// Low-rank plus diagonal, `D (I + U (Λ − I) Uᵀ) D` with `D = diag(scale)`; `vectors` holds
-    /// the `values.len()` orthonormal columns of `U` one after the other (`dim` entries each).
-    LowRank {
-        #[serde(with = "vec_f64_bits")]
-        scale: Vec<f64>,
-        #[serde(with = "vec_f64_bits")]
-        values: Vec<f64>,
-        #[serde(with = "vec_f64_bits")]
-        vectors: Vec<f64>,
-    },
-}
-
-impl InverseMetric {
-    /// The dimension of the space.
-    pub fn dim(&self) -> usize {
-        match self {
-            InverseMetric::Diag(values) => values.len(),
-            InverseMetric::Dense { dim, .. } => *dim,
-            InverseMetric::LowRank { scale, .. } => scale.len(),
-        }
-    }
-
-    /// The metric as CmdStan's files hold it: a diagonal stays diagonal, a low-rank one becomes
-    /// its dense `dim × dim` matrix (row-major), which is what `dense_e` readers expect.
-    pub fn to_stan_form(&self) -> std::borrow::Cow<'_, InverseMetric> {
-        match self {
-            InverseMetric::Diag(_) | InverseMetric::Dense { .. } => {
-                std::borrow::Cow::Borrowed(self)
-            }
-            InverseMetric::LowRank {
-                scale,
-                values,
-                vectors,
-            } => {
-                let dim = scale.len();
-                let mut dense = vec![0.0; dim * dim];
-                for i in 0..dim {
-                    dense[i * dim + i] = 1.0;
-                }
-                for (k, &lambda) in values.iter().enumerate() {
-                    let u = &vectors[k * dim..(k + 1) * dim];
-                    for i in 0..dim {
-                        for j in 0..dim {
-                            dense[i * dim + j] += (lambda - 1.0) * u[i] * u[j];
-                        }
-                    }
-                }
-                for i in 0..dim {
-                    for j in 0..dim {
-                        dense[i * dim + j] *= scale[i] * scale[j];
-                    }
-                }
-                // Exactly symmetric, as a dense_e reader checks.
-                for i in 0..dim {
-                    for j in 0..i {
-                        dense[j * dim + i] = dense[i * dim + j];
-                    }
-                }
-                std::borrow::Cow::Owned(InverseMetric::Dense { dim, values: dense })
-            }
-        }
-    }
 }
 
 /// Warmup's adaptation settings: the method, then Stan's step-size and window settings with
@@ -268,24 +218,25 @@ pub struct DrawStats {
     pub energy: f64,
 }
 
+/// NUTS's statistic columns, as CmdStan writes them, in [`DrawStats::values`] order.
+static NUTS_COLUMNS: [StatColumn; 7] = [
+    StatColumn::real("lp__"),
+    StatColumn::real("accept_stat__"),
+    StatColumn::real("stepsize__"),
+    StatColumn::integer("treedepth__"),
+    StatColumn::integer("n_leapfrog__"),
+    StatColumn::flag("divergent__"),
+    StatColumn::real("energy__"),
+];
+
 impl DrawStats {
-    /// The columns the fixed_param sampler writes (CmdStan's: `lp__` and `accept_stat__`,
-    /// both 0).
-    pub const FIXED_PARAM_NAMES: [&'static str; 2] = ["lp__", "accept_stat__"];
+    /// NUTS's statistic columns, as CmdStan writes them, in [`DrawStats::values`] order.
+    pub fn columns() -> &'static [StatColumn] {
+        &NUTS_COLUMNS
+    }
 
-    /// Column names of the statistics, as CmdStan writes them.
-    pub const NAMES: [&'static str; 7] = [
-        "lp__",
-        "accept_stat__",
-        "stepsize__",
-        "treedepth__",
-        "n_leapfrog__",
-        "divergent__",
-        "energy__",
-    ];
-
-    /// The statistics as numbers, in the order of [`DrawStats::NAMES`] (integers and the
-    /// divergence flag as f64), for outputs that store every column as f64.
+    /// The statistics as numbers, in the order of [`DrawStats::columns()`] (integers and the
+    /// divergence flag as f64): what a sink receives.
     pub fn values(&self) -> [f64; 7] {
         [
             self.lp,
@@ -297,54 +248,188 @@ impl DrawStats {
             self.energy,
         ]
     }
-}
 
-/// Wall-clock time spent in each phase of a chain.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Timing {
-    pub warmup: Duration,
-    pub sampling: Duration,
-}
-
-/// Receives one chain's output as it is produced. One sink per chain; the runner calls it from
-/// the thread running that chain, in iteration order.
-pub trait DrawSink: Send {
-    /// Before the first draw: the model's output column names (after the `__` columns).
-    fn begin(&mut self, names: &[String]) -> io::Result<()>;
-    /// After warmup, with the adapted step size and inverse metric (also called, with the
-    /// initial values, when adaptation is off).
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()>;
-    /// One kept iteration (warmup iterations only when `save_warmup`).
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()>;
-    /// After the last draw; also when the chain stops early (an error in the model, in this
-    /// sink, or another chain's fatal error) after `begin` succeeded, so that what was written can
-    /// be flushed.
-    fn finish(&mut self, timing: &Timing) -> io::Result<()>;
-    /// Makes everything written so far durable and stores `checkpoint` as the point to resume
-    /// from: between iterations at the cadence of [`RunConfig::checkpoint`], and once more,
-    /// with no chain state, after a successful `finish`. A sink that cannot resume ignores it.
-    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
-        let _ = checkpoint;
-        Ok(())
+    /// The statistics back from [`DrawStats::values`]'s numbers (fixed_param's two columns
+    /// leave the rest 0).
+    pub fn from_values(values: &[f64]) -> DrawStats {
+        let at = |k: usize| values.get(k).copied().unwrap_or(0.0);
+        DrawStats {
+            lp: at(0),
+            accept_stat: at(1),
+            stepsize: at(2),
+            treedepth: at(3) as u32,
+            n_leapfrog: at(4) as u32,
+            divergent: at(5) != 0.0,
+            energy: at(6),
+        }
     }
 }
 
-/// Observes progress of all chains (a progress bar, periodic log lines). Shared across threads,
-/// so it takes `&self`; it never influences the draws.
-pub trait Progress: Sync {
-    /// Called after every iteration of chain `chain` (0-based index within the run).
-    /// `iteration` counts from 1 over warmup + sampling; `divergences` counts the divergent
-    /// iterations of the current phase only (warmup, or sampling after warmup).
-    fn iteration(&self, chain: usize, iteration: usize, warmup: bool, divergences: usize);
-    /// A rejected proposal's message (the observer rate-limits what it shows).
-    fn message(&self, chain: usize, message: &str) {
-        let _ = (chain, message);
+impl Algorithm {
+    /// The statistic columns this algorithm writes: NUTS's seven ([`DrawStats::columns()`]), or
+    /// fixed_param's first two (CmdStan's `lp__` and `accept_stat__`, both 0).
+    pub fn stat_columns(self) -> &'static [StatColumn] {
+        match self {
+            Algorithm::Nuts => DrawStats::columns(),
+            Algorithm::FixedParam => &DrawStats::columns()[..2],
+        }
     }
 }
 
-/// A progress observer that shows nothing (`--quiet`).
-pub struct NoProgress;
+impl RunConfig {
+    /// Switches the run to Stan's fixed_param sampler, which runs no warmup (CmdStan ignores
+    /// `num_warmup` for it too).
+    pub fn use_fixed_param(&mut self) {
+        self.sampler.algorithm = Algorithm::FixedParam;
+        self.sampler.num_warmup = 0;
+        self.sampler.save_warmup = false;
+    }
 
-impl Progress for NoProgress {
-    fn iteration(&self, _: usize, _: usize, _: bool, _: usize) {}
+    /// The run as its outputs describe it: CmdStan's `sample` method with its settings in
+    /// CmdStan's order and `(Default)` marks, the algorithm's statistic columns, and the draws
+    /// each chain keeps.
+    pub fn info(&self) -> RunInfo {
+        let s = &self.sampler;
+        let thin = s.thin.max(1);
+        RunInfo {
+            method: "sample".into(),
+            settings: s.cmdstan_settings(),
+            stat_columns: s.algorithm.stat_columns().to_vec(),
+            kept: KeptDraws {
+                warmup: if s.save_warmup {
+                    s.num_warmup.div_ceil(thin)
+                } else {
+                    0
+                },
+                sampling: s.num_samples.div_ceil(thin),
+            },
+            seed: self.seed,
+            init: match &s.init {
+                Init::Radius(radius) => SettingValue::Real(*radius),
+                Init::Unconstrained(_) => SettingValue::Text("user".into()),
+            },
+            first_chain_id: self.first_chain_id,
+            chains: self.chains,
+        }
+    }
+}
+
+impl SamplerConfig {
+    /// The settings of CmdStan's `sample` section for this configuration.
+    pub fn cmdstan_settings(&self) -> Vec<Setting> {
+        use SettingValue::{Real, Text};
+        let defaults = SamplerConfig::default();
+        let (a, d) = (&self.adapt, &defaults.adapt);
+        let count = SettingValue::count;
+        let flag = SettingValue::flag;
+        let mut list = vec![
+            Setting::value(
+                0,
+                "num_samples",
+                count(self.num_samples),
+                self.num_samples == defaults.num_samples,
+            ),
+            Setting::value(
+                0,
+                "num_warmup",
+                count(self.num_warmup),
+                self.num_warmup == defaults.num_warmup,
+            ),
+            Setting::value(
+                0,
+                "save_warmup",
+                flag(self.save_warmup),
+                self.save_warmup == defaults.save_warmup,
+            ),
+            Setting::value(0, "thin", count(self.thin), self.thin == defaults.thin),
+            Setting::section(0, "adapt"),
+            Setting::value(1, "engaged", flag(a.engaged), a.engaged == d.engaged),
+            Setting::value(1, "gamma", Real(a.gamma), a.gamma == d.gamma),
+            Setting::value(1, "delta", Real(a.delta), a.delta == d.delta),
+            Setting::value(1, "kappa", Real(a.kappa), a.kappa == d.kappa),
+            Setting::value(1, "t0", Real(a.t0), a.t0 == d.t0),
+            Setting::value(
+                1,
+                "init_buffer",
+                count(a.init_buffer),
+                a.init_buffer == d.init_buffer,
+            ),
+            Setting::value(
+                1,
+                "term_buffer",
+                count(a.term_buffer),
+                a.term_buffer == d.term_buffer,
+            ),
+            Setting::value(1, "window", count(a.window), a.window == d.window),
+            Setting::value(1, "save_metric", flag(false), true),
+            // hazel's: which method learns the metric (`--adaptation`).
+            Setting::value(
+                1,
+                "adaptation",
+                Text(a.method.name().into()),
+                a.method == d.method,
+            ),
+        ];
+        match self.algorithm {
+            Algorithm::FixedParam => list.push(Setting::value(
+                0,
+                "algorithm",
+                Text("fixed_param".into()),
+                false,
+            )),
+            Algorithm::Nuts => {
+                list.extend([
+                    Setting::value(0, "algorithm", Text("hmc".into()), true),
+                    Setting::section(1, "hmc"),
+                    Setting::value(2, "engine", Text("nuts".into()), true),
+                    Setting::section(3, "nuts"),
+                    Setting::value(
+                        4,
+                        "max_depth",
+                        SettingValue::Integer(i64::from(self.max_depth)),
+                        self.max_depth == defaults.max_depth,
+                    ),
+                    Setting::value(
+                        2,
+                        "metric",
+                        Text(self.metric.cmdstan_name().into()),
+                        self.metric == defaults.metric,
+                    ),
+                    // The file's name is the caller's to fill in (RunInfo::set_setting).
+                    Setting::value(
+                        2,
+                        "metric_file",
+                        Text("".into()),
+                        self.inv_metric.is_empty(),
+                    ),
+                    Setting::value(
+                        2,
+                        "stepsize",
+                        Real(self.stepsize),
+                        self.stepsize == defaults.stepsize,
+                    ),
+                    Setting::value(
+                        2,
+                        "stepsize_jitter",
+                        Real(self.stepsize_jitter),
+                        self.stepsize_jitter == defaults.stepsize_jitter,
+                    ),
+                ]);
+            }
+        }
+        list.push(Setting::value(
+            0,
+            "num_chains",
+            SettingValue::Integer(1),
+            true,
+        ));
+        // hazel's: random starts screened per chain (`--init-candidates`).
+        list.push(Setting::value(
+            0,
+            "init_candidates",
+            count(self.init_candidates),
+            self.init_candidates == defaults.init_candidates,
+        ));
+        list
+    }
 }

@@ -7,8 +7,7 @@ mod common;
 use common::*;
 use hazel_density::{EvalError, LogDensity, Unconstrained};
 use hazel_nuts::{
-    ChainError, DrawSink, DrawStats, Init, InitError, NoProgress, RunConfig, RunError,
-    SamplerConfig,
+    ChainError, DrawSink, Init, InitError, NoProgress, RunConfig, RunError, SamplerConfig,
 };
 use std::sync::{Arc, Mutex};
 
@@ -290,13 +289,10 @@ fn fatal_error_stops_the_run() {
 /// A sink that fails at its 10th draw.
 struct FailingSink(usize);
 impl DrawSink for FailingSink {
-    fn begin(&mut self, _: &[String]) -> std::io::Result<()> {
+    fn begin(&mut self, _: &hazel_draws::Columns<'_>) -> std::io::Result<()> {
         Ok(())
     }
-    fn adaptation_done(&mut self, _: f64, _: &hazel_nuts::InverseMetric) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, _: bool, _: &DrawStats, _: &[f64]) -> std::io::Result<()> {
+    fn draw(&mut self, _: &hazel_draws::Draw<'_>) -> std::io::Result<()> {
         self.0 += 1;
         if self.0 == 10 {
             return Err(std::io::Error::other("disk full"));

@@ -8,9 +8,10 @@ mod common;
 
 use common::*;
 use hazel_density::Unconstrained;
+use hazel_draws::{erased_serde, AdaptationInfo, Columns};
 use hazel_nuts::{
-    AdaptMethod, ChainCheckpoint, ChainStart, CheckpointPolicy, DrawSink, DrawStats, InverseMetric,
-    MetricKind, NoProgress, RunConfig, SamplerConfig, Timing,
+    AdaptMethod, ChainCheckpoint, ChainStart, CheckpointPolicy, DrawSink, MetricKind, NoProgress,
+    RunConfig, SamplerConfig, Timing,
 };
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -25,30 +26,28 @@ struct Recorded {
 struct CheckpointSink(Arc<Mutex<Recorded>>);
 
 impl DrawSink for CheckpointSink {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
-        self.0.lock().unwrap().received.names = names.to_vec();
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().received.begin(columns);
         Ok(())
     }
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        self.0.lock().unwrap().received.adaptation = Some((stepsize, inv_metric.clone()));
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().received.adaptation_done(adaptation);
         Ok(())
     }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        self.0.lock().unwrap().received.draws.push(Draw {
-            warmup,
-            stats: *stats,
-            values: values.to_vec(),
-        });
+    fn draw(&mut self, draw: &hazel_draws::Draw<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().received.draw(draw);
         Ok(())
     }
     fn finish(&mut self, _: &Timing) -> io::Result<()> {
         self.0.lock().unwrap().received.finished = true;
         Ok(())
     }
-    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
+    fn checkpoint(&mut self, checkpoint: &dyn erased_serde::Serialize) -> io::Result<()> {
+        // The runner's checkpoint, as a sink sees it: serialisable, its type unnamed.
         let json = serde_json::to_string(checkpoint).map_err(io::Error::other)?;
         let back: ChainCheckpoint = serde_json::from_str(&json).map_err(io::Error::other)?;
-        assert_eq!(&back, checkpoint, "JSON round trip is exact");
+        let again = serde_json::to_string(&back).map_err(io::Error::other)?;
+        assert_eq!(again, json, "JSON round trip is exact");
         let mut r = self.0.lock().unwrap();
         let so_far = r.received.clone();
         r.checkpoints.push((back, so_far));

@@ -7,7 +7,8 @@
 //! The draws are AR(1) series (so ESS is below the draw count) around known means:
 //! `mu` ≈ 1, `tau` ≈ exp(normal), `theta.1..3` ≈ −1, 0, 1.
 
-use hazel_nuts::{DrawSink, DrawStats, InverseMetric, RunConfig, Timing};
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Timing};
+use hazel_nuts::{DrawStats, RunConfig};
 use hazel_output::{CsvHeaderInfo, StanCsvWriter};
 use hazel_rng::{Purpose, StreamRng};
 use std::path::PathBuf;
@@ -33,7 +34,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     for chain in 0..run.chains {
         let path = out_dir.join(format!("synthetic_{}.csv", chain + 1));
-        let header = CsvHeaderInfo::new("synthetic", "", &path.display().to_string(), &run, chain);
+        let header = CsvHeaderInfo::new(
+            "synthetic",
+            "",
+            &path.display().to_string(),
+            &run.info(),
+            chain,
+        );
         let mut sink = StanCsvWriter::create(&path, header)?;
         let mut rng = StreamRng::new(run.seed, chain as u64 + 1, Purpose::Sampler);
         let mut state = [0.0; 5];
@@ -60,17 +67,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             (stats, values)
         };
-        sink.begin(&names)?;
+        sink.begin(&Columns {
+            stats: DrawStats::columns(),
+            values: &names,
+        })?;
         for _ in 0..run.sampler.num_warmup {
             let (stats, values) = step(&mut rng);
             if run.sampler.save_warmup {
-                sink.draw(true, &stats, &values)?;
+                sink.draw(&Draw {
+                    warmup: true,
+                    stats: &stats.values(),
+                    values: &values,
+                })?;
             }
         }
-        sink.adaptation_done(0.6, &InverseMetric::Diag(vec![1.0, 0.5, 1.0, 1.0, 1.0]))?;
+        sink.adaptation_done(&AdaptationInfo::Hmc {
+            stepsize: 0.6,
+            inv_metric: &InverseMetric::Diag(vec![1.0, 0.5, 1.0, 1.0, 1.0]),
+        })?;
         for _ in 0..run.sampler.num_samples {
             let (stats, values) = step(&mut rng);
-            sink.draw(false, &stats, &values)?;
+            sink.draw(&Draw {
+                warmup: false,
+                stats: &stats.values(),
+                values: &values,
+            })?;
         }
         sink.finish(&Timing {
             warmup: Duration::from_millis(12),

@@ -10,14 +10,17 @@
 //! # Checkpoint format (version 1)
 //!
 //! A JSON object `{"format": "hazel-checkpoint", "version": 1, "csv_bytes": N, "chain": C}`:
-//! `N` is the CSV's length when the checkpoint was taken and `C` a
-//! [`hazel_nuts::ChainCheckpoint`] (the chain's state — every `f64` as its IEEE bit pattern, the
-//! random streams as word positions — and the runner's counters; no state once the chain has
-//! finished). Resuming ([`ChainCsvFile::resume`]) cuts the CSV back to `N` bytes, which also
+//! `N` is the CSV's length when the checkpoint was taken and `C` the algorithm's checkpoint as
+//! it serialises itself (for NUTS a `hazel_nuts::ChainCheckpoint`: the chain's state — every
+//! `f64` as its IEEE bit pattern, the random streams as word positions — and the runner's
+//! counters; no state once the chain has finished). This crate never names that type: the
+//! sink receives it as `&dyn erased_serde::Serialize`, and [`read_checkpoint`] reads it back
+//! as whatever type its caller asks for. Resuming ([`ChainCsvFile::resume`]) cuts the CSV back to `N` bytes, which also
 //! removes a row torn by a kill, and appends from there.
 
 use crate::writer::{CsvHeaderInfo, StanCsvWriter};
-use hazel_nuts::{ChainCheckpoint, DrawSink, DrawStats, InverseMetric, Timing};
+use hazel_draws::{erased_serde, AdaptationInfo, Columns, Draw, DrawSink, Timing};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom};
@@ -26,14 +29,24 @@ use std::path::{Path, PathBuf};
 const FORMAT: &str = "hazel-checkpoint";
 const VERSION: u32 = 1;
 
-/// A checkpoint as stored on disk.
+/// A checkpoint as stored on disk; `C` is the algorithm's checkpoint type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StoredCheckpoint {
+pub struct StoredCheckpoint<C> {
     pub format: String,
     pub version: u32,
     /// The CSV's length in bytes when the checkpoint was taken.
     pub csv_bytes: u64,
-    pub chain: ChainCheckpoint,
+    pub chain: C,
+}
+
+/// What [`ChainCsvFile::checkpoint`] writes: [`StoredCheckpoint`] with the algorithm's
+/// checkpoint as it was handed over.
+#[derive(Serialize)]
+struct CheckpointToStore<'a> {
+    format: &'static str,
+    version: u32,
+    csv_bytes: u64,
+    chain: &'a dyn erased_serde::Serialize,
 }
 
 /// The checkpoint file of the chain whose CSV is `csv`: `dir/m-1.csv` → `dir/m-1.checkpoint.json`.
@@ -41,14 +54,16 @@ pub fn checkpoint_path(csv: &Path) -> PathBuf {
     csv.with_extension("checkpoint.json")
 }
 
-/// Reads a checkpoint file; `Ok(None)` when there is none.
-pub fn read_checkpoint(path: &Path) -> Result<Option<StoredCheckpoint>, String> {
+/// Reads a checkpoint file, its chain checkpoint as `C`; `Ok(None)` when there is none.
+pub fn read_checkpoint<C: DeserializeOwned>(
+    path: &Path,
+) -> Result<Option<StoredCheckpoint<C>>, String> {
     let text = match std::fs::read(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let stored: StoredCheckpoint = serde_json::from_slice(&text)
+    let stored: StoredCheckpoint<C> = serde_json::from_slice(&text)
         .map_err(|e| format!("{} is not a hazel checkpoint: {e}", path.display()))?;
     if stored.format != FORMAT || stored.version != VERSION {
         return Err(format!(
@@ -74,8 +89,12 @@ impl ChainCsvFile {
     pub fn create(path: &Path, header: CsvHeaderInfo, names: &[String]) -> io::Result<Self> {
         let checkpoint_path = checkpoint_path(path);
         remove_if_present(&checkpoint_path)?;
+        let stats = header.stat_columns().to_vec();
         let mut csv = StanCsvWriter::create(path, header)?;
-        csv.begin(names)?;
+        csv.begin(&Columns {
+            stats: &stats,
+            values: names,
+        })?;
         Ok(ChainCsvFile {
             csv,
             csv_path: path.to_path_buf(),
@@ -120,27 +139,27 @@ impl ChainCsvFile {
 }
 
 impl DrawSink for ChainCsvFile {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
-        self.csv.begin(names)
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        self.csv.begin(columns)
     }
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        self.csv.adaptation_done(stepsize, inv_metric)
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        self.csv.adaptation_done(adaptation)
     }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        self.csv.draw(warmup, stats, values)
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
+        self.csv.draw(draw)
     }
     fn finish(&mut self, timing: &Timing) -> io::Result<()> {
         self.csv.finish(timing)
     }
 
-    fn checkpoint(&mut self, checkpoint: &ChainCheckpoint) -> io::Result<()> {
+    fn checkpoint(&mut self, checkpoint: &dyn erased_serde::Serialize) -> io::Result<()> {
         // The CSV first: the checkpoint must never point past what is on disk.
         self.csv.get_ref().sync_data()?;
-        let stored = StoredCheckpoint {
-            format: FORMAT.to_string(),
+        let stored = CheckpointToStore {
+            format: FORMAT,
             version: VERSION,
             csv_bytes: self.csv.bytes_written(),
-            chain: checkpoint.clone(),
+            chain: checkpoint,
         };
         write_atomically(&self.checkpoint_path, |out| {
             serde_json::to_writer(out, &stored).map_err(io::Error::other)
@@ -199,7 +218,7 @@ fn remove_if_present(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hazel_nuts::{ChainCounters, RunConfig};
+    use hazel_nuts::{ChainCheckpoint, ChainCounters, DrawStats, RunConfig};
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
@@ -214,9 +233,18 @@ mod tests {
             "m",
             "",
             &path.display().to_string(),
-            &RunConfig::default(),
+            &RunConfig::default().info(),
             0,
         )
+    }
+
+    fn draw(file: &mut ChainCsvFile, lp: f64, x: f64) {
+        file.draw(&Draw {
+            warmup: false,
+            stats: &stats(lp).values(),
+            values: &[x],
+        })
+        .unwrap()
     }
 
     fn stats(lp: f64) -> DrawStats {
@@ -241,26 +269,28 @@ mod tests {
         let mut file = ChainCsvFile::create(&path, header(&path), &names).unwrap();
         let header_len = std::fs::metadata(&path).unwrap().len();
         assert!(header_len > 0, "the header is written at creation");
-        file.draw(false, &stats(-1.0), &[0.25]).unwrap();
+        draw(&mut file, -1.0, 0.25);
         let checkpoint = ChainCheckpoint {
             state: None,
             counters: ChainCounters::default(),
         };
         file.checkpoint(&checkpoint).unwrap();
         let at_checkpoint = std::fs::read(&path).unwrap();
-        file.draw(false, &stats(-2.0), &[0.5]).unwrap();
+        draw(&mut file, -2.0, 0.5);
         drop(file);
         let mut torn = std::fs::read(&path).unwrap();
         torn.extend_from_slice(b"-3.5,0.1");
         std::fs::write(&path, torn).unwrap();
 
-        let stored = read_checkpoint(&checkpoint_path(&path)).unwrap().unwrap();
+        let stored = read_checkpoint::<ChainCheckpoint>(&checkpoint_path(&path))
+            .unwrap()
+            .unwrap();
         assert_eq!(stored.csv_bytes, at_checkpoint.len() as u64);
         assert_eq!(stored.chain, checkpoint);
         let mut file =
             ChainCsvFile::resume(&path, header(&path), &names, stored.csv_bytes).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), at_checkpoint);
-        file.draw(false, &stats(-2.0), &[0.5]).unwrap();
+        draw(&mut file, -2.0, 0.5);
         let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
         assert!(text.ends_with("\n-2,0.9,0.5,2,3,0,1,0.5\n"), "{text}");
     }
@@ -269,9 +299,12 @@ mod tests {
     fn bad_checkpoints_and_shortened_files_are_clear_errors() {
         let dir = scratch("bad");
         let path = dir.join("m-1.csv");
-        assert_eq!(read_checkpoint(&checkpoint_path(&path)), Ok(None));
+        assert_eq!(
+            read_checkpoint::<ChainCheckpoint>(&checkpoint_path(&path)),
+            Ok(None)
+        );
         std::fs::write(checkpoint_path(&path), "{\"format\": 1").unwrap();
-        let error = read_checkpoint(&checkpoint_path(&path)).unwrap_err();
+        let error = read_checkpoint::<ChainCheckpoint>(&checkpoint_path(&path)).unwrap_err();
         assert!(error.contains("is not a hazel checkpoint"), "{error}");
         std::fs::write(&path, "# short\n").unwrap();
         let error = match ChainCsvFile::resume(&path, header(&path), &[], 100) {

@@ -134,12 +134,56 @@ fn complete_array(
     Some((shape, ordered))
 }
 
+/// ArviZ's name of an algorithm's statistic column (its `sample_stats` variable): NUTS's
+/// columns get the names ArviZ's `from_cmdstan` gives them (`accept_stat__` → `acceptance_rate`,
+/// `n_leapfrog__` → `n_steps`, …); any other column loses its trailing `__` (`lp_approx__` →
+/// `lp_approx`, `log_g__` → `log_g`).
+pub fn arviz_stat_name(column: &str) -> &str {
+    match column {
+        "lp__" => "lp",
+        "accept_stat__" => "acceptance_rate",
+        "stepsize__" => "step_size",
+        "treedepth__" => "tree_depth",
+        "n_leapfrog__" => "n_steps",
+        "divergent__" => "diverging",
+        "energy__" => "energy",
+        other => other.strip_suffix("__").unwrap_or(other),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn statistic_columns_get_arviz_names() {
+        let got: Vec<&str> = [
+            "lp__",
+            "accept_stat__",
+            "n_leapfrog__",
+            "divergent__",
+            "lp_approx__",
+            "log_g__",
+            "odd",
+        ]
+        .map(arviz_stat_name)
+        .to_vec();
+        assert_eq!(
+            got,
+            [
+                "lp",
+                "acceptance_rate",
+                "n_steps",
+                "diverging",
+                "lp_approx",
+                "log_g",
+                "odd"
+            ]
+        );
     }
 
     #[test]

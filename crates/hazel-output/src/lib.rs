@@ -1,6 +1,11 @@
 //! Sampler output: Stan CSV (always), Parquet and Zarr (features `parquet`, `zarr`).
 //!
-//! * [`StanCsvWriter`] is a [`hazel_nuts::DrawSink`]: one file per chain with CmdStan's
+//! Every sink here is a [`hazel_draws::DrawSink`]; this crate depends on the draw contract and
+//! on no algorithm. [`OutputConfig::open`] turns an output configuration (files of a format in
+//! a directory, draws in memory, or both) into each chain's sink; `hazel sample` and the
+//! library entry point use it.
+//!
+//! * [`StanCsvWriter`] is a [`hazel_draws::DrawSink`]: one file per chain with CmdStan's
 //!   configuration block (built from a [`CsvHeaderInfo`]), header line, adaptation block, draws
 //!   and timing block, so cmdstanpy, ArviZ and R's posterior read hazel's output unchanged.
 //!   Numbers are exact (shortest round-trip decimal) rather than CmdStan's 6 significant digits.
@@ -18,6 +23,7 @@ pub mod chain_file;
 pub mod layout;
 pub mod method_csv;
 pub mod number;
+pub mod outputs;
 #[cfg(feature = "parquet")]
 pub mod parquet_sink;
 pub mod reader;
@@ -27,7 +33,9 @@ pub mod writer;
 pub mod zarr_sink;
 
 pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
+pub use layout::arviz_stat_name;
 pub use method_csv::{MethodCsv, MethodHeader, MethodSetting};
+pub use outputs::{FileOutput, FileStart, HeaderNotes, MemoryOutput, OutputConfig, Outputs};
 pub use reader::{
     parse_config_block, read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv,
 };

@@ -16,7 +16,7 @@
 use crate::reader::{CsvError, StanCsv};
 use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
 use crate::writer::CsvHeaderInfo;
-use hazel_nuts::{DrawSink, DrawStats, InverseMetric, Timing};
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, Timing};
 use parquet::basic::{Repetition, Type as PhysicalType};
 use parquet::column::reader::ColumnReader;
 use parquet::data_type::DoubleType;
@@ -55,7 +55,7 @@ pub struct ParquetWriter {
     /// The row group being filled, column-major: column `c`'s rows start at `c * rows_per_group`.
     buffer: Vec<f64>,
     columns: usize,
-    /// The sampler's columns among them (CSV's: 2 for fixed_param, 7 for NUTS).
+    /// The algorithm's statistic columns among them (the CSV's: 2 for fixed_param, 7 for NUTS).
     stats: usize,
     rows: usize,
     warmup_rows: usize,
@@ -127,14 +127,19 @@ impl ParquetWriter {
 }
 
 impl DrawSink for ParquetWriter {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
-        self.stats = self.header.stat_columns().len();
-        let fields: Vec<Arc<Type>> = self
-            .header
-            .stat_columns()
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        if columns.stats != self.header.stat_columns() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the algorithm's statistic columns differ from the run's description",
+            ));
+        }
+        self.stats = columns.stats.len();
+        let fields: Vec<Arc<Type>> = columns
+            .stats
             .iter()
-            .copied()
-            .chain(names.iter().map(String::as_str))
+            .map(|c| c.name.as_ref())
+            .chain(columns.values.iter().map(String::as_str))
             .map(|name| {
                 Type::primitive_type_builder(name, PhysicalType::DOUBLE)
                     .with_repetition(Repetition::REQUIRED)
@@ -170,12 +175,8 @@ impl DrawSink for ParquetWriter {
             SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema), properties.into())
                 .map_err(to_io)?;
         self.writer = Some(writer);
-        let sampler = &self.header.sampler;
-        let thin = sampler.thin.max(1);
-        let mut expected_rows = sampler.num_samples.div_ceil(thin);
-        if sampler.save_warmup {
-            expected_rows += sampler.num_warmup.div_ceil(thin);
-        }
+        let kept = self.header.run.kept;
+        let expected_rows = kept.sampling + kept.warmup;
         let by_bytes = (self.row_group_bytes / (8 * self.columns)).max(1);
         self.rows_per_group = if self.balance_metadata {
             rows_per_group(by_bytes, expected_rows)
@@ -186,16 +187,20 @@ impl DrawSink for ParquetWriter {
         Ok(())
     }
 
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        // As the CSV: a fixed_param run adapted nothing and records no adaptation.
-        if !self.header.fixed_param() {
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        if let AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } = *adaptation
+        {
             self.metadata = adaptation_pairs(stepsize, inv_metric);
         }
         Ok(())
     }
 
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        if values.len() + self.stats != self.columns {
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
+        let (warmup, values) = (draw.warmup, draw.values);
+        if values.len() + self.stats != self.columns || draw.stats.len() != self.stats {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -207,8 +212,7 @@ impl DrawSink for ParquetWriter {
         }
         let row = self.rows;
         let stride = self.rows_per_group;
-        let stat_values = stats.values();
-        for (column, &v) in stat_values[..self.stats].iter().chain(values).enumerate() {
+        for (column, &v) in draw.stats.iter().chain(values).enumerate() {
             self.buffer[column * stride + row] = v;
         }
         self.rows += 1;

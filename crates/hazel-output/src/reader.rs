@@ -10,9 +10,11 @@
 //! A final row without a line end (a run killed mid-write) is dropped and reported in
 //! [`StanCsv::truncated`]; any other malformed row is an error naming the file and line.
 
-use hazel_nuts::InverseMetric;
+use hazel_draws::{ChainDraws, DrawTable, InverseMetric, StatColumn, StatKind, Timing};
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A problem reading a Stan CSV file.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +107,47 @@ impl StanCsv {
     /// All post-warmup values of column `index`.
     pub fn column(&self, index: usize) -> Vec<f64> {
         self.draws.iter().map(|row| row[index]).collect()
+    }
+
+    /// The post-warmup draws column by column, as a memory sink holds them: the leading
+    /// columns whose names end in `__` are the statistics (kind [`StatKind::Real`]: a file
+    /// does not record kinds), the rest the model's columns; the adaptation results too.
+    pub fn to_chain_draws(&self) -> ChainDraws {
+        let n_stats = self
+            .column_names
+            .iter()
+            .take_while(|name| name.ends_with("__"))
+            .count();
+        let column = |index: usize| self.column(index);
+        let (stepsize, inv_metric) = match &self.adaptation {
+            Some(a) => (Some(a.stepsize), a.inv_metric.clone()),
+            None => (None, None),
+        };
+        ChainDraws {
+            chain_id: self
+                .config_int("id")
+                .and_then(|id| u64::try_from(id).ok())
+                .unwrap_or(1),
+            stat_columns: self.column_names[..n_stats]
+                .iter()
+                .map(|name| StatColumn {
+                    name: Cow::Owned(name.clone()),
+                    kind: StatKind::Real,
+                })
+                .collect(),
+            names: self.column_names[n_stats..].to_vec(),
+            warmup: DrawTable::default(),
+            sampling: DrawTable {
+                stats: (0..n_stats).map(column).collect(),
+                values: (n_stats..self.column_names.len()).map(column).collect(),
+            },
+            stepsize,
+            inv_metric,
+            timing: self.elapsed_seconds.map(|(warmup, sampling)| Timing {
+                warmup: Duration::try_from_secs_f64(warmup).unwrap_or_default(),
+                sampling: Duration::try_from_secs_f64(sampling).unwrap_or_default(),
+            }),
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 
 use crate::reader::{parse_config_block, Adaptation, ConfigEntry};
 use crate::writer::CsvHeaderInfo;
-use hazel_nuts::InverseMetric;
+use hazel_draws::InverseMetric;
 
 /// Key of the adapted step size.
 pub const STEP_SIZE_KEY: &str = "adaptation.step_size";

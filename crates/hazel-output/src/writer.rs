@@ -1,9 +1,9 @@
 //! The Stan CSV writer: one file per chain in CmdStan's layout, written and flushed draw by draw.
 
 use crate::number::write_number;
-use hazel_nuts::{
-    AdaptMethod, Algorithm, DrawSink, DrawStats, Init, InverseMetric, MetricKind, RunConfig,
-    SamplerConfig, Timing,
+use hazel_draws::{
+    AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, RunInfo, SettingValue, StatColumn,
+    StatKind, Timing,
 };
 use std::fmt::Write as _;
 use std::fs::File;
@@ -25,14 +25,10 @@ pub struct CsvHeaderInfo {
     pub output_file: String,
     /// This chain's id (CmdStan's `id`).
     pub chain_id: u64,
-    pub seed: u64,
-    /// The sampler settings of the run.
-    pub sampler: SamplerConfig,
-    /// What `init =` says: the radius, or the file the initial values came from.
-    pub init: String,
-    /// What `metric_file =` says: the file the initial inverse metric came from (empty: none).
-    pub metric_file: String,
-    /// CmdStan's `refresh`: iterations between progress lines (0: none).
+    /// The run as its algorithm describes it (method, settings, statistic columns, seed, init).
+    pub run: RunInfo,
+    /// CmdStan's `refresh` as the header records it (iterations between progress lines; 0:
+    /// none).
     pub refresh: usize,
     /// CmdStan's `sig_figs`: significant digits of the numbers in the rows and the adaptation
     /// block, 1 to 18; -1 (the default) writes every number exactly (shortest round-trip).
@@ -45,57 +41,36 @@ pub const DEFAULT_REFRESH: usize = 100;
 pub const EXACT_SIG_FIGS: i32 = -1;
 
 impl CsvHeaderInfo {
-    /// Header information of chain `chain_index` (0-based) of `run`. `init` is derived from
-    /// the run's [`Init`]: its radius, or `user` for explicit values (pass the init file's name
-    /// afterwards through the field when there is one).
+    /// Header information of chain `chain_index` (0-based) of `run`.
     pub fn new(
         model: &str,
         data_file: &str,
         output_file: &str,
-        run: &RunConfig,
+        run: &RunInfo,
         chain_index: usize,
     ) -> Self {
-        let init = match &run.sampler.init {
-            Init::Radius(radius) => format_setting(*radius),
-            Init::Unconstrained(_) => "user".to_string(),
-        };
         CsvHeaderInfo {
             model: model.to_string(),
             data_file: data_file.to_string(),
             output_file: output_file.to_string(),
-            chain_id: run.first_chain_id + chain_index as u64,
-            seed: run.seed,
-            sampler: run.sampler.clone(),
-            init,
-            metric_file: String::new(),
+            chain_id: run.chain_id(chain_index),
+            run: run.clone(),
             refresh: DEFAULT_REFRESH,
             sig_figs: EXACT_SIG_FIGS,
         }
     }
 
-    /// Whether the run uses the fixed_param sampler.
-    pub fn fixed_param(&self) -> bool {
-        self.sampler.algorithm == Algorithm::FixedParam
-    }
-
-    /// The sampler's columns, as CmdStan writes them: two for fixed_param
-    /// ([`DrawStats::FIXED_PARAM_NAMES`]), seven for NUTS ([`DrawStats::NAMES`]); the first
-    /// of [`DrawStats::values`] in either case. Every output format writes exactly these.
-    pub fn stat_columns(&self) -> &'static [&'static str] {
-        if self.fixed_param() {
-            &DrawStats::FIXED_PARAM_NAMES
-        } else {
-            &DrawStats::NAMES
-        }
+    /// The algorithm's statistic columns (NUTS: seven; fixed_param: `lp__`, `accept_stat__`).
+    /// Every output format writes exactly these before the model's columns.
+    pub fn stat_columns(&self) -> &[StatColumn] {
+        &self.run.stat_columns
     }
 
     /// The configuration block, every line starting with `#`, in CmdStan's order and
-    /// indentation, with `(Default)` after values equal to CmdStan's defaults.
+    /// indentation, with `(Default)` after values equal to CmdStan's defaults: the version
+    /// lines, `method` with the algorithm's settings ([`RunInfo::settings`]) in its section,
+    /// then the chain's id, data, init, seed and output.
     pub fn config_block(&self) -> String {
-        let defaults = SamplerConfig::default();
-        let s = &self.sampler;
-        let a = &s.adapt;
-        let d = &defaults.adapt;
         let mut b = ConfigBlock::default();
         let (major, minor, patch) = STAN_VERSION;
         b.setting(0, "stan_version_major", major, false);
@@ -103,74 +78,27 @@ impl CsvHeaderInfo {
         b.setting(0, "stan_version_patch", patch, false);
         b.setting(0, "hazel_version", env!("CARGO_PKG_VERSION"), false);
         b.setting(0, "model", &self.model, false);
-        b.setting(0, "method", "sample", true);
-        b.section(1, "sample");
-        b.setting(
-            2,
-            "num_samples",
-            s.num_samples,
-            s.num_samples == defaults.num_samples,
-        );
-        b.setting(
-            2,
-            "num_warmup",
-            s.num_warmup,
-            s.num_warmup == defaults.num_warmup,
-        );
-        b.setting(
-            2,
-            "save_warmup",
-            u8::from(s.save_warmup),
-            s.save_warmup == defaults.save_warmup,
-        );
-        b.setting(2, "thin", s.thin, s.thin == defaults.thin);
-        b.section(2, "adapt");
-        b.setting(3, "engaged", u8::from(a.engaged), a.engaged == d.engaged);
-        b.setting(3, "gamma", format_setting(a.gamma), a.gamma == d.gamma);
-        b.setting(3, "delta", format_setting(a.delta), a.delta == d.delta);
-        b.setting(3, "kappa", format_setting(a.kappa), a.kappa == d.kappa);
-        b.setting(3, "t0", format_setting(a.t0), a.t0 == d.t0);
-        b.setting(
-            3,
-            "init_buffer",
-            a.init_buffer,
-            a.init_buffer == d.init_buffer,
-        );
-        b.setting(
-            3,
-            "term_buffer",
-            a.term_buffer,
-            a.term_buffer == d.term_buffer,
-        );
-        b.setting(3, "window", a.window, a.window == d.window);
-        b.setting(3, "save_metric", 0, true);
-        // hazel's: which method learns the metric (`--adaptation`).
-        b.setting(
-            3,
-            "adaptation",
-            adapt_method_name(a.method),
-            a.method == d.method,
-        );
-        if s.algorithm == Algorithm::FixedParam {
-            b.setting(2, "algorithm", "fixed_param", false);
-        } else {
-            b.setting(2, "algorithm", "hmc", true);
-            self.hmc_settings(&mut b);
+        let method = &self.run.method;
+        b.setting(0, "method", method, method == "sample");
+        b.section(1, method);
+        for setting in &self.run.settings {
+            match &setting.value {
+                Some(value) => b.setting(
+                    setting.depth + 2,
+                    &setting.key,
+                    format_value(value),
+                    setting.is_default,
+                ),
+                None => b.section(setting.depth + 2, &setting.key),
+            }
         }
-        b.setting(2, "num_chains", 1, true);
         b.setting(0, "id", self.chain_id, self.chain_id == 1);
         b.section(0, "data");
         b.setting(1, "file", &self.data_file, self.data_file.is_empty());
-        b.setting(0, "init", &self.init, self.init == "2");
-        // hazel's: random starts screened per chain (`--init-candidates`).
-        b.setting(
-            0,
-            "init_candidates",
-            s.init_candidates,
-            s.init_candidates == defaults.init_candidates,
-        );
+        let init = format_value(&self.run.init);
+        b.setting(0, "init", &init, init == "2");
         b.section(0, "random");
-        b.setting(1, "seed", self.seed, false);
+        b.setting(1, "seed", self.run.seed, false);
         b.section(0, "output");
         b.setting(1, "file", &self.output_file, false);
         b.setting(1, "diagnostic_file", "", true);
@@ -183,68 +111,27 @@ impl CsvHeaderInfo {
         );
         b.text
     }
+}
 
-    /// The `hmc` section of the configuration block (NUTS runs only).
-    fn hmc_settings(&self, b: &mut ConfigBlock) {
-        let s = &self.sampler;
-        let defaults = SamplerConfig::default();
-        b.section(3, "hmc");
-        b.setting(4, "engine", "nuts", true);
-        b.section(5, "nuts");
-        b.setting(
-            6,
-            "max_depth",
-            s.max_depth,
-            s.max_depth == defaults.max_depth,
-        );
-        b.setting(
-            4,
-            "metric",
-            metric_name(s.metric),
-            s.metric == defaults.metric,
-        );
-        b.setting(
-            4,
-            "metric_file",
-            &self.metric_file,
-            self.metric_file.is_empty(),
-        );
-        b.setting(
-            4,
-            "stepsize",
-            format_setting(s.stepsize),
-            s.stepsize == defaults.stepsize,
-        );
-        b.setting(
-            4,
-            "stepsize_jitter",
-            format_setting(s.stepsize_jitter),
-            s.stepsize_jitter == defaults.stepsize_jitter,
-        );
+/// A setting's value as the configuration block writes it.
+fn format_value(value: &SettingValue) -> String {
+    match value {
+        SettingValue::Real(v) => format_setting(*v),
+        SettingValue::Integer(v) => v.to_string(),
+        SettingValue::Text(text) => text.to_string(),
     }
+}
 
+impl CsvHeaderInfo {
     /// Writes `value` as the rows and adaptation block do: exact, or to `sig_figs` digits.
     fn write_value(&self, out: &mut String, value: f64) {
         write_number_to(out, value, self.sig_figs);
     }
-}
 
-/// CmdStan's name of a metric. A low-rank metric is a dense one (`D (I + U (Λ − I) Uᵀ) D`),
-/// and its adaptation block holds that dense matrix, so readers see `dense_e`.
-pub fn metric_name(kind: MetricKind) -> &'static str {
-    match kind {
-        MetricKind::Unit => "unit_e",
-        MetricKind::Diag => "diag_e",
-        MetricKind::Dense | MetricKind::LowRank => "dense_e",
-    }
-}
-
-/// The `--adaptation` value of a method, as the header writes it.
-pub fn adapt_method_name(method: AdaptMethod) -> &'static str {
-    match method {
-        AdaptMethod::Stan => "stan",
-        AdaptMethod::DiagGrad => "diag-grad",
-        AdaptMethod::LowRank => "low-rank",
+    /// The run's metric is the identity (CmdStan's `unit_e`), whose adaptation block has no
+    /// matrix.
+    fn unit_metric(&self) -> bool {
+        matches!(self.run.setting("metric"), Some(SettingValue::Text(name)) if name == "unit_e")
     }
 }
 
@@ -339,10 +226,6 @@ impl<W: Write + Send> StanCsvWriter<W> {
         }
     }
 
-    fn fixed_param(&self) -> bool {
-        self.header.fixed_param()
-    }
-
     /// Continues a file that already holds `bytes` bytes of this chain's output, header
     /// included (a resumed run): `out` must be positioned at its end.
     pub fn continuing(out: W, header: CsvHeaderInfo, names: &[String], bytes: u64) -> Self {
@@ -382,8 +265,15 @@ impl<W: Write + Send> StanCsvWriter<W> {
 impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
     /// Writes the configuration block and the header line. Writing the header before the
     /// chain starts (`hazel sample` does, so no file is ever empty) makes the runner's own call
-    /// a no-op; other names than the header's are an error.
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+    /// a no-op; other columns than the header's are an error.
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        if columns.stats != self.header.stat_columns() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the algorithm's statistic columns differ from the run's description",
+            ));
+        }
+        let names = columns.values;
         if let Some(written) = &self.names {
             if written.as_slice() == names {
                 return Ok(());
@@ -394,9 +284,17 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             ));
         }
         let mut text = self.header.config_block();
-        text.push_str(&self.header.stat_columns().join(","));
-        for name in names {
-            text.push(',');
+        let stats_empty = self.header.stat_columns().is_empty();
+        for (k, column) in self.header.stat_columns().iter().enumerate() {
+            if k > 0 {
+                text.push(',');
+            }
+            text.push_str(&column.name);
+        }
+        for (k, name) in names.iter().enumerate() {
+            if k > 0 || !stats_empty {
+                text.push(',');
+            }
             text.push_str(name);
         }
         text.push('\n');
@@ -404,16 +302,19 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
         self.write_block(text.as_bytes())
     }
 
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        if self.fixed_param() {
-            // CmdStan's fixed_param files have no adaptation block: nothing was adapted.
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        let AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } = *adaptation
+        else {
             return Ok(());
-        }
+        };
         let mut text = String::from("# Adaptation terminated\n# Step size = ");
         self.header.write_value(&mut text, stepsize);
         text.push('\n');
         let sig_figs = self.header.sig_figs;
-        if self.header.sampler.metric == MetricKind::Unit {
+        if self.header.unit_metric() {
             text_push_line(&mut text, "# No free parameters for unit metric");
         } else {
             match inv_metric.to_stan_form().as_ref() {
@@ -433,42 +334,43 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
         self.write_block(text.as_bytes())
     }
 
-    fn draw(&mut self, _warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         let columns = self.names.as_ref().map_or(0, Vec::len);
-        if values.len() != columns {
+        let stats = self.header.stat_columns();
+        if draw.values.len() != columns || draw.stats.len() != stats.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("a draw has {} values for {columns} columns", values.len()),
+                format!(
+                    "a draw has {} statistics and {} values for {} and {columns} columns",
+                    draw.stats.len(),
+                    draw.values.len(),
+                    stats.len()
+                ),
             ));
         }
-        let fixed_param = self.fixed_param();
-        if self.header.sig_figs != EXACT_SIG_FIGS {
-            return self.draw_rounded(stats, values);
-        }
-        // The row buffer is reused across draws (no allocation per draw).
+        let sig_figs = self.header.sig_figs;
+        // The row buffer is reused across draws (no allocation per draw with exact numbers).
         let mut row = std::mem::take(&mut self.row);
-        let row_ref = &mut row;
-        row_ref.clear();
-        write_number(row_ref, stats.lp);
-        row_ref.push(',');
-        write_number(row_ref, stats.accept_stat);
-        if !fixed_param {
-            row_ref.push(',');
-            write_number(row_ref, stats.stepsize);
-            let _ = write!(
-                row_ref,
-                ",{},{},{},",
-                stats.treedepth,
-                stats.n_leapfrog,
-                u8::from(stats.divergent)
-            );
-            write_number(row_ref, stats.energy);
+        row.clear();
+        for (k, (column, &v)) in stats.iter().zip(draw.stats).enumerate() {
+            if k > 0 {
+                row.push(',');
+            }
+            match column.kind {
+                StatKind::Real => write_number_to(&mut row, v, sig_figs),
+                StatKind::Integer => {
+                    let _ = write!(row, "{}", v as i64);
+                }
+                StatKind::Flag => row.push(if v != 0.0 { '1' } else { '0' }),
+            }
         }
-        for &v in values {
-            row_ref.push(',');
-            write_number(row_ref, v);
+        for &v in draw.values {
+            if !row.is_empty() {
+                row.push(',');
+            }
+            write_number_to(&mut row, v, sig_figs);
         }
-        row_ref.push('\n');
+        row.push('\n');
         let written = self.write_block(row.as_bytes());
         self.row = row;
         written
@@ -501,34 +403,4 @@ fn write_row_into(text: &mut String, values: &[f64], sig_figs: i32) {
         write_number_to(text, v, sig_figs);
     }
     text.push('\n');
-}
-
-impl<W: Write + Send> StanCsvWriter<W> {
-    /// A row with `sig_figs` digits (the exact path, [`DrawSink::draw`], avoids the rounding).
-    fn draw_rounded(&mut self, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        let sig_figs = self.header.sig_figs;
-        let mut row = std::mem::take(&mut self.row);
-        row.clear();
-        let stat_values = stats.values();
-        let stat_count = self.header.stat_columns().len();
-        for (i, &v) in stat_values[..stat_count].iter().enumerate() {
-            if i > 0 {
-                row.push(',');
-            }
-            // Integers (tree depth, leapfrog steps, divergence) are written whole.
-            if (3..6).contains(&i) {
-                let _ = write!(row, "{}", v as u64);
-            } else {
-                write_number_to(&mut row, v, sig_figs);
-            }
-        }
-        for &v in values {
-            row.push(',');
-            write_number_to(&mut row, v, sig_figs);
-        }
-        row.push('\n');
-        let written = self.write_block(row.as_bytes());
-        self.row = row;
-        written
-    }
 }

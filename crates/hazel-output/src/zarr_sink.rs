@@ -9,9 +9,11 @@
 //!     chain, draw               coordinates (chain ids; 0-based draw index)
 //!     theta                     f64 (chain, draw, theta_dim_0, …) in the declared shape
 //!     theta_dim_0 …             coordinates (0-based, as ArviZ numbers them)
-//!   sample_stats/               lp, acceptance_rate, step_size, energy (f64), tree_depth,
-//!                               n_steps (i64), diverging (bool), each (chain, draw);
-//!                               lp and acceptance_rate only for fixed_param (the CSV's columns)
+//!   sample_stats/               the algorithm's statistics under ArviZ's names
+//!                               ([`crate::layout::arviz_stat_name`]), each (chain, draw): for
+//!                               NUTS lp, acceptance_rate, step_size, energy (f64), tree_depth,
+//!                               n_steps (i64), diverging (bool); attributes stan_columns (the
+//!                               CSV's names) and stat_kinds (real, integer, flag)
 //!   warmup_posterior/, warmup_sample_stats/   the same for saved warmup (`--save-warmup`)
 //! ```
 //!
@@ -23,12 +25,13 @@
 //! keep the fill value (NaN, 0, false), and the reader ends a chain at its first NaN `lp`.
 //! Variables' shapes come from the column names ([`crate::layout`]).
 
-use crate::layout::{variables, Variable};
+use crate::layout::{arviz_stat_name, variables, Variable};
 use crate::reader::{CsvError, StanCsv};
 use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
 use crate::writer::CsvHeaderInfo;
-use hazel_nuts::{DrawSink, DrawStats, InverseMetric, Timing};
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, StatColumn, StatKind, Timing};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -41,18 +44,6 @@ use zarrs::storage::{Bytes, ReadableStorageTraits, StoreKey, WritableStorageTrai
 /// Target size of one chain's buffered draws (one chunk along `draw`).
 pub const CHUNK_BYTES: usize = 8 << 20;
 
-/// ArviZ's names of the sampler statistics, in [`DrawStats::NAMES`] order; a fixed_param run
-/// writes the first two (the CSV's `lp__`, `accept_stat__`).
-pub const SAMPLE_STATS: [&str; 7] = [
-    "lp",
-    "acceptance_rate",
-    "step_size",
-    "tree_depth",
-    "n_steps",
-    "diverging",
-    "energy",
-];
-
 type Store = FilesystemStore;
 
 /// One run's store, shared by its chains' writers.
@@ -60,9 +51,8 @@ pub struct ZarrRun {
     path: PathBuf,
     store: Arc<Store>,
     chain_ids: Vec<u64>,
-    /// Sampler statistics written: the first `stats` of [`SAMPLE_STATS`] (as the CSV's columns).
-    stats: usize,
-    fixed_param: bool,
+    /// The algorithm's statistic columns (the CSV's), stored under ArviZ's names.
+    stat_columns: Vec<StatColumn>,
     /// Draws per chain kept after warmup, and of warmup (0 unless saved).
     draws: u64,
     warmup_draws: u64,
@@ -124,6 +114,26 @@ struct GroupAttributes<'a> {
     inference_library: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     stan_columns: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stat_kinds: Option<&'a [&'static str]>,
+}
+
+/// How a statistic's kind is named in the `stat_kinds` attribute.
+fn kind_name(kind: StatKind) -> &'static str {
+    match kind {
+        StatKind::Real => "real",
+        StatKind::Integer => "integer",
+        StatKind::Flag => "flag",
+    }
+}
+
+fn kind_from_name(name: &str) -> Option<StatKind> {
+    match name {
+        "real" => Some(StatKind::Real),
+        "integer" => Some(StatKind::Integer),
+        "flag" => Some(StatKind::Flag),
+        _ => None,
+    }
 }
 
 impl ZarrRun {
@@ -172,19 +182,14 @@ impl ZarrRun {
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
         root_attributes.insert("settings".into(), Value::Object(settings));
-        let sampler = &header.sampler;
+        let kept = header.run.kept;
         let run = Arc::new(ZarrRun {
             path: path.to_path_buf(),
             store,
             chain_ids,
-            stats: header.stat_columns().len(),
-            fixed_param: header.fixed_param(),
-            draws: sampler.num_samples.div_ceil(sampler.thin.max(1)) as u64,
-            warmup_draws: if sampler.save_warmup {
-                sampler.num_warmup.div_ceil(sampler.thin.max(1)) as u64
-            } else {
-                0
-            },
+            stat_columns: header.stat_columns().to_vec(),
+            draws: kept.sampling as u64,
+            warmup_draws: kept.warmup as u64,
             chunk_bytes,
             shared: Mutex::new(Shared { layout: None }),
         });
@@ -199,7 +204,7 @@ impl ZarrRun {
             chain_index,
             phases: Vec::new(),
             layout: None,
-            stats: Default::default(),
+            stats: vec![Vec::new(); self.stat_columns.len()],
             values: Vec::new(),
             rows: 0,
             buffered_warmup: false,
@@ -239,7 +244,7 @@ impl ZarrRun {
 
     /// Creates every group and array for the model's columns `names`.
     fn create_layout(&self, names: &[String]) -> io::Result<Layout> {
-        let width = (self.stats + names.len()) as u64;
+        let width = (self.stat_columns.len() + names.len()) as u64;
         let chunk_draws = (self.chunk_bytes as u64 / (8 * width)).max(1);
         let layout = Layout {
             columns: names.len(),
@@ -249,22 +254,33 @@ impl ZarrRun {
         };
         let chains = self.chain_ids.len() as u64;
         for (_, draws, posterior, sample_stats) in self.phases() {
-            self.create_group(posterior, Some(names))?;
-            self.create_group(sample_stats, None)?;
+            self.create_group(posterior, Some(names), None)?;
+            let stat_names: Vec<String> = self
+                .stat_columns
+                .iter()
+                .map(|c| c.name.to_string())
+                .collect();
+            let stat_kinds: Vec<&str> = self
+                .stat_columns
+                .iter()
+                .map(|c| kind_name(c.kind))
+                .collect();
+            self.create_group(sample_stats, Some(&stat_names), Some(&stat_kinds))?;
             for group in [posterior, sample_stats] {
                 let chain_ids: Vec<i64> = self.chain_ids.iter().map(|&id| id as i64).collect();
                 self.create_coordinate(group, "chain", &chain_ids)?;
                 self.create_coordinate(group, "draw", &(0..draws as i64).collect::<Vec<_>>())?;
             }
-            for (stat, kind) in SAMPLE_STATS.iter().zip(STAT_KINDS).take(self.stats) {
-                let array = match kind {
+            for column in &self.stat_columns {
+                let stat = arviz_stat_name(&column.name);
+                let array = match column.kind {
                     StatKind::Real => ArrayBuilder::new(
                         vec![chains, draws],
                         vec![1, chunk_draws],
                         data_type::float64(),
                         f64::NAN,
                     ),
-                    StatKind::Count => ArrayBuilder::new(
+                    StatKind::Integer => ArrayBuilder::new(
                         vec![chains, draws],
                         vec![1, chunk_draws],
                         data_type::int64(),
@@ -312,11 +328,18 @@ impl ZarrRun {
         Ok(layout)
     }
 
-    /// Creates the group `name`; a posterior group lists the CSV's columns `stan_columns`.
-    fn create_group(&self, name: &str, stan_columns: Option<&[String]>) -> io::Result<()> {
+    /// Creates the group `name`, listing the CSV's columns it holds (`stan_columns`) and, for
+    /// statistics, their kinds.
+    fn create_group(
+        &self,
+        name: &str,
+        stan_columns: Option<&[String]>,
+        stat_kinds: Option<&[&'static str]>,
+    ) -> io::Result<()> {
         let attributes = GroupAttributes {
             inference_library: "hazel",
             stan_columns,
+            stat_kinds,
         };
         GroupJson::store(&self.store, &format!("{name}/"), attributes)
     }
@@ -337,23 +360,6 @@ impl ZarrRun {
     }
 }
 
-#[derive(Clone, Copy)]
-enum StatKind {
-    Real,
-    Count,
-    Flag,
-}
-
-const STAT_KINDS: [StatKind; 7] = [
-    StatKind::Real,
-    StatKind::Real,
-    StatKind::Real,
-    StatKind::Count,
-    StatKind::Count,
-    StatKind::Flag,
-    StatKind::Real,
-];
-
 /// One phase's open arrays: the statistics', then the variables'.
 struct PhaseArrays {
     warmup: bool,
@@ -370,7 +376,7 @@ pub struct ZarrChainWriter {
     /// Buffered draws of one phase. The variables' are already each chunk's stored bytes
     /// (little-endian f64, draw-major, then the variable's elements in C order), handed to the
     /// store as they are: at most one chunk of draws is held, and no copy of it is made.
-    stats: [Vec<f64>; 7],
+    stats: Vec<Vec<f64>>,
     values: Vec<Vec<u8>>,
     rows: usize,
     buffered_warmup: bool,
@@ -399,9 +405,9 @@ impl ZarrChainWriter {
         let chain = self.chain_index as u64;
         let range = [chain..chain + 1, start..start + rows];
         for ((k, array), values) in phase.stats.iter().enumerate().zip(&self.stats) {
-            match STAT_KINDS[k] {
+            match self.run.stat_columns[k].kind {
                 StatKind::Real => array.store_array_subset(&range, &values[..]),
-                StatKind::Count => array.store_array_subset(
+                StatKind::Integer => array.store_array_subset(
                     &range,
                     values.iter().map(|&v| v as i64).collect::<Vec<_>>(),
                 ),
@@ -455,7 +461,14 @@ impl ZarrChainWriter {
 }
 
 impl DrawSink for ZarrChainWriter {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        if columns.stats != self.run.stat_columns {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the algorithm's statistic columns differ from the run's description",
+            ));
+        }
+        let names = columns.values;
         let layout = {
             let mut shared = self.run.lock()?;
             match &shared.layout {
@@ -478,10 +491,11 @@ impl DrawSink for ZarrChainWriter {
         for (warmup, _, posterior, sample_stats) in self.run.phases() {
             self.phases.push(PhaseArrays {
                 warmup,
-                stats: SAMPLE_STATS
+                stats: self
+                    .run
+                    .stat_columns
                     .iter()
-                    .take(self.run.stats)
-                    .map(|stat| open(format!("/{sample_stats}/{stat}")))
+                    .map(|c| open(format!("/{sample_stats}/{}", arviz_stat_name(&c.name))))
                     .collect::<Result<_, _>>()?,
                 variables: layout
                     .variables
@@ -500,11 +514,14 @@ impl DrawSink for ZarrChainWriter {
         Ok(())
     }
 
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        if self.run.fixed_param {
-            // As the CSV: a fixed_param run adapted nothing and records no adaptation.
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        let AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } = *adaptation
+        else {
             return Ok(());
-        }
+        };
         let pairs: Map<String, Value> = adaptation_pairs(stepsize, inv_metric)
             .into_iter()
             .map(|(k, v)| (k, Value::String(v)))
@@ -531,10 +548,11 @@ impl DrawSink for ZarrChainWriter {
         self.run.store_root(&attributes)
     }
 
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
+    fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
+        let (warmup, values) = (draw.warmup, draw.values);
         let layout = self.layout.as_ref().ok_or_else(not_begun)?;
         let (columns, chunk_draws) = (layout.columns, layout.chunk_draws as usize);
-        if values.len() != columns {
+        if values.len() != columns || draw.stats.len() != self.stats.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("a draw has {} values for {} columns", values.len(), columns),
@@ -556,8 +574,7 @@ impl DrawSink for ZarrChainWriter {
             )));
         }
         self.buffered_warmup = warmup;
-        let stat_values = stats.values();
-        for (buffer, v) in self.stats.iter_mut().zip(stat_values).take(self.run.stats) {
+        for (buffer, &v) in self.stats.iter_mut().zip(draw.stats) {
             buffer.push(v);
         }
         let layout = self.layout.as_ref().ok_or_else(not_begun)?;
@@ -613,18 +630,35 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
             .unwrap_or_default()
     };
     let settings = string_pairs(attributes.get("settings"));
-    let posterior = Group::open(store.clone(), "/posterior")
-        .map_err(|e| error(format!("no readable `posterior` group: {e}")))?;
-    let names: Vec<String> = posterior
-        .attributes()
-        .get("stan_columns")
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
+    let strings = |group: &str, attribute: &str| -> Result<Vec<String>, CsvError> {
+        let group = Group::open(store.clone(), &format!("/{group}"))
+            .map_err(|e| error(format!("no readable `{group}` group: {e}")))?;
+        group
+            .attributes()
+            .get(attribute)
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .ok_or_else(|| error(format!("`{group}` has no `{attribute}` attribute")))
+    };
+    let names = strings("posterior", "stan_columns")?;
+    let stat_names = strings("sample_stats", "stan_columns")?;
+    let stat_kinds = strings("sample_stats", "stat_kinds")?;
+    let stat_columns: Vec<StatColumn> = stat_names
+        .into_iter()
+        .zip(&stat_kinds)
+        .map(|(name, kind)| {
+            kind_from_name(kind)
+                .map(|kind| StatColumn {
+                    name: Cow::Owned(name),
+                    kind,
+                })
+                .ok_or_else(|| error(format!("`sample_stats`: unknown statistic kind `{kind}`")))
         })
-        .ok_or_else(|| error("`posterior` has no `stan_columns` attribute".to_string()))?;
+        .collect::<Result<_, _>>()?;
     let open = |name: String| {
         Array::open(store.clone(), &name).map_err(|e| error(format!("array {name}: {e}")))
     };
@@ -634,15 +668,6 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
         .map_err(|e| error(format!("array /posterior/chain: {e}")))?;
     let draws = store_len(&open("/posterior/draw".to_string())?);
     let layout = variables(&names);
-    // The CSV's sampler columns: two for a fixed_param run, seven for NUTS.
-    let fixed_param = settings
-        .iter()
-        .any(|(key, value)| key.ends_with("algorithm") && value == "fixed_param");
-    let stat_columns: &[&str] = if fixed_param {
-        &DrawStats::FIXED_PARAM_NAMES
-    } else {
-        &DrawStats::NAMES
-    };
     let stats = stat_columns.len();
     let width = stats + names.len();
     let mut chains = Vec::with_capacity(chain_ids.len());
@@ -650,13 +675,13 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
         let chain = index as u64;
         let range = [chain..chain + 1, 0..draws];
         let mut rows = vec![vec![0.0; width]; draws as usize];
-        for (k, stat) in SAMPLE_STATS.iter().enumerate().take(stats) {
-            let name = format!("/sample_stats/{stat}");
+        for (k, column) in stat_columns.iter().enumerate() {
+            let name = format!("/sample_stats/{}", arviz_stat_name(&column.name));
             let array = open(name.clone())?;
             let read_error = |e: zarrs::array::ArrayError| error(format!("array {name}: {e}"));
-            let values: Vec<f64> = match STAT_KINDS[k] {
+            let values: Vec<f64> = match column.kind {
                 StatKind::Real => array.retrieve_array_subset(&range).map_err(read_error)?,
-                StatKind::Count => array
+                StatKind::Integer => array
                     .retrieve_array_subset::<Vec<i64>>(&range)
                     .map_err(read_error)?
                     .into_iter()
@@ -710,7 +735,8 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
             key: "id".to_string(),
             value: chain_id.to_string(),
         });
-        let mut column_names: Vec<String> = stat_columns.iter().map(|s| s.to_string()).collect();
+        let mut column_names: Vec<String> =
+            stat_columns.iter().map(|c| c.name.to_string()).collect();
         column_names.extend(names.iter().cloned());
         chains.push(StanCsv {
             path: path.to_path_buf(),

@@ -6,14 +6,12 @@
 #![cfg(all(feature = "parquet", feature = "zarr"))]
 
 use hazel_density::{EvalError, LogDensity, Unconstrained};
-use hazel_nuts::{
-    run, Algorithm, DrawSink, DrawStats, InverseMetric, NoProgress, RunConfig, Timing,
-};
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, FanOut, InverseMetric, Timing};
+use hazel_nuts::{run, Algorithm, DrawStats, NoProgress, RunConfig};
 use hazel_output::layout::variables;
 use hazel_output::parquet_sink::ParquetWriter;
 use hazel_output::zarr_sink::ZarrRun;
 use hazel_output::{read_draws, CsvHeaderInfo, StanCsv, StanCsvWriter};
-use std::io;
 use std::path::{Path, PathBuf};
 
 /// Independent normals (output `x.1` … `x.5`).
@@ -38,28 +36,6 @@ impl LogDensity for Normals {
             *g = -z;
         }
         Ok(lp)
-    }
-}
-
-/// Forwards every call to several sinks (the same draws in every format).
-struct Tee(Vec<Box<dyn DrawSink>>);
-
-impl DrawSink for Tee {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
-        self.0.iter_mut().try_for_each(|s| s.begin(names))
-    }
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        self.0
-            .iter_mut()
-            .try_for_each(|s| s.adaptation_done(stepsize, inv_metric))
-    }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        self.0
-            .iter_mut()
-            .try_for_each(|s| s.draw(warmup, stats, values))
-    }
-    fn finish(&mut self, timing: &Timing) -> io::Result<()> {
-        self.0.iter_mut().try_for_each(|s| s.finish(timing))
     }
 }
 
@@ -89,7 +65,7 @@ fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
         .collect();
     let zarr = dir.join("m.zarr");
     let header = |index: usize, path: &Path| {
-        CsvHeaderInfo::new("m", "", &path.display().to_string(), config, index)
+        CsvHeaderInfo::new("m", "", &path.display().to_string(), &config.info(), index)
     };
     // 7 + 5 columns of 8 bytes: 3 draws per row group and per chunk.
     let small = 3 * 8 * 12;
@@ -105,7 +81,7 @@ fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
                 ),
                 Box::new(store.chain_writer(k)),
             ];
-            Box::new(Tee(sinks)) as Box<dyn DrawSink>
+            Box::new(FanOut(sinks)) as Box<dyn DrawSink>
         })
         .collect();
     let report = run(&model, config, sinks, &NoProgress).expect("run");
@@ -191,10 +167,7 @@ fn fixed_param_runs_have_the_csv_columns_in_every_format() {
     config.sampler.num_samples = 13;
     let out = sample_all_formats(&dir, &config);
     let csv = read_draws(&out.csv).expect("csv");
-    let mut expected: Vec<String> = DrawStats::FIXED_PARAM_NAMES
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut expected: Vec<String> = vec!["lp__".to_string(), "accept_stat__".to_string()];
     expected.extend((1..=5).map(|i| format!("x.{i}")));
     assert_eq!(csv[0].column_names, expected);
     assert_eq!(csv[0].draws.len(), 13);
@@ -244,7 +217,7 @@ fn zarr_keeps_declared_shapes_and_a_stopped_chain_keeps_its_draws() {
     };
     config.sampler.num_samples = 10;
     let path = dir.join("m.zarr");
-    let header = CsvHeaderInfo::new("m", "", "m.zarr", &config, 0);
+    let header = CsvHeaderInfo::new("m", "", "m.zarr", &config.info(), 0);
     let store = ZarrRun::with_chunk_bytes(&path, &header, vec![1, 2], 4 * 8 * 16).expect("store");
     let stats = |lp: f64| DrawStats {
         lp,
@@ -257,15 +230,26 @@ fn zarr_keeps_declared_shapes_and_a_stopped_chain_keeps_its_draws() {
     };
     for (chain, made) in [(0usize, 10usize), (1, 6)] {
         let mut sink = store.chain_writer(chain);
-        sink.begin(&names).expect("begin");
-        sink.adaptation_done(0.25, &InverseMetric::Diag(vec![1.0; 9]))
-            .expect("adaptation");
+        sink.begin(&Columns {
+            stats: DrawStats::columns(),
+            values: &names,
+        })
+        .expect("begin");
+        sink.adaptation_done(&AdaptationInfo::Hmc {
+            stepsize: 0.25,
+            inv_metric: &InverseMetric::Diag(vec![1.0; 9]),
+        })
+        .expect("adaptation");
         for d in 0..made {
             let values: Vec<f64> = (0..names.len())
                 .map(|c| (chain * 1000 + d * 10 + c) as f64)
                 .collect();
-            sink.draw(false, &stats(-(d as f64)), &values)
-                .expect("draw");
+            sink.draw(&Draw {
+                warmup: false,
+                stats: &stats(-(d as f64)).values(),
+                values: &values,
+            })
+            .expect("draw");
         }
         sink.finish(&Timing::default()).expect("finish");
     }

@@ -2,7 +2,8 @@
 //! reused and numbers are formatted without `fmt` machinery. A counting global allocator counts
 //! the test thread's allocations.
 
-use hazel_nuts::{DrawSink, DrawStats, RunConfig};
+use hazel_draws::{Columns, Draw, DrawSink};
+use hazel_nuts::{DrawStats, RunConfig};
 use hazel_output::{CsvHeaderInfo, StanCsvWriter};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -59,10 +60,14 @@ fn count_allocations(f: impl FnOnce()) -> usize {
 #[test]
 fn csv_rows_allocate_nothing() {
     let run = RunConfig::default();
-    let header = CsvHeaderInfo::new("m", "", "out.csv", &run, 0);
+    let header = CsvHeaderInfo::new("m", "", "out.csv", &run.info(), 0);
     let mut w = StanCsvWriter::new(std::io::sink(), header);
     let names: Vec<String> = (1..=300).map(|i| format!("theta.{i}")).collect();
-    w.begin(&names).expect("header");
+    w.begin(&Columns {
+        stats: DrawStats::columns(),
+        values: &names,
+    })
+    .expect("header");
     let rows: Vec<Vec<f64>> = (0..40)
         .map(|k| {
             (0..names.len())
@@ -85,10 +90,16 @@ fn csv_rows_allocate_nothing() {
         divergent: false,
         energy: 130.5,
     };
-    w.draw(false, &stats, &rows[0]).expect("warm-up row");
+    let stats = stats.values();
+    let draw = |values| Draw {
+        warmup: false,
+        stats: &stats,
+        values,
+    };
+    w.draw(&draw(&rows[0])).expect("warm-up row");
     let n_alloc = count_allocations(|| {
         for r in &rows {
-            w.draw(false, &stats, r).expect("row");
+            w.draw(&draw(r)).expect("row");
         }
     });
     assert_eq!(n_alloc, 0, "allocations while writing {} rows", rows.len());

@@ -61,7 +61,7 @@ fn sample_into(dir: &Path, threads: usize) -> Vec<PathBuf> {
                 .expect("file name")
                 .to_string_lossy()
                 .into_owned();
-            let header = CsvHeaderInfo::new("scaled_normal", "", &name, &config, chain);
+            let header = CsvHeaderInfo::new("scaled_normal", "", &name, &config.info(), chain);
             Box::new(StanCsvWriter::create(path, header).expect("create")) as Box<dyn DrawSink>
         })
         .collect();

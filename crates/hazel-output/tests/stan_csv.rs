@@ -1,6 +1,7 @@
 //! Writer ↔ reader round trips, CmdStan's own layout, killed runs and bad files.
 
-use hazel_nuts::{DrawSink, DrawStats, InverseMetric, RunConfig, Timing};
+use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Timing};
+use hazel_nuts::{DrawStats, RunConfig};
 use hazel_output::{read_stan_csv, read_stan_csvs, CsvHeaderInfo, StanCsvWriter};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,11 +43,15 @@ fn write_chain(path: &Path, run: &RunConfig, inv_metric: &InverseMetric) -> Vec<
         "synthetic",
         "data.json",
         &path.display().to_string(),
-        run,
+        &run.info(),
         0,
     );
     let mut sink = StanCsvWriter::create(path, header).expect("create");
-    sink.begin(&names()).expect("begin");
+    sink.begin(&Columns {
+        stats: DrawStats::columns(),
+        values: &names(),
+    })
+    .expect("begin");
     let s = &run.sampler;
     let warmup_kept = if s.save_warmup {
         s.num_warmup.div_ceil(s.thin)
@@ -55,13 +60,27 @@ fn write_chain(path: &Path, run: &RunConfig, inv_metric: &InverseMetric) -> Vec<
     };
     for i in 0..warmup_kept {
         let (stats, values) = synthetic_draw(1000 + i);
-        sink.draw(true, &stats, &values).expect("warmup draw");
+        sink.draw(&Draw {
+            warmup: true,
+            stats: &stats.values(),
+            values: &values,
+        })
+        .expect("warmup draw");
     }
-    sink.adaptation_done(0.5, inv_metric).expect("adaptation");
+    sink.adaptation_done(&AdaptationInfo::Hmc {
+        stepsize: 0.5,
+        inv_metric,
+    })
+    .expect("adaptation");
     let mut rows = Vec::new();
     for i in 0..s.num_samples.div_ceil(s.thin) {
         let (stats, values) = synthetic_draw(i);
-        sink.draw(false, &stats, &values).expect("draw");
+        sink.draw(&Draw {
+            warmup: false,
+            stats: &stats.values(),
+            values: &values,
+        })
+        .expect("draw");
         let mut row = vec![
             stats.lp,
             stats.accept_stat,
@@ -102,7 +121,8 @@ fn draws_round_trip_bit_for_bit_and_warmup_is_left_out() {
         let metric = InverseMetric::Diag(vec![1.5, 0.1 + 0.2, 1e-12]);
         let written = write_chain(&path, &run_config(save_warmup, thin), &metric);
         let csv = read_stan_csv(&path).expect("read");
-        assert_eq!(csv.column_names[..7], DrawStats::NAMES);
+        let stat_names: Vec<&str> = DrawStats::columns().iter().map(|c| &*c.name).collect();
+        assert_eq!(csv.column_names[..7], stat_names);
         assert_eq!(csv.column_names[7..], names());
         assert_eq!(
             csv.warmup_rows,
@@ -156,7 +176,7 @@ fn dense_metric_round_trips() {
 fn config_block_has_cmdstan_lines() {
     let mut run = run_config(true, 1);
     run.sampler.adapt.delta = 0.95;
-    let block = CsvHeaderInfo::new("m", "", "out_3.csv", &run, 2).config_block();
+    let block = CsvHeaderInfo::new("m", "", "out_3.csv", &run.info(), 2).config_block();
     for line in [
         "# model = m\n",
         "# method = sample (Default)\n",
@@ -300,20 +320,37 @@ fn every_draw_is_on_disk_as_soon_as_it_is_written() {
     let dir = scratch_dir("flushed");
     let path = dir.join("live.csv");
     let run = run_config(false, 1);
-    let header = CsvHeaderInfo::new("synthetic", "", "live.csv", &run, 0);
+    let header = CsvHeaderInfo::new("synthetic", "", "live.csv", &run.info(), 0);
     let mut sink = StanCsvWriter::create(&path, header).expect("create");
-    sink.begin(&names()).expect("begin");
-    sink.adaptation_done(0.5, &InverseMetric::Diag(vec![1.0; 3]))
-        .expect("adaptation");
+    sink.begin(&Columns {
+        stats: DrawStats::columns(),
+        values: &names(),
+    })
+    .expect("begin");
+    sink.adaptation_done(&AdaptationInfo::Hmc {
+        stepsize: 0.5,
+        inv_metric: &InverseMetric::Diag(vec![1.0; 3]),
+    })
+    .expect("adaptation");
     for i in 0..5 {
         let (stats, values) = synthetic_draw(i);
-        sink.draw(false, &stats, &values).expect("draw");
+        sink.draw(&Draw {
+            warmup: false,
+            stats: &stats.values(),
+            values: &values,
+        })
+        .expect("draw");
         // Read while the writer is still open, as a reader of a running (or killed) run would.
         let csv = read_stan_csv(&path).expect("readable mid-run");
         assert_eq!((csv.draws.len(), csv.truncated), (i + 1, false));
     }
     assert!(
-        sink.draw(false, &synthetic_draw(5).0, &[1.0]).is_err(),
+        sink.draw(&Draw {
+            warmup: false,
+            stats: &synthetic_draw(5).0.values(),
+            values: &[1.0]
+        })
+        .is_err(),
         "a row of the wrong width is refused"
     );
     drop(sink);

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use hazel_density::{EvalError, LogDensity, Unconstrained};
+use hazel_draws::{AdaptationInfo, Columns};
 use hazel_nuts::{DrawSink, DrawStats, InverseMetric, Progress, RunConfig, RunReport, Timing};
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,30 +68,54 @@ pub struct Draw {
 /// Everything one chain's sink received.
 #[derive(Debug, Default, Clone)]
 pub struct Received {
+    /// The statistic columns' names (`lp__`, …).
+    pub stat_names: Vec<String>,
     pub names: Vec<String>,
     pub draws: Vec<Draw>,
     pub adaptation: Option<(f64, InverseMetric)>,
     pub finished: bool,
 }
 
+impl Received {
+    /// Records the calls of the draw contract (shared by the tests' sinks).
+    pub fn begin(&mut self, columns: &Columns<'_>) {
+        self.stat_names = columns.stats.iter().map(|c| c.name.to_string()).collect();
+        self.names = columns.values.to_vec();
+    }
+    pub fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) {
+        let AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } = *adaptation
+        else {
+            panic!("NUTS reports HMC adaptation");
+        };
+        self.adaptation = Some((stepsize, inv_metric.clone()));
+    }
+    pub fn draw(&mut self, draw: &hazel_draws::Draw<'_>) {
+        assert_eq!(draw.stats.len(), self.stat_names.len());
+        self.draws.push(Draw {
+            warmup: draw.warmup,
+            stats: DrawStats::from_values(draw.stats),
+            values: draw.values.to_vec(),
+        });
+    }
+}
+
 /// A sink that stores what it receives behind a shared handle.
 pub struct MemorySink(pub Arc<Mutex<Received>>);
 
 impl DrawSink for MemorySink {
-    fn begin(&mut self, names: &[String]) -> io::Result<()> {
-        self.0.lock().unwrap().names = names.to_vec();
+    fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().begin(columns);
         Ok(())
     }
-    fn adaptation_done(&mut self, stepsize: f64, inv_metric: &InverseMetric) -> io::Result<()> {
-        self.0.lock().unwrap().adaptation = Some((stepsize, inv_metric.clone()));
+    fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().adaptation_done(adaptation);
         Ok(())
     }
-    fn draw(&mut self, warmup: bool, stats: &DrawStats, values: &[f64]) -> io::Result<()> {
-        self.0.lock().unwrap().draws.push(Draw {
-            warmup,
-            stats: *stats,
-            values: values.to_vec(),
-        });
+    fn draw(&mut self, draw: &hazel_draws::Draw<'_>) -> io::Result<()> {
+        self.0.lock().unwrap().draw(draw);
         Ok(())
     }
     fn finish(&mut self, _: &Timing) -> io::Result<()> {
