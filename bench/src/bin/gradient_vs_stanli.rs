@@ -52,15 +52,21 @@ fn engine_figures() {
         };
     }
     let g = b.finish();
-    let mut buf = Buffers::for_graph(&g);
-    let s = time_call(|| {
-        g.forward(&q, &mut buf).expect("finite");
-        g.backward(acc, &mut buf);
-    });
-    println!(
-        "scalar op chain: {:.1} ns per op (forward + backward), {n_ops} ops",
-        s * 1e9 / n_ops as f64
-    );
+    // As built (one op per dispatch), and as a compiled model runs it (the scalar ops fused
+    // into blocks of compact instructions, `Graph::fuse_scalar_blocks`).
+    let mut fused = g.clone();
+    fused.fuse_scalar_blocks();
+    for (what, g) in [("one op per dispatch", &g), ("fused into blocks", &fused)] {
+        let mut buf = Buffers::for_graph(g);
+        let s = time_call(|| {
+            g.forward(&q, &mut buf).expect("finite");
+            g.backward(acc, &mut buf);
+        });
+        println!(
+            "scalar op chain, {what}: {:.1} ns per op (forward + backward), {n_ops} ops",
+            s * 1e9 / n_ops as f64
+        );
+    }
     // 2. Vector kernels on 1M elements.
     let n = 1 << 20;
     let qv: Vec<f64> = (0..n).map(|i| (i % 1000) as f64 / 1000.0).collect();

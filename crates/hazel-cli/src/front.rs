@@ -4,7 +4,9 @@
 
 use hazel_check::CheckedProgram;
 use hazel_data::DataFile;
-use hazel_graph::{compile, unsupported_calls, CompileError, CompileOptions, CompiledModel};
+use hazel_graph::{
+    compile, unsupported_call_diagnostics, CompileError, CompileOptions, CompiledModel,
+};
 use hazel_syntax::ast::Program;
 use hazel_syntax::diagnostic::render_all_for_stderr;
 use hazel_syntax::{Diagnostic, SourceMap};
@@ -86,12 +88,9 @@ pub fn check_program(
     let mut result = hazel_check::check_file(path, include_paths)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if let Some(checked) = &result.checked {
-        for (span, message) in unsupported_calls(checked) {
-            result.diagnostics.push(
-                Diagnostic::error(span, format!("hazel cannot run this yet: {message}"))
-                    .with_hint("Stan accepts this program; hazel's library does not cover it yet"),
-            );
-        }
+        result
+            .diagnostics
+            .extend(unsupported_call_diagnostics(checked));
     }
     print_diagnostics(&result.diagnostics, &result.sources);
     let errors = result.diagnostics.iter().filter(|d| d.is_error()).count();
@@ -149,22 +148,13 @@ pub fn compile_model(
 }
 
 fn print_compile_error(error: &CompileError, sources: &SourceMap, data_path: Option<&Path>) {
-    // Data errors usually name the variable themselves (`` `y[17]` = -3 is below … ``); say it
-    // once.
-    let about = |variable: &str| {
-        if error.message.contains(&format!("`{variable}")) {
-            error.message.clone()
-        } else {
-            format!("variable `{variable}`: {}", error.message)
-        }
-    };
     let message = match (&error.variable, data_path) {
-        (Some(variable), Some(path)) => {
-            format!("data file {}: {}", path.display(), about(variable))
+        (Some(_), Some(path)) => {
+            format!("data file {}: {}", path.display(), error.naming_variable())
         }
-        (Some(variable), None) => format!(
+        (Some(_), None) => format!(
             "{} (no data file was given: pass one with --data)",
-            about(variable)
+            error.naming_variable()
         ),
         (None, _) => error.message.clone(),
     };

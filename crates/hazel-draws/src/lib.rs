@@ -236,6 +236,12 @@ pub trait Progress: Sync {
     fn message(&self, chain: usize, message: &str) {
         let _ = (chain, message);
     }
+    /// Whether the caller wants the run to stop (Ctrl-C in the Python package): every chain
+    /// stops before its next iteration, keeping what it drew and finishing its sink. Asked
+    /// once per iteration per chain, so it must be cheap (an atomic load).
+    fn interrupted(&self) -> bool {
+        false
+    }
 }
 
 /// A progress observer that shows nothing (`--quiet`).

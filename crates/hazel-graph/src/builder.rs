@@ -431,6 +431,20 @@ impl GraphBuilder {
         }
     }
 
+    /// The op that wrote value slot `slot`, if any (a parameter slot has none). Ops are
+    /// pushed in slot order, so this is a binary search.
+    pub fn producer(&self, slot: u32) -> Option<&Op> {
+        let ops = &self.graph.ops;
+        let at = ops.partition_point(|op| op.out().off <= slot);
+        // Zero-length outputs (checks) may sit at the same offset as the producer; skip back
+        // over them.
+        ops[..at]
+            .iter()
+            .rev()
+            .take_while(|op| op.out().off + op.out().len > slot || op.out().len == 0)
+            .find(|op| op.out().range().contains(&(slot as usize)))
+    }
+
     /// Finishes: the graph (buffers sized by the graph itself).
     pub fn finish(self) -> Graph {
         self.graph

@@ -16,15 +16,20 @@
 //! re-traces the program into the workspace's builder (whose buffers keep their capacity).
 //!
 //! **Static graphs are rewritten once after tracing** (in `model`, never on the dynamic path):
-//! [`Graph::eliminate_common_subexpressions`] computes each repeated pure scalar op once
-//! (loops over data repeat the same term: `bernoulli_lpmf(1 | omega)` per row), then
+//! [`Graph::eliminate_dead_ops`] drops pure ops nothing reads,
+//! [`Graph::eliminate_common_subexpressions`] computes each repeated pure op once
+//! (loops over data repeat the same term: `bernoulli_lpmf(1 | omega)` per row, the same
+//! capture history's density, the same packed vector), then
 //! [`Graph::fuse_mul_add`] merges a scalar multiply into the add that alone reads it
 //! ([`Op::MulAdd`]; `mu += beta[k] * y[t - k]`) and [`Graph::fuse_mul_add_chains`] merges runs
 //! of those feeding one another into one [`Op::MulAddChain`] (a whole AR(K) mean per op).
 //! Values are unchanged by all three; the fusions keep every gradient bit, sharing may change
 //! the gradient's last bits (summation order). `tests/fusion.rs` checks each rewrite.
-//! Last, [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
-//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`).
+//! Then [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
+//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`). Last,
+//! [`Graph::fuse_scalar_blocks`] re-encodes runs of scalar and short ops as one
+//! [`Op::Scalars`] of compact instructions run in one loop ([`ir::scalar`]; same bits): the
+//! interpreter's cost per scalar op falls several times over.
 //!
 //! **The IR and its executors are separate.** [`ir`] is what the model computes (the graph,
 //! the op descriptors, the rewrites above) and never runs anything; [`exec`] runs it: the
@@ -102,7 +107,7 @@ pub mod tape {
 
 pub use builder::GraphBuilder;
 pub use exec::{Executor, ExecutorKind};
-pub use lower::support::{unsupported_calls, unsupported_signatures};
-pub use model::{compile, CompileError, CompileOptions, CompiledModel, Workspace};
+pub use lower::support::{unsupported_call_diagnostics, unsupported_calls, unsupported_signatures};
+pub use model::{compile, CompileError, CompileOptions, CompiledModel, OutputColumns, Workspace};
 pub use simd::SimdLevel;
 pub use tape::{Arg, Buffers, Graph, Op};

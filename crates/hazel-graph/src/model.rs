@@ -5,7 +5,7 @@
 use crate::builder::GraphBuilder;
 use crate::exec::{BatchWorkspace, Buffers, CpuWorkspace, Executor, ExecutorKind, SerialCpu};
 use crate::ir::{Arg, CheckKind, Graph};
-use crate::lower::params::declarations;
+use crate::lower::params::{declarations, Declared};
 use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
 use hazel_check::CheckedProgram;
@@ -16,6 +16,9 @@ use hazel_syntax::ast::*;
 use hazel_syntax::{SourceMap, Span};
 use std::fmt;
 use std::sync::Arc;
+
+mod constrained;
+pub use constrained::OutputColumns;
 
 /// Settings of a model build.
 #[derive(Debug, Clone)]
@@ -68,6 +71,17 @@ impl CompileError {
             variable: None,
         }
     }
+    /// The message, naming the data variable concerned unless it already does (data errors
+    /// usually name it themselves: `` `y[17]` = -3 is below … ``).
+    pub fn naming_variable(&self) -> String {
+        match &self.variable {
+            Some(variable) if !self.message.contains(&format!("`{variable}")) => {
+                format!("variable `{variable}`: {}", self.message)
+            }
+            _ => self.message.clone(),
+        }
+    }
+
     /// The message prefixed with `file:line:col` when the error has a location.
     pub fn render(&self, sources: &SourceMap) -> String {
         match self.span {
@@ -133,6 +147,8 @@ pub struct CompiledModel {
     /// Output variables declared in the parameters and transformed parameters blocks (the
     /// first entries of `outputs`).
     n_upper_vars: usize,
+    /// Whether transformed data called an `_rng` (so the model depends on the seed).
+    transformed_data_random: bool,
 }
 
 /// Per-chain buffers: the executor's workspace (for the static graph) and the dynamic path's
@@ -512,6 +528,8 @@ fn compile_inner(
         check_bounds(&mut tr, &program.transformed_data)
             .map_err(|e| trace_to_compile(e, "transformed data"))?;
     }
+    // Whether transformed data drew from the seed's stream (then the seed changes the model).
+    let transformed_data_random = tr.rng.as_ref().is_some_and(|r| r.position() != 0);
     let env = tr.take_env();
 
     // dimension and output columns
@@ -562,15 +580,18 @@ fn compile_inner(
         })?,
         output_plan: None,
         n_upper_vars,
+        transformed_data_random,
     };
     let zeros = vec![0.0; dim];
     match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
         Ok((b, out)) => {
             let mut graph = b.finish();
+            graph.eliminate_dead_ops(out);
             graph.eliminate_common_subexpressions(out);
             graph.fuse_mul_add(out);
             graph.fuse_mul_add_chains(out);
             graph.fuse_glm(out);
+            graph.fuse_scalar_blocks();
             model.graph = Some((graph, out));
         }
         Err(boxed) => match boxed.1 {
@@ -668,6 +689,12 @@ impl CompiledModel {
     /// Whether evaluation re-traces the program (control flow depends on parameters).
     pub fn is_dynamic(&self) -> bool {
         self.graph.is_none() && self.always_reject.is_none()
+    }
+
+    /// Whether transformed data drew random numbers, so that another seed builds another
+    /// model (a run's seed is the model's seed, as in CmdStan).
+    pub fn transformed_data_is_random(&self) -> bool {
+        self.transformed_data_random
     }
 
     /// Where the dynamic path was needed.
@@ -811,19 +838,16 @@ impl CompiledModel {
     pub fn unconstrain_inits(
         &self,
         inits: &DataFile,
-        mut fill: impl FnMut() -> f64,
+        fill: impl FnMut() -> f64,
     ) -> Result<Vec<f64>, CompileError> {
         self.check_init_names(inits)?;
-        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
-        tr.sources = self.sources.clone();
-        tr.dynamic = true;
-        tr.jacobian = false;
-        let mut q = Vec::with_capacity(self.dim);
-        let ctx = |e: TraceErr| trace_to_compile(e, "initial values");
-        for d in declarations(&self.checked.program.parameters) {
-            let start = q.len();
-            if inits.get(&d.name).is_some() {
-                let dt = data_type(&mut tr, &d.ty).map_err(ctx)?;
+        self.unconstrain_each(
+            |tr, d| {
+                if inits.get(&d.name).is_none() {
+                    return Ok(None);
+                }
+                let ctx = |e: TraceErr| trace_to_compile(e, "initial values");
+                let dt = data_type(tr, &d.ty).map_err(ctx)?;
                 let dv = hazel_data::read_var(inits, &DataDecl::new(d.name.clone(), dt)).map_err(
                     |e| CompileError {
                         message: format!("initial values: {e}"),
@@ -832,7 +856,31 @@ impl CompiledModel {
                     },
                 )?;
                 let blank = tr.blank(&d.ty).map_err(ctx)?;
-                let v = fill_data(&blank, &dv.values);
+                Ok(Some(fill_data(&blank, &dv.values)))
+            },
+            fill,
+            "initial values",
+        )
+    }
+
+    /// The unconstrained point, parameter by parameter in declaration order: `value_of` gives
+    /// a parameter's constrained value (`None`: its coordinates are `fill()`ed), which Stan's
+    /// inverse transform maps to its unconstrained coordinates.
+    fn unconstrain_each(
+        &self,
+        mut value_of: impl FnMut(&mut Tracer, &Declared) -> Result<Option<Val>, CompileError>,
+        mut fill: impl FnMut() -> f64,
+        context: &str,
+    ) -> Result<Vec<f64>, CompileError> {
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
+        tr.sources = self.sources.clone();
+        tr.dynamic = true;
+        tr.jacobian = false;
+        let mut q = Vec::with_capacity(self.dim);
+        let ctx = |e: TraceErr| trace_to_compile(e, context);
+        for d in declarations(&self.checked.program.parameters) {
+            let start = q.len();
+            if let Some(v) = value_of(&mut tr, &d)? {
                 q.extend(tr.unconstrain_param(&d, &v).map_err(ctx)?);
             }
             // Count this parameter's coordinates (and bind its constrained value, which later

@@ -2,6 +2,7 @@
 //! and gradients, and a rewrite that would change what another op reads is not made.
 
 use hazel_graph::dists::DistKind;
+use hazel_graph::ir::scalar::ScalarInstr;
 use hazel_graph::kernels::{BinaryFn, UnaryFn};
 use hazel_graph::{Arg, Buffers, Graph, GraphBuilder, Op};
 
@@ -246,4 +247,199 @@ fn a_chain_stops_at_a_link_read_elsewhere() {
         .iter()
         .zip(&after.1)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
+}
+
+/// Every kind of scalar instruction, with each operand a parameter-dependent value or a
+/// constant: the arithmetic in all three layouts, other binary functions, unary functions of
+/// both spaces, multiply-adds and their chains, one-term densities, and a value read twice by
+/// one op.
+fn scalar_mix_graph(q: &[f64]) -> (Graph, Arg) {
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let (x, y, z) = (p.at(0), p.at(1), p.at(2));
+    let c = b.konst(&[1.5, -0.25, 3.0]);
+    let mut terms = Vec::new();
+    for f in [BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul, BinaryFn::Div] {
+        terms.push(b.binary(f, x, y));
+        terms.push(b.binary(f, x, c.at(0)));
+        terms.push(b.binary(f, c.at(1), y));
+    }
+    for f in [BinaryFn::Pow, BinaryFn::LogSumExp, BinaryFn::Hypot] {
+        let ex = b.unary(UnaryFn::Exp, x);
+        terms.push(b.binary(f, ex, y));
+        terms.push(b.binary(f, ex, c.at(2)));
+        terms.push(b.binary(f, c.at(2), ex));
+    }
+    let sq = b.binary(BinaryFn::Mul, z, z);
+    terms.push(sq);
+    terms.push(b.unary(UnaryFn::Log1pExp, y));
+    terms.push(b.unary(UnaryFn::Tanh, c.at(1)));
+    // alpha + beta1 * y1 + beta2 * y2: multiply-adds, then a chain.
+    let mut mu = z;
+    for k in 0..3 {
+        let prod = b.binary(BinaryFn::Mul, p.at(k), c.at(k));
+        mu = b.binary(BinaryFn::Add, mu, prod);
+    }
+    terms.push(mu);
+    let sigma = b.unary(UnaryFn::Exp, z);
+    // Short vector ops inside the run: a pack, elementwise ops with broadcasting, a running
+    // sum, reductions and a density over it.
+    let v = b.pack(vec![x, mu, c.at(2), sq]);
+    let w = b.binary(BinaryFn::Mul, v, y);
+    let e = b.unary(UnaryFn::Exp, w);
+    let cs = b.cumsum(e);
+    terms.push(b.log_sum_exp(cs));
+    terms.push(b.sum(w));
+    terms.push(b.dot(v, cs));
+    let obs = b.konst(&[0.5, -1.0, 2.0, 0.25]);
+    terms.push(b.dist(DistKind::Normal, vec![obs, w, sigma], false));
+    terms.push(b.dist(DistKind::Normal, vec![c.at(0), mu, sigma], true));
+    terms.push(b.dist(DistKind::Normal, vec![x, c.at(1), c.at(2)], false));
+    terms.push(b.dist(DistKind::StudentT, vec![y, c.at(2), mu, sigma], false));
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn scalar_blocks_keep_every_bit() {
+    let q = [0.3, 0.6, -0.7];
+    let (unfused, out) = scalar_mix_graph(&q);
+    let mut fused = unfused.clone();
+    fused.fuse_mul_add(out);
+    fused.fuse_mul_add_chains(out);
+    let mut blocks = fused.clone();
+    let absorbed = blocks.fuse_scalar_blocks();
+    assert!(absorbed >= 40, "{absorbed} ops absorbed");
+    let small = blocks
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Scalars { block, .. } => Some(block.code()),
+            _ => None,
+        })
+        .flatten()
+        .filter(|i| matches!(i, ScalarInstr::Small { .. }))
+        .count();
+    assert_eq!(
+        small, 7,
+        "short vector ops (the pack has its own instruction) held in blocks"
+    );
+    // Nothing scalar is left outside a block but the final sum.
+    assert!(blocks.ops.len() <= 3, "{:?}", blocks.ops.len());
+    for q in [q, [1.5, -0.9, 0.0], [-3.0, 0.0, 1e-3], [0.0, 0.0, 0.0]] {
+        let (lp0, g0) = value_and_gradient(&unfused, out, &q);
+        let (lp1, g1) = value_and_gradient(&blocks, out, &q);
+        assert_eq!(lp0.to_bits(), lp1.to_bits());
+        for (a, b) in g0.iter().zip(&g1) {
+            assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+        }
+    }
+}
+
+#[test]
+fn a_failing_density_in_a_block_names_its_own_line() {
+    let q = [0.3, 0.6];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    b.location = Some("line 1".into());
+    let s = b.binary(BinaryFn::Add, p.at(0), p.at(1));
+    let t = b.binary(BinaryFn::Mul, s, p.at(0));
+    b.location = Some("line 2".into());
+    // A scale that is negative when q[1] < 0.
+    let lp = b.dist(DistKind::Normal, vec![t, s, p.at(1)], true);
+    let mut g = b.finish();
+    assert_eq!(g.fuse_scalar_blocks(), 3);
+    assert_eq!(g.ops.len(), 1);
+    let mut buf = Buffers::for_graph(&g);
+    let e = g
+        .forward(&[0.3, -0.6], &mut buf)
+        .expect_err("negative scale");
+    assert_eq!(e.location.as_deref(), Some("line 2"), "{e:?}");
+    assert!(e.message.contains("normal_lpdf"), "{}", e.message);
+    g.forward(&q, &mut buf).expect("positive scale");
+    assert!(g.scalar(lp, &buf).is_finite());
+}
+
+/// The same vector packed from the same scalars in every iteration of a loop (a transformed
+/// parameter assembled element by element, passed to a function per row): packed once, its
+/// readers (the whole run, and single elements) shifted to the first pack.
+#[test]
+fn repeated_packs_are_shared() {
+    let q = [0.4, -0.3, 1.1];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    let neg = b.unary(UnaryFn::Neg, p.at(2));
+    let mut terms = Vec::new();
+    for row in 0..5 {
+        let kappa = b.pack(vec![p.at(0), p.at(1), neg]);
+        let t = b.scalar_const(row as f64 * 0.5);
+        let d = b.binary(BinaryFn::Sub, t, kappa);
+        terms.push(b.log_sum_exp(d));
+        // One element of the pack read alone.
+        terms.push(b.binary(BinaryFn::Mul, kappa.at(1), t));
+    }
+    // A run across two adjacent packs' outputs pins both.
+    let k1 = b.pack(vec![p.at(1), p.at(0)]);
+    let k2 = b.pack(vec![p.at(1), p.at(0)]);
+    assert_eq!(k2.off, k1.off + 2);
+    terms.push(b.sum(Arg::var(k1.off as usize, 4)));
+    let lp = b.sum_scalars(terms);
+    let mut g = b.finish();
+    let before = value_and_gradient(&g, lp, &q);
+    let packs = |g: &Graph| {
+        g.ops
+            .iter()
+            .filter(|op| matches!(op, Op::Pack { .. }))
+            .count()
+    };
+    assert_eq!(packs(&g), 7);
+    g.eliminate_common_subexpressions(lp);
+    assert_eq!(
+        packs(&g),
+        3,
+        "one pack per distinct run, the pinned pair kept"
+    );
+    let after = value_and_gradient(&g, lp, &q);
+    assert_eq!(before.0.to_bits(), after.0.to_bits());
+    for (a, b) in before.1.iter().zip(&after.1) {
+        assert!(
+            (a - b).abs() <= 1e-14 * a.abs().max(1.0),
+            "{before:?} vs {after:?}"
+        );
+    }
+}
+
+/// A value nobody reads is not computed: the `log` of a transformed parameter the model never
+/// uses, whose derivative is infinite at 0, no longer turns the gradient into NaN; a check
+/// and a density whose values nobody reads stay (they can fail).
+#[test]
+fn dead_ops_are_removed_but_checks_and_densities_stay() {
+    let q = [0.0, 0.5];
+    let mut b = GraphBuilder::new(&q);
+    let p = b.params();
+    let unused = b.unary(UnaryFn::Log, p.at(0));
+    let _unused_too = b.binary(BinaryFn::Mul, unused, p.at(1));
+    let zero = b.scalar_const(0.0);
+    b.check(
+        hazel_graph::tape::CheckKind::Lower,
+        p.at(1),
+        zero,
+        "q[2] must be positive".into(),
+    );
+    let one = b.scalar_const(1.0);
+    let _unread_density = b.dist(DistKind::Normal, vec![p.at(0), zero, one], true);
+    let lp = b.binary(BinaryFn::Mul, p.at(0), p.at(1));
+    let mut g = b.finish();
+    let (_, grad) = value_and_gradient(&g, lp, &q);
+    assert!(grad[0].is_nan(), "0 × ∞ from the unread log: {grad:?}");
+    assert_eq!(g.eliminate_dead_ops(lp), 2);
+    assert_eq!(g.ops.len(), 3);
+    let (v, grad) = value_and_gradient(&g, lp, &q);
+    assert_eq!(v, 0.0);
+    assert_eq!(grad, vec![0.5, 0.0]);
+    let mut buf = Buffers::for_graph(&g);
+    assert!(
+        g.forward(&[0.0, -1.0], &mut buf).is_err(),
+        "the check stays"
+    );
 }

@@ -405,11 +405,33 @@ pub fn lchoose_grad(n: f64, k: f64) -> (f64, f64) {
 
 /// 1 / (1 + e^{-x}) without overflow.
 pub fn inv_logit(x: f64) -> f64 {
+    inv_logit_with(x, exp_neg_abs(x))
+}
+
+/// `e^{-|x|}`: the one exponential that [`inv_logit`] and [`log1p_exp`] of `x` or of `-x` each
+/// compute, so a caller needing several of them computes it once (same bits).
+#[inline]
+pub fn exp_neg_abs(x: f64) -> f64 {
+    (-x.abs()).exp()
+}
+
+/// [`inv_logit`]`(x)` given `e = exp_neg_abs(x)`.
+#[inline]
+pub fn inv_logit_with(x: f64, e: f64) -> f64 {
     if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
+        1.0 / (1.0 + e)
     } else {
-        let e = x.exp();
         e / (1.0 + e)
+    }
+}
+
+/// [`log1p_exp`]`(x)` given `l = exp_neg_abs(x).ln_1p()` (the same for `x` and `-x`).
+#[inline]
+pub fn log1p_exp_with(x: f64, l: f64) -> f64 {
+    if x > 0.0 {
+        x + l
+    } else {
+        l
     }
 }
 
@@ -420,11 +442,7 @@ pub fn logit(u: f64) -> f64 {
 
 /// log(1 + e^x) without overflow or loss of precision.
 pub fn log1p_exp(x: f64) -> f64 {
-    if x > 0.0 {
-        x + (-x).exp().ln_1p()
-    } else {
-        x.exp().ln_1p()
-    }
+    log1p_exp_with(x, exp_neg_abs(x).ln_1p())
 }
 
 /// log(1 - e^x) for x ≤ 0 (NaN for x > 0), accurate near 0 and in the tail.

@@ -52,9 +52,17 @@ pub enum ChainError {
     /// Another chain (`by_chain`) met a fatal error, which stops the whole run; this chain
     /// stopped after `iteration` completed iterations.
     Stopped { iteration: usize, by_chain: u64 },
+    /// The caller interrupted the run ([`hazel_draws::Progress::interrupted`], Ctrl-C in
+    /// Python); this chain stopped after `iteration` completed iterations.
+    Interrupted { iteration: usize },
 }
 
 impl ChainError {
+    /// Whether the chain stopped because the caller interrupted the run.
+    pub fn is_interruption(&self) -> bool {
+        matches!(self, ChainError::Interrupted { .. })
+    }
+
     /// A fatal model error met by the step-size heuristic is reported as the fatal error.
     fn from_stepsize(iteration: usize, error: StepsizeError) -> Self {
         match error {
@@ -96,6 +104,9 @@ impl std::fmt::Display for ChainError {
                     f,
                     "stopped after {iteration} iterations by a fatal error in chain {by_chain}"
                 )
+            }
+            ChainError::Interrupted { iteration } => {
+                write!(f, "interrupted after {iteration} iterations")
             }
         }
     }

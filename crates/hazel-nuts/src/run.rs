@@ -393,6 +393,12 @@ fn sample_into<M: Model + ?Sized>(
                 by_chain,
             });
         }
+        if shared.progress.interrupted() {
+            record_time(report, sampling_start);
+            return Err(ChainError::Interrupted {
+                iteration: chain.completed(),
+            });
+        }
         let step = chain.next_iteration();
         if let Some(rejection) = chain.take_rejection() {
             progress.message(index, &rejection.to_string());

@@ -347,3 +347,58 @@ fn zero_dimensional_model_runs() {
             .all(|d| d.values.is_empty() && !d.stats.divergent && d.stats.lp == 0.0));
     }
 }
+
+/// Interrupts the run once chain 0 has completed `after` iterations.
+struct InterruptAfter {
+    after: usize,
+    seen: std::sync::atomic::AtomicUsize,
+}
+
+impl hazel_nuts::Progress for InterruptAfter {
+    fn iteration(&self, chain: usize, iteration: usize, _: bool, _: usize) {
+        if chain == 0 {
+            self.seen
+                .fetch_max(iteration, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    fn interrupted(&self) -> bool {
+        self.seen.load(std::sync::atomic::Ordering::SeqCst) >= self.after
+    }
+}
+
+/// An interruption (Ctrl-C in Python) stops every chain before its next iteration; what was
+/// drawn stays, sinks are finished, and a draw made before it is identical to the
+/// uninterrupted run's.
+#[test]
+fn interruption_stops_every_chain_keeping_its_draws() {
+    let mut config = config(2);
+    config.threads = 1; // chain 0 runs first and is interrupted after 150 iterations
+    config.sampler.num_warmup = 100;
+    config.sampler.num_samples = 1000;
+    let progress = InterruptAfter {
+        after: 150,
+        seen: Default::default(),
+    };
+    let density = || IndependentNormal {
+        mean: vec![0.0, 1.0],
+        sd: vec![1.0, 2.0],
+    };
+    let (report, chains) = run_in_memory(density(), &config, &progress);
+    let (_, full) = run_in_memory(density(), &config, &NoProgress);
+    for (k, chain) in report.chains.iter().enumerate() {
+        match &chain.error {
+            Some(e @ ChainError::Interrupted { iteration }) => {
+                assert!(e.is_interruption() && e.to_string().contains("interrupted"));
+                assert_eq!(chain.iterations, *iteration);
+            }
+            e => panic!("chain {k}: expected an interruption, got {e:?}"),
+        }
+        assert!(chains[k].finished);
+    }
+    assert_eq!(report.chains[0].iterations, 150);
+    assert_eq!(chains[0].draws.len(), 50);
+    assert_eq!(report.chains[1].iterations, 0);
+    for (a, b) in chains[0].draws.iter().zip(&full[0].draws) {
+        assert_eq!(a.values, b.values);
+    }
+}

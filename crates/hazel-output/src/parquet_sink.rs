@@ -355,12 +355,13 @@ pub fn read_parquet(path: &Path) -> Result<StanCsv, CsvError> {
         Some((w.parse().ok()?, s.parse().ok()?))
     });
     let adaptation = adaptation_from_pairs(pairs.iter().copied()).map_err(error)?;
-    draws.drain(..warmup_rows);
+    let warmup = draws.drain(..warmup_rows).collect();
     Ok(StanCsv {
         path: path.to_path_buf(),
         config: config_from_pairs(pairs.iter().copied()),
         column_names,
         warmup_rows,
+        warmup,
         draws,
         adaptation,
         elapsed_seconds,

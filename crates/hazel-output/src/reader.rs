@@ -63,6 +63,8 @@ pub struct StanCsv {
     pub column_names: Vec<String>,
     /// Saved warmup rows that were left out of `draws`.
     pub warmup_rows: usize,
+    /// Those rows (`column_names.len()` values each; empty where the format keeps them apart).
+    pub warmup: Vec<Vec<f64>>,
     /// Post-warmup draws, one row per draw, `column_names.len()` values each.
     pub draws: Vec<Vec<f64>>,
     pub adaptation: Option<Adaptation>,
@@ -119,6 +121,8 @@ impl StanCsv {
             .take_while(|name| name.ends_with("__"))
             .count();
         let column = |index: usize| self.column(index);
+        let warmup_column =
+            |index: usize| -> Vec<f64> { self.warmup.iter().map(|row| row[index]).collect() };
         let (stepsize, inv_metric) = match &self.adaptation {
             Some(a) => (Some(a.stepsize), a.inv_metric.clone()),
             None => (None, None),
@@ -136,7 +140,16 @@ impl StanCsv {
                 })
                 .collect(),
             names: self.column_names[n_stats..].to_vec(),
-            warmup: DrawTable::default(),
+            warmup: if self.warmup.is_empty() {
+                DrawTable::default()
+            } else {
+                DrawTable {
+                    stats: (0..n_stats).map(warmup_column).collect(),
+                    values: (n_stats..self.column_names.len())
+                        .map(warmup_column)
+                        .collect(),
+                }
+            },
             sampling: DrawTable {
                 stats: (0..n_stats).map(column).collect(),
                 values: (n_stats..self.column_names.len()).map(column).collect(),
@@ -209,6 +222,7 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
         config: Vec::new(),
         column_names: Vec::new(),
         warmup_rows: 0,
+        warmup: Vec::new(),
         draws: Vec::new(),
         adaptation: None,
         elapsed_seconds: None,
@@ -341,7 +355,7 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
             }
         }
     };
-    csv.draws.drain(..csv.warmup_rows);
+    csv.warmup = csv.draws.drain(..csv.warmup_rows).collect();
     Ok(csv)
 }
 

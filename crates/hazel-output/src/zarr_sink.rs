@@ -743,6 +743,7 @@ pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
             config,
             column_names,
             warmup_rows: 0,
+            warmup: Vec::new(),
             draws: rows,
             adaptation,
             elapsed_seconds: None,

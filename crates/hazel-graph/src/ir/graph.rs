@@ -292,6 +292,13 @@ pub enum Op {
         args: Box<[Arg]>,
         out: Slot,
     },
+    /// A run of scalar ops as compact instructions, fused by [`Graph::fuse_scalar_blocks`]
+    /// ([`crate::ir::scalar`]); `out` spans the slots its instructions write (each writes one,
+    /// after its inputs, as the ops did). Same bits as the ops it replaces.
+    Scalars {
+        block: Box<crate::ir::scalar::ScalarBlock>,
+        out: Slot,
+    },
 }
 
 impl Op {
@@ -325,7 +332,8 @@ impl Op {
             | Op::Ode { out, .. }
             | Op::Integrate { out, .. }
             | Op::Glm { out, .. }
-            | Op::Nary { out, .. } => *out,
+            | Op::Nary { out, .. }
+            | Op::Scalars { out, .. } => *out,
         }
     }
 
@@ -380,6 +388,7 @@ impl Op {
             }
             Op::Reject { .. } => {}
             Op::Glm { spec, .. } => spec.for_each_input_mut(f),
+            Op::Scalars { block, .. } => block.for_each_input_mut(f),
             Op::Dae {
                 yy0, yp0, theta, ..
             } => {
@@ -423,6 +432,7 @@ impl Op {
             Op::Check { x, bound, .. } => vec![*x, *bound],
             Op::Reject { .. } => vec![],
             Op::Glm { spec, .. } => spec.inputs(),
+            Op::Scalars { block, .. } => block.inputs(),
         }
     }
 }
@@ -444,17 +454,26 @@ pub struct Graph {
     pub locations: Vec<(u32, std::sync::Arc<str>)>,
 }
 
-/// Appends what identifies a scalar argument to a common-subexpression key: its slot if it
-/// varies, its value if it is a constant (the pool is immutable, so equal constants at
-/// different offsets are interchangeable; the tracer does not intern them). `false` for runs.
+/// Appends what identifies an argument to a common-subexpression key: its slot run if it
+/// varies; for a constant, its values (the pool is immutable, so equal constants at different
+/// offsets are interchangeable; the tracer does not intern them), or, for a run longer than
+/// [`CSE_CONST_VALUES`], its place in the pool.
 fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
     use std::fmt::Write;
-    a.len == 1
-        && match a.space {
-            Space::Var => write!(key, "v{}", a.off).is_ok(),
-            Space::Const => write!(key, "c{:x}", consts[a.off as usize].to_bits()).is_ok(),
+    match a.space {
+        Space::Var => write!(key, "v{}:{}", a.off, a.len).is_ok(),
+        Space::Const if a.len() <= CSE_CONST_VALUES => {
+            key.push('c');
+            consts[a.range()]
+                .iter()
+                .all(|v| write!(key, "{:x},", v.to_bits()).is_ok())
         }
+        Space::Const => write!(key, "k{}:{}", a.off, a.len).is_ok(),
+    }
 }
+
+/// Constant runs up to this long are compared by value in [`Graph::eliminate_common_subexpressions`].
+const CSE_CONST_VALUES: usize = 64;
 
 impl Graph {
     /// `e`, raised by `op`, with the model location `op` was traced from.
@@ -465,31 +484,49 @@ impl Graph {
         e.at(location)
     }
 
-    /// Removes scalar ops that repeat an earlier op on the same arguments (after earlier
-    /// removals), redirecting their readers to the earlier op's output; returns how many
-    /// were removed. Loops over data make these common: `bernoulli_lpmf(1 | omega)` for every
-    /// row, `beta[1] * n_avoid[j, t]` for the few distinct values of a count.
+    /// Removes ops that repeat an earlier op on the same arguments (after earlier removals),
+    /// redirecting their readers to the earlier op's output; returns how many were removed. Loops over data make these common: `bernoulli_lpmf(1 | omega)` for
+    /// every row, `beta[1] * n_avoid[j, t]` for the few distinct values of a count,
+    /// `bernoulli_lpmf(y[i] | p)` for the few distinct capture histories `y[i]`.
     ///
-    /// Only pure scalar ops (unary, binary, multiply-add, one-term densities) are candidates,
-    /// and an op is kept when its output is read through a run longer than one value (a
-    /// vector view over adjacent scalars) or is `keep`. Values are unchanged; the earlier
+    /// Only pure ops are candidates (unary, binary, multiply-add; densities, sums, dot
+    /// products and `log_sum_exp` of runs; packs, running sums and gathers: a `vector` built
+    /// from the same scalars in every iteration),
+    /// and an op is kept when a run that reads its output extends past it (a vector view over
+    /// adjacent scalars) or its output is `keep`; a reader inside the output is shifted to
+    /// the same place in the earlier op's. Values are unchanged; the earlier
     /// op's adjoint collects all its readers' contributions, so the gradient may differ from
     /// the unshared graph's in the last bits (a different summation order).
     pub fn eliminate_common_subexpressions(&mut self, keep: Arg) -> usize {
         use std::collections::HashMap;
         use std::fmt::Write;
         const NONE: u32 = u32::MAX;
-        // Slots read through a run of more than one value cannot be redirected.
+        // A reader's run is redirected by shifting it, which needs it to lie inside one op's
+        // output; slots read through a run that spans several outputs (or a parameter and an
+        // output), and `keep`, are pinned.
+        let mut owner = vec![NONE; self.n_vals];
+        for (i, op) in self.ops.iter().enumerate() {
+            owner[op.out().range()]
+                .iter_mut()
+                .for_each(|o| *o = i as u32);
+        }
         let mut pinned = vec![false; self.n_vals];
-        let mut pin = |a: Arg| {
-            if a.is_var() && (a.len > 1 || a == keep) {
-                pinned[a.range()].iter_mut().for_each(|p| *p = true);
+        let mut pin = |a: Arg, always: bool| {
+            if !a.is_var() || a.is_empty() {
+                return;
+            }
+            let r = a.range();
+            let one_output = owner[r.start] != NONE
+                && owner[r.start..r.end].iter().all(|o| *o == owner[r.start]);
+            if always || !one_output {
+                pinned[r].iter_mut().for_each(|p| *p = true);
             }
         };
         for op in &self.ops {
-            op.inputs().into_iter().for_each(&mut pin);
+            op.inputs().into_iter().for_each(|a| pin(a, false));
         }
-        pin(keep);
+        pin(keep, true);
+        // Slot of a removed op's output → the same position in the first op's output.
         let mut redirect = vec![NONE; self.n_vals];
         let mut seen: HashMap<String, u32> = HashMap::new();
         let mut key = String::new();
@@ -498,7 +535,7 @@ impl Graph {
         let mut ops = Vec::with_capacity(old.len());
         for mut op in old {
             op.for_each_input_mut(|a| {
-                if a.is_var() && a.len == 1 && redirect[a.off as usize] != NONE {
+                if a.is_var() && !a.is_empty() && redirect[a.off as usize] != NONE {
                     a.off = redirect[a.off as usize];
                 }
             });
@@ -506,8 +543,9 @@ impl Graph {
             key.clear();
             // `{:?}` of the functions' f64 parameters round-trips, and constants are keyed
             // by their bits, so equal keys mean equal computations.
-            let candidate = out.len == 1
-                && !pinned[out.off as usize]
+            let candidate = out.len >= 1
+                && !pinned[out.range()].iter().any(|p| *p)
+                && write!(key, "{}:", out.len).is_ok()
                 && match &op {
                     Op::Unary { f, x, .. } => {
                         write!(key, "U{f:?}").is_ok() && arg_key(&mut key, *x, &self.consts)
@@ -524,20 +562,43 @@ impl Graph {
                             && arg_key(&mut key, *c, &self.consts)
                     }
                     Op::Dist {
-                        kind,
-                        args,
-                        propto,
-                        len: 1,
-                        ..
+                        kind, args, propto, ..
                     } => {
                         write!(key, "D{kind:?}{propto}").is_ok()
                             && args.iter().all(|a| arg_key(&mut key, *a, &self.consts))
+                    }
+                    Op::Sum { x, .. } => {
+                        key.push('S');
+                        arg_key(&mut key, *x, &self.consts)
+                    }
+                    Op::LogSumExp { x, .. } => {
+                        key.push('L');
+                        arg_key(&mut key, *x, &self.consts)
+                    }
+                    Op::Dot { a, b, .. } => {
+                        key.push('P');
+                        arg_key(&mut key, *a, &self.consts) && arg_key(&mut key, *b, &self.consts)
+                    }
+                    Op::Pack { xs, .. } => {
+                        key.push('K');
+                        xs.iter().all(|a| arg_key(&mut key, *a, &self.consts))
+                    }
+                    Op::CumSum { x, .. } => {
+                        key.push('C');
+                        arg_key(&mut key, *x, &self.consts)
+                    }
+                    Op::Gather { x, idx, .. } => {
+                        key.push('G');
+                        arg_key(&mut key, *x, &self.consts)
+                            && idx.iter().all(|i| write!(key, "{i},").is_ok())
                     }
                     _ => false,
                 };
             if candidate {
                 if let Some(&first) = seen.get(&key) {
-                    redirect[out.off as usize] = first;
+                    for (k, r) in redirect[out.range()].iter_mut().enumerate() {
+                        *r = first + k as u32;
+                    }
                     removed += 1;
                     continue;
                 }
@@ -606,6 +667,56 @@ impl Graph {
         }
         self.ops = ops;
         fused
+    }
+
+    /// Removes ops whose output nothing reads — no later op's argument covers any of its
+    /// slots and `keep` does not — when the op can neither fail nor have another effect
+    /// (elementwise arithmetic, packing, sums and products; never a check, a density, a
+    /// solver or a factorisation, whose errors Stan would raise); returns how many were
+    /// removed. A transformed parameter the model block never reads is the common case.
+    ///
+    /// Values are unchanged. Gradients are unchanged except where a removed op would have
+    /// added `0 × ∞ = NaN` (a `log` at 0 whose result nobody reads) or turned a `-0.0`
+    /// adjoint into `+0.0`: a dead op's own adjoint is zero, so it only ever added zeros.
+    pub fn eliminate_dead_ops(&mut self, keep: Arg) -> usize {
+        let mut live = vec![false; self.n_vals];
+        let mark = |a: Arg, live: &mut [bool]| {
+            if a.is_var() {
+                live[a.range()].iter_mut().for_each(|l| *l = true);
+            }
+        };
+        mark(keep, &mut live);
+        let mut keep_op = vec![true; self.ops.len()];
+        for (i, op) in self.ops.iter().enumerate().rev() {
+            let out = op.out();
+            let removable = matches!(
+                op,
+                Op::Unary { .. }
+                    | Op::Binary { .. }
+                    | Op::MulAdd { .. }
+                    | Op::MulAddChain { .. }
+                    | Op::Sum { .. }
+                    | Op::SumScalars { .. }
+                    | Op::Dot { .. }
+                    | Op::LogSumExp { .. }
+                    | Op::CumSum { .. }
+                    | Op::Pack { .. }
+                    | Op::Gather { .. }
+                    | Op::MatVec { .. }
+                    | Op::MatMul { .. }
+            );
+            if removable && !live[out.range()].iter().any(|l| *l) {
+                keep_op[i] = false;
+                continue;
+            }
+            for a in op.inputs() {
+                mark(a, &mut live);
+            }
+        }
+        let before = self.ops.len();
+        let mut k = keep_op.into_iter();
+        self.ops.retain(|_| k.next().unwrap_or(true));
+        before - self.ops.len()
     }
 
     /// How many times each candidate slot is read: by every op's arguments (a run covering

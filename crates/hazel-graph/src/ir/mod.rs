@@ -4,6 +4,8 @@
 //!   pool, buffer sizes, debug locations) and the rewrites run on it after tracing (common
 //!   subexpressions, multiply-add fusion).
 //! - [`glm`]: the fused GLM op's description and its rewrite ([`Graph::fuse_glm`]).
+//! - [`scalar`]: scalar blocks ([`Graph::fuse_scalar_blocks`]): runs of scalar ops as compact
+//!   instructions run in one loop.
 //! - [`ops`]: the function, density-family and matrix-function descriptors that ops name.
 //!
 //! Invariants of the boundary (ARCHITECTURE.md, "IR and executors"): nothing here calls a
@@ -13,6 +15,7 @@
 pub mod glm;
 pub mod graph;
 pub mod ops;
+pub mod scalar;
 
 pub use graph::{Arg, CheckKind, Graph, LinalgFn, Op, Slot, Space, StructKind};
 pub use ops::{BinaryFn, DistKind, MathBinary, MathUnary, Mode, TableDist, UnaryFn};

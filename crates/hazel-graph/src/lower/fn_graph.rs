@@ -401,7 +401,11 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         }
     }
 
-    fn fn_graph(&self, graph: Graph, out: Vec<Sc>, guards: Vec<Guard>) -> FnGraph {
+    fn fn_graph(&self, mut graph: Graph, out: Vec<Sc>, guards: Vec<Guard>) -> FnGraph {
+        // Solvers run the function many times per evaluation: its scalar arithmetic as
+        // blocks (same values and bits; every slot the outputs and guards read is still
+        // written).
+        graph.fuse_scalar_blocks();
         FnGraph {
             graph,
             out,

@@ -10,6 +10,16 @@ use std::sync::Arc;
 
 /// Free (unconstrained) size of one element of a declared type (sizes evaluated).
 fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
+    let (shape, blank) = free_shape(tr, elem)?;
+    Ok((shape.iter().product(), blank))
+}
+
+/// The shape of one element's unconstrained coordinates as Stan names them (its
+/// `unconstrained_param_names`): none for a scalar, one index for vectors and for the
+/// Cholesky-factor, correlation and covariance matrices (their free values counted flat), two
+/// for matrices whose free values keep a matrix layout (plain, sum-to-zero and stochastic
+/// matrices); also the element's blank value.
+fn free_shape(tr: &mut Tracer, elem: &ElemType) -> R<(Vec<usize>, Val)> {
     let blank = {
         let ty = DeclType {
             span: hazel_syntax::Span::DUMMY,
@@ -24,31 +34,53 @@ fn free_size(tr: &mut Tracer, elem: &ElemType) -> R<(usize, Val)> {
         _ => (1, 1),
     };
     let k = n.0;
-    let size = match elem {
+    let shape = match elem {
         ElemType::Int { .. } => {
             return cerr("parameters cannot be integers", hazel_syntax::Span::DUMMY)
         }
-        ElemType::Real { .. } => 1,
+        ElemType::Real { .. } => vec![],
         ElemType::Vector { .. }
         | ElemType::RowVector { .. }
         | ElemType::Ordered { .. }
         | ElemType::PositiveOrdered { .. }
-        | ElemType::UnitVector { .. } => k,
-        ElemType::Matrix { .. } => n.0 * n.1,
-        ElemType::Simplex { .. } | ElemType::SumToZeroVector { .. } => k.saturating_sub(1),
-        ElemType::SumToZeroMatrix { .. } => n.0.saturating_sub(1) * n.1.saturating_sub(1),
-        ElemType::ColumnStochasticMatrix { .. } => n.0.saturating_sub(1) * n.1,
-        ElemType::RowStochasticMatrix { .. } => n.0 * n.1.saturating_sub(1),
+        | ElemType::UnitVector { .. } => vec![k],
+        ElemType::Matrix { .. } => vec![n.0, n.1],
+        ElemType::Simplex { .. } | ElemType::SumToZeroVector { .. } => vec![k.saturating_sub(1)],
+        ElemType::SumToZeroMatrix { .. } => vec![n.0.saturating_sub(1), n.1.saturating_sub(1)],
+        ElemType::ColumnStochasticMatrix { .. } => vec![n.0.saturating_sub(1), n.1],
+        ElemType::RowStochasticMatrix { .. } => vec![n.0, n.1.saturating_sub(1)],
         ElemType::CholeskyFactorCorr { .. } | ElemType::CorrMatrix { .. } => {
-            k * k.saturating_sub(1) / 2
+            vec![k * k.saturating_sub(1) / 2]
         }
-        ElemType::CovMatrix { .. } => k + k * k.saturating_sub(1) / 2,
+        ElemType::CovMatrix { .. } => vec![k + k * k.saturating_sub(1) / 2],
         ElemType::CholeskyFactorCov { .. } => {
-            hazel_math::transforms::cholesky_cov_free_size(n.0, n.1)
+            vec![hazel_math::transforms::cholesky_cov_free_size(n.0, n.1)]
         }
         _ => return cerr("unsupported parameter type", hazel_syntax::Span::DUMMY),
     };
-    Ok((size, blank))
+    Ok((shape, blank))
+}
+
+/// `prefix.i.j…` for every index of `dims`, the first index varying fastest (Stan's order for
+/// CSV columns and unconstrained names alike).
+fn indexed_names(prefix: &str, dims: &[usize], out: &mut Vec<String>) {
+    let total: usize = dims.iter().product();
+    let mut idx = vec![0usize; dims.len()];
+    for _ in 0..total {
+        let mut name = prefix.to_string();
+        for i in &idx {
+            name.push('.');
+            name.push_str(&(i + 1).to_string());
+        }
+        out.push(name);
+        for (k, d) in dims.iter().enumerate() {
+            idx[k] += 1;
+            if idx[k] < *d {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
 }
 
 fn transform_of(elem: &ElemType) -> Option<&Transform> {
@@ -117,6 +149,52 @@ impl<'p> Tracer<'p> {
             }
         }
         Ok(pos)
+    }
+
+    /// Names of one parameter's unconstrained coordinates as Stan's
+    /// `unconstrained_param_names` spells them (what BridgeStan's `param_unc_names` returns):
+    /// the array indices, then the element's free shape ([`free_shape`]), first index fastest
+    /// (`b.1.1, b.2.1, …` for `array[2] vector[3] b` even though its values are laid out one
+    /// vector after another: Stan's names, not its layout). Tuples, which Stan's interfaces do
+    /// not name, follow the CSV spelling in the layout's order: one whole tuple after another,
+    /// slot `s` of element `a.i` named `a.i:s` and indexed below that.
+    pub fn unconstrained_names(
+        &mut self,
+        name: &str,
+        ty: &DeclType,
+        out: &mut Vec<String>,
+    ) -> R<()> {
+        let mut dims = Vec::new();
+        for e in &ty.array_dims {
+            dims.push(self.int_expr(e)?.max(0) as usize);
+        }
+        if let ElemType::Tuple(slots) = &ty.elem {
+            // Array elements in row-major order (the layout), each a whole tuple.
+            let total: usize = dims.iter().product();
+            let mut idx = vec![0usize; dims.len()];
+            for _ in 0..total {
+                let mut element = name.to_string();
+                for i in &idx {
+                    element.push('.');
+                    element.push_str(&(i + 1).to_string());
+                }
+                for (s, slot) in slots.iter().enumerate() {
+                    self.unconstrained_names(&format!("{element}:{}", s + 1), slot, out)?;
+                }
+                for k in (0..dims.len()).rev() {
+                    idx[k] += 1;
+                    if idx[k] < dims[k] {
+                        break;
+                    }
+                    idx[k] = 0;
+                }
+            }
+            return Ok(());
+        }
+        let (shape, _) = free_shape(self, &ty.elem)?;
+        dims.extend(shape);
+        indexed_names(name, &dims, out);
+        Ok(())
     }
 
     /// Stan's check that a declaration's bounds are ordered: `lower < upper` for a parameter

@@ -45,6 +45,18 @@ enum Route<'a> {
     Binary(BinOp),
 }
 
+/// [`unsupported_calls`] as error diagnostics at each call, as `hazel check` (and every front
+/// end that checks a program before building it) reports them.
+pub fn unsupported_call_diagnostics(checked: &CheckedProgram) -> Vec<hazel_syntax::Diagnostic> {
+    unsupported_calls(checked)
+        .into_iter()
+        .map(|(span, message)| {
+            hazel_syntax::Diagnostic::error(span, format!("hazel cannot run this yet: {message}"))
+                .with_hint("Stan accepts this program; hazel's library does not cover it yet")
+        })
+        .collect()
+}
+
 /// The built-in call sites of `checked` that the lowering cannot run: (span, message). Empty
 /// when the whole program lowers (data-dependent failures aside).
 pub fn unsupported_calls(checked: &CheckedProgram) -> Vec<(Span, String)> {

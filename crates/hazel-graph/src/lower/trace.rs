@@ -9,7 +9,7 @@ use super::value::{Elems, Sc, Val};
 use crate::builder::GraphBuilder;
 use crate::dists::DistKind;
 use crate::kernels::{BinaryFn, UnaryFn};
-use crate::tape::Arg;
+use crate::tape::{Arg, Op};
 use hazel_check::CheckedProgram;
 use hazel_density::{EvalError, StreamRng};
 use hazel_syntax::Span;
@@ -334,8 +334,39 @@ impl<'p> Tracer<'p> {
     pub fn sc_unary(&mut self, f: UnaryFn, s: Sc) -> Sc {
         match s {
             Sc::C(c) => Sc::C(f.value(c)),
-            Sc::V(o) => Sc::V(self.b.unary(f, Arg::var(o as usize, 1)).off),
+            Sc::V(o) => {
+                if let Some(x) = self.log_of_exp(f, o) {
+                    return x;
+                }
+                Sc::V(self.b.unary(f, Arg::var(o as usize, 1)).off)
+            }
         }
+    }
+
+    /// `log(exp(x))` is `x`: when `f` is `log` and slot `o` is an element of an `exp` op's
+    /// output, that element of the `exp`'s input. `log(softmax(v)[k])` in a categorical
+    /// density becomes `v[k] − log_sum_exp(v)` this way, without the `exp` (the unread `exp`
+    /// is removed after tracing, `Graph::eliminate_dead_ops`), and exactly where `exp`
+    /// overflows or underflows.
+    fn log_of_exp(&self, f: UnaryFn, o: u32) -> Option<Sc> {
+        if !matches!(f, UnaryFn::Log) {
+            return None;
+        }
+        let Some(&Op::Unary {
+            f: UnaryFn::Exp,
+            x,
+            out,
+        }) = self.b.producer(o)
+        else {
+            return None;
+        };
+        let i = (o - out.off) as usize;
+        let xi = if x.len() == 1 { x } else { x.at(i) };
+        Some(if xi.is_var() {
+            Sc::V(xi.off)
+        } else {
+            Sc::C(self.b.value(xi)[0])
+        })
     }
 
     pub fn sc_binary(&mut self, f: BinaryFn, a: Sc, b: Sc) -> Sc {

@@ -51,8 +51,8 @@
 
 use super::{all, bit, Check, MathError, Terms};
 use crate::special::{
-    digamma, digamma_shift, inv_logit, lbeta, lchoose, lgamma, log1m, log1p_exp, LOG_PI,
-    LOG_SQRT_PI, LOG_SQRT_TWO_PI,
+    digamma, digamma_shift, exp_neg_abs, inv_logit_with, lbeta, lchoose, lgamma, log1m, log1p_exp,
+    log1p_exp_with, LOG_PI, LOG_SQRT_PI, LOG_SQRT_TWO_PI,
 };
 use std::f64::consts::LN_2;
 
@@ -1240,7 +1240,14 @@ impl UnivariateKernel for BinomialLogit {
             _ => {
                 check.finite("Probability parameter", x)?;
                 if self.alpha {
-                    Ok([log1p_exp(-x), log1p_exp(x), inv_logit(x)])
+                    // The one `exp` and `log1p` the three share.
+                    let e = exp_neg_abs(x);
+                    let l = e.ln_1p();
+                    Ok([
+                        log1p_exp_with(-x, l),
+                        log1p_exp_with(x, l),
+                        inv_logit_with(x, e),
+                    ])
                 } else {
                     Ok(NONE)
                 }
@@ -1354,7 +1361,11 @@ impl UnivariateKernel for BernoulliLogit {
         // log σ(s α) with s = 2n - 1
         let s = 2.0 * x[0] - 1.0;
         let sa = s * x[1];
-        Ok((-log1p_exp(-sa), [0.0, s * inv_logit(-sa), 0.0, 0.0]))
+        let e = exp_neg_abs(sa);
+        Ok((
+            -log1p_exp_with(-sa, e.ln_1p()),
+            [0.0, s * inv_logit_with(-sa, e), 0.0, 0.0],
+        ))
     }
 }
 
@@ -1457,8 +1468,8 @@ impl UnivariateKernel for NegBinomial2Log {
         let [n, eta, phi, _] = *x;
         let [log_phi, _, _] = d[2];
         let u = eta - log_phi;
-        let log1p_exp_u = log1p_exp(u);
-        let s = inv_logit(u);
+        let e = exp_neg_abs(u);
+        let (log1p_exp_u, s) = (log1p_exp_with(u, e.ln_1p()), inv_logit_with(u, e));
         let mut lp = 0.0;
         let mut g = [0.0; 4];
         if self.phi_only {

@@ -177,6 +177,11 @@ impl BinaryFn {
                 let m = a.max(b);
                 if m == f64::NEG_INFINITY {
                     m
+                } else if m.is_finite() {
+                    // The larger term is `exp(0) = 1` exactly: one `exp`, the same bits (a NaN
+                    // is never `m`, so it stays the other term and the result stays NaN).
+                    let other = if a == m { b } else { a };
+                    m + (1.0 + (other - m).exp()).ln()
                 } else {
                     m + ((a - m).exp() + (b - m).exp()).ln()
                 }
@@ -261,7 +266,7 @@ impl BinaryFn {
 /// infinite (e.g. `sqrt` at 0 feeding on an `exp` that underflowed): the reference
 /// implementation's gradients stay finite there, and so do ours.
 #[inline(always)]
-fn strong_mul(g: f64, partial: f64) -> f64 {
+pub(crate) fn strong_mul(g: f64, partial: f64) -> f64 {
     if partial == 0.0 {
         0.0
     } else {
@@ -625,6 +630,7 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             crate::nary::forward(*f, args, lo, consts, o)?;
         }
+        Op::Scalars { block, .. } => super::scalar::forward(block, consts, vals, scratch)?,
     }
     Ok(())
 }
@@ -679,6 +685,10 @@ pub fn backward(
             if b.is_var() {
                 adj[b.off as usize] += strong_mul(g_product, x);
             }
+            return;
+        }
+        Op::Scalars { block, .. } => {
+            super::scalar::backward(block, consts, vals, adj, scratch);
             return;
         }
         Op::MulAddChain { c, terms, out } => {
@@ -1021,7 +1031,7 @@ pub fn backward(
             crate::linalg_kernels::backward(op, consts, lo, &vals[out.range()], g, adj_lo, scratch)
         }
         // Handled by the scalar fast path above.
-        Op::MulAdd { .. } | Op::MulAddChain { .. } => {}
+        Op::MulAdd { .. } | Op::MulAddChain { .. } | Op::Scalars { .. } => {}
         Op::MvDist {
             args, scratch: sc, ..
         } => crate::mvdist::backward(args, *sc, g[0], scratch, adj_lo),

@@ -13,6 +13,7 @@ pub mod glm;
 pub mod kernels;
 pub(crate) mod linalg_kernels;
 pub(crate) mod par;
+pub(crate) mod scalar;
 pub mod simd;
 pub(crate) mod special;
 

@@ -1,0 +1,342 @@
+//! Value and gradient rules of a scalar block ([`crate::ir::scalar`]): one loop over its
+//! instructions forward, one in reverse backward.
+//!
+//! Each instruction repeats the rule of the op it replaces, from the same functions
+//! (`UnaryFn::value`/`deriv`, `BinaryFn::value`/`partials`, `DistKind::elem`), with the same
+//! adjoint updates in the same order as `kernels::forward`/`backward`'s scalar paths, so a
+//! block gives the bits of its ops run one by one.
+
+use super::dists::{self, Inc, NO_SCRATCH};
+use super::kernels::{self, strong_mul};
+use crate::ir::ops::BinaryFn;
+use crate::ir::scalar::{Operand, ScalarBlock, ScalarDist, ScalarInstr};
+use crate::ir::Op;
+use crate::simd::Isa;
+use hazel_density::EvalError;
+
+/// Operand `o`.
+///
+/// # Safety
+/// `o`'s index is inside `vals` (a slot) or `consts` (a constant): true for every operand of
+/// a block whose [`ScalarBlock::vals_len`] and [`ScalarBlock::consts_len`] the buffers reach.
+#[inline(always)]
+unsafe fn get(o: Operand, vals: &[f64], consts: &[f64]) -> f64 {
+    // SAFETY: see the contract.
+    unsafe {
+        if o.is_var() {
+            *vals.get_unchecked(o.index())
+        } else {
+            *consts.get_unchecked(o.index())
+        }
+    }
+}
+
+/// Panics unless every slot and constant `block` touches lies inside the buffers: after this,
+/// the block's accesses need no further checks.
+#[inline(always)]
+fn check_buffers(block: &ScalarBlock, vals: &[f64], consts: &[f64]) {
+    assert!(
+        block.vals_len() <= vals.len() && block.consts_len() <= consts.len(),
+        "scalar block outside its graph's buffers"
+    );
+}
+
+/// Forward rule of a block.
+pub fn forward(
+    block: &ScalarBlock,
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+) -> Result<(), EvalError> {
+    use ScalarInstr as I;
+    check_buffers(block, vals, consts);
+    // SAFETY (every unchecked access below): every slot and constant index of the block's
+    // instructions is below `vals_len()` / `consts_len()`, checked against the buffers above.
+    for instr in block.code() {
+        // `v!(i)`: value slot `i`; `k!(i)`: constant `i`; `set!(i, y)`: slot `i` = `y`.
+        macro_rules! v {
+            ($i:expr) => {
+                unsafe { *vals.get_unchecked(*$i as usize) }
+            };
+        }
+        macro_rules! k {
+            ($i:expr) => {
+                unsafe { *consts.get_unchecked(*$i as usize) }
+            };
+        }
+        macro_rules! set {
+            ($i:expr, $y:expr) => {{
+                let y = $y;
+                unsafe { *vals.get_unchecked_mut($i as usize) = y }
+            }};
+        }
+        macro_rules! get {
+            ($o:expr) => {
+                unsafe { get($o, vals, consts) }
+            };
+        }
+        macro_rules! bin {
+            ($f:ident, $x:expr, $y:expr, $out:expr) => {
+                set!(*$out, BinaryFn::$f.value($x, $y))
+            };
+        }
+        match instr {
+            I::AddVV { a, b, out } => bin!(Add, v!(a), v!(b), out),
+            I::AddVC { a, c, out } => bin!(Add, v!(a), k!(c), out),
+            I::AddCV { c, b, out } => bin!(Add, k!(c), v!(b), out),
+            I::SubVV { a, b, out } => bin!(Sub, v!(a), v!(b), out),
+            I::SubVC { a, c, out } => bin!(Sub, v!(a), k!(c), out),
+            I::SubCV { c, b, out } => bin!(Sub, k!(c), v!(b), out),
+            I::MulVV { a, b, out } => bin!(Mul, v!(a), v!(b), out),
+            I::MulVC { a, c, out } => bin!(Mul, v!(a), k!(c), out),
+            I::MulCV { c, b, out } => bin!(Mul, k!(c), v!(b), out),
+            I::DivVV { a, b, out } => bin!(Div, v!(a), v!(b), out),
+            I::DivVC { a, c, out } => bin!(Div, v!(a), k!(c), out),
+            I::DivCV { c, b, out } => bin!(Div, k!(c), v!(b), out),
+            I::Unary { f, x, out } => set!(*out, f.value(get!(*x))),
+            I::Binary { f, a, b, out } => set!(*out, f.value(get!(*a), get!(*b))),
+            I::MulAdd { a, b, c, out } => {
+                // Two roundings, as the unfused multiply and add.
+                let product = get!(*a) * get!(*b);
+                set!(*out, product + get!(*c))
+            }
+            I::MulAddChain { c, terms, out } => {
+                let mut acc = get!(*c);
+                for [a, b] in terms.iter() {
+                    acc += get!(*a) * get!(*b);
+                }
+                set!(*out, acc)
+            }
+            I::Dist { dist, out } => set!(*out, dist_forward(dist, consts, vals, scratch)?),
+            I::Pack { xs, out } => {
+                for (k, x) in xs.iter().enumerate() {
+                    set!(*out as usize + k, get!(*x))
+                }
+            }
+            I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
+        }
+    }
+    Ok(())
+}
+
+/// A short op by its own rules, compiled for the baseline instruction set (the same bits as
+/// every other level), its error located at its model line. A density calls its rule
+/// directly (what `kernels::forward` does for it, without the general dispatch).
+#[inline(never)]
+fn small_forward(
+    op: &Op,
+    location: &Option<std::sync::Arc<str>>,
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+) -> Result<(), EvalError> {
+    let r = match op {
+        Op::Dist {
+            kind,
+            args,
+            propto,
+            len,
+            scratch: sc,
+            out,
+        } => {
+            // `vals` below the output holds every argument (the layout invariant).
+            let (lo, hi) = vals.split_at_mut(out.off as usize);
+            dists::forward(*kind, args, *propto, *len as usize, sc, lo, consts, scratch)
+                .map(|lp| hi[0] = lp)
+        }
+        _ => kernels::forward(op, consts, vals, scratch, Isa::Baseline),
+    };
+    r.map_err(|e| e.at(location.as_deref()))
+}
+
+/// The gradient rule of a short op ([`small_forward`]'s counterpart).
+#[inline(never)]
+fn small_backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratch: &mut [f64]) {
+    match op {
+        Op::Dist {
+            args,
+            len,
+            scratch: sc,
+            out,
+            ..
+        } => {
+            let g = adj[out.off as usize];
+            dists::backward(args, *len as usize, sc, g, scratch, adj)
+        }
+        _ => kernels::backward(op, consts, vals, adj, scratch, Isa::Baseline),
+    }
+}
+
+/// One term of a density: its value, with the varying arguments' partials left in scratch.
+#[inline(never)]
+fn dist_forward(
+    dist: &ScalarDist,
+    consts: &[f64],
+    vals: &[f64],
+    scratch: &mut [f64],
+) -> Result<f64, EvalError> {
+    let mut x = [0.0; 4];
+    let mut varying = 0u8;
+    for (k, a) in dist.args.iter().enumerate() {
+        x[k] = if a.is_var() {
+            vals[a.index()]
+        } else {
+            consts[a.index()]
+        };
+        if a.is_var() {
+            varying |= 1 << k;
+        }
+    }
+    let inc = Inc {
+        all: !dist.propto,
+        varying,
+    };
+    let (lp, d) = dist
+        .kind
+        .elem(&x, &inc)
+        .map_err(|e| EvalError::domain(e.message).at(dist.location.as_deref()))?;
+    for (k, &o) in dist.scratch.iter().enumerate() {
+        if o != NO_SCRATCH {
+            scratch[o as usize] = d[k];
+        }
+    }
+    Ok(lp)
+}
+
+/// Gradient rule of a block: the instructions in reverse, each adding its contribution to
+/// its operands' adjoints.
+pub fn backward(
+    block: &ScalarBlock,
+    consts: &[f64],
+    vals: &[f64],
+    adj: &mut [f64],
+    scratch: &mut [f64],
+) {
+    use ScalarInstr as I;
+    check_buffers(block, vals, consts);
+    assert!(adj.len() >= vals.len(), "adjoints shorter than values");
+    // SAFETY (every unchecked access below): every slot and constant index of the block's
+    // instructions is below `vals_len()` / `consts_len()`, checked against the buffers above
+    // (and `adj` is at least as long as `vals`).
+    for instr in block.code().iter().rev() {
+        macro_rules! v {
+            ($i:expr) => {
+                unsafe { *vals.get_unchecked(*$i as usize) }
+            };
+        }
+        macro_rules! k {
+            ($i:expr) => {
+                unsafe { *consts.get_unchecked(*$i as usize) }
+            };
+        }
+        macro_rules! get {
+            ($o:expr) => {
+                unsafe { get($o, vals, consts) }
+            };
+        }
+        // `adj!(i)`: the adjoint of slot `i`, as a place.
+        macro_rules! adj {
+            ($i:expr) => {
+                *unsafe { adj.get_unchecked_mut($i as usize) }
+            };
+        }
+        // The scalar binary rule: `∂f/∂a`, `∂f/∂b` at the operands and the output, then the
+        // adjoint of each varying operand (`Some(slot)`) updated, `a`'s first.
+        macro_rules! bin {
+            ($f:ident, $x:expr, $y:expr, $out:expr, $a:expr, $b:expr) => {{
+                let g = adj!(*$out);
+                let (pa, pb) = BinaryFn::$f.partials($x, $y, v!($out));
+                if let Some(a) = $a {
+                    adj!(a) += strong_mul(g, pa);
+                }
+                if let Some(b) = $b {
+                    adj!(b) += strong_mul(g, pb);
+                }
+            }};
+        }
+        let s = |i: &u32| Some(*i as usize);
+        const NONE: Option<usize> = None;
+        match instr {
+            I::AddVV { a, b, out } => bin!(Add, v!(a), v!(b), out, s(a), s(b)),
+            I::AddVC { a, c, out } => bin!(Add, v!(a), k!(c), out, s(a), NONE),
+            I::AddCV { c, b, out } => bin!(Add, k!(c), v!(b), out, NONE, s(b)),
+            I::SubVV { a, b, out } => bin!(Sub, v!(a), v!(b), out, s(a), s(b)),
+            I::SubVC { a, c, out } => bin!(Sub, v!(a), k!(c), out, s(a), NONE),
+            I::SubCV { c, b, out } => bin!(Sub, k!(c), v!(b), out, NONE, s(b)),
+            I::MulVV { a, b, out } => bin!(Mul, v!(a), v!(b), out, s(a), s(b)),
+            I::MulVC { a, c, out } => bin!(Mul, v!(a), k!(c), out, s(a), NONE),
+            I::MulCV { c, b, out } => bin!(Mul, k!(c), v!(b), out, NONE, s(b)),
+            I::DivVV { a, b, out } => bin!(Div, v!(a), v!(b), out, s(a), s(b)),
+            I::DivVC { a, c, out } => bin!(Div, v!(a), k!(c), out, s(a), NONE),
+            I::DivCV { c, b, out } => bin!(Div, k!(c), v!(b), out, NONE, s(b)),
+            I::Unary { f, x, out } => {
+                if x.is_var() {
+                    let g = adj!(*out);
+                    let p = f.deriv(v!(&(x.index() as u32)), v!(out));
+                    adj!(x.index()) += strong_mul(g, p);
+                }
+            }
+            I::Binary { f, a, b, out } => {
+                let g = adj!(*out);
+                let (pa, pb) = f.partials(get!(*a), get!(*b), v!(out));
+                if a.is_var() {
+                    adj!(a.index()) += strong_mul(g, pa);
+                }
+                if b.is_var() {
+                    adj!(b.index()) += strong_mul(g, pb);
+                }
+            }
+            I::MulAdd { a, b, c, out } => {
+                // The unfused add's and multiply's updates, in the order the two ops made
+                // them; `0.0 + g` is the product's adjoint as the add would have accumulated it.
+                let g = adj!(*out);
+                if c.is_var() {
+                    adj!(c.index()) += g;
+                }
+                let g_product = 0.0 + g;
+                let (x, y) = (get!(*a), get!(*b));
+                if a.is_var() {
+                    adj!(a.index()) += strong_mul(g_product, y);
+                }
+                if b.is_var() {
+                    adj!(b.index()) += strong_mul(g_product, x);
+                }
+            }
+            I::MulAddChain { c, terms, out } => {
+                // As `kernels::backward`'s chain rule: the links from the last back.
+                let mut g = adj!(*out);
+                for (n, [a, b]) in terms.iter().enumerate().rev() {
+                    if n == 0 && c.is_var() {
+                        adj!(c.index()) += g;
+                    }
+                    let g_product = 0.0 + g;
+                    let (x, y) = (get!(*a), get!(*b));
+                    if a.is_var() {
+                        adj!(a.index()) += strong_mul(g_product, y);
+                    }
+                    if b.is_var() {
+                        adj!(b.index()) += strong_mul(g_product, x);
+                    }
+                    g += 0.0;
+                }
+            }
+            I::Pack { xs, out } => {
+                for (k, x) in xs.iter().enumerate() {
+                    if x.is_var() {
+                        let g = adj!(*out as usize + k);
+                        adj!(x.index()) += g;
+                    }
+                }
+            }
+            I::Small { op, .. } => small_backward(op, consts, vals, adj, scratch),
+            I::Dist { dist, out } => {
+                let g = adj!(*out);
+                for (a, &o) in dist.args.iter().zip(dist.scratch.iter()) {
+                    if o != NO_SCRATCH {
+                        adj[a.index()] += g * scratch[o as usize];
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,567 @@
+//! Scalar blocks: runs of consecutive scalar ops re-encoded as one [`Op::Scalars`] of compact
+//! instructions ([`Graph::fuse_scalar_blocks`]).
+//!
+//! Why: loops over data unroll into long runs of scalar ops (`mu[n] = a + b * x[n]`, a
+//! mixture's `log_sum_exp` per row, one-term densities), and an op costs far more to dispatch
+//! than to compute. In a block, each instruction has its operands resolved (a value slot or a
+//! constant-pool index, told apart by one bit), the common arithmetic has an instruction per
+//! operand layout (`a + b`, `a + c`, …), and the executor runs the block in one tight loop
+//! (`crate::exec::cpu::scalar`) instead of one trip through the general op dispatch per op.
+//!
+//! Every instruction computes what the op it replaces computed, with the same value and
+//! gradient rules (`UnaryFn::value`/`deriv`, `BinaryFn::value`/`partials`, the densities'
+//! `elem`), and the block's backward sweep runs the instructions in reverse making the same
+//! adjoint updates in the same order, so a fused graph gives the unfused graph's bits
+//! (`tests/fusion.rs`).
+
+use super::graph::{Arg, Graph, Op, Slot, Space};
+use super::ops::{BinaryFn, DistKind, UnaryFn};
+
+/// A scalar operand: a slot of the value buffer, or an entry of the constant pool (the top
+/// bit set).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Operand(u32);
+
+impl Operand {
+    const CONST: u32 = 1 << 31;
+
+    /// The scalar `a` (a run of length 1).
+    pub fn of(a: Arg) -> Operand {
+        debug_assert_eq!(a.len, 1);
+        assert!(
+            a.off < Self::CONST,
+            "offset {} too large for an operand",
+            a.off
+        );
+        match a.space {
+            Space::Var => Operand(a.off),
+            Space::Const => Operand(a.off | Self::CONST),
+        }
+    }
+
+    /// Whether the operand is a value slot (depends on the parameters, has an adjoint).
+    #[inline(always)]
+    pub fn is_var(self) -> bool {
+        self.0 & Self::CONST == 0
+    }
+
+    /// The slot or the constant's index.
+    #[inline(always)]
+    pub fn index(self) -> usize {
+        (self.0 & !Self::CONST) as usize
+    }
+
+    /// The argument this operand reads.
+    pub fn arg(self) -> Arg {
+        if self.is_var() {
+            Arg::var(self.index(), 1)
+        } else {
+            Arg::konst(self.index(), 1)
+        }
+    }
+}
+
+impl std::fmt::Debug for Operand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_var() {
+            write!(f, "v{}", self.index())
+        } else {
+            write!(f, "c{}", self.index())
+        }
+    }
+}
+
+/// A one-term univariate density (`normal_lpdf(y[n] | mu, sigma)` in a loop): the operands,
+/// where the partials of the varying ones go ([`crate::dists::NO_SCRATCH`] for constants),
+/// and the model location an error names.
+#[derive(Debug, Clone)]
+pub struct ScalarDist {
+    pub kind: DistKind,
+    pub propto: bool,
+    pub args: Box<[Operand]>,
+    pub scratch: Box<[u32]>,
+    pub location: Option<std::sync::Arc<str>>,
+}
+
+/// One instruction of a scalar block; `out` is a value slot. `V`/`C` in a name: the operand
+/// in that position is a value slot / a constant-pool index.
+// A plain one-byte tag (no niche in a field's padding to decode) keeps the executor's dispatch
+// to one load and one indirect jump.
+#[derive(Debug, Clone)]
+#[repr(u8)]
+pub enum ScalarInstr {
+    AddVV {
+        a: u32,
+        b: u32,
+        out: u32,
+    },
+    AddVC {
+        a: u32,
+        c: u32,
+        out: u32,
+    },
+    AddCV {
+        c: u32,
+        b: u32,
+        out: u32,
+    },
+    SubVV {
+        a: u32,
+        b: u32,
+        out: u32,
+    },
+    SubVC {
+        a: u32,
+        c: u32,
+        out: u32,
+    },
+    SubCV {
+        c: u32,
+        b: u32,
+        out: u32,
+    },
+    MulVV {
+        a: u32,
+        b: u32,
+        out: u32,
+    },
+    MulVC {
+        a: u32,
+        c: u32,
+        out: u32,
+    },
+    MulCV {
+        c: u32,
+        b: u32,
+        out: u32,
+    },
+    DivVV {
+        a: u32,
+        b: u32,
+        out: u32,
+    },
+    DivVC {
+        a: u32,
+        c: u32,
+        out: u32,
+    },
+    DivCV {
+        c: u32,
+        b: u32,
+        out: u32,
+    },
+    /// `f(x)`.
+    Unary {
+        f: UnaryFn,
+        x: Operand,
+        out: u32,
+    },
+    /// `f(a, b)` for the other binary functions.
+    Binary {
+        f: BinaryFn,
+        a: Operand,
+        b: Operand,
+        out: u32,
+    },
+    /// [`Op::MulAdd`].
+    MulAdd {
+        a: Operand,
+        b: Operand,
+        c: Operand,
+        out: u32,
+    },
+    /// [`Op::MulAddChain`].
+    MulAddChain {
+        c: Operand,
+        terms: Box<[[Operand; 2]]>,
+        out: u32,
+    },
+    /// [`Op::Dist`] of one term with scalar arguments.
+    Dist {
+        dist: Box<ScalarDist>,
+        out: u32,
+    },
+    /// [`Op::Pack`]: `xs` copied to the run at `out`.
+    Pack {
+        xs: Box<[Operand]>,
+        out: u32,
+    },
+    /// Any other op whose runs are all short ([`SMALL_LEN`]), run by its own rules: a
+    /// short vector's arithmetic costs less than a trip through the op dispatch and the SIMD
+    /// dispatch (which buys nothing at this length), so it runs inside the block, compiled for
+    /// the baseline instruction set (every level gives the same bits). `location` is the model
+    /// location its errors name.
+    Small {
+        op: Box<Op>,
+        location: Option<std::sync::Arc<str>>,
+    },
+}
+
+/// The longest run an op may read or write to be held in a block as [`ScalarInstr::Small`].
+pub const SMALL_LEN: u32 = 16;
+
+impl ScalarInstr {
+    /// The slots the instruction writes.
+    pub fn out(&self) -> Slot {
+        use ScalarInstr::*;
+        match self {
+            AddVV { out, .. }
+            | AddVC { out, .. }
+            | AddCV { out, .. }
+            | SubVV { out, .. }
+            | SubVC { out, .. }
+            | SubCV { out, .. }
+            | MulVV { out, .. }
+            | MulVC { out, .. }
+            | MulCV { out, .. }
+            | DivVV { out, .. }
+            | DivVC { out, .. }
+            | DivCV { out, .. }
+            | Unary { out, .. }
+            | Binary { out, .. }
+            | MulAdd { out, .. }
+            | MulAddChain { out, .. }
+            | Dist { out, .. } => Slot { off: *out, len: 1 },
+            Pack { xs, out } => Slot {
+                off: *out,
+                len: xs.len() as u32,
+            },
+            Small { op, .. } => op.out(),
+        }
+    }
+
+    /// Every argument the instruction reads, in order.
+    pub fn for_each_input(&self, mut f: impl FnMut(Arg)) {
+        use ScalarInstr::*;
+        let v = |i: &u32| Arg::var(*i as usize, 1);
+        let c = |i: &u32| Arg::konst(*i as usize, 1);
+        match self {
+            AddVV { a, b, .. } | SubVV { a, b, .. } | MulVV { a, b, .. } | DivVV { a, b, .. } => {
+                f(v(a));
+                f(v(b))
+            }
+            AddVC { a, c: k, .. }
+            | SubVC { a, c: k, .. }
+            | MulVC { a, c: k, .. }
+            | DivVC { a, c: k, .. } => {
+                f(v(a));
+                f(c(k))
+            }
+            AddCV { c: k, b, .. }
+            | SubCV { c: k, b, .. }
+            | MulCV { c: k, b, .. }
+            | DivCV { c: k, b, .. } => {
+                f(c(k));
+                f(v(b))
+            }
+            Unary { x, .. } => f(x.arg()),
+            Binary { a, b, .. } => {
+                f(a.arg());
+                f(b.arg())
+            }
+            MulAdd { a, b, c, .. } => {
+                f(a.arg());
+                f(b.arg());
+                f(c.arg())
+            }
+            MulAddChain { c, terms, .. } => {
+                f(c.arg());
+                terms.iter().flatten().for_each(|o| f(o.arg()))
+            }
+            Dist { dist, .. } => dist.args.iter().for_each(|o| f(o.arg())),
+            Pack { xs, .. } => xs.iter().for_each(|o| f(o.arg())),
+            Small { op, .. } => op.inputs().into_iter().for_each(f),
+        }
+    }
+
+    /// Calls `f` on every argument, allowing it to be redirected (a scalar to a scalar of
+    /// either space).
+    // `dyn`: an op held by a block may itself be a block, and a generic `f` would instantiate
+    // without end.
+    pub fn for_each_input_mut(&mut self, f: &mut dyn FnMut(&mut Arg)) {
+        use ScalarInstr::*;
+        if let Small { op, .. } = self {
+            op.for_each_input_mut(f);
+            return;
+        }
+        let mut redirect = |o: &mut Operand| {
+            let mut a = o.arg();
+            f(&mut a);
+            *o = Operand::of(a);
+        };
+        // A redirect may change an operand's space: rebuild the specialised forms generically.
+        let generic = |f: BinaryFn, a: u32, b: u32, av: bool, bv: bool, out: u32| Binary {
+            f,
+            a: Operand(if av { a } else { a | Operand::CONST }),
+            b: Operand(if bv { b } else { b | Operand::CONST }),
+            out,
+        };
+        let respecialised = match *self {
+            AddVV { a, b, out } => Some(generic(BinaryFn::Add, a, b, true, true, out)),
+            AddVC { a, c, out } => Some(generic(BinaryFn::Add, a, c, true, false, out)),
+            AddCV { c, b, out } => Some(generic(BinaryFn::Add, c, b, false, true, out)),
+            SubVV { a, b, out } => Some(generic(BinaryFn::Sub, a, b, true, true, out)),
+            SubVC { a, c, out } => Some(generic(BinaryFn::Sub, a, c, true, false, out)),
+            SubCV { c, b, out } => Some(generic(BinaryFn::Sub, c, b, false, true, out)),
+            MulVV { a, b, out } => Some(generic(BinaryFn::Mul, a, b, true, true, out)),
+            MulVC { a, c, out } => Some(generic(BinaryFn::Mul, a, c, true, false, out)),
+            MulCV { c, b, out } => Some(generic(BinaryFn::Mul, c, b, false, true, out)),
+            DivVV { a, b, out } => Some(generic(BinaryFn::Div, a, b, true, true, out)),
+            DivVC { a, c, out } => Some(generic(BinaryFn::Div, a, c, true, false, out)),
+            DivCV { c, b, out } => Some(generic(BinaryFn::Div, c, b, false, true, out)),
+            _ => None,
+        };
+        if let Some(g) = respecialised {
+            *self = g;
+        }
+        match self {
+            Unary { x, .. } => redirect(x),
+            Binary { f: fun, a, b, out } => {
+                redirect(a);
+                redirect(b);
+                let op = Op::Binary {
+                    f: *fun,
+                    a: a.arg(),
+                    b: b.arg(),
+                    out: Slot { off: *out, len: 1 },
+                };
+                if let Some(special) = Self::from_op(&op, |_| None) {
+                    *self = special;
+                }
+            }
+            MulAdd { a, b, c, .. } => {
+                redirect(a);
+                redirect(b);
+                redirect(c)
+            }
+            MulAddChain { c, terms, .. } => {
+                redirect(c);
+                terms.iter_mut().flatten().for_each(redirect)
+            }
+            Dist { dist, .. } => dist.args.iter_mut().for_each(redirect),
+            Pack { xs, .. } => xs.iter_mut().for_each(redirect),
+            _ => unreachable!("specialised forms were made generic above"),
+        }
+    }
+
+    /// The instruction for `op`, if it is a scalar op a block can hold; `locate` gives the
+    /// model location of an output slot (for a density's error message).
+    fn from_op(op: &Op, locate: impl Fn(u32) -> Option<std::sync::Arc<str>>) -> Option<Self> {
+        use ScalarInstr as I;
+        let scalar = |a: &Arg| a.len == 1;
+        Some(match op {
+            Op::Unary { f, x, out } if out.len == 1 && scalar(x) => I::Unary {
+                f: *f,
+                x: Operand::of(*x),
+                out: out.off,
+            },
+            Op::Binary { f, a, b, out } if out.len == 1 && scalar(a) && scalar(b) => {
+                let (oa, ob, out) = (Operand::of(*a), Operand::of(*b), out.off);
+                let (ia, ib) = (oa.index() as u32, ob.index() as u32);
+                match (f, oa.is_var(), ob.is_var()) {
+                    (BinaryFn::Add, true, true) => I::AddVV { a: ia, b: ib, out },
+                    (BinaryFn::Add, true, false) => I::AddVC { a: ia, c: ib, out },
+                    (BinaryFn::Add, false, true) => I::AddCV { c: ia, b: ib, out },
+                    (BinaryFn::Sub, true, true) => I::SubVV { a: ia, b: ib, out },
+                    (BinaryFn::Sub, true, false) => I::SubVC { a: ia, c: ib, out },
+                    (BinaryFn::Sub, false, true) => I::SubCV { c: ia, b: ib, out },
+                    (BinaryFn::Mul, true, true) => I::MulVV { a: ia, b: ib, out },
+                    (BinaryFn::Mul, true, false) => I::MulVC { a: ia, c: ib, out },
+                    (BinaryFn::Mul, false, true) => I::MulCV { c: ia, b: ib, out },
+                    (BinaryFn::Div, true, true) => I::DivVV { a: ia, b: ib, out },
+                    (BinaryFn::Div, true, false) => I::DivVC { a: ia, c: ib, out },
+                    (BinaryFn::Div, false, true) => I::DivCV { c: ia, b: ib, out },
+                    _ => I::Binary {
+                        f: *f,
+                        a: oa,
+                        b: ob,
+                        out,
+                    },
+                }
+            }
+            Op::MulAdd { a, b, c, out } => I::MulAdd {
+                a: Operand::of(*a),
+                b: Operand::of(*b),
+                c: Operand::of(*c),
+                out: out.off,
+            },
+            Op::MulAddChain { c, terms, out } => I::MulAddChain {
+                c: Operand::of(*c),
+                terms: terms
+                    .iter()
+                    .map(|[a, b]| [Operand::of(*a), Operand::of(*b)])
+                    .collect(),
+                out: out.off,
+            },
+            Op::Dist {
+                kind,
+                args,
+                propto,
+                len: 1,
+                scratch,
+                out,
+            } if args.iter().all(scalar) => I::Dist {
+                dist: Box::new(ScalarDist {
+                    kind: *kind,
+                    propto: *propto,
+                    args: args.iter().map(|a| Operand::of(*a)).collect(),
+                    scratch: scratch.clone(),
+                    location: locate(out.off),
+                }),
+                out: out.off,
+            },
+            Op::Pack { xs, out } if xs.iter().all(scalar) => I::Pack {
+                xs: xs.iter().map(|a| Operand::of(*a)).collect(),
+                out: out.off,
+            },
+            _ if Self::is_small(op) => I::Small {
+                op: Box::new(op.clone()),
+                location: locate(op.out().off),
+            },
+            _ => return None,
+        })
+    }
+
+    /// Whether `op` is one a block holds as [`ScalarInstr::Small`]: cheap elementwise, packing
+    /// and reduction ops and densities, every run of at most [`SMALL_LEN`] values.
+    fn is_small(op: &Op) -> bool {
+        let short = |a: &Arg| a.len <= SMALL_LEN;
+        let kind = matches!(
+            op,
+            Op::Unary { .. }
+                | Op::Binary { .. }
+                | Op::Sum { .. }
+                | Op::Dot { .. }
+                | Op::LogSumExp { .. }
+                | Op::CumSum { .. }
+                | Op::Pack { .. }
+                | Op::Gather { .. }
+                | Op::Dist { .. }
+        );
+        kind && op.out().len <= SMALL_LEN && op.inputs().iter().all(short)
+    }
+}
+
+/// The instructions of one [`Op::Scalars`], in the order the ops ran, and how long the value
+/// and constant buffers must be for every operand and output to lie inside them (computed
+/// here, so the executor can check the buffers once per block instead of once per access).
+#[derive(Debug, Clone)]
+pub struct ScalarBlock {
+    code: Box<[ScalarInstr]>,
+    vals_len: usize,
+    consts_len: usize,
+}
+
+impl ScalarBlock {
+    pub fn new(code: Box<[ScalarInstr]>) -> ScalarBlock {
+        let (mut vals_len, mut consts_len) = (0, 0);
+        for i in code.iter() {
+            vals_len = vals_len.max(i.out().range().end);
+            i.for_each_input(|a| {
+                if a.is_var() {
+                    vals_len = vals_len.max(a.range().end);
+                } else {
+                    consts_len = consts_len.max(a.range().end);
+                }
+            });
+        }
+        ScalarBlock {
+            code,
+            vals_len,
+            consts_len,
+        }
+    }
+
+    /// The instructions.
+    pub fn code(&self) -> &[ScalarInstr] {
+        &self.code
+    }
+
+    /// One more than the largest value slot any instruction reads or writes.
+    pub fn vals_len(&self) -> usize {
+        self.vals_len
+    }
+
+    /// One more than the largest constant index any instruction reads.
+    pub fn consts_len(&self) -> usize {
+        self.consts_len
+    }
+
+    /// Every argument the block reads (including slots its own instructions write).
+    pub fn inputs(&self) -> Vec<Arg> {
+        let mut v = Vec::new();
+        for i in self.code.iter() {
+            i.for_each_input(|a| v.push(a));
+        }
+        v
+    }
+
+    /// Calls `f` on every argument the block reads, allowing it to be redirected.
+    pub fn for_each_input_mut(&mut self, mut f: impl FnMut(&mut Arg)) {
+        let mut code = std::mem::take(&mut self.code);
+        for i in code.iter_mut() {
+            i.for_each_input_mut(&mut f as &mut dyn FnMut(&mut Arg));
+        }
+        *self = ScalarBlock::new(code);
+    }
+}
+
+impl Graph {
+    /// Replaces each run of at least two consecutive scalar ops (unary, binary, multiply-add,
+    /// one-term densities), packs and short ops ([`SMALL_LEN`]) by one [`Op::Scalars`]; returns how many ops were absorbed. Run
+    /// last: the block's `out` is the span of its instructions' outputs, and other rewrites
+    /// do not look inside blocks.
+    pub fn fuse_scalar_blocks(&mut self) -> usize {
+        let old = std::mem::take(&mut self.ops);
+        let mut ops = Vec::with_capacity(old.len());
+        let mut run: Vec<ScalarInstr> = Vec::new();
+        let mut absorbed = 0;
+        let locations = &self.locations;
+        let locate = |slot: u32| {
+            let at = locations.partition_point(|(s, _)| *s <= slot);
+            at.checked_sub(1).map(|i| locations[i].1.clone())
+        };
+        let mut flush =
+            |run: &mut Vec<ScalarInstr>, pending: &mut Option<Op>, ops: &mut Vec<Op>| {
+                if run.len() >= 2 {
+                    absorbed += run.len();
+                    let lo = run.iter().map(|i| i.out().off).min().unwrap_or(0);
+                    let hi = run
+                        .iter()
+                        .map(|i| i.out().range().end as u32)
+                        .max()
+                        .unwrap_or(0);
+                    ops.push(Op::Scalars {
+                        block: Box::new(ScalarBlock::new(std::mem::take(run).into_boxed_slice())),
+                        out: Slot {
+                            off: lo,
+                            len: hi - lo,
+                        },
+                    });
+                } else if let Some(op) = pending.take() {
+                    ops.push(op);
+                }
+                run.clear();
+                *pending = None;
+            };
+        // The op of a run of one, kept as it is when no second op follows.
+        let mut pending: Option<Op> = None;
+        for op in old {
+            match ScalarInstr::from_op(&op, locate) {
+                Some(instr) => {
+                    if run.is_empty() {
+                        pending = Some(op);
+                    }
+                    run.push(instr);
+                }
+                None => {
+                    flush(&mut run, &mut pending, &mut ops);
+                    ops.push(op);
+                }
+            }
+        }
+        flush(&mut run, &mut pending, &mut ops);
+        self.ops = ops;
+        absorbed
+    }
+}
