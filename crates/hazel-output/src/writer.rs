@@ -139,7 +139,7 @@ impl CsvHeaderInfo {
 /// no trailing zeros), or exact (shortest round-trip) for -1 and for 17 or more digits, which
 /// always round-trip.
 pub fn write_number_to(out: &mut String, value: f64, sig_figs: i32) {
-    if sig_figs < 1 || sig_figs >= 17 || !value.is_finite() {
+    if !(1..17).contains(&sig_figs) || !value.is_finite() {
         write_number(out, value);
         return;
     }

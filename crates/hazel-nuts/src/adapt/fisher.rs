@@ -240,7 +240,8 @@ fn orthonormal_basis<'a>(
             break;
         }
         let norm0 = column.iter().map(|c| c * c).sum::<f64>().sqrt();
-        if !(norm0 > 0.0) {
+        // Also skips a NaN norm.
+        if norm0.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             continue;
         }
         v.copy_from_slice(column);
@@ -331,7 +332,11 @@ fn symmetrise(a: &mut [f64], k: usize) {
 /// `B^{-1/2} (B^{1/2} A B^{1/2})^{1/2} B^{-1/2}`.
 fn spd_mean(a: &[f64], b: &[f64], k: usize) -> Option<Vec<f64>> {
     let (b_values, b_vectors) = eigen(b, k)?;
-    if b_values.iter().any(|&v| !(v > 0.0)) {
+    // Not positive, or NaN.
+    if b_values
+        .iter()
+        .any(|v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+    {
         return None;
     }
     let b_half = spectral(&b_values, &b_vectors, k, f64::sqrt);

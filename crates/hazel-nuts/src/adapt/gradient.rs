@@ -388,7 +388,7 @@ mod tests {
                 switches.push(t);
             }
             let fg = a.windows.foreground_count();
-            if t >= 20 && t < 850 {
+            if (20..850).contains(&t) {
                 assert!(fg >= 10, "iteration {t}: foreground {fg}");
             }
         }
