@@ -1,5 +1,7 @@
 //! Helpers shared by the benchmark binaries in `src/bin`.
 
+pub mod posteriors;
+
 use std::time::Instant;
 
 /// Median seconds per call of `f` over 5 batches of about 0.1 s each (after one warm-up call

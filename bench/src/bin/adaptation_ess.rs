@@ -28,16 +28,16 @@
 //! how usable its draws are: the largest |mean − mean_ref| / sd_ref over the reference quantities
 //! (usable when below 1: its draws start chains inside the posterior's bulk).
 
+use hazel_bench::posteriors::{compile_target, judged_columns, repo_root, targets, Target};
 use hazel_approx::pathfinder::{multi_path, MultiPathOptions};
 use hazel_density::{DensityTerms, EvalError, LogDensity, Model};
-use hazel_diagnostics::reference::{compare, CompareOptions, ReferenceQuantity, Verdict};
+use hazel_diagnostics::reference::{compare, CompareOptions, Verdict};
 use hazel_diagnostics::{ess_bulk, rhat_rank, ChainDraws};
 use hazel_draws::{Columns, Draw};
 use hazel_nuts::{
     AdaptMethod, DrawSink, DrawStats, Init, MetricKind, NoProgress, RunConfig, Timing,
 };
 use hazel_rng::StreamRng;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -116,16 +116,6 @@ impl DrawSink for MemorySink {
     fn finish(&mut self, _: &Timing) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// A posterior to run.
-struct Target {
-    name: String,
-    program: PathBuf,
-    data: Option<PathBuf>,
-    reference: Option<Vec<ReferenceQuantity>>,
-    adapt_delta: Option<f64>,
-    max_depth: Option<u32>,
 }
 
 /// What one method did on one posterior, over its seeds.
@@ -207,13 +197,7 @@ fn run_method(
     settings: &Settings,
 ) -> MethodResult {
     let names = model.output_names();
-    let wanted: Vec<String> = match &target.reference {
-        Some(reference) => reference
-            .iter()
-            .map(|r| hazel_diagnostics::reference::csv_column_name(&r.name))
-            .collect(),
-        None => names.clone(),
-    };
+    let wanted = judged_columns(target, &names);
     let mut result = MethodResult {
         ess_per_gradient: 0.0,
         gradients: 0.0,
@@ -366,85 +350,6 @@ fn pathfinder(model: &hazel_graph::CompiledModel, target: &Target, chains: usize
     format!("{gradients} grads, z {worst:.2}")
 }
 
-fn targets(repo: &Path, tiers: &[u64], examples: bool) -> Result<Vec<Target>, String> {
-    let mut out = Vec::new();
-    let suite = hazel_testdata::posteriordb_location();
-    if suite.join("suite.json").exists() {
-        let read = |p: &Path| -> Result<serde_json::Value, String> {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
-        };
-        let index = read(&suite.join("suite.json"))?;
-        for entry in index["posteriors"].as_array().into_iter().flatten() {
-            let (Some(name), Some(tier)) = (entry["posterior"].as_str(), entry["tier"].as_u64())
-            else {
-                continue;
-            };
-            let program = repo
-                .join("corpus/posteriordb")
-                .join(name)
-                .join("model.stan");
-            let reference_path = suite.join(name).join("reference.json");
-            if !tiers.contains(&tier) || !program.exists() || !reference_path.exists() {
-                continue;
-            }
-            let info = read(&suite.join(name).join("info.json"))?;
-            let control = &info["reference"]["method_arguments"]["control"];
-            out.push(Target {
-                name: name.to_string(),
-                program,
-                data: Some(suite.join(name).join("data.json")),
-                reference: Some(hazel_cli::compare::read_reference(&reference_path)?),
-                adapt_delta: control["adapt_delta"].as_f64(),
-                max_depth: control["max_treedepth"].as_u64().map(|d| d as u32),
-            });
-        }
-    } else {
-        eprintln!(
-            "posteriordb not found at {} (set HAZEL_POSTERIORDB): examples only",
-            suite.display()
-        );
-    }
-    if examples {
-        let dir = repo.join("examples");
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
-            .filter_map(|e| e.ok())
-            .filter(|e| e.path().join("model.stan").exists())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        for name in names {
-            let data = dir.join(&name).join("data.json");
-            out.push(Target {
-                name: format!("examples/{name}"),
-                program: dir.join(&name).join("model.stan"),
-                data: data.exists().then_some(data),
-                reference: None,
-                adapt_delta: None,
-                max_depth: None,
-            });
-        }
-    }
-    Ok(out)
-}
-
-fn compile_target(target: &Target) -> Result<hazel_graph::CompiledModel, String> {
-    let checked = hazel_check::check_file(&target.program, &[])
-        .map_err(|e| e.to_string())?
-        .checked
-        .ok_or("the program does not check")?;
-    let data = match &target.data {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-            hazel_data::DataFile::parse(&text).map_err(|e| e.to_string())?
-        }
-        None => hazel_data::DataFile::empty(),
-    };
-    hazel_graph::compile(&checked, &data, &hazel_graph::CompileOptions::default())
-        .map_err(|e| format!("{e:?}"))
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.retain(|x| x.is_finite());
     if v.is_empty() {
@@ -526,7 +431,7 @@ fn main() {
             name => names.push(name.to_string()),
         }
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let repo = repo_root();
     let mut list = match targets(&repo, &tiers, examples) {
         Ok(list) => list,
         Err(e) => {
