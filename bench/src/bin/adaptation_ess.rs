@@ -28,8 +28,8 @@
 //! how usable its draws are: the largest |mean − mean_ref| / sd_ref over the reference quantities
 //! (usable when below 1: its draws start chains inside the posterior's bulk).
 
-use hazel_bench::posteriors::{compile_target, judged_columns, repo_root, targets, Target};
 use hazel_approx::pathfinder::{multi_path, MultiPathOptions};
+use hazel_bench::posteriors::{compile_target, judged_columns, repo_root, targets, Target};
 use hazel_density::{DensityTerms, EvalError, LogDensity, Model};
 use hazel_diagnostics::reference::{compare, CompareOptions, Verdict};
 use hazel_diagnostics::{ess_bulk, rhat_rank, ChainDraws};

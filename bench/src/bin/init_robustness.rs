@@ -17,10 +17,10 @@
 //! do not depend on the machine or its load (draws are bit-reproducible).
 
 use hazel_bench::posteriors::{compile_target, judged_columns, repo_root, targets};
+use hazel_density::Model;
 use hazel_diagnostics::reference::{compare, CompareOptions, Verdict};
 use hazel_diagnostics::{rhat_rank, ChainDraws};
 use hazel_draws::{DrawSink, KeptDraws, MemorySink, NoProgress};
-use hazel_density::Model;
 use hazel_nuts::RunConfig;
 
 /// One seed's run.
@@ -168,7 +168,11 @@ fn main() {
     });
     let chosen: Vec<_> = all
         .iter()
-        .filter(|t| names.iter().any(|n| n == "all" || t.name.contains(n.as_str())))
+        .filter(|t| {
+            names
+                .iter()
+                .any(|n| n == "all" || t.name.contains(n.as_str()))
+        })
         .filter(|t| !exclude.iter().any(|e| t.name.contains(e.as_str())))
         .collect();
     println!(
