@@ -58,3 +58,31 @@ pub fn triad_bandwidth(n: usize, runs: usize) -> f64 {
     assert_eq!(a[n - 1], b[n - 1] + s * c[n - 1]);
     (24 * n) as f64 / best / 1e9
 }
+
+/// CPU time of the calling thread in nanoseconds (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`),
+/// so figures mean something on a shared, loaded machine; `None` where unavailable.
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_ns() -> Option<u64> {
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock_id: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// See the Linux version; `None` elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_ns() -> Option<u64> {
+    None
+}

@@ -32,8 +32,14 @@
 //! case back to back (the peers' script stays up and answers one request per line), so that
 //! the engines compared share the machine's load of that moment. The table gives the median
 //! time over the rounds and the median of the rounds' ratios.
+//!
+//! `--evals N` runs hazel alone (no peers, no triad): each case's log density + gradient `N`
+//! times, printing the thread CPU time per evaluation and the graph's op counts. It is for
+//! profiling (`valgrind --tool=callgrind --toggle-collect='*evaluate_repeatedly*' … --evals 20
+//! logistic`) and for comparing builds on
+//! a loaded machine; it claims nothing against the peers.
 
-use hazel_bench::{time_call, triad_bandwidth};
+use hazel_bench::{thread_cpu_ns, time_call, triad_bandwidth};
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 use hazel_rng::{Purpose, StreamRng};
@@ -393,11 +399,69 @@ fn agreement(lp: f64, grad: &[f64], peer: &Value) -> Option<(f64, f64)> {
 
 const ENGINES: [&str; 3] = ["hazel", "jax", "stanli"];
 
+/// `n` log density + gradient evaluations at the case's point: a function of its own, so that
+/// a profiler can count it alone (`valgrind --tool=callgrind
+/// --toggle-collect='*evaluate_repeatedly*'`).
+#[inline(never)]
+fn evaluate_repeatedly(h: &Hazel, n: usize) {
+    let mut ws = h.model.new_workspace();
+    let mut grad = vec![0.0; h.q.len()];
+    for _ in 0..n {
+        let _ = std::hint::black_box(h.model.log_density_gradient(
+            &mut ws,
+            std::hint::black_box(&h.q),
+            &mut grad,
+        ));
+    }
+}
+
+/// `--evals n`: hazel alone, `n` log density + gradient evaluations per case, thread CPU time
+/// per evaluation and the graph's op counts by kind.
+fn profile(root: &Path, dir: &Path, filter: Option<&str>, simd: hazel_graph::SimdLevel, n: usize) {
+    for case in cases(filter) {
+        let data_path = dir.join(format!("case{}", case.id)).join("data.json");
+        std::fs::create_dir_all(data_path.parent().expect("parent")).expect("case directory");
+        std::fs::write(&data_path, &case.data).expect("write data.json");
+        let h = match prepare_hazel(&root.join(case.program), &data_path, case.id, simd) {
+            Ok(h) => h,
+            Err(e) => {
+                println!("{}: hazel failed: {e}", case.name);
+                continue;
+            }
+        };
+        let t0 = thread_cpu_ns();
+        evaluate_repeatedly(&h, n);
+        let per = match (t0, thread_cpu_ns()) {
+            (Some(a), Some(b)) => format!("{:.2} µs", (b - a) as f64 / n as f64 / 1e3),
+            _ => "-".into(),
+        };
+        let mut kinds: Vec<(String, usize)> = Vec::new();
+        if let Some(g) = h.model.graph() {
+            for op in &g.ops {
+                let d = format!("{op:?}");
+                let kind = d[..d.find([' ', '{', '(']).unwrap_or(d.len())].to_string();
+                match kinds.iter_mut().find(|(k, _)| *k == kind) {
+                    Some((_, c)) => *c += 1,
+                    None => kinds.push((kind, 1)),
+                }
+            }
+        }
+        let ops: Vec<String> = kinds.iter().map(|(k, c)| format!("{k} {c}")).collect();
+        println!(
+            "{}: lp {:.6}, {per} thread CPU per evaluation ({n} evaluations); ops: {}",
+            case.name,
+            h.lp,
+            ops.join(", ")
+        );
+    }
+}
+
 fn main() {
     let mut python = std::env::var("HAZEL_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut filter = None;
     let mut rounds = 3usize;
     let mut simd = hazel_graph::SimdLevel::Auto;
+    let mut evals = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -414,8 +478,18 @@ fn main() {
                     .and_then(|l| hazel_graph::SimdLevel::parse(&l))
                     .expect("--simd needs auto, sse2, avx2 or avx512")
             }
+            "--evals" => {
+                evals = Some(
+                    args.next()
+                        .and_then(|r| r.parse::<usize>().ok())
+                        .expect("--evals needs a number"),
+                )
+            }
             "--help" | "-h" => {
-                println!("gradient_vs_jax [--python PATH] [--rounds R] [--simd LEVEL] [filter]");
+                println!(
+                    "gradient_vs_jax [--python PATH] [--rounds R] [--simd LEVEL] [--evals N] \
+                     [filter]"
+                );
                 return;
             }
             _ => filter = Some(a),
@@ -424,6 +498,11 @@ fn main() {
     let root = repo_root();
     let dir = std::env::temp_dir().join(format!("hazel-gradient-vs-jax-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
+    if let Some(n) = evals {
+        profile(&root, &dir, filter.as_deref(), simd, n);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
 
     // Memory bandwidth first: 3 × 2^24 doubles = 384 MiB, far larger than the caches.
     let triad = triad_bandwidth(1 << 24, 10);

@@ -194,7 +194,7 @@ fn main() {
                 }
             }
             let mut rows: Vec<_> = kinds.into_iter().collect();
-            rows.sort_by_key(|b| std::cmp::Reverse(b.1 .0));
+            rows.sort_by_key(|r| std::cmp::Reverse(r.1 .0));
             println!(
                 "{} ops, {} values, {} constants, {} scratch, dim {}",
                 g.ops.len(),

@@ -11,6 +11,7 @@
 //!
 //! Run: `cargo run --release -p hazel-bench --bin leapfrog_cost`
 
+use hazel_bench::thread_cpu_ns;
 use hazel_density::{EvalError, LogDensity, Unconstrained};
 use hazel_nuts::{Chain, SamplerConfig};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -43,33 +44,6 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
-
-/// CPU time of the calling thread in nanoseconds (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`),
-/// so figures mean something on a shared, loaded machine; `None` where unavailable.
-#[cfg(target_os = "linux")]
-fn thread_cpu_ns() -> Option<u64> {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock_id: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_ns() -> Option<u64> {
-    None
-}
 
 /// Standard normal in `dim` dimensions: `log p = −½|q|²`, `∇ = −q`.
 struct IidNormal(usize);

@@ -33,6 +33,7 @@
 //! private thread pool and combines them in path order. The output depends only on the seed,
 //! the model and the settings, never on the thread count.
 
+#![forbid(unsafe_code)]
 // Index loops over several vectors at once read as the formulas they implement.
 #![allow(clippy::needless_range_loop)]
 

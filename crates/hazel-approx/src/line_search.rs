@@ -5,6 +5,10 @@
 //! halves the step towards the lower end, and the search gives up when the bracket is narrower
 //! than 1e-16.
 //!
+//! One extension: where Stan's ten halvings after failed evaluations give up, twenty tenfold
+//! shrinks follow ([`EXTRA_RESTARTS`]), so a badly scaled model's first step still finds a
+//! finite density; where Stan's search succeeds, the steps are Stan's.
+//!
 //! One deliberate difference: the sufficient-decrease test uses the step being tried
 //! (`f(x + a p) ≤ f(x) + c₁ a ∇f·p`, as the conditions are stated), where Stan's code keeps
 //! the first trial step in that test.
@@ -38,6 +42,15 @@ impl Default for LineSearchOptions {
         }
     }
 }
+
+/// Tenfold shrinks of a step whose evaluation failed, after Stan's `max_restarts` halvings
+/// have failed (where Stan's search would give up). A badly scaled model's first step
+/// (`init_alpha · ∇f`) can overshoot by many orders of magnitude — posteriordb's
+/// earnings-earn_height: ∇f ≈ 10¹¹ at a random initial point, so the first step moves log σ by
+/// 10⁸ and Stan's ten halvings (÷1024) never reach a finite density; CmdStan's `optimize` and
+/// `pathfinder` fail there from every seed. Twenty more shrinks (÷10²⁰) reach any step a
+/// finite density allows, and where Stan's search succeeds nothing changes.
+pub const EXTRA_RESTARTS: usize = 20;
 
 /// A point with the function's value and gradient there.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,10 +146,17 @@ pub fn wolfe(
             return Err(LineSearchFailed);
         }
         if evaluate(func, start, p, a, out).is_err() {
-            if restarts >= options.max_restarts {
+            if restarts >= options.max_restarts + EXTRA_RESTARTS {
                 return Err(LineSearchFailed);
             }
-            a = 0.5 * (prev.a + a);
+            // Stan's halving first; where Stan gives up, shrink tenfold instead (see
+            // `EXTRA_RESTARTS`).
+            let shrink = if restarts < options.max_restarts {
+                0.5
+            } else {
+                0.1
+            };
+            a = prev.a + shrink * (a - prev.a);
             restarts += 1;
             continue;
         }
@@ -283,6 +303,40 @@ mod tests {
             assert!(out.f <= start.f + options.c1 * alpha * dfp);
             assert!(dot(&out.g, &p).abs() <= -options.c2 * dfp);
         }
+    }
+
+    /// A wall 10⁹ times closer than the first step: Stan's ten halvings cannot reach it, the
+    /// tenfold shrinks after them do.
+    #[test]
+    fn a_far_overshoot_steps_back_past_stans_halvings() {
+        struct Walled;
+        impl Minimand for Walled {
+            fn dim(&self) -> usize {
+                1
+            }
+            fn value_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+                if x[0] > 1e-8 {
+                    return Err(EvalError::reject("wall"));
+                }
+                g[0] = 2.0 * (x[0] - 0.5e-8);
+                Ok((x[0] - 0.5e-8).powi(2))
+            }
+        }
+        let mut f = Walled;
+        let start = Point::at(&mut f, &[0.0]).unwrap();
+        let p = [1.0];
+        let mut alpha = 10.0;
+        let mut out = Point::zeros(1);
+        wolfe(
+            &mut f,
+            &start,
+            &p,
+            &mut alpha,
+            &mut out,
+            &LineSearchOptions::default(),
+        )
+        .unwrap();
+        assert!(out.x[0] <= 1e-8 && out.f < start.f, "{out:?}");
     }
 
     /// A function that fails beyond x = 0.5 along the search: the search steps back.

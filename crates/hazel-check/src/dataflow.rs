@@ -284,24 +284,10 @@ impl Flow<'_> {
     }
 
     fn decl_exprs(&self, elem: &ElemType, out: &mut Option<&mut Vec<bool>>) {
-        let mut exprs: Vec<&Expr> = Vec::new();
-        let transform = match elem {
-            ElemType::Int { transform }
-            | ElemType::Real { transform }
-            | ElemType::Vector { transform, .. }
-            | ElemType::RowVector { transform, .. }
-            | ElemType::Matrix { transform, .. } => Some(transform),
-            _ => None,
-        };
-        if let Some(t) = transform {
-            match t {
-                Transform::None => {}
-                Transform::Bounds { lower, upper } => exprs.extend(lower.iter().chain(upper)),
-                Transform::Affine { offset, multiplier } => {
-                    exprs.extend(offset.iter().chain(multiplier))
-                }
-            }
-        }
+        let mut exprs: Vec<&Expr> = elem
+            .angle_constraint()
+            .map(Constraint::exprs)
+            .unwrap_or_default();
         let mut sizes = Vec::new();
         crate::checker::collect_sizes(elem, &mut sizes);
         exprs.extend(sizes);

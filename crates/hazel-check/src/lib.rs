@@ -14,6 +14,8 @@
 //! The built-in functions and distributions are data: `src/signatures.txt`, parsed once into
 //! a [`SignatureTable`].
 
+#![forbid(unsafe_code)]
+
 pub mod checked;
 mod checker;
 mod dataflow;
@@ -21,7 +23,7 @@ pub mod signatures;
 pub mod types;
 
 pub use checked::{CallTarget, CheckedProgram, Origin, UserFunction, VarId, VariableInfo};
-pub use checker::{check, decl_to_type, unsized_to_type};
+pub use checker::check;
 pub use signatures::SignatureTable;
 pub use types::Type;
 

@@ -137,7 +137,7 @@ pub struct SignatureTable {
 
 /// A successful overload resolution.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// Index into [`SignatureTable::signatures`].
     pub signature: usize,
     pub ret: Type,
@@ -147,7 +147,7 @@ pub struct Resolved {
 
 /// Why a call could not be resolved.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ResolveError {
+pub(crate) enum ResolveError {
     UnknownFunction,
     /// The function exists but no signature accepts these argument types.
     NoMatch,
@@ -155,9 +155,6 @@ pub enum ResolveError {
     /// disagree on the result.
     Ambiguous(Vec<usize>),
 }
-
-/// Form suffixes of distribution functions.
-pub const DENSITY_SUFFIXES: [&str; 4] = ["_lpdf", "_lupdf", "_lpmf", "_lupmf"];
 
 impl SignatureTable {
     /// The table of Stan's built-ins, parsed once from the embedded `signatures.txt`.
@@ -332,7 +329,7 @@ impl SignatureTable {
 
     /// Resolves a call of `name` with arguments of the given types, choosing the signature
     /// that needs the fewest promotions.
-    pub fn resolve(&self, name: &str, args: &[Type]) -> Result<Resolved, ResolveError> {
+    pub(crate) fn resolve(&self, name: &str, args: &[Type]) -> Result<Resolved, ResolveError> {
         let candidates = self.candidates(name);
         if candidates.is_empty() {
             return Err(ResolveError::UnknownFunction);
@@ -498,7 +495,7 @@ fn flat_dims(t: &Type) -> usize {
 }
 
 /// Tries one signature: `Some((promotion cost, return type))` if the arguments fit.
-pub fn match_signature(sig: &Signature, args: &[Type]) -> Option<(u32, Type)> {
+pub(crate) fn match_signature(sig: &Signature, args: &[Type]) -> Option<(u32, Type)> {
     if args.len() < sig.args.len() || (!sig.variadic && args.len() != sig.args.len()) {
         return None;
     }
@@ -645,7 +642,7 @@ fn strip_dims(t: &Type, dims: usize) -> Type {
 }
 
 /// Levenshtein distance, for "did you mean" hints.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     let mut cur = vec![0; b.len() + 1];

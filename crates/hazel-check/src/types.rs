@@ -265,7 +265,7 @@ impl fmt::Display for Type {
 
 /// Parses a type written as in Stan's signatures: `int`, `array[,] real`, `complex_matrix`,
 /// `tuple(real, array[] int)`. Used by the signature table loader and by tests.
-pub fn parse_type(text: &str) -> Option<Type> {
+pub(crate) fn parse_type(text: &str) -> Option<Type> {
     let text = text.trim();
     if let Some(rest) = text.strip_prefix("array[") {
         let close = rest.find(']')?;

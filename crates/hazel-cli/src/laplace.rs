@@ -1,27 +1,22 @@
-//! `hazel laplace`: draws from the normal approximation at a mode (CmdStan's `laplace`). The
-//! mode comes from `--mode`: an optimize CSV (its last row) or a JSON file of constrained
-//! values. The Hessian is computed by finite differences of gradients; `--jacobian` (default
-//! true) must match how the mode was found. Writes `<model>-laplace.csv` with `log_p__` (the
-//! log density, constants dropped) and `log_g__` (the approximation's, up to a constant).
+//! `hazel laplace`: draws from the normal approximation at a mode (CmdStan's `laplace`), run
+//! by `hazel_run::methods::laplace`. The mode comes from `--mode`: an optimize CSV (its last
+//! row) or a JSON file of constrained values; `--jacobian` (default true) must match how the
+//! mode was found. Writes `<model>-laplace.csv`.
 
 use crate::front::read_data;
-use crate::method::{parse_bool, prepare, unconstrain_columns, MethodArgs};
+use crate::method::{describe, parse_bool, prepare, Messages, MethodArgs};
 use crate::CliResult;
 use clap::Args;
-use hazel_approx::laplace::LaplaceApproximation;
-use hazel_approx::ModelEval;
-use hazel_density::DensityTerms;
-use hazel_output::{read_stan_csv, MethodCsv, MethodSetting};
-use hazel_rng::{Purpose, StreamRng};
+use hazel_output::read_draws;
+use hazel_run::methods::laplace::{laplace, LaplaceConfig};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 #[derive(Args, Debug, Clone)]
 pub struct LaplaceArgs {
     #[command(flatten)]
     pub common: MethodArgs,
-    /// The mode: a CSV written by `hazel optimize` (or CmdStan's), or a JSON file of constrained
-    /// parameter values.
+    /// The mode: the output of `hazel optimize` (or CmdStan's; CSV, or Parquet/Zarr), or a JSON
+    /// file of constrained parameter values.
     #[arg(long)]
     pub mode: PathBuf,
     /// Include the log-Jacobian of the constraining transforms (use `false` for a mode found
@@ -41,8 +36,8 @@ fn read_mode(
     model: &hazel_graph::CompiledModel,
     path: &Path,
 ) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
-    let is_json = path.extension().is_some_and(|e| e == "json");
-    if is_json {
+    let context = |e: String| format!("--mode {}: {e}", path.display());
+    if path.extension().is_some_and(|e| e == "json") {
         let values = read_data(Some(path))?;
         let mut missing = false;
         let q = model
@@ -50,78 +45,40 @@ fn read_mode(
                 missing = true;
                 0.0
             })
-            .map_err(|e| format!("--mode {}: {}", path.display(), e.message))?;
+            .map_err(|e| context(e.message))?;
         if missing {
-            return Err(format!(
-                "--mode {}: the file does not give every parameter",
-                path.display()
-            )
-            .into());
+            return Err(context("the file does not give every parameter".into()).into());
         }
         return Ok(q);
     }
-    let csv = read_stan_csv(path)?;
-    let last = csv
-        .draws
-        .last()
-        .ok_or_else(|| format!("--mode {}: the file has no rows", path.display()))?;
-    unconstrain_columns(model, &csv.column_names, last)
-        .map_err(|e| format!("--mode {}: {e}", path.display()).into())
+    let chains = read_draws(&[path.to_path_buf()])?;
+    let Some(last) = chains.first().and_then(|c| c.draws.last()) else {
+        return Err(context("the file has no rows".into()).into());
+    };
+    model
+        .unconstrain_output_row(&chains[0].column_names, last)
+        .map_err(|e| context(e.message).into())
 }
 
 pub fn run(args: &LaplaceArgs) -> CliResult {
-    if args.draws == 0 {
-        return Err("--draws must be at least 1".into());
-    }
-    let prepared = prepare(&args.common)?;
-    let id = 1;
-    let mode = read_mode(&prepared.model, &args.mode)?;
-    let start = Instant::now();
-    let terms = DensityTerms {
+    let mut config = LaplaceConfig {
+        mode: Vec::new(),
+        mode_source: args.mode.display().to_string(),
         jacobian: args.jacobian,
-        propto: true,
+        draws: args.draws,
+        calculate_lp: args.calculate_lp,
     };
-    let mut eval = ModelEval::new(&prepared.model);
-    let mut log_density = |q: &[f64], g: &mut [f64]| eval.log_density(q, g, terms);
-    let laplace = LaplaceApproximation::at_mode(&mut log_density, &mode)?;
-    let path = prepared.output_path("laplace", None);
-    let settings = vec![
-        MethodSetting::value(0, "mode", args.mode.display(), false),
-        MethodSetting::value(0, "jacobian", u8::from(args.jacobian), args.jacobian),
-        MethodSetting::value(0, "draws", args.draws, args.draws == 1000),
-        MethodSetting::value(
-            0,
-            "calculate_lp",
-            u8::from(args.calculate_lp),
-            args.calculate_lp,
-        ),
-    ];
-    let names = prepared.names();
-    let mut csv = MethodCsv::create(
-        &path,
-        &prepared.header("laplace", settings, id, &path),
-        &["log_p__", "log_g__"],
-        &names,
-    )?;
-    let mut rows = prepared.rows(id);
-    let mut rng = StreamRng::new(prepared.seed, id, Purpose::Sampler);
-    let d = laplace.dim();
-    let (mut z, mut q, mut grad) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-    for _ in 0..args.draws {
-        let log_g = laplace.draw(&mut rng, &mut z, &mut q);
-        let log_p = if args.calculate_lp {
-            log_density(&q, &mut grad).unwrap_or(f64::NEG_INFINITY)
-        } else {
-            f64::NAN
-        };
-        csv.row(&[log_p, log_g], rows.row(&q))?;
-    }
-    csv.timing(&[(start.elapsed().as_secs_f64(), "Total")])?;
+    let prepared = prepare(&args.common, &[config.terms()])?;
+    config.mode = read_mode(&prepared.model, &args.mode)?;
+    let messages = Messages {
+        quiet: prepared.quiet,
+    };
+    let outcome = laplace(&prepared.model, &prepared.common, &config, &messages)?;
     if !prepared.quiet {
         eprintln!(
             "{} draws from the Laplace approximation are in {}",
-            args.draws,
-            path.display()
+            outcome.draws,
+            describe(&outcome.output.paths)
         );
     }
     Ok(())

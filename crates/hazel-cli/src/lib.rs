@@ -6,6 +6,8 @@
 //! that other code can run exactly what `hazel sample` runs: the fuzz targets of `hazel-fuzz`
 //! call [`sample::run_to`].
 
+#![forbid(unsafe_code)]
+
 pub mod check;
 pub mod compare;
 pub mod front;

@@ -2,6 +2,8 @@
 //! `hazel_cli` library. Adding a subcommand is a module there, a variant of [`Command`] and a
 //! match arm.
 
+#![forbid(unsafe_code)]
+
 use clap::{Parser, Subcommand};
 use hazel_cli::{
     check, compare, front, generate_quantities, laplace, log_density, optimize, pathfinder, sample,

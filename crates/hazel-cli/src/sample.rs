@@ -22,7 +22,7 @@ use hazel_graph::CompileOptions;
 use hazel_nuts::{
     AdaptMethod, ChainStart, CheckpointPolicy, Init, InverseMetric, MetricKind, RunConfig,
 };
-use hazel_output::{FileOutput, Format, HeaderNotes, MemoryOutput, OutputConfig};
+use hazel_output::{FileNaming, FileOutput, Format, HeaderNotes, MemoryOutput, OutputConfig};
 use hazel_run::{initial_point, SampleJob, Sampling};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -297,7 +297,7 @@ pub enum FormatArg {
 }
 
 impl FormatArg {
-    fn format(self) -> Format {
+    pub fn format(self) -> Format {
         match self {
             FormatArg::Csv => Format::Csv,
             FormatArg::Parquet => Format::Parquet,
@@ -763,12 +763,10 @@ fn sample(
         }
         InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
             let ids = config.info().chain_ids();
-            config.sampler.init = Init::Unconstrained(crate::pathfinder::pathfinder_inits(
-                &model,
-                seed,
-                &ids,
-                args.threads,
-            )?);
+            config.sampler.init = Init::Unconstrained(
+                hazel_run::methods::pathfinder::pathfinder_inits(&model, seed, &ids, args.threads)
+                    .map_err(|e| format!("--init pathfinder: {e}"))?,
+            );
         }
         _ => {}
     }
@@ -822,6 +820,7 @@ fn sample(
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
                 header,
+                naming: FileNaming::ChainIds,
             }),
             // The summary is computed from the draws as they stream, not read back.
             memory: Some(MemoryOutput::default()),

@@ -1,18 +1,12 @@
 //! `hazel variational`: ADVI (CmdStan's `variational`), mean-field (default) or full-rank,
-//! with CmdStan's options and defaults and eta adaptation. Writes `<model>-variational.csv`:
-//! columns `lp__, log_p__, log_g__` and the model's; after the header the adapted eta
-//! (`# Stepsize adaptation complete.`, `# eta = …`), then the approximation's mean (the
-//! three statistics 0), then `output_samples` draws (`lp__` 0, `log_p__` the log density with
-//! constants, `log_g__` the approximation's log density up to a constant).
+//! run by `hazel_run::methods::variational`. Writes `<model>-variational.csv`: the eta used,
+//! the approximation's mean, then `output_samples` draws.
 
-use crate::method::{parse_bool, prepare, MethodArgs};
+use crate::method::{describe, parse_bool, prepare, Messages, MethodArgs};
 use crate::CliResult;
 use clap::{Args, ValueEnum};
-use hazel_approx::advi::{advi, AdviOptions, Family, ELBO_TERMS};
-use hazel_approx::ModelEval;
-use hazel_output::{MethodCsv, MethodSetting};
-use hazel_rng::{Purpose, StreamRng};
-use std::time::Instant;
+use hazel_approx::advi::{AdviOptions, Family};
+use hazel_run::methods::variational::{variational, VariationalConfig};
 
 #[derive(Args, Debug, Clone)]
 pub struct VariationalArgs {
@@ -56,116 +50,47 @@ pub enum FamilyArg {
     Fullrank,
 }
 
+impl VariationalArgs {
+    pub fn config(&self) -> VariationalConfig {
+        VariationalConfig {
+            advi: AdviOptions {
+                family: match self.algorithm {
+                    FamilyArg::Meanfield => Family::MeanField,
+                    FamilyArg::Fullrank => Family::FullRank,
+                },
+                iter: self.iter,
+                grad_samples: self.grad_samples,
+                elbo_samples: self.elbo_samples,
+                eta: self.eta,
+                adapt_engaged: self.adapt_engaged,
+                adapt_iter: self.adapt_iter,
+                tol_rel_obj: self.tol_rel_obj,
+                eval_elbo: self.eval_elbo,
+            },
+            output_samples: self.output_samples,
+        }
+    }
+}
+
 pub fn run(args: &VariationalArgs) -> CliResult {
-    if !(args.tol_rel_obj > 0.0 && args.eta > 0.0) {
-        return Err("--tol-rel-obj and --eta must be positive".into());
-    }
-    if args.output_samples == 0 {
-        return Err("--output-samples must be at least 1".into());
-    }
-    let prepared = prepare(&args.common)?;
-    let id = 1;
-    let init = prepared.initial_point(id)?;
-    let options = AdviOptions {
-        family: match args.algorithm {
-            FamilyArg::Meanfield => Family::MeanField,
-            FamilyArg::Fullrank => Family::FullRank,
-        },
-        iter: args.iter,
-        grad_samples: args.grad_samples,
-        elbo_samples: args.elbo_samples,
-        eta: args.eta,
-        adapt_engaged: args.adapt_engaged,
-        adapt_iter: args.adapt_iter,
-        tol_rel_obj: args.tol_rel_obj,
-        eval_elbo: args.eval_elbo,
+    let config = args.config();
+    let prepared = prepare(&args.common, &config.terms())?;
+    let messages = Messages {
+        quiet: prepared.quiet,
     };
-    let start = Instant::now();
-    let mut eval = ModelEval::new(&prepared.model);
-    let mut rng = StreamRng::new(prepared.seed, id, Purpose::Sampler);
-    let fit = advi(&mut eval, &init, &options, &mut rng)?;
+    let outcome = variational(&prepared.model, &prepared.common, &config, &messages)?;
     if !prepared.quiet {
-        let how = if fit.converged {
+        let how = if outcome.converged {
             "converged"
         } else {
             "reached the maximum number of iterations (the approximation may not be meaningful)"
         };
         eprintln!(
-            "ADVI {how} after {} iterations, eta = {}",
-            fit.iterations, fit.eta
-        );
-    }
-    let path = prepared.output_path("variational", None);
-    let family = match args.algorithm {
-        FamilyArg::Meanfield => "meanfield",
-        FamilyArg::Fullrank => "fullrank",
-    };
-    let settings = vec![
-        MethodSetting::value(
-            0,
-            "algorithm",
-            family,
-            args.algorithm == FamilyArg::Meanfield,
-        ),
-        MethodSetting::section(1, family),
-        MethodSetting::value(0, "iter", args.iter, args.iter == 10_000),
-        MethodSetting::value(0, "grad_samples", args.grad_samples, args.grad_samples == 1),
-        MethodSetting::value(
-            0,
-            "elbo_samples",
-            args.elbo_samples,
-            args.elbo_samples == 100,
-        ),
-        MethodSetting::real(0, "eta", args.eta, 1.0),
-        MethodSetting::section(0, "adapt"),
-        MethodSetting::value(
-            1,
-            "engaged",
-            u8::from(args.adapt_engaged),
-            args.adapt_engaged,
-        ),
-        MethodSetting::value(1, "iter", args.adapt_iter, args.adapt_iter == 50),
-        MethodSetting::real(0, "tol_rel_obj", args.tol_rel_obj, 0.01),
-        MethodSetting::value(0, "eval_elbo", args.eval_elbo, args.eval_elbo == 100),
-        MethodSetting::value(
-            0,
-            "output_samples",
+            "ADVI {how} after {} iterations, eta = {}\nThe mean and {} draws are in {}",
+            outcome.iterations,
+            outcome.eta,
             args.output_samples,
-            args.output_samples == 1000,
-        ),
-    ];
-    let names = prepared.names();
-    let mut csv = MethodCsv::create(
-        &path,
-        &prepared.header("variational", settings, id, &path),
-        &["lp__", "log_p__", "log_g__"],
-        &names,
-    )?;
-    // CmdStan writes this block only after adaptation; it is written always so that readers
-    // (cmdstanpy requires it) find the eta that was used.
-    csv.comment("Stepsize adaptation complete.")?;
-    csv.comment(&format!(
-        "eta = {}",
-        hazel_output::method_csv::format_real(fit.eta)
-    ))?;
-    let mut rows = prepared.rows(id);
-    let q = &fit.approximation;
-    csv.row(&[0.0, 0.0, 0.0], rows.row(q.mean()))?;
-    let d = q.dim();
-    let (mut eta, mut zeta, mut grad) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-    for _ in 0..args.output_samples {
-        let log_g = q.draw(&mut rng, &mut eta, &mut zeta);
-        let log_p = eval
-            .log_density(&zeta, &mut grad, ELBO_TERMS)
-            .unwrap_or(f64::NEG_INFINITY);
-        csv.row(&[0.0, log_p, log_g], rows.row(&zeta))?;
-    }
-    csv.timing(&[(start.elapsed().as_secs_f64(), "Total")])?;
-    if !prepared.quiet {
-        eprintln!(
-            "The mean and {} draws are in {}",
-            args.output_samples,
-            path.display()
+            describe(&outcome.output.paths)
         );
     }
     Ok(())

@@ -301,7 +301,7 @@ fn laplace_variational_and_pathfinder_on_a_gaussian() {
 }
 
 /// Generated quantities recomputed from a fitted CSV with the sampling run's seed equal those
-/// the sampler wrote (to the rounding of unconstraining the written parameters again).
+/// the sampler wrote, bit for bit; another seed gives others.
 #[test]
 fn generated_quantities_from_a_csv_equal_the_sampled_ones() {
     let dir = scratch_dir("gq");
@@ -364,20 +364,9 @@ fn generated_quantities_from_a_csv_equal_the_sampled_ones() {
         let (names_b, rows_b) = read(&regenerated.join(format!("gq-generate_quantities-{k}.csv")));
         assert_eq!(names_a, names_b);
         assert_eq!(rows_a.len(), rows_b.len());
-        let mut exact = 0;
-        for (a, b) in rows_a.iter().zip(&rows_b) {
-            for (x, y) in a.iter().zip(b) {
-                assert!(
-                    (x - y).abs() <= 1e-12 * x.abs().max(1.0),
-                    "chain {k}: {a:?} vs {b:?}"
-                );
-                exact += usize::from(x == y);
-            }
-        }
-        assert!(
-            exact > rows_a.len() * names_a.len() / 2,
-            "most values should be bit-identical"
-        );
+        // The parameters are bound as written (never unconstrained again), so every value
+        // is the sampler's, bit for bit.
+        assert_eq!(rows_a, rows_b, "chain {k}");
         let ks = column(&names_b, &rows_b, "k");
         assert_eq!(
             ks,
@@ -403,6 +392,77 @@ fn generated_quantities_from_a_csv_equal_the_sampled_ones() {
         column(&names_a, &rows_a, "y_rep"),
         column(&names_b, &rows_b, "y_rep")
     );
+}
+
+/// Saved warmup rows and tuple / complex generated quantities: with the sampling run's seed,
+/// `generate-quantities` rewrites every row of the fitted file bit for bit (warmup rows first,
+/// their generated quantities drawn before the others as the sampler drew them), and the file
+/// says which rows are warmup.
+#[test]
+fn generated_quantities_with_saved_warmup_tuples_and_complex() {
+    let dir = scratch_dir("gq-warmup");
+    let model = dir.join("gqw.stan");
+    std::fs::write(
+        &model,
+        "parameters { real<lower=0> sigma; vector[2] z; }
+         model { sigma ~ lognormal(0, 0.5); z ~ normal(0, sigma); }
+         generated quantities {
+           real y_rep = normal_rng(z[1], sigma);
+           int k = poisson_rng(sigma * 3);
+           complex c = to_complex(z[1], z[2]);
+           tuple(real, int) t = (sigma * 2, k + 1);
+         }",
+    )
+    .unwrap();
+    let model = model.to_string_lossy().into_owned();
+    let (sampled, regenerated) = (dir.join("sampled"), dir.join("regenerated"));
+    let (s, r) = (
+        sampled.to_string_lossy().into_owned(),
+        regenerated.to_string_lossy().into_owned(),
+    );
+    ok(&[
+        "sample",
+        &model,
+        "--chains",
+        "1",
+        "--draws",
+        "60",
+        "--warmup",
+        "40",
+        "--save-warmup",
+        "--seed",
+        "42",
+        "--output-dir",
+        &s,
+        "--quiet",
+    ]);
+    let fitted = sampled.join("gqw-1.csv").to_string_lossy().into_owned();
+    ok(&[
+        "generate-quantities",
+        &model,
+        "--fitted-params",
+        &fitted,
+        "--seed",
+        "42",
+        "--output-dir",
+        &r,
+        "--quiet",
+    ]);
+    let out = regenerated.join("gqw-generate_quantities-1.csv");
+    let body = |p: &Path| -> Vec<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    let (a, b) = (body(&sampled.join("gqw-1.csv")), body(&out));
+    assert_eq!(a.len(), 1 + 40 + 60);
+    assert!(a[0].ends_with("y_rep,k,c.real,c.imag,t:1,t:2"), "{}", a[0]);
+    assert_eq!(a, b, "the rows written again differ");
+    let csv = read_stan_csv(&out).unwrap();
+    assert_eq!((csv.warmup_rows, csv.draws.len()), (40, 60));
 }
 
 /// `sample --init pathfinder` starts each chain from a Pathfinder draw and samples as usual.
@@ -460,9 +520,38 @@ fn sample_with_pathfinder_inits() {
     );
 }
 
-/// posteriordb reference posteriors: Pathfinder's means within 0.3 reference standard
-/// deviations (an approximation; the tolerance is what it reaches on these regressions).
-/// Skips without the suite.
+/// The relative convergence tests off: L-BFGS runs to the mode (`optimize` and Pathfinder).
+const RELATIVE_TESTS_OFF: [&str; 8] = [
+    "--tol-rel-grad",
+    "0",
+    "--tol-rel-obj",
+    "0",
+    "--tol-obj",
+    "0",
+    "--tol-param",
+    "0",
+];
+
+/// posteriordb reference posteriors (skipped without the suite), every mean within `tolerance`
+/// reference standard deviations:
+///
+/// * Pathfinder with CmdStan's defaults on kidiq-kidscore_momiq: 0.3 sd (an approximation;
+///   what it reaches on this regression).
+/// * Pathfinder on earnings-earn_height, 0.3 sd: the gradient at a random initial point is
+///   ~10¹¹, so the first step overshoots by ~10⁸ and Stan's line search gives up (CmdStan's
+///   `pathfinder` fails there from every seed); hazel's shrinks further
+///   (`hazel_approx::line_search::EXTRA_RESTARTS`). With CmdStan's relative tolerances the
+///   paths then stop early on this badly conditioned posterior (6 sd off), so they are off.
+/// * ADVI, mean-field and full-rank, on earnings-logearn_interaction_z (z-scored predictors,
+///   a near-Gaussian posterior whose mean the mean-field optimum shares), with
+///   `tol_rel_obj = 1e-4` and 30 000 iterations: 2.5 sd. ADVI returns the last iterate of a
+///   noisy gradient ascent, not a converged estimate: Stan's own ADVI with these settings
+///   (`scripts/approx/stan_reference`, seeds 10–29) is up to 2.3 sd off (mean-field) and 1.5 sd
+///   (full-rank, in 19 seeds of 20; the other at 7.7 sd); hazel's over seeds 10–19 2.2 and
+///   0.5 sd. With
+///   CmdStan's defaults (`tol_rel_obj = 0.01`, a relative change of the ELBO, ≈ 15 nats here)
+///   both stop several sd away, and on kidiq and sblrc-blr (ridge-shaped posteriors) Stan's
+///   ADVI is as far off as hazel's (TESTING.md), so those are not checked.
 #[test]
 fn pathfinder_and_advi_means_on_reference_posteriors() {
     let Some(pdb) = hazel_testdata::posteriordb() else {
@@ -471,7 +560,30 @@ fn pathfinder_and_advi_means_on_reference_posteriors() {
     };
     let dir = scratch_dir("approx-reference");
     let out = dir.to_string_lossy().into_owned();
-    for name in ["kidiq-kidscore_momiq"] {
+    let advi = ["--tol-rel-obj", "1e-4", "--iter", "30000"];
+    let cases: [(&str, &str, Vec<&str>, f64); 5] = [
+        ("kidiq-kidscore_momiq", "pathfinder", vec![], 0.3),
+        (
+            "earnings-earn_height",
+            "pathfinder",
+            RELATIVE_TESTS_OFF.to_vec(),
+            0.3,
+        ),
+        ("earnings-logearn_interaction_z", "pathfinder", vec![], 0.3),
+        (
+            "earnings-logearn_interaction_z",
+            "variational",
+            [&["--algorithm", "meanfield"][..], &advi].concat(),
+            2.5,
+        ),
+        (
+            "earnings-logearn_interaction_z",
+            "variational",
+            [&["--algorithm", "fullrank"][..], &advi].concat(),
+            2.5,
+        ),
+    ];
+    for (name, method, extra, tolerance) in cases {
         let model = common::repo()
             .join("corpus/posteriordb")
             .join(name)
@@ -485,40 +597,200 @@ fn pathfinder_and_advi_means_on_reference_posteriors() {
             model.to_string_lossy().into_owned(),
             data.to_string_lossy().into_owned(),
         );
-        // ADVI is not checked here: with CmdStan's defaults it stops far from these references
-        // (kidiq: 4 sd; see the report in TESTING.md), which is still to be investigated.
-        for (method, file, extra) in [("pathfinder", "model-pathfinder.csv", Vec::<&str>::new())] {
-            let mut args = vec![
-                method,
-                m.as_str(),
-                "--data",
-                d.as_str(),
-                "--output-dir",
-                out.as_str(),
-                "--seed",
-                "7",
-                "--quiet",
-            ];
-            args.extend(extra);
-            ok(&args);
-            let (names, mut rows) = read(&dir.join(file));
-            if method == "variational" {
-                rows.remove(0);
-            }
-            for p in reference["parameters"].as_array().unwrap() {
-                let col = p["name"]
-                    .as_str()
-                    .unwrap()
-                    .replace('[', ".")
-                    .replace(']', "")
-                    .replace(',', ".");
-                let (want, ref_sd) = (p["mean"].as_f64().unwrap(), p["sd"].as_f64().unwrap());
-                let got = mean(&column(&names, &rows, &col));
-                assert!(
-                    (got - want).abs() < 0.3 * ref_sd,
-                    "{name} {method} {col}: {got} vs {want} (sd {ref_sd})"
-                );
-            }
+        let mut args = vec![
+            method,
+            m.as_str(),
+            "--data",
+            d.as_str(),
+            "--output-dir",
+            out.as_str(),
+            "--seed",
+            "7",
+            "--quiet",
+        ];
+        args.extend(&extra);
+        ok(&args);
+        let (names, mut rows) = read(&dir.join(format!("model-{method}.csv")));
+        if method == "variational" {
+            // The approximation's mean, then its draws.
+            rows.remove(0);
+        }
+        for p in reference["parameters"].as_array().unwrap() {
+            let col = p["name"]
+                .as_str()
+                .unwrap()
+                .replace('[', ".")
+                .replace(']', "")
+                .replace(',', ".");
+            let (want, ref_sd) = (p["mean"].as_f64().unwrap(), p["sd"].as_f64().unwrap());
+            let got = mean(&column(&names, &rows, &col));
+            assert!(
+                (got - want).abs() < tolerance * ref_sd,
+                "{name} {method} {extra:?} {col}: {got} vs {want} (sd {ref_sd}, tolerance {tolerance} sd)"
+            );
         }
     }
+}
+
+/// Every method's options round-trip into the CSV header as CmdStan writes them: its section
+/// under `method`, CmdStan's key names and nesting, `(Default)` only on defaults.
+#[test]
+fn method_options_round_trip_into_the_header() {
+    let dir = scratch_dir("method-headers");
+    let out = dir.to_string_lossy().into_owned();
+    let (model, data) = (
+        example("bernoulli", "model.stan"),
+        example("bernoulli", "data.json"),
+    );
+    let header = |method: &str, extra: &[&str], file: &str| -> String {
+        let mut args = vec![
+            method,
+            model.as_str(),
+            "--data",
+            data.as_str(),
+            "--output-dir",
+            out.as_str(),
+            "--seed",
+            "9",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        ok(&args);
+        std::fs::read_to_string(dir.join(file))
+            .unwrap()
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let expect = |text: &str, lines: &[&str]| {
+        let block = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+        assert!(text.contains(&block), "no\n{block}in\n{text}");
+    };
+    let h = header(
+        "optimize",
+        &[
+            "--algorithm",
+            "bfgs",
+            "--init-alpha",
+            "0.01",
+            "--tol-grad",
+            "1e-9",
+            "--jacobian",
+            "--iter",
+            "500",
+            "--save-iterations",
+        ],
+        "model-optimize.csv",
+    );
+    expect(
+        &h,
+        &[
+            "# method = optimize",
+            "#   optimize",
+            "#     algorithm = bfgs",
+            "#       bfgs",
+            "#         init_alpha = 0.01",
+            "#         tol_obj = 1e-12 (Default)",
+            "#         tol_rel_obj = 10000 (Default)",
+            "#         tol_grad = 1e-9",
+            "#         tol_rel_grad = 10000000 (Default)",
+            "#         tol_param = 1e-8 (Default)",
+            "#     jacobian = 1",
+            "#     iter = 500",
+            "#     save_iterations = 1",
+            "# id = 1 (Default)",
+        ],
+    );
+    expect(&h, &["# random", "#   seed = 9"]);
+    let mode = dir
+        .join("model-optimize.csv")
+        .to_string_lossy()
+        .into_owned();
+    let h = header(
+        "laplace",
+        &["--mode", &mode, "--draws", "20", "--calculate-lp", "false"],
+        "model-laplace.csv",
+    );
+    expect(
+        &h,
+        &[
+            "#   laplace",
+            &format!("#     mode = {mode}"),
+            "#     jacobian = 1 (Default)",
+            "#     draws = 20",
+            "#     calculate_lp = 0",
+        ],
+    );
+    let h = header(
+        "variational",
+        &[
+            "--algorithm",
+            "fullrank",
+            "--iter",
+            "2000",
+            "--eta",
+            "0.5",
+            "--adapt-engaged",
+            "false",
+            "--output-samples",
+            "10",
+        ],
+        "model-variational.csv",
+    );
+    expect(
+        &h,
+        &[
+            "#   variational",
+            "#     algorithm = fullrank",
+            "#       fullrank",
+            "#     iter = 2000",
+            "#     grad_samples = 1 (Default)",
+            "#     elbo_samples = 100 (Default)",
+            "#     eta = 0.5",
+            "#     adapt",
+            "#       engaged = 0",
+            "#       iter = 50 (Default)",
+            "#     tol_rel_obj = 0.01 (Default)",
+            "#     eval_elbo = 100 (Default)",
+            "#     output_samples = 10",
+        ],
+    );
+    let h = header(
+        "pathfinder",
+        &[
+            "--num-paths",
+            "2",
+            "--num-draws",
+            "50",
+            "--history-size",
+            "4",
+            "--psis-resample",
+            "false",
+        ],
+        "model-pathfinder.csv",
+    );
+    expect(
+        &h,
+        &[
+            "#   pathfinder",
+            "#     init_alpha = 0.001 (Default)",
+            "#     tol_obj = 1e-12 (Default)",
+            "#     tol_rel_obj = 10000 (Default)",
+            "#     tol_grad = 1e-8 (Default)",
+            "#     tol_rel_grad = 10000000 (Default)",
+            "#     tol_param = 1e-8 (Default)",
+            "#     history_size = 4",
+            "#     num_psis_draws = 1000 (Default)",
+            "#     num_paths = 2",
+            "#     save_single_paths = 0 (Default)",
+            "#     psis_resample = 0",
+            "#     calculate_lp = 1 (Default)",
+            "#     max_lbfgs_iters = 1000 (Default)",
+            "#     num_draws = 50",
+            "#     num_elbo_draws = 25 (Default)",
+        ],
+    );
+    let (_, rows) = read(&dir.join("model-pathfinder.csv"));
+    assert_eq!(rows.len(), 100, "without resampling, every path's draws");
 }

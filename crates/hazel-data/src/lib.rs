@@ -19,6 +19,8 @@
 //! arrays; matrices as lists of rows; complex numbers as `[re, im]`; tuples as objects with
 //! keys `"1"`, `"2"`, …; empty containers as `[]`. Top-level fields nobody asks for are ignored.
 
+#![forbid(unsafe_code)]
+
 mod json;
 mod validate;
 

@@ -17,6 +17,8 @@
 //! - a distributed density (MPI ranks) is a `LogDensity` whose workspace holds the communicator
 //!   handle; the reduction order is fixed by the model, never by the rank count.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 pub use hazel_rng::StreamRng;

@@ -258,7 +258,7 @@ pub fn ess_bulk(draws: &ChainDraws) -> f64 {
 }
 
 /// Effective sample size of the indicator `draw ≤ quantile(prob)` over split chains.
-pub fn ess_quantile(draws: &ChainDraws, prob: f64) -> f64 {
+pub(crate) fn ess_quantile(draws: &ChainDraws, prob: f64) -> f64 {
     if !draws.is_valid(1) {
         return f64::NAN;
     }

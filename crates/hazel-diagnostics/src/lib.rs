@@ -4,6 +4,8 @@
 //! against ArviZ on the fixtures in `tests/fixtures/`); quantiles are numpy's default linear
 //! interpolation. Nothing here reads files: callers pass draws as [`ChainDraws`].
 
+#![forbid(unsafe_code)]
+
 pub mod convergence;
 pub mod reference;
 pub mod sampler;
@@ -11,8 +13,7 @@ pub mod stats;
 pub mod summary;
 
 pub use convergence::{
-    ess_bulk, ess_mean, ess_quantile, ess_tail, mcse_mean, mcse_sd, rhat_rank, ChainDraws,
-    RaggedChains,
+    ess_bulk, ess_mean, ess_tail, mcse_mean, mcse_sd, rhat_rank, ChainDraws, RaggedChains,
 };
 pub use sampler::{e_bfmi, DiagnosticReport, SamplerStats, Thresholds, Warning};
 pub use summary::ColumnSummary;

@@ -21,11 +21,11 @@ use crate::convergence::{ess_bulk, rhat_rank, ChainDraws};
 use crate::stats::{mean, quantile_sorted, sorted, variance};
 
 /// The largest R-hat for which a comparison is conclusive.
-pub const MAX_RHAT: f64 = 1.01;
+pub(crate) const MAX_RHAT: f64 = 1.01;
 /// The smallest bulk ESS for which a comparison is conclusive.
-pub const MIN_ESS_BULK: f64 = 400.0;
+pub(crate) const MIN_ESS_BULK: f64 = 400.0;
 /// Reference excess kurtosis above which the sd check is replaced by the heavy-tail check.
-pub const HEAVY_TAIL_KURTOSIS: f64 = 20.0;
+pub(crate) const HEAVY_TAIL_KURTOSIS: f64 = 20.0;
 
 /// One scalar of a reference posterior, as `reference.json` gives it. Entries that a
 /// reference lacks (`mcycle_gp-accel_gp` has no quantiles) are `None`.
@@ -87,7 +87,7 @@ impl RunQuantity {
 }
 
 /// √((m₄ − sd⁴)/ESS) / (2·sd): the delta-method standard error of the sd.
-pub fn fourth_moment_mcse_sd(m4: f64, sd: f64, ess: f64) -> f64 {
+pub(crate) fn fourth_moment_mcse_sd(m4: f64, sd: f64, ess: f64) -> f64 {
     ((m4 - sd.powi(4)).max(0.0) / ess).sqrt() / (2.0 * sd)
 }
 
@@ -193,7 +193,7 @@ impl Comparison {
 }
 
 /// Applies the rule to one quantity.
-pub fn compare_quantity(
+pub(crate) fn compare_quantity(
     reference: &ReferenceQuantity,
     run: &RunQuantity,
     options: CompareOptions,

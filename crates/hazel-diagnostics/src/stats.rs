@@ -23,7 +23,7 @@ pub fn variance(values: &[f64], ddof: usize) -> f64 {
 /// Quantile `p ∈ [0, 1]` of already sorted values by linear interpolation between order
 /// statistics (R's type 7, numpy's default `method="linear"`, ArviZ's `mquantiles(alphap=1,
 /// betap=1)`).
-pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     let n = sorted.len();
     if n == 0 || !(0.0..=1.0).contains(&p) {
         return f64::NAN;
@@ -74,7 +74,7 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 /// 1-based ranks with ties given their average rank (scipy's `rankdata(method="average")`).
-pub fn average_ranks(values: &[f64]) -> Vec<f64> {
+pub(crate) fn average_ranks(values: &[f64]) -> Vec<f64> {
     let n = values.len();
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));

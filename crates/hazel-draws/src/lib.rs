@@ -1,7 +1,7 @@
 //! The draw contract: what an inference algorithm hands to an output, and nothing else.
 //!
-//! Every algorithm (NUTS, fixed_param, and later optimize, Pathfinder, ADVI, Laplace, a lockstep
-//! or GPU sampler) and every output (Stan CSV, Parquet, Zarr, memory, the streamed summary)
+//! Every algorithm (NUTS, fixed_param, optimize, Laplace, ADVI, Pathfinder, standalone generated
+//! quantities, and later a lockstep or GPU sampler) and every output (Stan CSV, Parquet, Zarr, memory, the streamed summary)
 //! depends on this crate and on no other part of the other side. An algorithm describes itself
 //! once per run ([`RunInfo`]: CmdStan's method name, its settings for the CSV header, its
 //! statistic columns and how many draws each chain keeps) and then, per chain, drives one
@@ -17,7 +17,7 @@
 //!   as `f64` in column order. Each statistic's [`StatKind`] says how to write it (a tree depth
 //!   is an integer, a divergence a flag), so no output needs to know which algorithm ran.
 //! * [`AdaptationInfo`] is what an algorithm tuned before its draws (NUTS: step size and
-//!   inverse metric), written where CmdStan writes it.
+//!   inverse metric; ADVI: its step-size scale `eta`), written where CmdStan writes it.
 //! * [`DrawSink::checkpoint`] carries the algorithm's own resumable state as a
 //!   `&dyn erased_serde::Serialize`: a sink stores it in its own format without naming the
 //!   algorithm's type, and the algorithm reads it back with its own type.
@@ -29,6 +29,8 @@
 //! Invariants: a sink never changes what the algorithm draws (it only receives); the calls for
 //! one chain come from one thread, in the order above; `finish` follows every successful `begin`
 //! (also when the chain stops early), so what was written can be flushed.
+
+#![forbid(unsafe_code)]
 
 pub mod bits;
 mod fan_out;
@@ -180,8 +182,8 @@ impl InverseMetric {
     }
 }
 
-/// What an algorithm tuned before its draws, for the outputs to record. Algorithms that tune
-/// something else (ADVI's `eta`) add a variant here and a block to the writers that record it.
+/// What an algorithm tuned before its draws, for the outputs to record. An algorithm that
+/// tunes something else adds a variant here and a block to the writers that record it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum AdaptationInfo<'a> {
@@ -191,6 +193,25 @@ pub enum AdaptationInfo<'a> {
         stepsize: f64,
         inv_metric: &'a InverseMetric,
     },
+    /// ADVI: the step-size scale `eta` its stochastic gradient ascent used (CmdStan's
+    /// "Stepsize adaptation complete." block).
+    Advi { eta: f64 },
+}
+
+/// How a run's outputs label its wall-clock time: CmdStan's timing block differs by method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimingBlock {
+    /// No timing block (CmdStan's `optimize`, `laplace`, `variational`,
+    /// `generate_quantities`).
+    None,
+    /// The two phases of [`Timing`] under these labels, then their total (`Warm-up` and
+    /// `Sampling` for a sampler, `Pathfinders` and `PSIS` for multi-path Pathfinder).
+    Phases {
+        first: &'static str,
+        second: &'static str,
+    },
+    /// One line: the whole time under this label (`Pathfinder` for a single path).
+    Total { label: &'static str },
 }
 
 /// Wall-clock time spent in each phase of a chain (an algorithm without warmup leaves it 0).
@@ -320,7 +341,8 @@ pub struct KeptDraws {
 }
 
 /// What a run is, as its outputs describe it: everything an output needs besides the draws.
-/// The algorithm builds it from its own configuration (`hazel_nuts::RunConfig::info`).
+/// The algorithm builds it from its own configuration (`hazel_nuts::RunConfig::info`, the
+/// methods of `hazel_run::methods`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunInfo {
     /// CmdStan's method (`sample`, `optimize`, `pathfinder`, `variational`, `laplace`).
@@ -337,6 +359,8 @@ pub struct RunInfo {
     /// Chain ids are `first_chain_id .. first_chain_id + chains` (CmdStan's `id`).
     pub first_chain_id: u64,
     pub chains: usize,
+    /// How the outputs write the chains' wall-clock times.
+    pub timing: TimingBlock,
 }
 
 impl RunInfo {

@@ -78,6 +78,8 @@ pub struct ChainDraws {
     /// The step size and inverse metric an HMC run adapted.
     pub stepsize: Option<f64>,
     pub inv_metric: Option<InverseMetric>,
+    /// The step-size scale an ADVI run used.
+    pub eta: Option<f64>,
     /// Set by `finish`.
     pub timing: Option<Timing>,
 }
@@ -188,6 +190,7 @@ impl DrawSink for MemorySink {
                 chain.stepsize = Some(*stepsize);
                 chain.inv_metric = Some((*inv_metric).clone());
             }
+            AdaptationInfo::Advi { eta } => chain.eta = Some(*eta),
         }
         Ok(())
     }

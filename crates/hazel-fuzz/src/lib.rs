@@ -7,12 +7,14 @@
 //! a message; otherwise they return `Ok` or the error hazel gave. The caller decides what a panic means: libFuzzer's hook aborts on every panic,
 //! even a caught one, and the test installs a hook that records them.
 
+#![forbid(unsafe_code)]
+
 mod choices;
 mod data_reader;
 mod sample_run;
 
 pub use data_reader::{data_reader, read_against, DATA_PROGRAMS};
-pub use sample_run::{generate_run, sample_run, GeneratedRun};
+pub use sample_run::sample_run;
 
 /// Fails (panics) if an error message is empty or says that hazel caught its own panic;
 /// otherwise returns the message as the target's `Err` (a clean failure on bad input).

@@ -27,7 +27,7 @@ struct SampleCommand {
 
 /// A generated `hazel sample` run.
 #[derive(Debug)]
-pub struct GeneratedRun {
+pub(crate) struct GeneratedRun {
     pub program: String,
     pub data: String,
     pub args: SampleArgs,
@@ -70,7 +70,7 @@ enum MatrixKind {
 }
 
 /// Decodes `bytes` into a program, its data and the sampler settings (`dir` holds the files).
-pub fn generate_run(bytes: &[u8], dir: &std::path::Path) -> GeneratedRun {
+pub(crate) fn generate_run(bytes: &[u8], dir: &std::path::Path) -> GeneratedRun {
     let mut c = Choices::new(bytes);
     let n = c.pick(&[3usize, 2, 1, 0, 4]);
     let mut g = Generator {

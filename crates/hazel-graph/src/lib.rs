@@ -3,7 +3,7 @@
 //!
 //! Entry point: [`compile`] (checked program, data, [`CompileOptions`]) → [`CompiledModel`].
 //!
-//! **Design: a tracing lowering.** [`lower`] walks the syntax tree with the concrete data.
+//! **Design: a tracing lowering.** `lower` walks the syntax tree with the concrete data.
 //! Data-only expressions are evaluated to constants on the spot (transformed data, sizes,
 //! bounds, loop bounds, indexes); parameter-dependent expressions emit ops through a
 //! [`GraphBuilder`]. Loops with data bounds are unrolled by the trace (or, for independent
@@ -26,7 +26,9 @@
 //! Values are unchanged by all three; the fusions keep every gradient bit, sharing may change
 //! the gradient's last bits (summation order). `tests/fusion.rs` checks each rewrite.
 //! Then [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
-//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`). Last,
+//! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`), and
+//! [`Graph::packs_as_gathers`] turns long packs from one short run (a traced `rep_matrix`)
+//! into [`Op::Gather`]s (same bits). Last,
 //! [`Graph::fuse_scalar_blocks`] re-encodes runs of scalar and short ops as one
 //! [`Op::Scalars`] of compact instructions run in one loop ([`ir::scalar`]; same bits): the
 //! interpreter's cost per scalar op falls several times over.
@@ -58,7 +60,7 @@
 //!   `linalg_kernels`, `special`, `par` (the threaded executor), `batched`.
 //! - [`tape`], [`kernels`], [`dists`]: the old paths of the same items (aliases).
 //! - [`builder`]: building a graph op by op, with eager values (also used by hand in tests).
-//! - [`lower`]: the tracing interpreter — `trace` (the tracer, scopes, dynamic detection),
+//! - `lower`: the tracing interpreter — `trace` (the tracer, scopes, dynamic detection),
 //!   `exec` (expressions and statements), `value` (constants vs. graph nodes), `builtins`
 //!   (calls: the checker's resolved target — a user overload, or a built-in by its resolved
 //!   signature's name), `support` (which built-in calls lower, for `hazel check`), `params`
@@ -68,10 +70,10 @@
 //!   lower to the solution plus its sensitivities from `hazel_math::ode`).
 //! - [`simd`]: runtime CPU-feature dispatch of the hot kernels through `pulp`
 //!   ([`CompileOptions::simd`]); every level gives the same bits (fixed reduction shapes).
-//! - [`solve_op`], [`dae_op`]: the algebraic-solver and DAE ops, which hold the user's
+//! - `solve_op`, `dae_op`: the algebraic-solver and DAE ops, which hold the user's
 //!   function as a traced sub-graph (`lower::fn_graph`) and differentiate by the implicit
 //!   function theorem / forward sensitivities (lowered by `lower::solve`, `lower::dae`).
-//! - [`mvdist`], [`nary`], [`ode_op`], [`integrate_op`], [`solve_op`], [`dae_op`]: ops whose
+//! - `mvdist`, `nary`, `ode_op`, `integrate_op`, `solve_op`, `dae_op`: ops whose
 //!   descriptor (a spec the IR holds) and rules live together; every executor runs them with
 //!   these rules, lane by lane.
 //! - `model`: [`compile`], [`CompiledModel`] (log density, output rows, user inits; runs the
@@ -80,17 +82,17 @@
 //!   unconstrained point; generated quantities that need values re-traced alone).
 
 pub mod builder;
-pub mod dae_op;
+pub(crate) mod dae_op;
 pub mod exec;
-pub mod integrate_op;
+pub(crate) mod integrate_op;
 pub mod ir;
-pub mod lower;
+pub(crate) mod lower;
 mod model;
-pub mod mvdist;
-pub mod nary;
-pub mod ode_op;
+pub(crate) mod mvdist;
+pub(crate) mod nary;
+pub(crate) mod ode_op;
 mod output;
-pub mod solve_op;
+pub(crate) mod solve_op;
 
 pub use exec::cpu::simd;
 /// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,

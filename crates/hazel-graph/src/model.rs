@@ -10,9 +10,9 @@ use crate::lower::trace::{TraceErr, Tracer};
 use crate::lower::value::{Elems, Sc, Val};
 use hazel_check::CheckedProgram;
 use hazel_data::{BaseType, Bound, Constraint, DataDecl, DataFile, DataType, Values};
-use hazel_density::{EvalError, LogDensity, Model, StreamRng};
+use hazel_density::{DensityTerms, EvalError, LogDensity, Model, StreamRng};
 use hazel_rng::Purpose;
-use hazel_syntax::ast::*;
+use hazel_syntax::ast::{self, *};
 use hazel_syntax::{SourceMap, Span};
 use std::fmt;
 use std::sync::Arc;
@@ -36,6 +36,11 @@ pub struct CompileOptions {
     /// Which instruction set the kernels use (`Auto`: the best this CPU has). Every level
     /// gives the same bits; forcing one the CPU lacks is a compile error.
     pub simd: crate::simd::SimdLevel,
+    /// Densities besides the sampler's to compile as static graphs too, for the methods that
+    /// evaluate them (`optimize` without the Jacobian, ADVI's and Pathfinder's ELBO with the
+    /// constants kept). A density not listed here is re-traced at every evaluation
+    /// ([`CompiledModel::log_density_with`]); listing the sampler's changes nothing.
+    pub densities: Vec<DensityTerms>,
 }
 
 impl Default for CompileOptions {
@@ -45,6 +50,7 @@ impl Default for CompileOptions {
             executor: ExecutorKind::Serial,
             sources: None,
             simd: crate::simd::SimdLevel::Auto,
+            densities: Vec::new(),
         }
     }
 }
@@ -121,6 +127,9 @@ enum OutputBlocks {
     /// Generated quantities alone, with the parameters and transformed parameters bound to
     /// these values.
     Generated(Env),
+    /// Transformed parameters and generated quantities, with the parameters bound to these
+    /// (constrained) values.
+    FromParameters(Env),
 }
 
 /// A program lowered with its data.
@@ -135,6 +144,9 @@ pub struct CompiledModel {
     outputs: Vec<(String, usize)>,
     /// The static graph and its target scalar; `None` when the model is dynamic.
     graph: Option<(Graph, Arg)>,
+    /// The other densities of `CompileOptions::densities` as static graphs (none for a
+    /// dynamic model).
+    variants: Vec<(DensityTerms, Graph, Arg)>,
     /// Why the model is dynamic (for diagnostics).
     dynamic_reason: Option<Span>,
     /// The graph always rejects (a data-only `reject` reached in the model block).
@@ -162,18 +174,17 @@ pub struct Workspace {
     dyn_builder: GraphBuilder,
     /// The output graph's values (rows of draws; the reference executor's buffers).
     out_buf: Buffers,
+    /// The executor's workspaces of the other densities' graphs (`CompiledModel::variants`).
+    variant_exec: Vec<CpuWorkspace>,
 }
 
 fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
     // Sizes only: nothing of the declared size is allocated before the data match it.
     let shape = tr.decl_dims(ty)?;
-    let base = match &ty.elem {
-        ElemType::Int { .. } => BaseType::Int,
-        ElemType::Complex
-        | ElemType::ComplexVector { .. }
-        | ElemType::ComplexRowVector { .. }
-        | ElemType::ComplexMatrix { .. } => BaseType::Complex,
-        ElemType::Tuple(items) => {
+    let base = match &ty.elem.shape {
+        Shape::Int => BaseType::Int,
+        shape if shape.is_complex() => BaseType::Complex,
+        Shape::Tuple(items) => {
             let components = items
                 .iter()
                 .map(|item| data_type(tr, item))
@@ -204,14 +215,7 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
             }
         })
     };
-    let transform = match &ty.elem {
-        ElemType::Int { transform } | ElemType::Real { transform } => Some(transform),
-        ElemType::Vector { transform, .. }
-        | ElemType::RowVector { transform, .. }
-        | ElemType::Matrix { transform, .. } => Some(transform),
-        _ => None,
-    };
-    if let Some(Transform::Bounds { lower, upper }) = transform {
+    if let Some(ast::Constraint::Bounds { lower, upper }) = ty.elem.angle_constraint() {
         if let Some(l) = lower {
             dt.lower = Some(bound(tr, l)?);
         }
@@ -219,19 +223,21 @@ fn data_type(tr: &mut Tracer, ty: &DeclType) -> Result<DataType, TraceErr> {
             dt.upper = Some(bound(tr, u)?);
         }
     }
-    dt.constraint = match &ty.elem {
-        ElemType::Simplex { .. } => Constraint::Simplex,
-        ElemType::UnitVector { .. } => Constraint::UnitVector,
-        ElemType::SumToZeroVector { .. } => Constraint::SumToZeroVector,
-        ElemType::Ordered { .. } => Constraint::Ordered,
-        ElemType::PositiveOrdered { .. } => Constraint::PositiveOrdered,
-        ElemType::SumToZeroMatrix { .. } => Constraint::SumToZeroMatrix,
-        ElemType::CholeskyFactorCorr { .. } => Constraint::CholeskyFactorCorr,
-        ElemType::CholeskyFactorCov { .. } => Constraint::CholeskyFactorCov,
-        ElemType::CorrMatrix { .. } => Constraint::CorrMatrix,
-        ElemType::CovMatrix { .. } => Constraint::CovMatrix,
-        ElemType::ColumnStochasticMatrix { .. } => Constraint::ColumnStochastic,
-        ElemType::RowStochasticMatrix { .. } => Constraint::RowStochastic,
+    dt.constraint = match &ty.elem.constraint {
+        ast::Constraint::Simplex => Constraint::Simplex,
+        ast::Constraint::UnitVector => Constraint::UnitVector,
+        ast::Constraint::SumToZero if matches!(ty.elem.shape, Shape::Vector { .. }) => {
+            Constraint::SumToZeroVector
+        }
+        ast::Constraint::SumToZero => Constraint::SumToZeroMatrix,
+        ast::Constraint::Ordered => Constraint::Ordered,
+        ast::Constraint::PositiveOrdered => Constraint::PositiveOrdered,
+        ast::Constraint::CholeskyFactorCorr => Constraint::CholeskyFactorCorr,
+        ast::Constraint::CholeskyFactorCov => Constraint::CholeskyFactorCov,
+        ast::Constraint::CorrMatrix => Constraint::CorrMatrix,
+        ast::Constraint::CovMatrix => Constraint::CovMatrix,
+        ast::Constraint::ColumnStochastic => Constraint::ColumnStochastic,
+        ast::Constraint::RowStochastic => Constraint::RowStochastic,
         _ => Constraint::None,
     };
     Ok(dt)
@@ -344,14 +350,7 @@ fn fill_real(blank: &Val, get: impl Fn(usize) -> Option<f64>, pos: &mut usize) -
 pub(crate) fn check_bounds(tr: &mut Tracer, block: &Option<Block>) -> Result<(), TraceErr> {
     for d in declarations(block) {
         tr.check_bound_order(&d.name, &d.ty, false)?;
-        let transform = match &d.ty.elem {
-            ElemType::Int { transform } | ElemType::Real { transform } => transform,
-            ElemType::Vector { transform, .. }
-            | ElemType::RowVector { transform, .. }
-            | ElemType::Matrix { transform, .. } => transform,
-            _ => continue,
-        };
-        let Transform::Bounds { lower, upper } = transform else {
+        let Some(ast::Constraint::Bounds { lower, upper }) = d.ty.elem.angle_constraint() else {
             continue;
         };
         let v = match tr.lookup(&d.name) {
@@ -570,6 +569,7 @@ fn compile_inner(
         names,
         outputs,
         graph: None,
+        variants: Vec::new(),
         dynamic_reason: None,
         always_reject: None,
         executor: options.executor,
@@ -582,26 +582,48 @@ fn compile_inner(
         n_upper_vars,
         transformed_data_random,
     };
-    let zeros = vec![0.0; dim];
-    match trace_density(&model, GraphBuilder::new(&zeros), false, true, true) {
-        Ok((b, out)) => {
-            let mut graph = b.finish();
-            graph.eliminate_dead_ops(out);
-            graph.eliminate_common_subexpressions(out);
-            graph.fuse_mul_add(out);
-            graph.fuse_mul_add_chains(out);
-            graph.fuse_glm(out);
-            graph.fuse_scalar_blocks();
-            model.graph = Some((graph, out));
+    match static_density(&model, DensityTerms::SAMPLER) {
+        Ok(graph) => model.graph = Some(graph),
+        Err(TraceErr::Dynamic(span)) => model.dynamic_reason = Some(span),
+        Err(TraceErr::Compile(m, s)) => return Err(CompileError::at(m, s)),
+        Err(TraceErr::Eval(e, _)) => model.always_reject = Some(e),
+    }
+    if model.graph.is_some() {
+        for &terms in &options.densities {
+            let known = terms == DensityTerms::SAMPLER
+                || model.variants.iter().any(|(t, _, _)| *t == terms);
+            // The same program traced with other terms has the same control flow, so it is
+            // static too; should it fail anyway, that density is re-traced per evaluation.
+            if let (false, Ok((graph, out))) = (known, static_density(&model, terms)) {
+                model.variants.push((terms, graph, out));
+            }
         }
-        Err(boxed) => match boxed.1 {
-            TraceErr::Dynamic(span) => model.dynamic_reason = Some(span),
-            TraceErr::Compile(m, s) => return Err(CompileError::at(m, s)),
-            TraceErr::Eval(e, _) => model.always_reject = Some(e),
-        },
     }
     model.output_plan = model.build_output_plan();
     Ok(model)
+}
+
+/// The density with `terms` traced once into a static graph, with the rewrites every static
+/// graph gets.
+fn static_density(model: &CompiledModel, terms: DensityTerms) -> Result<(Graph, Arg), TraceErr> {
+    let zeros = vec![0.0; model.dim];
+    let (b, out) = trace_density(
+        model,
+        GraphBuilder::new(&zeros),
+        false,
+        terms.jacobian,
+        terms.propto,
+    )
+    .map_err(|boxed| boxed.1)?;
+    let mut graph = b.finish();
+    graph.eliminate_dead_ops(out);
+    graph.eliminate_common_subexpressions(out);
+    graph.fuse_mul_add(out);
+    graph.fuse_mul_add_chains(out);
+    graph.fuse_glm(out);
+    graph.packs_as_gathers();
+    graph.fuse_scalar_blocks();
+    Ok((graph, out))
 }
 
 /// Stan's CSV column names of one variable: every index column-major (first fastest); tuple
@@ -663,6 +685,15 @@ fn output_names(name: &str, blank: &Val, out: &mut Vec<String>) {
     }
 }
 
+/// Column name → position.
+fn column_index(names: &[String]) -> std::collections::HashMap<&str, usize> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect()
+}
+
 fn finish_eval(lp: f64, grad: &[f64]) -> Result<f64, EvalError> {
     if !lp.is_finite() {
         return Err(EvalError::non_finite(format!("log density is {lp}")));
@@ -709,7 +740,8 @@ impl CompiledModel {
 
     /// Log density with a choice of terms: `jacobian` adds the transforms' log-Jacobians,
     /// `propto` drops the constant summands of `~` and `_lupdf` (the sampler's density is
-    /// `jacobian = true, propto = true`).
+    /// `jacobian = true, propto = true`). The sampler's density and those compiled by
+    /// `CompileOptions::densities` run their static graphs; any other is re-traced.
     pub fn log_density_with(
         &self,
         ws: &mut Workspace,
@@ -718,10 +750,38 @@ impl CompiledModel {
         jacobian: bool,
         propto: bool,
     ) -> Result<f64, EvalError> {
-        if jacobian && propto {
+        let terms = DensityTerms { jacobian, propto };
+        if terms == DensityTerms::SAMPLER {
             return self.log_density_gradient(ws, q, grad);
         }
-        self.eval_traced(ws, q, grad, jacobian, propto)
+        if let Some(e) = &self.always_reject {
+            return Err(e.clone());
+        }
+        let Some(k) = self.variants.iter().position(|(t, _, _)| *t == terms) else {
+            return self.eval_traced(ws, q, grad, jacobian, propto);
+        };
+        self.check_dims(q, grad)?;
+        let (_, g, out) = &self.variants[k];
+        if ws.variant_exec.len() != self.variants.len() {
+            ws.variant_exec = self.new_variant_workspaces();
+        }
+        let lp = self
+            .executor
+            .executor()
+            .gradient(g, *out, q, &mut ws.variant_exec[k], grad)?;
+        finish_eval(lp, grad)
+    }
+
+    /// The densities compiled as static graphs besides the sampler's.
+    pub fn compiled_densities(&self) -> Vec<DensityTerms> {
+        self.variants.iter().map(|(t, _, _)| *t).collect()
+    }
+
+    fn new_variant_workspaces(&self) -> Vec<CpuWorkspace> {
+        self.variants
+            .iter()
+            .map(|(_, g, _)| self.new_exec_workspace(g))
+            .collect()
     }
 
     fn check_dims(&self, q: &[f64], grad: &[f64]) -> Result<(), EvalError> {
@@ -883,27 +943,10 @@ impl CompiledModel {
             if let Some(v) = value_of(&mut tr, &d)? {
                 q.extend(tr.unconstrain_param(&d, &v).map_err(ctx)?);
             }
-            // Count this parameter's coordinates (and bind its constrained value, which later
-            // bounds may use) by reading the parameters block up to here.
-            let block = Some(Block {
-                kind: BlockKind::Parameters,
-                span: Span::DUMMY,
-                stmts: vec![Stmt {
-                    id: NodeId(0),
-                    span: d.ty.span,
-                    kind: StmtKind::VarDecl(VarDecl {
-                        ty: d.ty.clone(),
-                        declarators: vec![Declarator {
-                            name: Ident {
-                                name: d.name.clone(),
-                                span: Span::DUMMY,
-                            },
-                            init: None,
-                        }],
-                    }),
-                }],
-            });
-            let n = tr.read_params(&block, None).map_err(ctx)?;
+            // Count this parameter's coordinates, then bind its constrained value, which later
+            // bounds may use.
+            let mut n = 0;
+            tr.read_declared_param(&d, None, &mut n).map_err(ctx)?;
             if q.len() == start {
                 q.extend((0..n).map(|_| fill()));
             } else if q.len() - start != n {
@@ -917,9 +960,97 @@ impl CompiledModel {
                 ));
             }
             let u = Elems::C(Arc::new(q[start..].to_vec()));
-            tr.read_params(&block, Some(&u)).map_err(ctx)?;
+            tr.read_declared_param(&d, Some(&u), &mut 0).map_err(ctx)?;
         }
         Ok(q)
+    }
+
+    /// A parameter's constrained value from a row of output columns (`index`: column name →
+    /// position in `row`), tuples and complex values included.
+    fn parameter_from_row(
+        tr: &mut Tracer,
+        d: &Declared,
+        index: &std::collections::HashMap<&str, usize>,
+        row: &[f64],
+    ) -> Result<Val, CompileError> {
+        let blank = tr
+            .blank(&d.ty)
+            .map_err(|e| trace_to_compile(e, "parameter columns"))?;
+        let mut columns = Vec::new();
+        output_names(&d.name, &blank, &mut columns);
+        let values = columns
+            .iter()
+            .map(|c| {
+                index
+                    .get(c.as_str())
+                    .map(|&i| row[i])
+                    .ok_or_else(|| CompileError {
+                        message: format!("no column `{c}` for parameter `{}`", d.name),
+                        span: Some(d.ty.span),
+                        variable: Some(d.name.clone()),
+                    })
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        blank
+            .with_output_columns(&values)
+            .ok_or_else(|| CompileError {
+                message: format!("the columns of `{}` do not fit its shape", d.name),
+                span: Some(d.ty.span),
+                variable: Some(d.name.clone()),
+            })
+    }
+
+    /// The unconstrained point of the parameter values in a row of output columns (CmdStan's
+    /// names as a Stan CSV row holds them, `names[i]` naming `row[i]`; columns that are no
+    /// parameter's are ignored), tuples and complex values included. Every parameter's
+    /// columns must be there.
+    pub fn unconstrain_output_row(
+        &self,
+        names: &[String],
+        row: &[f64],
+    ) -> Result<Vec<f64>, CompileError> {
+        let index = column_index(names);
+        self.unconstrain_each(
+            |tr, d| Self::parameter_from_row(tr, d, &index, row).map(Some),
+            || f64::NAN,
+            "parameter columns",
+        )
+    }
+
+    /// The output row recomputed from the parameter values in a row of output columns (as
+    /// [`Self::unconstrain_output_row`] reads them): the parameters as given, the transformed
+    /// parameters and generated quantities computed from those values, the generated
+    /// quantities drawing from `rng` (CmdStan's standalone generated quantities). The values
+    /// are never unconstrained and constrained again, so a row of exact values (hazel's CSV,
+    /// Parquet, Zarr, memory) gives the row the sampler wrote, bit for bit, with the same
+    /// stream.
+    pub fn write_output_from_row(
+        &self,
+        names: &[String],
+        row: &[f64],
+        rng: &mut StreamRng,
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        let index = column_index(names);
+        let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, self.env.clone());
+        tr.sources = self.sources.clone();
+        let mut bound: Env = Vec::new();
+        for d in declarations(&self.checked.program.parameters) {
+            let v = Self::parameter_from_row(&mut tr, &d, &index, row)
+                .map_err(|e| EvalError::reject(e.message))?;
+            tr.bind(&d.name, v.clone());
+            bound.push((Arc::from(d.name.as_str()), v));
+        }
+        let v = self.trace_output_blocks(&[], rng, OutputBlocks::FromParameters(bound))?;
+        if v.len() != out.len() {
+            return Err(EvalError::reject(format!(
+                "output row has {} values, expected {}",
+                v.len(),
+                out.len()
+            )));
+        }
+        out.copy_from_slice(&v);
+        Ok(())
     }
 
     /// Whether output rows come from a compiled graph: `Some(false)` when the whole row does,
@@ -1077,12 +1208,16 @@ impl CompiledModel {
         blocks: OutputBlocks,
     ) -> Result<Vec<f64>, EvalError> {
         let mut env = self.env.clone();
-        let (upper, generated) = match blocks {
-            OutputBlocks::All => (true, true),
-            OutputBlocks::Upper => (true, false),
+        let (upper, generated, given_parameters) = match blocks {
+            OutputBlocks::All => (true, true, false),
+            OutputBlocks::Upper => (true, false, false),
             OutputBlocks::Generated(bound) => {
                 env.extend(bound);
-                (false, true)
+                (false, true, false)
+            }
+            OutputBlocks::FromParameters(bound) => {
+                env.extend(bound);
+                (true, true, true)
             }
         };
         let mut tr = Tracer::new(GraphBuilder::new(&[]), &self.checked, env);
@@ -1094,8 +1229,10 @@ impl CompiledModel {
         let program = &self.checked.program;
         let run = |tr: &mut Tracer| -> Result<(), TraceErr> {
             if upper {
-                let qe = Elems::C(Arc::new(q.to_vec()));
-                tr.read_params(&program.parameters, Some(&qe))?;
+                if !given_parameters {
+                    let qe = Elems::C(Arc::new(q.to_vec()));
+                    tr.read_params(&program.parameters, Some(&qe))?;
+                }
                 if let Some(tp) = &program.transformed_parameters {
                     tr.block_stmts(&tp.stmts)?;
                     check_bounds(tr, &program.transformed_parameters)?;
@@ -1164,6 +1301,7 @@ impl LogDensity for CompiledModel {
                 b.buf.isa = self.isa;
                 b
             },
+            variant_exec: self.new_variant_workspaces(),
             out_buf: {
                 // Every instruction set gives the same bits, so rows match the re-traced ones.
                 let mut buf = self

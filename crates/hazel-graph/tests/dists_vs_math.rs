@@ -2,11 +2,13 @@
 //! of their derived quantities, chunking, partials to scratch) against one scalar call per
 //! element of the same `hazel_math` kernel. The formulas themselves are shared, so what this
 //! can catch is the loop: a scalar argument prepared with the wrong value, a partial written to
-//! the wrong slot or summed into the wrong argument, a chunk boundary, the term mask.
+//! the wrong slot or summed into the wrong argument, a chunk boundary, the term mask. Each
+//! layout also runs at every SIMD level the CPU has (the vectorised loops of the families with
+//! branch-free kernels), which must give the same bits.
 
 use hazel_graph::dists::{self, DistKind, Inc, NO_SCRATCH};
 use hazel_graph::kernels::CHUNK;
-use hazel_graph::Arg;
+use hazel_graph::{Arg, SimdLevel};
 
 /// Element `i` of an argument drawn from a family's support.
 #[derive(Clone, Copy)]
@@ -121,9 +123,35 @@ fn check_layout(kind: DistKind, domains: &[Domain], shapes: &[Shape], propto: bo
         }
         columns.push(column);
     }
-    let mut scratch = vec![f64::NAN; scratch_len];
-    let total = dists::forward(kind, &args, propto, len, &sc, &vals, &consts, &mut scratch)
+    // Every instruction set this CPU has: the same bits (value and every partial).
+    let mut runs = SimdLevel::available().into_iter().map(|level| {
+        let isa = level.resolve().expect("available");
+        let mut scratch = vec![f64::NAN; scratch_len];
+        let total = dists::forward(
+            kind,
+            &args,
+            propto,
+            len,
+            &sc,
+            &vals,
+            &consts,
+            &mut scratch,
+            isa,
+        )
         .unwrap_or_else(|e| panic!("{} {shapes:?}: {e:?}", kind.name()));
+        (level, total, scratch)
+    });
+    let (_, total, scratch) = runs.next().expect("the baseline level");
+    let mut failures = Vec::new();
+    for (level, other, other_scratch) in runs {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        if other.to_bits() != total.to_bits() || bits(&other_scratch) != bits(&scratch) {
+            failures.push(format!(
+                "{} {shapes:?} propto={propto}: {level:?} gives other bits ({other} vs {total})",
+                kind.name()
+            ));
+        }
+    }
 
     let mut varying = 0u8;
     for (k, sh) in shapes.iter().enumerate() {
@@ -137,7 +165,6 @@ fn check_layout(kind: DistKind, domains: &[Domain], shapes: &[Shape], propto: bo
     };
     let mut want_total = 0.0;
     let mut want_scalar = [0.0; 4];
-    let mut failures = Vec::new();
     for i in 0..len {
         let mut x = [0.0; 4];
         for (k, column) in columns.iter().enumerate() {
@@ -223,6 +250,14 @@ fn vectorised_loop_matches_per_element_calls_for_every_layout() {
 
 #[test]
 fn invalid_element_reports_stans_message_and_element_number() {
+    for level in SimdLevel::available() {
+        invalid_element_at(level.resolve().expect("available"));
+    }
+}
+
+/// The message at one SIMD level (the vectorised loop finds a failing check, then the checked
+/// loop names it).
+fn invalid_element_at(isa: hazel_graph::simd::Isa) {
     let len = CHUNK + 3;
     let mut sigma = vec![1.5; len];
     sigma[CHUNK + 1] = -1.0;
@@ -244,6 +279,7 @@ fn invalid_element_reports_stans_message_and_element_number() {
         &[],
         &consts,
         &mut [],
+        isa,
     )
     .unwrap_err();
     let message = format!("{err:?}");
@@ -270,6 +306,7 @@ fn invalid_element_reports_stans_message_and_element_number() {
         &[],
         &consts,
         &mut [],
+        isa,
     )
     .unwrap_err();
     let message = format!("{err:?}");

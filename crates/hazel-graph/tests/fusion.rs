@@ -213,7 +213,7 @@ fn blocked_matrix_vector_product_keeps_the_column_order() {
         // The vector's adjoint: column c dotted with the output's adjoint (here `w`).
         for c in 0..cols {
             let col = &m[c * rows..(c + 1) * rows];
-            let expect = hazel_graph::kernels::dot(col, &w);
+            let expect = hazel_graph::kernels::dot(hazel_graph::simd::Isa::Baseline, col, &w);
             assert_eq!(buf.adj[c].to_bits(), expect.to_bits(), "cols {cols}, c {c}");
         }
     }
@@ -442,4 +442,65 @@ fn dead_ops_are_removed_but_checks_and_densities_stay() {
         g.forward(&[0.0, -1.0], &mut buf).is_err(),
         "the check stays"
     );
+}
+
+/// `tanh(Z + rep_matrix(b', 20))` with `b` three parameters (a 20 × 3 broadcast traced element
+/// by element), a short pack beside it, and a pack reaching too far to gather from.
+fn broadcast_graph(q: &[f64]) -> (Graph, Arg) {
+    let rows = 20;
+    let z: Vec<f64> = (0..3 * rows)
+        .map(|i| ((i * 5) % 7) as f64 * 0.2 - 0.6)
+        .collect();
+    let y: Vec<f64> = (0..3 * rows)
+        .map(|i| ((i * 3) % 4) as f64 * 0.4 - 0.5)
+        .collect();
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let broadcast: Vec<Arg> = (0..3)
+        .flat_map(|j| std::iter::repeat_n(p.at(j), rows))
+        .collect();
+    let bias = b.pack(broadcast);
+    let zs = b.konst(&z);
+    let sum = b.binary(BinaryFn::Add, zs, bias);
+    let hidden = b.unary(UnaryFn::Tanh, sum);
+    let ys = b.konst(&y);
+    let scale = b.unary(UnaryFn::Exp, p.at(3));
+    let fit = b.dist(DistKind::Normal, vec![ys, hidden, scale], false);
+    let short = b.pack(vec![p.at(2), p.at(0), p.at(1)]);
+    let zero = b.scalar_const(0.0);
+    let prior = b.dist(DistKind::Normal, vec![short, zero, scale], false);
+    // 17 copies of two scalars 30 values apart: the run spanning them is longer than a
+    // value's worth of reads would justify, so it stays a pack.
+    let far: Vec<Arg> = (0..17)
+        .map(|i| if i % 2 == 0 { p.at(0) } else { hidden.at(29) })
+        .collect();
+    let far = b.pack(far);
+    let far_sum = b.sum(far);
+    let lp = b.sum_scalars(vec![fit, prior, far_sum]);
+    (b.finish(), lp)
+}
+
+#[test]
+fn long_packs_become_gathers_with_the_same_bits() {
+    let q = [0.3, -0.6, 1.2, -0.4];
+    let (packed, out) = broadcast_graph(&q);
+    let mut gathered = packed.clone();
+    assert_eq!(gathered.packs_as_gathers(), 1);
+    let count = |g: &Graph, f: fn(&Op) -> bool| g.ops.iter().filter(|op| f(op)).count();
+    assert_eq!(
+        count(
+            &gathered,
+            |op| matches!(op, Op::Gather { x, .. } if x.len == 3)
+        ),
+        1
+    );
+    assert_eq!(count(&gathered, |op| matches!(op, Op::Pack { .. })), 2);
+    for q in [q, [-2.0, 0.0, 0.7, 0.9], [5.0, -3.0, 1e-3, -1.5]] {
+        let (lp0, g0) = value_and_gradient(&packed, out, &q);
+        let (lp1, g1) = value_and_gradient(&gathered, out, &q);
+        assert_eq!(lp0.to_bits(), lp1.to_bits());
+        for (a, b) in g0.iter().zip(&g1) {
+            assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+        }
+    }
 }

@@ -263,21 +263,6 @@ fn independent_assignment_loops_become_vector_ops_with_the_same_values() {
 }
 
 #[test]
-fn print_formats_reals_like_cmdstan() {
-    use hazel_graph::lower::exec::format_stream_real as f;
-    assert_eq!(f(0.5), "0.5");
-    assert_eq!(f(1.0), "1");
-    assert_eq!(f(-2.25), "-2.25");
-    assert_eq!(f(1e-7), "1e-07");
-    assert_eq!(f(123456789.0), "1.23457e+08");
-    assert_eq!(f(999999.5), "1e+06");
-    assert_eq!(f(0.0001234567), "0.000123457");
-    assert_eq!(f(1.0 / 3.0), "0.333333");
-    assert_eq!(f(f64::INFINITY), "inf");
-    assert_eq!(f(f64::NAN), "nan");
-}
-
-#[test]
 fn print_in_the_model_block_re_traces_and_keeps_the_density() {
     let with_print = build(
         "parameters { real x; } model { print(\"x = \", x); x ~ normal(1, 2); }",

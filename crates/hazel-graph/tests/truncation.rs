@@ -37,28 +37,12 @@ fn example_data() -> String {
     std::fs::read_to_string(path).expect("examples/truncated_normal/data.json")
 }
 
-const TRUNCATED: &str = "data { int<lower=0> N; array[N] real<lower=1, upper=2> y; }
-parameters { real mu; real<lower=0> sigma; }
-model {
-  mu ~ normal(1.5, 1);
-  sigma ~ normal(0, 1);
-  for (n in 1:N) {
-    y[n] ~ normal(mu, sigma) T[1, 2];
-  }
-}";
+/// The bundled example: `y[n] ~ normal(mu, sigma) T[1, 2]` in a loop.
+const TRUNCATED: &str = include_str!("../../../examples/truncated_normal/model.stan");
 
 /// The same density with each truncation written out: `~` drops constants, so the hand
 /// form uses `normal_lupdf` for the density and the full lcdfs for the normaliser.
-const BY_HAND: &str = "data { int<lower=0> N; array[N] real<lower=1, upper=2> y; }
-parameters { real mu; real<lower=0> sigma; }
-model {
-  mu ~ normal(1.5, 1);
-  sigma ~ normal(0, 1);
-  for (n in 1:N) {
-    target += normal_lupdf(y[n] | mu, sigma);
-    target += -log_diff_exp(normal_lcdf(2 | mu, sigma), normal_lcdf(1 | mu, sigma));
-  }
-}";
+const BY_HAND: &str = include_str!("fixtures/truncated_normal_by_hand.stan");
 
 const POINTS: &[[f64; 2]] = &[
     [0.0, 0.0],
@@ -185,29 +169,6 @@ model { for (n in 1:N) y[n] ~ normal(mu, 1) T[1, 2]; }";
     let mut ws = m.new_workspace();
     let mut g = [0.0];
     assert!(m.log_density_gradient(&mut ws, &[0.3], &mut g).is_err());
-}
-
-/// Time per gradient of the example (run with `--ignored --nocapture` in release to measure).
-#[test]
-#[ignore]
-fn time_truncated_normal_gradient() {
-    let m = build(TRUNCATED, &example_data());
-    let mut ws = m.new_workspace();
-    let mut g = [0.0; 2];
-    let reps = 200_000;
-    let t = std::time::Instant::now();
-    let mut acc = 0.0;
-    for i in 0..reps {
-        let q = [1.4 + 1e-6 * (i % 7) as f64, -1.2];
-        acc += m.log_density_gradient(&mut ws, &q, &mut g).unwrap();
-    }
-    let per = t.elapsed().as_secs_f64() / reps as f64;
-    println!(
-        "truncated_normal: {:.3} us per gradient (dynamic: {}, ops: {:?}) [{acc}]",
-        per * 1e6,
-        m.is_dynamic(),
-        m.graph().map(|g| g.ops.len())
-    );
 }
 
 /// Vectorised truncation (`y ~ D(θ) T[L, U]` with vector `y`) is Stan's per-variate

@@ -202,6 +202,14 @@ fn trim_zeros(s: &str) -> &str {
 // Argument checks, named and phrased as Stan Math's check_* functions.
 // ---------------------------------------------------------------------------------------------
 
+/// Whether `x` passes Stan's integer argument check: `(x as i32) as f64 == x` rather than
+/// `x.trunc() == x`, because on baseline x86-64 `trunc` is a libm call and this runs per
+/// element in the graph's loops (within the range test the cast is exact).
+#[inline(always)]
+pub(crate) fn is_integer(x: f64) -> bool {
+    x.abs() <= i32::MAX as f64 && (x as i32) as f64 == x
+}
+
 /// Context for the checks of one call: the function name (`normal_lpdf`).
 #[derive(Clone, Copy)]
 pub(crate) struct Check {
@@ -328,10 +336,7 @@ impl Check {
     /// is 32 bits) is a caller bug but must not panic.
     #[inline]
     pub fn integer(self, what: &str, x: f64) -> Result<(), MathError> {
-        // `(x as i32) as f64 == x` rather than `x.trunc() == x`: on baseline x86-64 `trunc` is
-        // a libm call, and this runs per element in the graph's loops. Within the range test
-        // the cast is exact.
-        if x.abs() <= i32::MAX as f64 && (x as i32) as f64 == x {
+        if is_integer(x) {
             Ok(())
         } else {
             Err(self.fail(what, x, "be an integer!"))

@@ -14,6 +14,10 @@
 //! - [`ode`]: initial value problems: adaptive Dormand–Prince 5(4) with Boost.Odeint's (and so
 //!   Stan's `ode_rk45`'s) step control, and forward sensitivities.
 //! - [`transforms`]: Stan's constraining transforms with log-Jacobians and their adjoints.
+//! - [`vmath`]: `exp`, `expm1`, `ln`, `ln_1p`, `tanh` and the logistic functions, written
+//!   once for scalar and vector code (the same bits from every CPU vector width).
+
+#![forbid(unsafe_code)]
 
 pub mod algebra;
 pub mod dae;
@@ -23,3 +27,4 @@ pub mod ode;
 pub mod quadrature;
 pub mod special;
 pub mod transforms;
+pub mod vmath;

@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-pub mod stiff;
+pub(crate) mod stiff;
 
 /// Why an integration failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -422,7 +422,7 @@ const CK_DB: [f64; 6] = [
 /// `max(0.9 r^(-1/3), 0.2)`, accepted ones with `r < 0.5` grow by `0.9 max(r, 5^-5)^(-1/5)`,
 /// and steps are cut to end exactly on each requested time (no interpolation), the
 /// uncut step size carried on afterwards.
-pub fn integrate_ckrk<F>(
+pub(crate) fn integrate_ckrk<F>(
     mut f: F,
     x0: &[f64],
     t0: f64,

@@ -403,36 +403,11 @@ pub fn lchoose_grad(n: f64, k: f64) -> (f64, f64) {
     (digamma(n + 1.0) - d_rest, d_rest - digamma(k + 1.0))
 }
 
-/// 1 / (1 + e^{-x}) without overflow.
+/// 1 / (1 + e^{-x}) without overflow ([`crate::vmath`]'s: the same bits in scalar and vector
+/// code).
+#[inline(always)]
 pub fn inv_logit(x: f64) -> f64 {
-    inv_logit_with(x, exp_neg_abs(x))
-}
-
-/// `e^{-|x|}`: the one exponential that [`inv_logit`] and [`log1p_exp`] of `x` or of `-x` each
-/// compute, so a caller needing several of them computes it once (same bits).
-#[inline]
-pub fn exp_neg_abs(x: f64) -> f64 {
-    (-x.abs()).exp()
-}
-
-/// [`inv_logit`]`(x)` given `e = exp_neg_abs(x)`.
-#[inline]
-pub fn inv_logit_with(x: f64, e: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + e)
-    } else {
-        e / (1.0 + e)
-    }
-}
-
-/// [`log1p_exp`]`(x)` given `l = exp_neg_abs(x).ln_1p()` (the same for `x` and `-x`).
-#[inline]
-pub fn log1p_exp_with(x: f64, l: f64) -> f64 {
-    if x > 0.0 {
-        x + l
-    } else {
-        l
-    }
+    crate::vmath::inv_logit(x)
 }
 
 /// log(u / (1 - u)).
@@ -440,9 +415,10 @@ pub fn logit(u: f64) -> f64 {
     (u / (1.0 - u)).ln()
 }
 
-/// log(1 + e^x) without overflow or loss of precision.
+/// log(1 + e^x) without overflow or loss of precision ([`crate::vmath`]'s).
+#[inline(always)]
 pub fn log1p_exp(x: f64) -> f64 {
-    log1p_exp_with(x, exp_neg_abs(x).ln_1p())
+    crate::vmath::log1p_exp(x)
 }
 
 /// log(1 - e^x) for x ≤ 0 (NaN for x > 0), accurate near 0 and in the tail.
@@ -457,8 +433,9 @@ pub fn log1m_exp(x: f64) -> f64 {
 }
 
 /// log(1 - x).
+#[inline(always)]
 pub fn log1m(x: f64) -> f64 {
-    (-x).ln_1p()
+    crate::vmath::ln_1p(-x)
 }
 
 /// log inv_logit(x) = -log1p_exp(-x).
@@ -986,7 +963,7 @@ pub fn lmgamma(k: f64, x: f64) -> f64 {
 
 /// Largest integer order or count for which functions defined by a sum or recurrence of that
 /// many terms (lmgamma, integer-order Bessel functions) are evaluated; beyond it they are NaN.
-pub const MAX_SUM_TERMS: f64 = 1e6;
+pub(crate) const MAX_SUM_TERMS: f64 = 1e6;
 
 fn lmgamma_dx(k: f64, x: f64) -> f64 {
     if k.is_nan() || k > MAX_SUM_TERMS {
@@ -1124,23 +1101,23 @@ fn sign_of(x: f64) -> f64 {
 static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "exp",
-        value: f64::exp,
+        value: crate::vmath::exp,
         deriv: |_, v| v,
     },
     UnaryFn {
         name: "log",
-        value: f64::ln,
+        value: crate::vmath::ln,
         deriv: |x, _| 1.0 / x,
     },
     UnaryFn {
         name: "log1p",
-        value: f64::ln_1p,
+        value: crate::vmath::ln_1p,
         deriv: |x, _| 1.0 / (1.0 + x),
     },
     UnaryFn {
         name: "expm1",
-        value: f64::exp_m1,
-        deriv: |x, _| x.exp(),
+        value: crate::vmath::expm1,
+        deriv: |x, _| crate::vmath::exp(x),
     },
     UnaryFn {
         name: "log1m",
@@ -1259,7 +1236,7 @@ static UNARY: &[UnaryFn] = &[
     },
     UnaryFn {
         name: "tanh",
-        value: f64::tanh,
+        value: crate::vmath::tanh,
         deriv: |x, _| {
             let c = x.cosh();
             1.0 / (c * c)

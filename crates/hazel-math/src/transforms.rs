@@ -30,6 +30,7 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
+use crate::special::inv_logit;
 use std::fmt;
 
 /// Stan's tolerance when checking a constrained value (`CONSTRAINT_TOLERANCE`).
@@ -83,16 +84,6 @@ fn check_bound_len(name: &str, b: &[f64], n: usize) -> Result<(), TransformError
             "{name} has {} elements, but the value has {n}",
             b.len()
         )))
-    }
-}
-
-#[inline]
-fn inv_logit(u: f64) -> f64 {
-    if u >= 0.0 {
-        1.0 / (1.0 + (-u).exp())
-    } else {
-        let e = u.exp();
-        e / (1.0 + e)
     }
 }
 
@@ -436,7 +427,7 @@ pub fn ordered_constrain(unc: &[f64], out: &mut [f64]) -> f64 {
 }
 
 /// Adjoint of [`ordered_constrain`].
-pub fn ordered_constrain_adjoint(unc: &[f64], out_adj: &[f64], unc_adj: &mut [f64]) {
+pub(crate) fn ordered_constrain_adjoint(unc: &[f64], out_adj: &[f64], unc_adj: &mut [f64]) {
     // x_k depends on every u_j with j ≤ k: the adjoint of u_j collects a suffix sum.
     let mut suffix = 0.0;
     for k in (0..unc.len()).rev() {
@@ -477,7 +468,11 @@ pub fn positive_ordered_constrain(unc: &[f64], out: &mut [f64]) -> f64 {
 }
 
 /// Adjoint of [`positive_ordered_constrain`].
-pub fn positive_ordered_constrain_adjoint(unc: &[f64], out_adj: &[f64], unc_adj: &mut [f64]) {
+pub(crate) fn positive_ordered_constrain_adjoint(
+    unc: &[f64],
+    out_adj: &[f64],
+    unc_adj: &mut [f64],
+) {
     let mut suffix = 0.0;
     for k in (0..unc.len()).rev() {
         suffix += out_adj[k];
@@ -543,7 +538,7 @@ pub fn sum_to_zero_constrain(unc: &[f64], out: &mut [f64]) -> f64 {
 }
 
 /// Adjoint of [`sum_to_zero_constrain`].
-pub fn sum_to_zero_constrain_adjoint(out_adj: &[f64], unc_adj: &mut [f64]) {
+pub(crate) fn sum_to_zero_constrain_adjoint(out_adj: &[f64], unc_adj: &mut [f64]) {
     stz_vector_apply_transpose(out_adj, unc_adj);
 }
 
@@ -641,7 +636,7 @@ pub fn sum_to_zero_matrix_constrain(
 
 /// Adjoint of [`sum_to_zero_matrix_constrain`]: adds `U_Nᵀ A U_M` to `unc_adj`. `ws` needs
 /// `N × (M−1) + N` entries.
-pub fn sum_to_zero_matrix_constrain_adjoint(
+pub(crate) fn sum_to_zero_matrix_constrain_adjoint(
     out_adj: &[f64],
     rows: usize,
     cols: usize,
@@ -668,7 +663,7 @@ pub fn sum_to_zero_matrix_constrain_adjoint(
 
 /// Inverse of [`sum_to_zero_matrix_constrain`]: `Y = U_Nᵀ X U_M`, after checking that every
 /// row and column sums to zero.
-pub fn sum_to_zero_matrix_unconstrain(
+pub(crate) fn sum_to_zero_matrix_unconstrain(
     x: &[f64],
     rows: usize,
     cols: usize,
@@ -729,7 +724,7 @@ pub fn simplex_constrain(unc: &[f64], out: &mut [f64]) -> f64 {
 
 /// Adjoint of [`simplex_constrain`]. `out` is the simplex the forward pass produced.
 /// `ws` needs K entries.
-pub fn simplex_constrain_adjoint(
+pub(crate) fn simplex_constrain_adjoint(
     out: &[f64],
     out_adj: &[f64],
     unc_adj: &mut [f64],
@@ -788,7 +783,12 @@ fn check_simplex(x: &[f64]) -> Result<(), TransformError> {
 
 /// `column_stochastic_matrix[N, M]`: each column a simplex. Free `(N−1) × M` column-major
 /// (column j's free values contiguous); out `N × M` column-major.
-pub fn column_stochastic_constrain(unc: &[f64], rows: usize, cols: usize, out: &mut [f64]) -> f64 {
+pub(crate) fn column_stochastic_constrain(
+    unc: &[f64],
+    rows: usize,
+    cols: usize,
+    out: &mut [f64],
+) -> f64 {
     let n = rows.saturating_sub(1);
     let mut lj = 0.0;
     for j in 0..cols {
@@ -798,7 +798,7 @@ pub fn column_stochastic_constrain(unc: &[f64], rows: usize, cols: usize, out: &
 }
 
 /// Adjoint of [`column_stochastic_constrain`]; `ws` needs N entries.
-pub fn column_stochastic_constrain_adjoint(
+pub(crate) fn column_stochastic_constrain_adjoint(
     out: &[f64],
     rows: usize,
     cols: usize,
@@ -819,7 +819,7 @@ pub fn column_stochastic_constrain_adjoint(
 }
 
 /// Inverse of [`column_stochastic_constrain`].
-pub fn column_stochastic_unconstrain(
+pub(crate) fn column_stochastic_unconstrain(
     x: &[f64],
     rows: usize,
     cols: usize,
@@ -835,7 +835,7 @@ pub fn column_stochastic_unconstrain(
 
 /// `row_stochastic_matrix[N, M]`: each row a simplex. Free `N × (M−1)` column-major (so row
 /// i's free values are strided by N); out `N × M` column-major. `ws` needs `2M` entries.
-pub fn row_stochastic_constrain(
+pub(crate) fn row_stochastic_constrain(
     unc: &[f64],
     rows: usize,
     cols: usize,
@@ -858,7 +858,7 @@ pub fn row_stochastic_constrain(
 }
 
 /// Adjoint of [`row_stochastic_constrain`]; `ws` needs `4M` entries.
-pub fn row_stochastic_constrain_adjoint(
+pub(crate) fn row_stochastic_constrain_adjoint(
     out: &[f64],
     rows: usize,
     cols: usize,
@@ -886,7 +886,7 @@ pub fn row_stochastic_constrain_adjoint(
 }
 
 /// Inverse of [`row_stochastic_constrain`].
-pub fn row_stochastic_unconstrain(
+pub(crate) fn row_stochastic_unconstrain(
     x: &[f64],
     rows: usize,
     cols: usize,
@@ -929,7 +929,7 @@ pub fn unit_vector_constrain(unc: &[f64], out: &mut [f64]) -> Result<f64, Transf
 }
 
 /// Adjoint of [`unit_vector_constrain`].
-pub fn unit_vector_constrain_adjoint(
+pub(crate) fn unit_vector_constrain_adjoint(
     unc: &[f64],
     out: &[f64],
     out_adj: &[f64],
@@ -1049,7 +1049,7 @@ pub fn cholesky_corr_constrain(unc: &[f64], k: usize, out: &mut [f64], ws: &mut 
 }
 
 /// Adjoint of [`cholesky_corr_constrain`]; `ws` needs K(K−1)/2 + K(K−1)/2 + K entries.
-pub fn cholesky_corr_constrain_adjoint(
+pub(crate) fn cholesky_corr_constrain_adjoint(
     unc: &[f64],
     k: usize,
     out: &[f64],
@@ -1071,7 +1071,7 @@ pub fn cholesky_corr_constrain_adjoint(
 
 /// Inverse of [`cholesky_corr_constrain`]; checks lower-triangularity, positive diagonal and
 /// unit-length rows. `l` is K × K column-major.
-pub fn cholesky_corr_unconstrain(
+pub(crate) fn cholesky_corr_unconstrain(
     l: &[f64],
     k: usize,
     unc: &mut [f64],
@@ -1127,7 +1127,7 @@ pub fn cholesky_cov_free_size(m: usize, n: usize) -> usize {
 /// `cholesky_factor_cov[M, N]` (M ≥ N): free values fill the lower triangle row by row
 /// (`L(0,0), L(1,0), L(1,1), L(2,0), …`), diagonal entries through `exp`, then rows N..M
 /// fully; out M × N column-major. log J = Σ of the free diagonal values.
-pub fn cholesky_cov_constrain(unc: &[f64], m: usize, n: usize, out: &mut [f64]) -> f64 {
+pub(crate) fn cholesky_cov_constrain(unc: &[f64], m: usize, n: usize, out: &mut [f64]) -> f64 {
     for v in out[..m * n].iter_mut() {
         *v = 0.0;
     }
@@ -1148,7 +1148,7 @@ pub fn cholesky_cov_constrain(unc: &[f64], m: usize, n: usize, out: &mut [f64]) 
 }
 
 /// Adjoint of [`cholesky_cov_constrain`].
-pub fn cholesky_cov_constrain_adjoint(
+pub(crate) fn cholesky_cov_constrain_adjoint(
     out: &[f64],
     m: usize,
     n: usize,
@@ -1170,7 +1170,7 @@ pub fn cholesky_cov_constrain_adjoint(
 }
 
 /// Inverse of [`cholesky_cov_constrain`].
-pub fn cholesky_cov_unconstrain(
+pub(crate) fn cholesky_cov_unconstrain(
     l: &[f64],
     m: usize,
     n: usize,
@@ -1229,7 +1229,7 @@ pub fn cov_matrix_constrain(unc: &[f64], k: usize, out: &mut [f64], ws: &mut [f6
 }
 
 /// Adjoint of [`cov_matrix_constrain`]. `ws` needs 2K² entries.
-pub fn cov_matrix_constrain_adjoint(
+pub(crate) fn cov_matrix_constrain_adjoint(
     unc: &[f64],
     k: usize,
     out_adj: &[f64],
@@ -1361,7 +1361,7 @@ pub fn corr_matrix_constrain(unc: &[f64], k: usize, out: &mut [f64], ws: &mut [f
 }
 
 /// Adjoint of [`corr_matrix_constrain`]. `ws` needs 2K² + 2·K(K−1)/2 + K entries.
-pub fn corr_matrix_constrain_adjoint(
+pub(crate) fn corr_matrix_constrain_adjoint(
     unc: &[f64],
     k: usize,
     out_adj: &[f64],

@@ -4,7 +4,7 @@
 //! hazel has no process-global configuration.
 
 use crate::checkpoint::CheckpointPolicy;
-use hazel_draws::{KeptDraws, RunInfo, Setting, SettingValue, StatColumn};
+use hazel_draws::{KeptDraws, RunInfo, Setting, SettingValue, StatColumn, TimingBlock};
 
 /// The draw contract, re-exported for convenience: code outside the sampler names
 /// `hazel_draws` directly.
@@ -310,6 +310,10 @@ impl RunConfig {
             },
             first_chain_id: self.first_chain_id,
             chains: self.chains,
+            timing: TimingBlock::Phases {
+                first: "Warm-up",
+                second: "Sampling",
+            },
         }
     }
 }

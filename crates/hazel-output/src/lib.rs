@@ -1,4 +1,6 @@
-//! Sampler output: Stan CSV (always), Parquet and Zarr (features `parquet`, `zarr`).
+//! Draws out: Stan CSV (always), Parquet and Zarr (features `parquet`, `zarr`), for every
+//! algorithm (the sampler and CmdStan's other methods alike: each describes itself as a
+//! [`hazel_draws::RunInfo`]).
 //!
 //! Every sink here is a [`hazel_draws::DrawSink`]; this crate depends on the draw contract and
 //! on no algorithm. [`OutputConfig::open`] turns an output configuration (files of a format in
@@ -19,27 +21,28 @@
 //!   sinks, each streamed in bounded chunks; [`read_draws`] reads any of the three formats
 //!   into the CSV reader's [`StanCsv`], so the summary is computed one way.
 
+#![deny(unsafe_code)]
+
 pub mod chain_file;
 pub mod layout;
-pub mod method_csv;
 pub mod number;
 pub mod outputs;
 #[cfg(feature = "parquet")]
 pub mod parquet_sink;
-pub mod reader;
-pub mod settings;
-pub mod writer;
+pub(crate) mod reader;
+#[cfg(any(feature = "parquet", feature = "zarr"))]
+mod settings;
+pub(crate) mod writer;
 #[cfg(feature = "zarr")]
 pub mod zarr_sink;
 
 pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
 pub use layout::arviz_stat_name;
-pub use method_csv::{MethodCsv, MethodHeader, MethodSetting};
-pub use outputs::{FileOutput, FileStart, HeaderNotes, MemoryOutput, OutputConfig, Outputs};
-pub use reader::{
-    parse_config_block, read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv,
+pub use outputs::{
+    FileNaming, FileOutput, FileStart, HeaderNotes, MemoryOutput, OutputConfig, Outputs,
 };
-pub use writer::{CsvHeaderInfo, StanCsvWriter, STAN_VERSION};
+pub use reader::{read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv};
+pub use writer::{CsvHeaderInfo, StanCsvWriter};
 
 use std::path::{Path, PathBuf};
 

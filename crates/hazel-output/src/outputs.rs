@@ -30,13 +30,15 @@ pub struct FileOutput {
     pub format: Format,
     /// The output directory (it must exist).
     pub dir: PathBuf,
-    /// The model's name: files are `<dir>/<model>-<chain id>.csv` or `.parquet`, or the store
-    /// `<dir>/<model>.zarr`; also the CSV header's `model`.
+    /// The model's name: it starts every file's name (see [`FileNaming`]) and is the CSV
+    /// header's `model`.
     pub model: String,
     /// The data file as the CSV header names it (empty when there is none).
     pub data_file: String,
     /// What the CSV header says of the command line beyond the run's own settings.
     pub header: HeaderNotes,
+    /// How the files are named.
+    pub naming: FileNaming,
 }
 
 /// What a CSV header records of the command line that the run's settings do not hold: the
@@ -62,6 +64,20 @@ impl Default for HeaderNotes {
             sig_figs: crate::writer::EXACT_SIG_FIGS,
         }
     }
+}
+
+/// How a run's files are named (`<ext>`: `csv` or `parquet`; Zarr keeps one store per run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileNaming {
+    /// `<model>-<chain id>.<ext>` per chain, the store `<model>.zarr` (`hazel sample`).
+    #[default]
+    ChainIds,
+    /// `<model>-<method>.<ext>` for a method's one output (`<model>-optimize.csv`), the store
+    /// `<model>-<method>.zarr`.
+    Method,
+    /// `<model>-<method>-<chain id>.<ext>` per chain (a Pathfinder path's own draws,
+    /// generated quantities per fitted file), the store `<model>-<method>-<first id>.zarr`.
+    MethodChainIds,
 }
 
 /// Draws kept in memory, one [`hazel_draws::ChainDraws`] per chain.
@@ -97,16 +113,24 @@ pub struct Outputs {
 impl FileOutput {
     /// The files a run writes: one per chain (CSV, Parquet), or the one Zarr store.
     pub fn paths(&self, run: &RunInfo) -> Vec<PathBuf> {
+        let stem = |id: u64| match self.naming {
+            FileNaming::ChainIds => format!("{}-{id}", self.model),
+            FileNaming::Method => format!("{}-{}", self.model, run.method),
+            FileNaming::MethodChainIds => format!("{}-{}-{id}", self.model, run.method),
+        };
         let per_chain = |extension: &str| {
             run.chain_ids()
                 .iter()
-                .map(|id| self.dir.join(format!("{}-{id}.{extension}", self.model)))
+                .map(|&id| self.dir.join(format!("{}.{extension}", stem(id))))
                 .collect()
         };
-        match self.format {
-            Format::Csv => per_chain("csv"),
-            Format::Parquet => per_chain("parquet"),
-            Format::Zarr => vec![self.dir.join(format!("{}.zarr", self.model))],
+        match (self.format, self.naming) {
+            (Format::Csv, _) => per_chain("csv"),
+            (Format::Parquet, _) => per_chain("parquet"),
+            (Format::Zarr, FileNaming::ChainIds) => {
+                vec![self.dir.join(format!("{}.zarr", self.model))]
+            }
+            (Format::Zarr, _) => vec![self.dir.join(format!("{}.zarr", stem(run.first_chain_id)))],
         }
     }
 

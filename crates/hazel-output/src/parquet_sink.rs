@@ -14,7 +14,9 @@
 //! Unlike the CSV, a file is readable only once `finish` has written its footer.
 
 use crate::reader::{CsvError, StanCsv};
-use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
+use crate::settings::{
+    adaptation_from_pairs, adaptation_info_pairs, config_from_pairs, settings_pairs,
+};
 use crate::writer::CsvHeaderInfo;
 use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, Timing};
 use parquet::basic::{Repetition, Type as PhysicalType};
@@ -31,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Target size of one row group's values (the writer's buffer).
-pub const ROW_GROUP_BYTES: usize = 32 << 20;
+pub(crate) const ROW_GROUP_BYTES: usize = 32 << 20;
 /// Memory parquet's writer keeps per column chunk until the footer, measured with
 /// `bench/src/bin/columnar_memory.rs` and heaptrack at 10⁵ columns (parquet 60.1): its
 /// `ColumnChunkMetaData` (424 B) and one slot each in its per-row-group column-index (232 B),
@@ -40,7 +42,7 @@ pub const ROW_GROUP_BYTES: usize = 32 << 20;
 /// ([`rows_per_group`]).
 pub const METADATA_BYTES_PER_COLUMN_CHUNK: usize = 720;
 /// Key of the number of leading rows that are saved warmup.
-pub const WARMUP_ROWS_KEY: &str = "hazel.warmup_rows";
+pub(crate) const WARMUP_ROWS_KEY: &str = "hazel.warmup_rows";
 
 /// A [`DrawSink`] writing one chain's Parquet file.
 pub struct ParquetWriter {
@@ -188,13 +190,7 @@ impl DrawSink for ParquetWriter {
     }
 
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
-        if let AdaptationInfo::Hmc {
-            stepsize,
-            inv_metric,
-        } = *adaptation
-        {
-            self.metadata = adaptation_pairs(stepsize, inv_metric);
-        }
+        self.metadata = adaptation_info_pairs(adaptation);
         Ok(())
     }
 
@@ -278,7 +274,7 @@ fn not_begun() -> io::Error {
 }
 
 /// Reads a chain's Parquet file (as [`ParquetWriter`] writes it) into the CSV reader's form.
-pub fn read_parquet(path: &Path) -> Result<StanCsv, CsvError> {
+pub(crate) fn read_parquet(path: &Path) -> Result<StanCsv, CsvError> {
     let error = |message: String| CsvError {
         path: path.to_path_buf(),
         line: None,

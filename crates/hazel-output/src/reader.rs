@@ -156,6 +156,7 @@ impl StanCsv {
             },
             stepsize,
             inv_metric,
+            eta: None,
             timing: self.elapsed_seconds.map(|(warmup, sampling)| Timing {
                 warmup: Duration::try_from_secs_f64(warmup).unwrap_or_default(),
                 sampling: Duration::try_from_secs_f64(sampling).unwrap_or_default(),
@@ -359,11 +360,10 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
     Ok(csv)
 }
 
-/// Parses one configuration comment (without its `#`), keeping track of the sections the
-/// indentation puts it in.
 /// The entries of a configuration block (comment lines as [`crate::CsvHeaderInfo::config_block`]
-/// writes them), e.g. to carry the same settings as columnar files' metadata.
-pub fn parse_config_block(text: &str) -> Vec<ConfigEntry> {
+/// writes them), to carry the same settings as columnar files' metadata.
+#[cfg(any(feature = "parquet", feature = "zarr"))]
+pub(crate) fn parse_config_block(text: &str) -> Vec<ConfigEntry> {
     let mut sections = Vec::new();
     let mut config = Vec::new();
     for line in text.lines() {
@@ -374,6 +374,8 @@ pub fn parse_config_block(text: &str) -> Vec<ConfigEntry> {
     config
 }
 
+/// Parses one configuration comment (without its `#`), keeping track of the sections the
+/// indentation puts it in.
 fn parse_config_line(
     comment: &str,
     sections: &mut Vec<(usize, String)>,

@@ -7,19 +7,21 @@
 
 use crate::reader::{parse_config_block, Adaptation, ConfigEntry};
 use crate::writer::CsvHeaderInfo;
-use hazel_draws::InverseMetric;
+use hazel_draws::{AdaptationInfo, InverseMetric};
 
 /// Key of the adapted step size.
-pub const STEP_SIZE_KEY: &str = "adaptation.step_size";
+pub(crate) const STEP_SIZE_KEY: &str = "adaptation.step_size";
 /// Key of the adapted inverse metric: comma-separated values, row-major for a dense metric.
-pub const INV_METRIC_KEY: &str = "adaptation.inv_metric";
+pub(crate) const INV_METRIC_KEY: &str = "adaptation.inv_metric";
 /// Key of the metric's kind: `diag` or `dense`.
-pub const METRIC_KIND_KEY: &str = "adaptation.metric";
+pub(crate) const METRIC_KIND_KEY: &str = "adaptation.metric";
+/// Key of ADVI's step-size scale.
+pub(crate) const ETA_KEY: &str = "adaptation.eta";
 /// Prefix of keys that are not CSV configuration entries.
 const NON_CONFIG_PREFIXES: [&str; 2] = ["adaptation.", "hazel."];
 
 /// The configuration block of `header` as flat pairs, in the block's order.
-pub fn settings_pairs(header: &CsvHeaderInfo) -> Vec<(String, String)> {
+pub(crate) fn settings_pairs(header: &CsvHeaderInfo) -> Vec<(String, String)> {
     parse_config_block(&header.config_block())
         .into_iter()
         .map(|entry| {
@@ -34,7 +36,7 @@ pub fn settings_pairs(header: &CsvHeaderInfo) -> Vec<(String, String)> {
 }
 
 /// The CSV reader's configuration entries from flat pairs (other keys are skipped).
-pub fn config_from_pairs<'a>(
+pub(crate) fn config_from_pairs<'a>(
     pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Vec<ConfigEntry> {
     pairs
@@ -52,8 +54,21 @@ pub fn config_from_pairs<'a>(
         .collect()
 }
 
+/// What an algorithm tuned, as flat pairs.
+pub(crate) fn adaptation_info_pairs(adaptation: &AdaptationInfo<'_>) -> Vec<(String, String)> {
+    match *adaptation {
+        AdaptationInfo::Hmc {
+            stepsize,
+            inv_metric,
+        } => adaptation_pairs(stepsize, inv_metric),
+        AdaptationInfo::Advi { eta } => vec![(ETA_KEY.to_string(), format_number(eta))],
+        // A variant this version does not know has nothing to record here.
+        _ => Vec::new(),
+    }
+}
+
 /// The adaptation results as flat pairs.
-pub fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec<(String, String)> {
+pub(crate) fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec<(String, String)> {
     // A low-rank metric as its dense matrix, as the CSV holds it.
     let stan_form = inv_metric.to_stan_form();
     let (kind, values) = match stan_form.as_ref() {
@@ -77,7 +92,7 @@ pub fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec<(Strin
 }
 
 /// The adaptation results from flat pairs (`None` when the step size is absent).
-pub fn adaptation_from_pairs<'a>(
+pub(crate) fn adaptation_from_pairs<'a>(
     pairs: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
 ) -> Result<Option<Adaptation>, String> {
     let find = |wanted: &str| {

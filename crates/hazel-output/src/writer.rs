@@ -3,7 +3,7 @@
 use crate::number::write_number;
 use hazel_draws::{
     AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, RunInfo, SettingValue, StatColumn,
-    StatKind, Timing,
+    StatKind, Timing, TimingBlock,
 };
 use std::fmt::Write as _;
 use std::fs::File;
@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// The Stan version hazel's files claim in `stan_version_*`: the language version whose
 /// semantics hazel follows. Readers such as cmdstanpy look for these lines.
-pub const STAN_VERSION: (u32, u32, u32) = (2, 36, 0);
+pub(crate) const STAN_VERSION: (u32, u32, u32) = (2, 36, 0);
 
 /// Everything the CSV's configuration block says about the run, for one chain.
 #[derive(Debug, Clone, PartialEq)]
@@ -303,12 +303,19 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
     }
 
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
-        let AdaptationInfo::Hmc {
-            stepsize,
-            inv_metric,
-        } = *adaptation
-        else {
-            return Ok(());
+        let (stepsize, inv_metric) = match *adaptation {
+            AdaptationInfo::Hmc {
+                stepsize,
+                inv_metric,
+            } => (stepsize, inv_metric),
+            // CmdStan's `variational` writes the adapted eta between the header and the rows.
+            AdaptationInfo::Advi { eta } => {
+                let mut text = String::from("# Stepsize adaptation complete.\n# eta = ");
+                write_number(&mut text, eta);
+                text.push('\n');
+                return self.write_block(text.as_bytes());
+            }
+            _ => return Ok(()),
         };
         let mut text = String::from("# Adaptation terminated\n# Step size = ");
         self.header.write_value(&mut text, stepsize);
@@ -377,15 +384,33 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
     }
 
     fn finish(&mut self, timing: &Timing) -> io::Result<()> {
-        let warmup = timing.warmup.as_secs_f64();
-        let sampling = timing.sampling.as_secs_f64();
-        // CmdStan's timing block; fixed-point seconds because cmdstanpy's parser expects them.
-        let text = format!(
-            "# \n#  Elapsed Time: {warmup:.3} seconds (Warm-up)\n#                {sampling:.3} seconds (Sampling)\n\
-             #                {:.3} seconds (Total)\n# \n",
-            warmup + sampling
-        );
+        let text = timing_block(self.header.run.timing, timing);
+        if text.is_empty() {
+            return Ok(());
+        }
         self.write_block(text.as_bytes())
+    }
+}
+
+/// CmdStan's timing block for `layout` (empty for none); fixed-point seconds because
+/// cmdstanpy's parser expects them.
+fn timing_block(layout: TimingBlock, timing: &Timing) -> String {
+    let (first, second) = (timing.warmup.as_secs_f64(), timing.sampling.as_secs_f64());
+    match layout {
+        TimingBlock::None => String::new(),
+        TimingBlock::Phases {
+            first: first_label,
+            second: second_label,
+        } => format!(
+            "# \n#  Elapsed Time: {first:.3} seconds ({first_label})\n\
+             #                {second:.3} seconds ({second_label})\n\
+             #                {:.3} seconds (Total)\n# \n",
+            first + second
+        ),
+        TimingBlock::Total { label } => format!(
+            "# \n#  Elapsed Time: {:.3} seconds ({label})\n# \n",
+            first + second
+        ),
     }
 }
 

@@ -27,7 +27,9 @@
 
 use crate::layout::{arviz_stat_name, variables, Variable};
 use crate::reader::{CsvError, StanCsv};
-use crate::settings::{adaptation_from_pairs, adaptation_pairs, config_from_pairs, settings_pairs};
+use crate::settings::{
+    adaptation_from_pairs, adaptation_info_pairs, config_from_pairs, settings_pairs,
+};
 use crate::writer::CsvHeaderInfo;
 use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, StatColumn, StatKind, Timing};
 use serde_json::{json, Map, Value};
@@ -42,7 +44,7 @@ use zarrs::group::Group;
 use zarrs::storage::{Bytes, ReadableStorageTraits, StoreKey, WritableStorageTraits};
 
 /// Target size of one chain's buffered draws (one chunk along `draw`).
-pub const CHUNK_BYTES: usize = 8 << 20;
+pub(crate) const CHUNK_BYTES: usize = 8 << 20;
 
 type Store = FilesystemStore;
 
@@ -437,6 +439,7 @@ impl ZarrChainWriter {
                 indices.extend(variable.shape.iter().map(|_| 0));
                 // SAFETY: the array's codecs are exactly `bytes` little-endian (`create_layout`),
                 // whose encoding of a chunk is its f64 elements' little-endian bytes in C order.
+                #[allow(unsafe_code)] // the crate denies unsafe code; this is its one use
                 unsafe { array.store_encoded_chunk(&indices, Bytes::from(bytes)) }
                     .map_err(to_io)?;
             } else {
@@ -515,14 +518,7 @@ impl DrawSink for ZarrChainWriter {
     }
 
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
-        let AdaptationInfo::Hmc {
-            stepsize,
-            inv_metric,
-        } = *adaptation
-        else {
-            return Ok(());
-        };
-        let pairs: Map<String, Value> = adaptation_pairs(stepsize, inv_metric)
+        let pairs: Map<String, Value> = adaptation_info_pairs(adaptation)
             .into_iter()
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
@@ -609,7 +605,7 @@ fn not_begun() -> io::Error {
 
 /// Reads the post-warmup draws of every chain in a store written by [`ZarrRun`], one
 /// [`StanCsv`] per chain with the CSV's columns.
-pub fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
+pub(crate) fn read_zarr(path: &Path) -> Result<Vec<StanCsv>, CsvError> {
     let error = |message: String| CsvError {
         path: path.to_path_buf(),
         line: None,

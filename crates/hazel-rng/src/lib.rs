@@ -9,6 +9,8 @@
 //! their values do not change when a crate updates and can be reproduced on other hardware
 //! (a GPU kernel can run the same ChaCha8 block function and the same formulas).
 
+#![forbid(unsafe_code)]
+
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 

@@ -20,6 +20,10 @@
 //! [`Sampling::run`] returns, also when chains failed; the only files removed are the
 //! header-only CSVs (and their checkpoints) of chains that found no starting point.
 
+#![forbid(unsafe_code)]
+
+pub mod methods;
+
 use hazel_data::DataFile;
 use hazel_density::Model;
 use hazel_draws::{ChainDraws, Progress};

@@ -56,6 +56,7 @@ fn files(dir: &Path, format: Format) -> Option<FileOutput> {
         model: "normals".to_string(),
         data_file: String::new(),
         header: HeaderNotes::default(),
+        naming: Default::default(),
     })
 }
 

@@ -150,12 +150,95 @@ pub struct DeclType {
     pub elem: ElemType,
 }
 
-/// Bounds or affine transform written in `<...>` after `int`, `real`, `vector`, `row_vector`
-/// or `matrix`. The parser accepts any of these on any of those types; the checker rejects
-/// misplaced ones (e.g. constraints on local variables, `offset` on `int`).
+/// The element type of a [`DeclType`]: its shape, with the sizes as written, and its
+/// constraint. Stan's type keywords are combinations of the two: `simplex[K]` is a
+/// [`Shape::Vector`] with [`Constraint::Simplex`], `real<lower=0>` a [`Shape::Real`] with
+/// [`Constraint::Bounds`] (the constrained keywords: [`CONSTRAINED_TYPES`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElemType {
+    pub shape: Shape,
+    pub constraint: Constraint,
+}
+
+/// The shape of a declared element type, with its size expressions.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    Int,
+    Real,
+    Complex,
+    Vector {
+        size: Expr,
+    },
+    RowVector {
+        size: Expr,
+    },
+    /// A real matrix. `cols` is `None` for the square constrained types written with one size
+    /// (`corr_matrix[K]`, `cov_matrix[K]`, `cholesky_factor_corr[K]`, `cholesky_factor_cov[M]`):
+    /// the matrix is `rows × rows`.
+    Matrix {
+        rows: Expr,
+        cols: Option<Expr>,
+    },
+    ComplexVector {
+        size: Expr,
+    },
+    ComplexRowVector {
+        size: Expr,
+    },
+    ComplexMatrix {
+        rows: Expr,
+        cols: Expr,
+    },
+    /// `tuple(T1, T2, ...)`, at least two components; components may have constraints.
+    Tuple(Vec<DeclType>),
+}
+
+impl Shape {
+    /// The size expressions in written order (a square matrix written with one size has one).
+    pub fn sizes(&self) -> Vec<&Expr> {
+        match self {
+            Shape::Int | Shape::Real | Shape::Complex | Shape::Tuple(_) => vec![],
+            Shape::Vector { size }
+            | Shape::RowVector { size }
+            | Shape::ComplexVector { size }
+            | Shape::ComplexRowVector { size } => vec![size],
+            Shape::Matrix { rows, cols } => std::iter::once(rows).chain(cols.as_ref()).collect(),
+            Shape::ComplexMatrix { rows, cols } => vec![rows, cols],
+        }
+    }
+
+    /// The size expressions, mutably, in written order.
+    pub fn sizes_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Shape::Int | Shape::Real | Shape::Complex | Shape::Tuple(_) => vec![],
+            Shape::Vector { size }
+            | Shape::RowVector { size }
+            | Shape::ComplexVector { size }
+            | Shape::ComplexRowVector { size } => vec![size],
+            Shape::Matrix { rows, cols } => std::iter::once(rows).chain(cols.as_mut()).collect(),
+            Shape::ComplexMatrix { rows, cols } => vec![rows, cols],
+        }
+    }
+
+    /// Whether the elements are complex.
+    pub fn is_complex(&self) -> bool {
+        matches!(
+            self,
+            Shape::Complex
+                | Shape::ComplexVector { .. }
+                | Shape::ComplexRowVector { .. }
+                | Shape::ComplexMatrix { .. }
+        )
+    }
+}
+
+/// The constraint of a declared element type: nothing, bounds or an affine transform written
+/// in `<...>` after `int`, `real`, `vector`, `row_vector` or `matrix`, or the constraint of a
+/// constrained type keyword. The parser accepts `<...>` on any of those five shapes; the
+/// checker rejects misplaced ones (e.g. constraints on local variables, `offset` on `int`).
 #[derive(Clone, Debug, PartialEq, Default)]
-pub enum Transform {
-    /// No `<...>`.
+pub enum Constraint {
+    /// No `<...>`, no constrained keyword.
     #[default]
     None,
     /// `<lower=L>`, `<upper=U>` or `<lower=L, upper=U>` (at least one is `Some`).
@@ -168,91 +251,197 @@ pub enum Transform {
         offset: Option<Expr>,
         multiplier: Option<Expr>,
     },
+    Simplex,
+    UnitVector,
+    /// `sum_to_zero_vector` (a vector shape) or `sum_to_zero_matrix` (a matrix shape).
+    SumToZero,
+    Ordered,
+    PositiveOrdered,
+    CholeskyFactorCorr,
+    CholeskyFactorCov,
+    CorrMatrix,
+    CovMatrix,
+    ColumnStochastic,
+    RowStochastic,
 }
 
-impl Transform {
-    /// Whether no transform was written.
+impl Constraint {
+    /// Whether nothing is constrained.
     pub fn is_none(&self) -> bool {
-        matches!(self, Transform::None)
+        matches!(self, Constraint::None)
+    }
+
+    /// Whether the constraint is written in `<...>` (or absent), rather than being the
+    /// constraint of a constrained type keyword.
+    pub fn is_written_in_angles(&self) -> bool {
+        matches!(
+            self,
+            Constraint::None | Constraint::Bounds { .. } | Constraint::Affine { .. }
+        )
+    }
+
+    /// The expressions of a `<...>` constraint in written order (`lower` before `upper`,
+    /// `offset` before `multiplier`).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Constraint::Bounds { lower, upper } => lower.iter().chain(upper).collect(),
+            Constraint::Affine { offset, multiplier } => offset.iter().chain(multiplier).collect(),
+            _ => vec![],
+        }
+    }
+
+    /// The expressions of a `<...>` constraint, mutably, in written order.
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Constraint::Bounds { lower, upper } => lower.iter_mut().chain(upper).collect(),
+            Constraint::Affine { offset, multiplier } => {
+                offset.iter_mut().chain(multiplier).collect()
+            }
+            _ => vec![],
+        }
     }
 }
 
-/// The element type of a [`DeclType`], with its sizes and transform.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ElemType {
-    Int {
-        transform: Transform,
+/// How the sizes of a constrained type keyword are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeForm {
+    /// `[K]`: a vector of K.
+    Vector,
+    /// `[R, C]`: an R × C matrix.
+    Matrix,
+    /// `[K]`: a K × K matrix.
+    Square,
+    /// `[M]` (M × M) or `[M, N]`.
+    SquareOrMatrix,
+}
+
+/// A constrained type keyword: the constraint it declares and how its sizes are written.
+#[derive(Debug)]
+pub struct ConstrainedType {
+    pub keyword: &'static str,
+    pub constraint: Constraint,
+    pub sizes: SizeForm,
+}
+
+/// Stan's constrained type keywords, the one table the parser reads them with and the printer
+/// writes them from.
+pub const CONSTRAINED_TYPES: &[ConstrainedType] = &[
+    ConstrainedType {
+        keyword: "simplex",
+        constraint: Constraint::Simplex,
+        sizes: SizeForm::Vector,
     },
-    Real {
-        transform: Transform,
+    ConstrainedType {
+        keyword: "unit_vector",
+        constraint: Constraint::UnitVector,
+        sizes: SizeForm::Vector,
     },
-    Complex,
-    Vector {
-        transform: Transform,
-        size: Expr,
+    ConstrainedType {
+        keyword: "sum_to_zero_vector",
+        constraint: Constraint::SumToZero,
+        sizes: SizeForm::Vector,
     },
-    RowVector {
-        transform: Transform,
-        size: Expr,
+    ConstrainedType {
+        keyword: "sum_to_zero_matrix",
+        constraint: Constraint::SumToZero,
+        sizes: SizeForm::Matrix,
     },
-    Matrix {
-        transform: Transform,
-        rows: Expr,
-        cols: Expr,
+    ConstrainedType {
+        keyword: "ordered",
+        constraint: Constraint::Ordered,
+        sizes: SizeForm::Vector,
     },
-    ComplexVector {
-        size: Expr,
+    ConstrainedType {
+        keyword: "positive_ordered",
+        constraint: Constraint::PositiveOrdered,
+        sizes: SizeForm::Vector,
     },
-    ComplexRowVector {
-        size: Expr,
+    ConstrainedType {
+        keyword: "cholesky_factor_corr",
+        constraint: Constraint::CholeskyFactorCorr,
+        sizes: SizeForm::Square,
     },
-    ComplexMatrix {
-        rows: Expr,
-        cols: Expr,
+    ConstrainedType {
+        keyword: "cholesky_factor_cov",
+        constraint: Constraint::CholeskyFactorCov,
+        sizes: SizeForm::SquareOrMatrix,
     },
-    Simplex {
-        size: Expr,
+    ConstrainedType {
+        keyword: "corr_matrix",
+        constraint: Constraint::CorrMatrix,
+        sizes: SizeForm::Square,
     },
-    UnitVector {
-        size: Expr,
+    ConstrainedType {
+        keyword: "cov_matrix",
+        constraint: Constraint::CovMatrix,
+        sizes: SizeForm::Square,
     },
-    SumToZeroVector {
-        size: Expr,
+    ConstrainedType {
+        keyword: "column_stochastic_matrix",
+        constraint: Constraint::ColumnStochastic,
+        sizes: SizeForm::Matrix,
     },
-    SumToZeroMatrix {
-        rows: Expr,
-        cols: Expr,
+    ConstrainedType {
+        keyword: "row_stochastic_matrix",
+        constraint: Constraint::RowStochastic,
+        sizes: SizeForm::Matrix,
     },
-    Ordered {
-        size: Expr,
-    },
-    PositiveOrdered {
-        size: Expr,
-    },
-    CholeskyFactorCorr {
-        size: Expr,
-    },
-    /// `cholesky_factor_cov[M]` (`cols` is `None`, meaning square) or `cholesky_factor_cov[M, N]`.
-    CholeskyFactorCov {
-        rows: Expr,
-        cols: Option<Expr>,
-    },
-    CorrMatrix {
-        size: Expr,
-    },
-    CovMatrix {
-        size: Expr,
-    },
-    ColumnStochasticMatrix {
-        rows: Expr,
-        cols: Expr,
-    },
-    RowStochasticMatrix {
-        rows: Expr,
-        cols: Expr,
-    },
-    /// `tuple(T1, T2, ...)`, at least two components; components may have transforms.
-    Tuple(Vec<DeclType>),
+];
+
+impl ElemType {
+    /// An element type without a constraint.
+    pub fn plain(shape: Shape) -> ElemType {
+        ElemType {
+            shape,
+            constraint: Constraint::None,
+        }
+    }
+
+    /// The constrained type keyword this element type is written with (`None` for the
+    /// unconstrained keywords, which take `<...>`).
+    pub fn constrained_type(&self) -> Option<&'static ConstrainedType> {
+        if self.constraint.is_written_in_angles() {
+            return None;
+        }
+        let is_vector = matches!(self.shape, Shape::Vector { .. });
+        CONSTRAINED_TYPES
+            .iter()
+            .find(|t| t.constraint == self.constraint && (t.sizes == SizeForm::Vector) == is_vector)
+    }
+
+    /// The Stan type keyword this element type is written with (`simplex`, `real`, `tuple`).
+    pub fn keyword(&self) -> &'static str {
+        if let Some(constrained) = self.constrained_type() {
+            return constrained.keyword;
+        }
+        match self.shape {
+            Shape::Int => "int",
+            Shape::Real => "real",
+            Shape::Complex => "complex",
+            Shape::Vector { .. } => "vector",
+            Shape::RowVector { .. } => "row_vector",
+            Shape::Matrix { .. } => "matrix",
+            Shape::ComplexVector { .. } => "complex_vector",
+            Shape::ComplexRowVector { .. } => "complex_row_vector",
+            Shape::ComplexMatrix { .. } => "complex_matrix",
+            Shape::Tuple(_) => "tuple",
+        }
+    }
+
+    /// The bounds or affine transform written in `<...>` on a real or integer shape (`int`,
+    /// `real`, `vector`, `row_vector`, `matrix`), possibly [`Constraint::None`]; `None` for
+    /// complex shapes, tuples and constrained type keywords.
+    pub fn angle_constraint(&self) -> Option<&Constraint> {
+        let real_shape = matches!(
+            self.shape,
+            Shape::Int
+                | Shape::Real
+                | Shape::Vector { .. }
+                | Shape::RowVector { .. }
+                | Shape::Matrix { .. }
+        );
+        (real_shape && self.constraint.is_written_in_angles()).then_some(&self.constraint)
+    }
 }
 
 /// One declarator of a declaration statement: the name and the optional `= init`.
@@ -572,7 +761,7 @@ impl BinOp {
 
 /// Precedence of prefix operators (`!`, `-`, `+`), between `\` and `^`: `-a^b` is `-(a^b)`
 /// and `-a * b` is `(-a) * b`.
-pub const PREFIX_PRECEDENCE: u8 = 8;
+pub(crate) const PREFIX_PRECEDENCE: u8 = 8;
 
 /// Prefix operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

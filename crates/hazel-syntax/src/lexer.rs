@@ -10,11 +10,11 @@ use crate::diagnostic::Diagnostic;
 use crate::span::{FileId, SourceMap, Span};
 
 /// Maximum nesting of `#include` (a cycle is reported before this is reached).
-pub const MAX_INCLUDE_DEPTH: usize = 32;
+pub(crate) const MAX_INCLUDE_DEPTH: usize = 32;
 
 /// Token kinds. Keywords are lexed as [`TokenKind::Ident`]; the parser decides by context.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TokenKind {
+pub(crate) enum TokenKind {
     Ident(String),
     /// Integer literal text (digits only).
     Int(String),
@@ -133,7 +133,7 @@ impl TokenKind {
 
 /// A token and where it came from.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Token {
+pub(crate) struct Token {
     pub kind: TokenKind,
     pub span: Span,
 }
@@ -177,18 +177,9 @@ pub struct IncludeContext<'a> {
 }
 
 /// Tokenises file `file` of `sources` (which must already be added), expanding includes into
-/// further files of `sources`. Always ends the token list with [`TokenKind::Eof`].
-pub fn tokenize(
-    sources: &mut SourceMap,
-    file: FileId,
-    includes: Option<&IncludeContext<'_>>,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<Token> {
-    tokenize_with_comments(sources, file, includes, diagnostics).0
-}
-
-/// As [`tokenize`], also returning every comment (from all files, in lexing order).
-pub fn tokenize_with_comments(
+/// further files of `sources`; also returns every comment (from all files, in lexing order).
+/// Always ends the token list with [`TokenKind::Eof`].
+pub(crate) fn tokenize_with_comments(
     sources: &mut SourceMap,
     file: FileId,
     includes: Option<&IncludeContext<'_>>,

@@ -7,9 +7,11 @@
 //! diagnostic is returned either way. [`ParseResult::format`] is the formatter (canonical
 //! layout, comments kept); [`pretty::print_program`] prints a tree without comments.
 
+#![forbid(unsafe_code)]
+
 pub mod ast;
 pub mod diagnostic;
-pub mod lexer;
+pub(crate) mod lexer;
 mod parser;
 pub mod pretty;
 pub mod span;
@@ -75,7 +77,7 @@ pub fn parse(
 }
 
 /// As [`parse`], also returning the comments of all files.
-pub fn parse_keeping_comments(
+pub(crate) fn parse_keeping_comments(
     sources: &mut SourceMap,
     file: FileId,
     includes: Option<&IncludeContext<'_>>,
@@ -109,16 +111,7 @@ pub fn parse_keeping_comments(
 
 /// Parses in-memory text named `name` (used in messages). `#include` is reported as an error.
 pub fn parse_str(name: &str, text: &str) -> ParseResult {
-    let mut sources = SourceMap::new();
-    let main_file = sources.add(name, text);
-    let (program, diagnostics, comments) = parse_keeping_comments(&mut sources, main_file, None);
-    ParseResult {
-        program,
-        diagnostics,
-        sources,
-        main_file,
-        comments,
-    }
+    parse_text(name, text, None)
 }
 
 /// Parses text named `name`, resolving `#include "f"` against the directory of the including
@@ -129,14 +122,18 @@ pub fn parse_with_loader(
     include_paths: &[PathBuf],
     loader: &dyn FileLoader,
 ) -> ParseResult {
-    let mut sources = SourceMap::new();
-    let main_file = sources.add(name, text);
     let ctx = IncludeContext {
         include_paths,
         loader,
     };
-    let (program, diagnostics, comments) =
-        parse_keeping_comments(&mut sources, main_file, Some(&ctx));
+    parse_text(name, text, Some(&ctx))
+}
+
+/// Parses `text` as the first file of a new source map, with includes served by `ctx`.
+fn parse_text(name: &str, text: &str, ctx: Option<&IncludeContext>) -> ParseResult {
+    let mut sources = SourceMap::new();
+    let main_file = sources.add(name, text);
+    let (program, diagnostics, comments) = parse_keeping_comments(&mut sources, main_file, ctx);
     ParseResult {
         program,
         diagnostics,

@@ -24,7 +24,7 @@ pub fn print_program(program: &Program) -> String {
 /// files are dropped with the `#include`, whose contents are printed inline). A comment keeps
 /// its place between statements; one on the same line after a statement stays at the end of
 /// that statement's last line; one inside a statement moves to the line after it.
-pub fn print_program_with_comments(
+pub(crate) fn print_program_with_comments(
     program: &Program,
     comments: &[Comment],
     sources: &SourceMap,
@@ -53,27 +53,6 @@ pub fn print_program_with_comments(
 pub fn print_expr(expr: &Expr) -> String {
     let mut out = String::new();
     write_expr(&mut out, expr);
-    out
-}
-
-/// Prints one statement at indentation 0 (may span several lines; ends with a newline).
-pub fn print_stmt(stmt: &Stmt) -> String {
-    let mut p = Printer::default();
-    p.stmt(stmt);
-    p.out
-}
-
-/// Prints a declared type, e.g. `array[N] vector<lower=0>[K]`.
-pub fn print_decl_type(ty: &DeclType) -> String {
-    let mut out = String::new();
-    write_decl_type(&mut out, ty);
-    out
-}
-
-/// Prints an unsized type, e.g. `array[,] real`.
-pub fn print_unsized_type(ty: &UnsizedType) -> String {
-    let mut out = String::new();
-    write_unsized_type(&mut out, ty);
     out
 }
 
@@ -477,19 +456,19 @@ fn write_bound(out: &mut String, e: &Expr) {
     write_expr_at(out, e, BinOp::Add.precedence());
 }
 
-fn write_transform(out: &mut String, t: &Transform) {
+fn write_transform(out: &mut String, t: &Constraint) {
     let parts: Vec<(&str, &Expr)> = match t {
-        Transform::None => return,
-        Transform::Bounds { lower, upper } => [("lower", lower), ("upper", upper)]
+        Constraint::Bounds { lower, upper } => [("lower", lower), ("upper", upper)]
             .into_iter()
             .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
             .collect(),
-        Transform::Affine { offset, multiplier } => {
+        Constraint::Affine { offset, multiplier } => {
             [("offset", offset), ("multiplier", multiplier)]
                 .into_iter()
                 .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
                 .collect()
         }
+        _ => return,
     };
     if parts.is_empty() {
         return;
@@ -523,58 +502,21 @@ fn write_decl_type(out: &mut String, ty: &DeclType) {
         write_sizes(out, &dims);
         out.push(' ');
     }
-    let (name, transform, sizes): (&str, Option<&Transform>, Vec<&Expr>) = match &ty.elem {
-        ElemType::Int { transform } => ("int", Some(transform), vec![]),
-        ElemType::Real { transform } => ("real", Some(transform), vec![]),
-        ElemType::Complex => ("complex", None, vec![]),
-        ElemType::Vector { transform, size } => ("vector", Some(transform), vec![size]),
-        ElemType::RowVector { transform, size } => ("row_vector", Some(transform), vec![size]),
-        ElemType::Matrix {
-            transform,
-            rows,
-            cols,
-        } => ("matrix", Some(transform), vec![rows, cols]),
-        ElemType::ComplexVector { size } => ("complex_vector", None, vec![size]),
-        ElemType::ComplexRowVector { size } => ("complex_row_vector", None, vec![size]),
-        ElemType::ComplexMatrix { rows, cols } => ("complex_matrix", None, vec![rows, cols]),
-        ElemType::Simplex { size } => ("simplex", None, vec![size]),
-        ElemType::UnitVector { size } => ("unit_vector", None, vec![size]),
-        ElemType::SumToZeroVector { size } => ("sum_to_zero_vector", None, vec![size]),
-        ElemType::SumToZeroMatrix { rows, cols } => ("sum_to_zero_matrix", None, vec![rows, cols]),
-        ElemType::Ordered { size } => ("ordered", None, vec![size]),
-        ElemType::PositiveOrdered { size } => ("positive_ordered", None, vec![size]),
-        ElemType::CholeskyFactorCorr { size } => ("cholesky_factor_corr", None, vec![size]),
-        ElemType::CholeskyFactorCov { rows, cols } => {
-            let mut sizes = vec![rows];
-            if let Some(c) = cols {
-                sizes.push(c);
+    if let Shape::Tuple(items) = &ty.elem.shape {
+        out.push_str("tuple(");
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
             }
-            ("cholesky_factor_cov", None, sizes)
+            write_decl_type(out, item);
         }
-        ElemType::CorrMatrix { size } => ("corr_matrix", None, vec![size]),
-        ElemType::CovMatrix { size } => ("cov_matrix", None, vec![size]),
-        ElemType::ColumnStochasticMatrix { rows, cols } => {
-            ("column_stochastic_matrix", None, vec![rows, cols])
-        }
-        ElemType::RowStochasticMatrix { rows, cols } => {
-            ("row_stochastic_matrix", None, vec![rows, cols])
-        }
-        ElemType::Tuple(items) => {
-            out.push_str("tuple(");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_decl_type(out, item);
-            }
-            out.push(')');
-            return;
-        }
-    };
-    out.push_str(name);
-    if let Some(t) = transform {
-        write_transform(out, t);
+        out.push(')');
+        return;
     }
+    let name = ty.elem.keyword();
+    out.push_str(name);
+    write_transform(out, &ty.elem.constraint);
+    let sizes = ty.elem.shape.sizes();
     if !sizes.is_empty() {
         write_sizes(out, &sizes);
     }

@@ -63,61 +63,17 @@ fn strip_opt(e: &mut Option<Expr>) {
     }
 }
 
-fn strip_transform(t: &mut Transform) {
-    match t {
-        Transform::None => {}
-        Transform::Bounds { lower, upper } => {
-            strip_opt(lower);
-            strip_opt(upper);
-        }
-        Transform::Affine { offset, multiplier } => {
-            strip_opt(offset);
-            strip_opt(multiplier);
-        }
-    }
-}
-
 fn strip_decl_type(ty: &mut DeclType) {
     ty.span = Span::DUMMY;
     ty.array_dims.iter_mut().for_each(strip_expr);
-    match &mut ty.elem {
-        ElemType::Int { transform } | ElemType::Real { transform } => strip_transform(transform),
-        ElemType::Complex => {}
-        ElemType::Vector { transform, size } | ElemType::RowVector { transform, size } => {
-            strip_transform(transform);
-            strip_expr(size);
-        }
-        ElemType::Matrix {
-            transform,
-            rows,
-            cols,
-        } => {
-            strip_transform(transform);
-            strip_expr(rows);
-            strip_expr(cols);
-        }
-        ElemType::ComplexVector { size }
-        | ElemType::ComplexRowVector { size }
-        | ElemType::Simplex { size }
-        | ElemType::UnitVector { size }
-        | ElemType::SumToZeroVector { size }
-        | ElemType::Ordered { size }
-        | ElemType::PositiveOrdered { size }
-        | ElemType::CholeskyFactorCorr { size }
-        | ElemType::CorrMatrix { size }
-        | ElemType::CovMatrix { size } => strip_expr(size),
-        ElemType::ComplexMatrix { rows, cols }
-        | ElemType::SumToZeroMatrix { rows, cols }
-        | ElemType::ColumnStochasticMatrix { rows, cols }
-        | ElemType::RowStochasticMatrix { rows, cols } => {
-            strip_expr(rows);
-            strip_expr(cols);
-        }
-        ElemType::CholeskyFactorCov { rows, cols } => {
-            strip_expr(rows);
-            strip_opt(cols);
-        }
-        ElemType::Tuple(items) => items.iter_mut().for_each(strip_decl_type),
+    ty.elem
+        .constraint
+        .exprs_mut()
+        .into_iter()
+        .for_each(strip_expr);
+    ty.elem.shape.sizes_mut().into_iter().for_each(strip_expr);
+    if let Shape::Tuple(items) = &mut ty.elem.shape {
+        items.iter_mut().for_each(strip_decl_type);
     }
 }
 
@@ -343,67 +299,21 @@ fn walk_opt(e: &Option<Expr>, v: &mut dyn Visitor) {
     }
 }
 
-fn walk_transform(t: &Transform, v: &mut dyn Visitor) {
-    match t {
-        Transform::None => {}
-        Transform::Bounds { lower, upper } => {
-            walk_opt(lower, v);
-            walk_opt(upper, v);
-        }
-        Transform::Affine { offset, multiplier } => {
-            walk_opt(offset, v);
-            walk_opt(multiplier, v);
-        }
-    }
-}
-
-/// Visits a declared type: array sizes, transform expressions, element sizes, components.
-pub fn walk_decl_type(ty: &DeclType, v: &mut dyn Visitor) {
+/// Visits a declared type: array sizes, constraint expressions, element sizes, components.
+pub(crate) fn walk_decl_type(ty: &DeclType, v: &mut dyn Visitor) {
     v.decl_type(ty);
     for e in &ty.array_dims {
         walk_expr(e, v);
     }
-    match &ty.elem {
-        ElemType::Int { transform } | ElemType::Real { transform } => walk_transform(transform, v),
-        ElemType::Complex => {}
-        ElemType::Vector { transform, size } | ElemType::RowVector { transform, size } => {
-            walk_transform(transform, v);
-            walk_expr(size, v);
-        }
-        ElemType::Matrix {
-            transform,
-            rows,
-            cols,
-        } => {
-            walk_transform(transform, v);
-            walk_expr(rows, v);
-            walk_expr(cols, v);
-        }
-        ElemType::ComplexVector { size }
-        | ElemType::ComplexRowVector { size }
-        | ElemType::Simplex { size }
-        | ElemType::UnitVector { size }
-        | ElemType::SumToZeroVector { size }
-        | ElemType::Ordered { size }
-        | ElemType::PositiveOrdered { size }
-        | ElemType::CholeskyFactorCorr { size }
-        | ElemType::CorrMatrix { size }
-        | ElemType::CovMatrix { size } => walk_expr(size, v),
-        ElemType::ComplexMatrix { rows, cols }
-        | ElemType::SumToZeroMatrix { rows, cols }
-        | ElemType::ColumnStochasticMatrix { rows, cols }
-        | ElemType::RowStochasticMatrix { rows, cols } => {
-            walk_expr(rows, v);
-            walk_expr(cols, v);
-        }
-        ElemType::CholeskyFactorCov { rows, cols } => {
-            walk_expr(rows, v);
-            walk_opt(cols, v);
-        }
-        ElemType::Tuple(items) => {
-            for item in items {
-                walk_decl_type(item, v);
-            }
+    for e in ty.elem.constraint.exprs() {
+        walk_expr(e, v);
+    }
+    for e in ty.elem.shape.sizes() {
+        walk_expr(e, v);
+    }
+    if let Shape::Tuple(items) = &ty.elem.shape {
+        for item in items {
+            walk_decl_type(item, v);
         }
     }
 }
@@ -491,7 +401,7 @@ pub fn walk_stmt(stmt: &Stmt, v: &mut dyn Visitor) {
 }
 
 /// Visits an lvalue and the index expressions inside it.
-pub fn walk_lvalue(lv: &LValue, v: &mut dyn Visitor) {
+pub(crate) fn walk_lvalue(lv: &LValue, v: &mut dyn Visitor) {
     v.lvalue(lv);
     match &lv.kind {
         LValueKind::Var(_) => {}

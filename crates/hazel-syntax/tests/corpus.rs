@@ -197,29 +197,23 @@ impl Visitor for ConstructCensus {
         if !ty.array_dims.is_empty() {
             self.note("type:array");
         }
-        self.note(format!("type:{}", variant(&ty.elem)));
-        let transform = match &ty.elem {
-            ElemType::Int { transform }
-            | ElemType::Real { transform }
-            | ElemType::Vector { transform, .. }
-            | ElemType::RowVector { transform, .. }
-            | ElemType::Matrix { transform, .. } => Some(transform),
-            _ => None,
-        };
-        match transform {
-            Some(Transform::Bounds { lower, upper }) => self.note(format!(
+        self.note(format!("type:{}", ty.elem.keyword()));
+        match ty.elem.angle_constraint() {
+            Some(Constraint::Bounds { lower, upper }) => self.note(format!(
                 "bounds:{}{}",
                 lower.is_some() as u8,
                 upper.is_some() as u8
             )),
-            Some(Transform::Affine { offset, multiplier }) => self.note(format!(
+            Some(Constraint::Affine { offset, multiplier }) => self.note(format!(
                 "affine:{}{}",
                 offset.is_some() as u8,
                 multiplier.is_some() as u8
             )),
             _ => {}
         }
-        if let ElemType::CholeskyFactorCov { cols, .. } = &ty.elem {
+        if let (Constraint::CholeskyFactorCov, Shape::Matrix { cols, .. }) =
+            (&ty.elem.constraint, &ty.elem.shape)
+        {
             self.note(format!("cholesky_cov_sizes:{}", 1 + cols.is_some() as u8));
         }
     }
@@ -304,30 +298,23 @@ fn valid_corpus_uses_every_construct() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for elem in [
-        "Int",
-        "Real",
-        "Complex",
-        "Vector",
-        "RowVector",
-        "Matrix",
-        "ComplexVector",
-        "ComplexRowVector",
-        "ComplexMatrix",
-        "Simplex",
-        "UnitVector",
-        "SumToZeroVector",
-        "SumToZeroMatrix",
-        "Ordered",
-        "PositiveOrdered",
-        "CholeskyFactorCorr",
-        "CholeskyFactorCov",
-        "CorrMatrix",
-        "CovMatrix",
-        "ColumnStochasticMatrix",
-        "RowStochasticMatrix",
-        "Tuple",
-    ] {
+    // Every type keyword: the unconstrained ones and every constrained one.
+    let keywords = [
+        "int",
+        "real",
+        "complex",
+        "vector",
+        "row_vector",
+        "matrix",
+        "complex_vector",
+        "complex_row_vector",
+        "complex_matrix",
+        "tuple",
+    ];
+    for elem in keywords
+        .into_iter()
+        .chain(CONSTRAINED_TYPES.iter().map(|t| t.keyword))
+    {
         required.push(format!("type:{elem}"));
     }
     for stmt in [

@@ -326,8 +326,9 @@ fn declarations() {
     };
     assert!(matches!(
         decl(1).ty.elem,
-        ElemType::Real {
-            transform: Transform::Bounds {
+        ElemType {
+            shape: Shape::Real,
+            constraint: Constraint::Bounds {
                 lower: Some(_),
                 upper: Some(_)
             }
@@ -335,24 +336,32 @@ fn declarations() {
     ));
     assert!(matches!(
         decl(4).ty.elem,
-        ElemType::RowVector {
-            transform: Transform::Affine {
+        ElemType {
+            shape: Shape::RowVector { .. },
+            constraint: Constraint::Affine {
                 offset: Some(_),
                 multiplier: Some(_)
             },
-            ..
         }
     ));
     assert!(matches!(
         decl(17).ty.elem,
-        ElemType::CholeskyFactorCov { cols: None, .. }
+        ElemType {
+            shape: Shape::Matrix { cols: None, .. },
+            constraint: Constraint::CholeskyFactorCov,
+        }
     ));
     assert!(matches!(
         decl(18).ty.elem,
-        ElemType::CholeskyFactorCov { cols: Some(_), .. }
+        ElemType {
+            shape: Shape::Matrix { cols: Some(_), .. },
+            constraint: Constraint::CholeskyFactorCov,
+        }
     ));
     assert_eq!(decl(23).ty.array_dims.len(), 2);
-    assert!(matches!(&decl(24).ty.elem, ElemType::Tuple(items) if items.len() == 2));
+    assert!(
+        matches!(&decl(24).ty.elem, ElemType { shape: Shape::Tuple(items), .. } if items.len() == 2)
+    );
     assert_eq!(decl(27).declarators.len(), 3);
     // Bound expressions stop at `>`; comparisons need parentheses.
     let p = parse_ok("data { int N; real<lower=(N > 2), upper=N * 2 + 1> r; }");
@@ -550,6 +559,32 @@ fn recovery_reports_independent_errors() {
         .collect();
     for line in [2, 6, 9, 10, 11] {
         assert!(lines.contains(&line), "no error on line {line}: {lines:?}");
+    }
+}
+
+#[test]
+fn unclosed_bodies_are_reported_at_the_end_of_the_file() {
+    for (src, message) in [
+        (
+            "functions { real f() { return 1; }",
+            "unexpected end of file: the `functions` block is not closed",
+        ),
+        (
+            "parameters { real x; } model { x ~ normal(0, 1);",
+            "unexpected end of file: a block is not closed",
+        ),
+        // After a failed item: recovery still reaches the end of the file.
+        (
+            "model { real y = ; x ~ normal(0, 1);",
+            "unexpected end of file: a block is not closed",
+        ),
+    ] {
+        let r = parse_err(src);
+        assert!(
+            r.diagnostics.iter().any(|d| d.message == message),
+            "{src}: {}",
+            r.render_diagnostics()
+        );
     }
 }
 

@@ -610,6 +610,43 @@ impl Graph {
         removed
     }
 
+    /// Re-encodes each long [`Op::Pack`] (more than [`crate::ir::scalar::SMALL_LEN`] values)
+    /// whose scalars all lie in one buffer, within a run no longer than the pack, as an
+    /// [`Op::Gather`] from that run: `rep_matrix(b', N)` and other broadcasts of a short vector
+    /// traced element by element. Returns how many were re-encoded.
+    ///
+    /// Same bits: a gather copies the same values, and its gradient rule adds each output's
+    /// adjoint to its source's in the same order as the pack's, one index read per element
+    /// instead of one operand decoded per element. Short packs stay for
+    /// [`Graph::fuse_scalar_blocks`], which runs them inline.
+    pub fn packs_as_gathers(&mut self) -> usize {
+        let mut made = 0;
+        for op in self.ops.iter_mut() {
+            let Op::Pack { xs, out } = op else { continue };
+            if out.len <= crate::ir::scalar::SMALL_LEN {
+                continue;
+            }
+            let space = xs[0].space;
+            if xs.iter().any(|a| a.len != 1 || a.space != space) {
+                continue;
+            }
+            let lo = xs.iter().map(|a| a.off).min().expect("a long pack");
+            let hi = xs.iter().map(|a| a.off).max().expect("a long pack");
+            if hi - lo + 1 > out.len {
+                continue;
+            }
+            let x = Arg {
+                space,
+                off: lo,
+                len: hi - lo + 1,
+            };
+            let idx = xs.iter().map(|a| a.off - lo).collect();
+            *op = Op::Gather { x, idx, out: *out };
+            made += 1;
+        }
+        made
+    }
+
     /// Fuses each scalar `Mul` that is immediately followed by a scalar `Add` reading its
     /// product, when nothing else reads the product (no other op, no argument run covering
     /// it, not `keep`), into one [`Op::MulAdd`]; returns how many pairs were fused.

@@ -91,7 +91,7 @@ impl<'p> Tracer<'p> {
 
     pub(crate) fn sum_elems(&mut self, e: &Elems) -> Sc {
         if let Some(c) = e.consts() {
-            return Sc::C(crate::kernels::chunked_sum(&c));
+            return Sc::C(crate::kernels::chunked_sum(crate::simd::Isa::Baseline, &c));
         }
         if e.len() == 1 {
             return e.get(0);
@@ -116,7 +116,11 @@ impl<'p> Tracer<'p> {
             );
         }
         if let (Some(x), Some(y)) = (a.consts(), b.consts()) {
-            return Ok(Sc::C(crate::kernels::dot(&x, &y)));
+            return Ok(Sc::C(crate::kernels::dot(
+                crate::simd::Isa::Baseline,
+                &x,
+                &y,
+            )));
         }
         let xa = self.elems_arg(a);
         let ya = self.elems_arg(b);

@@ -816,31 +816,13 @@ impl<'p> Tracer<'p> {
     /// The dimensions of one element of a declared type (`[]` for scalars and tuples), its
     /// sizes evaluated in the order `blank_elem` evaluates them.
     fn elem_dims(&mut self, elem: &ElemType) -> R<Vec<usize>> {
-        Ok(match elem {
-            ElemType::Int { .. } | ElemType::Real { .. } | ElemType::Complex => vec![],
-            ElemType::Vector { size, .. }
-            | ElemType::Simplex { size }
-            | ElemType::UnitVector { size }
-            | ElemType::SumToZeroVector { size }
-            | ElemType::Ordered { size }
-            | ElemType::PositiveOrdered { size }
-            | ElemType::RowVector { size, .. }
-            | ElemType::ComplexVector { size }
-            | ElemType::ComplexRowVector { size } => vec![self.size(size)?],
-            ElemType::Matrix { rows, cols, .. }
-            | ElemType::SumToZeroMatrix { rows, cols }
-            | ElemType::ColumnStochasticMatrix { rows, cols }
-            | ElemType::RowStochasticMatrix { rows, cols }
-            | ElemType::ComplexMatrix { rows, cols } => {
-                vec![self.size(rows)?, self.size(cols)?]
-            }
-            ElemType::CholeskyFactorCorr { size }
-            | ElemType::CorrMatrix { size }
-            | ElemType::CovMatrix { size } => {
-                let n = self.size(size)?;
-                vec![n, n]
-            }
-            ElemType::CholeskyFactorCov { rows, cols } => {
+        Ok(match &elem.shape {
+            Shape::Int | Shape::Real | Shape::Complex => vec![],
+            Shape::Vector { size }
+            | Shape::RowVector { size }
+            | Shape::ComplexVector { size }
+            | Shape::ComplexRowVector { size } => vec![self.size(size)?],
+            Shape::Matrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = match cols {
                     Some(c) => self.size(c)?,
@@ -848,7 +830,8 @@ impl<'p> Tracer<'p> {
                 };
                 vec![r, c]
             }
-            ElemType::Tuple(items) => {
+            Shape::ComplexMatrix { rows, cols } => vec![self.size(rows)?, self.size(cols)?],
+            Shape::Tuple(items) => {
                 for item in items {
                     self.decl_dims(item)?;
                 }
@@ -875,31 +858,12 @@ impl<'p> Tracer<'p> {
                 )
             })
         };
-        Ok(match elem {
-            ElemType::Int { .. } => Val::Int(i32::MIN as i64),
-            ElemType::Real { .. } => Val::real(f64::NAN),
-            ElemType::Vector { size, .. }
-            | ElemType::Simplex { size }
-            | ElemType::UnitVector { size }
-            | ElemType::SumToZeroVector { size }
-            | ElemType::Ordered { size }
-            | ElemType::PositiveOrdered { size } => Val::Vector(nan(self.size(size)?)?),
-            ElemType::RowVector { size, .. } => Val::RowVector(nan(self.size(size)?)?),
-            ElemType::Matrix { rows, cols, .. }
-            | ElemType::SumToZeroMatrix { rows, cols }
-            | ElemType::ColumnStochasticMatrix { rows, cols }
-            | ElemType::RowStochasticMatrix { rows, cols } => {
-                let r = self.size(rows)?;
-                let c = self.size(cols)?;
-                Val::Matrix(r, c, nan(area(r, c)?)?)
-            }
-            ElemType::CholeskyFactorCorr { size }
-            | ElemType::CorrMatrix { size }
-            | ElemType::CovMatrix { size } => {
-                let n = self.size(size)?;
-                Val::Matrix(n, n, nan(area(n, n)?)?)
-            }
-            ElemType::CholeskyFactorCov { rows, cols } => {
+        Ok(match &elem.shape {
+            Shape::Int => Val::Int(i32::MIN as i64),
+            Shape::Real => Val::real(f64::NAN),
+            Shape::Vector { size } => Val::Vector(nan(self.size(size)?)?),
+            Shape::RowVector { size } => Val::RowVector(nan(self.size(size)?)?),
+            Shape::Matrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = match cols {
                     Some(c) => self.size(c)?,
@@ -907,20 +871,20 @@ impl<'p> Tracer<'p> {
                 };
                 Val::Matrix(r, c, nan(area(r, c)?)?)
             }
-            ElemType::Tuple(items) => {
+            Shape::Tuple(items) => {
                 let vals = items.iter().map(|t| self.blank(t)).collect::<R<Vec<_>>>()?;
                 Val::Tuple(Arc::new(vals))
             }
-            ElemType::Complex => Val::complex(Val::real(f64::NAN), Val::real(f64::NAN)),
-            ElemType::ComplexVector { size } => {
+            Shape::Complex => Val::complex(Val::real(f64::NAN), Val::real(f64::NAN)),
+            Shape::ComplexVector { size } => {
                 let n = self.size(size)?;
                 Val::complex(Val::Vector(nan(n)?), Val::Vector(nan(n)?))
             }
-            ElemType::ComplexRowVector { size } => {
+            Shape::ComplexRowVector { size } => {
                 let n = self.size(size)?;
                 Val::complex(Val::RowVector(nan(n)?), Val::RowVector(nan(n)?))
             }
-            ElemType::ComplexMatrix { rows, cols } => {
+            Shape::ComplexMatrix { rows, cols } => {
                 let r = self.size(rows)?;
                 let c = self.size(cols)?;
                 Val::complex(
@@ -1158,7 +1122,7 @@ impl From<EvalError> for TraceErr {
 
 /// `x` as a default C++ output stream writes it (`%g` with six significant digits): `0.5`,
 /// `1e-07`, `1.23457e+08`, `inf`, `nan`.
-pub fn format_stream_real(x: f64) -> String {
+pub(crate) fn format_stream_real(x: f64) -> String {
     if x.is_nan() {
         return "nan".into();
     }
@@ -1184,5 +1148,25 @@ pub fn format_stream_real(x: f64) -> String {
         format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
     } else {
         trim(&format!("{x:.*}", (5 - exp) as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_stream_real;
+
+    #[test]
+    fn print_formats_reals_like_cmdstan() {
+        let f = format_stream_real;
+        assert_eq!(f(0.5), "0.5");
+        assert_eq!(f(1.0), "1");
+        assert_eq!(f(-2.25), "-2.25");
+        assert_eq!(f(1e-7), "1e-07");
+        assert_eq!(f(123456789.0), "1.23457e+08");
+        assert_eq!(f(999999.5), "1e+06");
+        assert_eq!(f(0.0001234567), "0.000123457");
+        assert_eq!(f(1.0 / 3.0), "0.333333");
+        assert_eq!(f(f64::INFINITY), "inf");
+        assert_eq!(f(f64::NAN), "nan");
     }
 }

@@ -43,9 +43,6 @@ impl Shape {
             Shape::Vector(n) | Shape::RealArray(n) => *n,
         }
     }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// A leading argument: its shape, and whether Jacobian columns are wanted for it.
@@ -416,31 +413,14 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         }
     }
 
-    /// Number of active leading scalars (Jacobian columns of the first block).
-    pub fn n_active(&self) -> usize {
-        self.active_slots.len()
-    }
     /// Number of parameter-dependent scalars.
     pub fn n_params(&self) -> usize {
         self.p.len()
-    }
-    /// Number of result scalars.
-    pub fn n_out(&self) -> usize {
-        self.result.len()
-    }
-    /// Replaces the parameter values.
-    pub fn set_params(&mut self, p: &[f64]) {
-        self.p.clear();
-        self.p.extend_from_slice(p);
     }
     /// The static trace, when one was made (after a first [`TracedFn::eval`]); `None` when
     /// the body's control flow reads values.
     pub fn static_graph(&self) -> Option<&FnGraph> {
         self.replay.as_ref().map(|(g, _)| g)
-    }
-    /// Whether the body must be re-traced at every evaluation (known after a first eval).
-    pub fn needs_retrace(&self) -> bool {
-        self.retrace
     }
 
     fn fill_q(&mut self, lead: &[f64]) {

@@ -238,7 +238,7 @@ impl<'p> Tracer<'p> {
 
     fn gp_dot(&mut self, a: &Elems, b: &Elems) -> Sc {
         if let (Some(x), Some(y)) = (a.consts(), b.consts()) {
-            return Sc::C(crate::kernels::dot(&x, &y));
+            return Sc::C(crate::kernels::dot(crate::simd::Isa::Baseline, &x, &y));
         }
         let (xa, ya) = (self.elems_arg(a), self.elems_arg(b));
         Sc::V(self.b.dot(xa, ya).off)

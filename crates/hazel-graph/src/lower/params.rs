@@ -34,27 +34,36 @@ fn free_shape(tr: &mut Tracer, elem: &ElemType) -> R<(Vec<usize>, Val)> {
         _ => (1, 1),
     };
     let k = n.0;
-    let shape = match elem {
-        ElemType::Int { .. } => {
-            return cerr("parameters cannot be integers", hazel_syntax::Span::DUMMY)
-        }
-        ElemType::Real { .. } => vec![],
-        ElemType::Vector { .. }
-        | ElemType::RowVector { .. }
-        | ElemType::Ordered { .. }
-        | ElemType::PositiveOrdered { .. }
-        | ElemType::UnitVector { .. } => vec![k],
-        ElemType::Matrix { .. } => vec![n.0, n.1],
-        ElemType::Simplex { .. } | ElemType::SumToZeroVector { .. } => vec![k.saturating_sub(1)],
-        ElemType::SumToZeroMatrix { .. } => vec![n.0.saturating_sub(1), n.1.saturating_sub(1)],
-        ElemType::ColumnStochasticMatrix { .. } => vec![n.0.saturating_sub(1), n.1],
-        ElemType::RowStochasticMatrix { .. } => vec![n.0, n.1.saturating_sub(1)],
-        ElemType::CholeskyFactorCorr { .. } | ElemType::CorrMatrix { .. } => {
-            vec![k * k.saturating_sub(1) / 2]
-        }
-        ElemType::CovMatrix { .. } => vec![k + k * k.saturating_sub(1) / 2],
-        ElemType::CholeskyFactorCov { .. } => {
-            vec![hazel_math::transforms::cholesky_cov_free_size(n.0, n.1)]
+    let shape = match (&elem.shape, &elem.constraint) {
+        (Shape::Int, _) => return cerr("parameters cannot be integers", hazel_syntax::Span::DUMMY),
+        (Shape::Real, _) => vec![],
+        (Shape::Vector { .. } | Shape::RowVector { .. } | Shape::Matrix { .. }, constraint) => {
+            match constraint {
+                Constraint::None | Constraint::Bounds { .. } | Constraint::Affine { .. } => {
+                    if matches!(elem.shape, Shape::Matrix { .. }) {
+                        vec![n.0, n.1]
+                    } else {
+                        vec![k]
+                    }
+                }
+                Constraint::Ordered | Constraint::PositiveOrdered | Constraint::UnitVector => {
+                    vec![k]
+                }
+                Constraint::Simplex => vec![k.saturating_sub(1)],
+                Constraint::SumToZero if matches!(elem.shape, Shape::Vector { .. }) => {
+                    vec![k.saturating_sub(1)]
+                }
+                Constraint::SumToZero => vec![n.0.saturating_sub(1), n.1.saturating_sub(1)],
+                Constraint::ColumnStochastic => vec![n.0.saturating_sub(1), n.1],
+                Constraint::RowStochastic => vec![n.0, n.1.saturating_sub(1)],
+                Constraint::CholeskyFactorCorr | Constraint::CorrMatrix => {
+                    vec![k * k.saturating_sub(1) / 2]
+                }
+                Constraint::CovMatrix => vec![k + k * k.saturating_sub(1) / 2],
+                Constraint::CholeskyFactorCov => {
+                    vec![hazel_math::transforms::cholesky_cov_free_size(n.0, n.1)]
+                }
+            }
         }
         _ => return cerr("unsupported parameter type", hazel_syntax::Span::DUMMY),
     };
@@ -80,16 +89,6 @@ fn indexed_names(prefix: &str, dims: &[usize], out: &mut Vec<String>) {
             }
             idx[k] = 0;
         }
-    }
-}
-
-fn transform_of(elem: &ElemType) -> Option<&Transform> {
-    match elem {
-        ElemType::Real { transform } | ElemType::Int { transform } => Some(transform),
-        ElemType::Vector { transform, .. }
-        | ElemType::RowVector { transform, .. }
-        | ElemType::Matrix { transform, .. } => Some(transform),
-        _ => None,
     }
 }
 
@@ -143,12 +142,24 @@ impl<'p> Tracer<'p> {
     pub fn read_params(&mut self, block: &Option<Block>, q: Option<&Elems>) -> R<usize> {
         let mut pos = 0usize;
         for d in declarations(block) {
-            self.check_bound_order(&d.name, &d.ty, true)?;
-            if let Some(v) = self.read_param(&d.ty, q, &mut pos)? {
-                self.bind(&d.name, v);
-            }
+            self.read_declared_param(&d, q, &mut pos)?;
         }
         Ok(pos)
+    }
+
+    /// Reads one declared parameter from `q` at `*pos` (advancing it by its unconstrained
+    /// size) and binds it; with `q` absent, only counts.
+    pub fn read_declared_param(
+        &mut self,
+        d: &Declared,
+        q: Option<&Elems>,
+        pos: &mut usize,
+    ) -> R<()> {
+        self.check_bound_order(&d.name, &d.ty, true)?;
+        if let Some(v) = self.read_param(&d.ty, q, pos)? {
+            self.bind(&d.name, v);
+        }
+        Ok(())
     }
 
     /// Names of one parameter's unconstrained coordinates as Stan's
@@ -168,7 +179,7 @@ impl<'p> Tracer<'p> {
         for e in &ty.array_dims {
             dims.push(self.int_expr(e)?.max(0) as usize);
         }
-        if let ElemType::Tuple(slots) = &ty.elem {
+        if let Shape::Tuple(slots) = &ty.elem.shape {
             // Array elements in row-major order (the layout), each a whole tuple.
             let total: usize = dims.iter().product();
             let mut idx = vec![0usize; dims.len()];
@@ -201,10 +212,10 @@ impl<'p> Tracer<'p> {
     /// (its transform maps onto the open interval), `lower ≤ upper` for other variables.
     /// Bounds that depend on parameters are left to the transform and the value checks.
     pub fn check_bound_order(&mut self, name: &str, ty: &DeclType, strict: bool) -> R<()> {
-        let Some(Transform::Bounds {
+        let Some(Constraint::Bounds {
             lower: Some(lower),
             upper: Some(upper),
-        }) = transform_of(&ty.elem)
+        }) = ty.elem.angle_constraint()
         else {
             return Ok(());
         };
@@ -255,7 +266,7 @@ impl<'p> Tracer<'p> {
             dims.push(n.max(0) as usize);
         }
         let n_items: usize = dims.iter().product();
-        if let ElemType::Tuple(slots) = &ty.elem {
+        if let Shape::Tuple(slots) = &ty.elem.shape {
             let mut items = Vec::with_capacity(n_items);
             for _ in 0..n_items {
                 let mut values = Vec::with_capacity(slots.len());
@@ -296,7 +307,7 @@ impl<'p> Tracer<'p> {
         elem_blank: &Val,
     ) -> R<Val> {
         let full_blank = super::exec::nest(dims, elem_blank);
-        if let Some(t) = transform_of(&ty.elem) {
+        if let Some(t) = ty.elem.angle_constraint() {
             // Scalar-bounded types: one transform over the whole block.
             let x = self.bound_transform(t, u)?;
             return Ok(Self::with_shape(&full_blank, x));
@@ -331,14 +342,13 @@ impl<'p> Tracer<'p> {
         self.add_target(&v);
     }
 
-    fn bound_transform(&mut self, t: &Transform, u: &Elems) -> R<Elems> {
+    fn bound_transform(&mut self, t: &Constraint, u: &Elems) -> R<Elems> {
         let n = u.len();
         if n == 0 {
             return Ok(u.clone());
         }
         match t {
-            Transform::None => Ok(u.clone()),
-            Transform::Bounds { lower, upper } => {
+            Constraint::Bounds { lower, upper } => {
                 let lb = match lower {
                     Some(e) => Some(self.bound_elems(e, n)?),
                     None => None,
@@ -349,7 +359,7 @@ impl<'p> Tracer<'p> {
                 };
                 Ok(self.bounds_constrain(lb, ub, u))
             }
-            Transform::Affine { offset, multiplier } => {
+            Constraint::Affine { offset, multiplier } => {
                 let me = match multiplier {
                     Some(m) => Some(self.bound_elems(m, n)?),
                     None => None,
@@ -360,6 +370,7 @@ impl<'p> Tracer<'p> {
                 };
                 Ok(self.affine_constrain(oe, me, u))
             }
+            _ => Ok(u.clone()),
         }
     }
 
@@ -463,9 +474,10 @@ impl<'p> Tracer<'p> {
             Val::Vector(e) | Val::RowVector(e) => (e.len(), 1),
             _ => (1, 1),
         };
-        match elem {
-            ElemType::Ordered { .. } | ElemType::PositiveOrdered { .. } => {
-                Ok(self.ordered_constrain(matches!(elem, ElemType::PositiveOrdered { .. }), u))
+        match &elem.constraint {
+            Constraint::Ordered | Constraint::PositiveOrdered => {
+                Ok(self
+                    .ordered_constrain(matches!(elem.constraint, Constraint::PositiveOrdered), u))
             }
             _ => {
                 let Some(kind) = struct_kind(elem, rows, cols) else {
@@ -556,19 +568,21 @@ impl<'p> Tracer<'p> {
 /// The structured transform of a declared element type with its sizes.
 pub fn struct_kind(elem: &ElemType, rows: usize, cols: usize) -> Option<crate::tape::StructKind> {
     use crate::tape::StructKind;
-    Some(match elem {
-        ElemType::Simplex { .. } => StructKind::Simplex { k: rows },
-        ElemType::UnitVector { .. } => StructKind::UnitVector { k: rows },
-        ElemType::SumToZeroVector { .. } => StructKind::SumToZeroVector { k: rows },
-        ElemType::Ordered { .. } => StructKind::Ordered { k: rows },
-        ElemType::PositiveOrdered { .. } => StructKind::PositiveOrdered { k: rows },
-        ElemType::SumToZeroMatrix { .. } => StructKind::SumToZeroMatrix { rows, cols },
-        ElemType::CholeskyFactorCorr { .. } => StructKind::CholeskyFactorCorr { k: rows },
-        ElemType::CholeskyFactorCov { .. } => StructKind::CholeskyFactorCov { rows, cols },
-        ElemType::CovMatrix { .. } => StructKind::CovMatrix { k: rows },
-        ElemType::CorrMatrix { .. } => StructKind::CorrMatrix { k: rows },
-        ElemType::ColumnStochasticMatrix { .. } => StructKind::ColumnStochastic { rows, cols },
-        ElemType::RowStochasticMatrix { .. } => StructKind::RowStochastic { rows, cols },
+    Some(match &elem.constraint {
+        Constraint::Simplex => StructKind::Simplex { k: rows },
+        Constraint::UnitVector => StructKind::UnitVector { k: rows },
+        Constraint::SumToZero if matches!(elem.shape, Shape::Vector { .. }) => {
+            StructKind::SumToZeroVector { k: rows }
+        }
+        Constraint::Ordered => StructKind::Ordered { k: rows },
+        Constraint::PositiveOrdered => StructKind::PositiveOrdered { k: rows },
+        Constraint::SumToZero => StructKind::SumToZeroMatrix { rows, cols },
+        Constraint::CholeskyFactorCorr => StructKind::CholeskyFactorCorr { k: rows },
+        Constraint::CholeskyFactorCov => StructKind::CholeskyFactorCov { rows, cols },
+        Constraint::CovMatrix => StructKind::CovMatrix { k: rows },
+        Constraint::CorrMatrix => StructKind::CorrMatrix { k: rows },
+        Constraint::ColumnStochastic => StructKind::ColumnStochastic { rows, cols },
+        Constraint::RowStochastic => StructKind::RowStochastic { rows, cols },
         _ => return None,
     })
 }
@@ -578,7 +592,7 @@ impl<'p> Tracer<'p> {
     /// memory order), for user-supplied initial values: Stan's inverse transforms.
     pub fn unconstrain_param(&mut self, d: &Declared, x: &Val) -> R<Vec<f64>> {
         let span = d.ty.span;
-        if let ElemType::Tuple(slots) = &d.ty.elem {
+        if let Shape::Tuple(slots) = &d.ty.elem.shape {
             // Slot by slot, one whole tuple after another (the layout `read_param` reads).
             let mut tuples = Vec::new();
             collect_tuples(x, &mut tuples);
@@ -609,7 +623,7 @@ impl<'p> Tracer<'p> {
                 span,
             )
         };
-        if let Some(t) = transform_of(&d.ty.elem) {
+        if let Some(t) = d.ty.elem.angle_constraint() {
             let n = xs.len();
             let mut unc = vec![0.0; n];
             let consts = |tr: &mut Self, e: &Option<Expr>, default: f64| -> R<Vec<f64>> {
@@ -627,19 +641,19 @@ impl<'p> Tracer<'p> {
                 }
             };
             match t {
-                Transform::None => unc.copy_from_slice(&xs),
-                Transform::Bounds { lower, upper } => {
+                Constraint::Bounds { lower, upper } => {
                     let lb = consts(self, lower, f64::NEG_INFINITY)?;
                     let ub = consts(self, upper, f64::INFINITY)?;
                     hazel_math::transforms::lower_upper_unconstrain(&xs, &lb, &ub, &mut unc)
                         .map_err(bad)?;
                 }
-                Transform::Affine { offset, multiplier } => {
+                Constraint::Affine { offset, multiplier } => {
                     let o = consts(self, offset, 0.0)?;
                     let m = consts(self, multiplier, 1.0)?;
                     hazel_math::transforms::offset_multiplier_unconstrain(&xs, &o, &m, &mut unc)
                         .map_err(bad)?;
                 }
+                _ => unc.copy_from_slice(&xs),
             }
             return Ok(unc);
         }

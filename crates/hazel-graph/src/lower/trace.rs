@@ -204,9 +204,6 @@ impl<'p> Tracer<'p> {
             .retain(|_, (_, a)| a.off + a.len <= n_consts);
     }
 
-    pub fn env(&self) -> &[(Arc<str>, Val)] {
-        &self.env
-    }
     pub fn take_env(&mut self) -> Vec<(Arc<str>, Val)> {
         std::mem::take(&mut self.env)
     }
@@ -310,15 +307,6 @@ impl<'p> Tracer<'p> {
             Val::Int(i) => Ok(*i as f64),
             Val::Real(s) => self.value_of(*s, span),
             _ => cerr(format!("expected a scalar, found {}", v.type_name()), span),
-        }
-    }
-
-    pub fn int_value(&self, v: &Val, span: Span) -> R<i64> {
-        match v {
-            Val::Int(i) => Ok(*i),
-            // A real used where control flow needs a truth value.
-            Val::Real(s) => Ok((self.value_of(*s, span)? != 0.0) as i64),
-            _ => cerr(format!("expected an int, found {}", v.type_name()), span),
         }
     }
 
@@ -527,7 +515,7 @@ impl<'p> Tracer<'p> {
     pub fn add_target(&mut self, v: &Val) {
         let e = self.to_elems(v);
         if let Some(c) = e.consts() {
-            self.target_const += crate::kernels::chunked_sum(&c);
+            self.target_const += crate::kernels::chunked_sum(crate::simd::Isa::Baseline, &c);
         } else if e.len() == 1 {
             self.add_target_sc(e.get(0));
         } else {

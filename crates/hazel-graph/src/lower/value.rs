@@ -266,6 +266,55 @@ impl Val {
             }
         }
     }
+    /// `self` with every real scalar replaced by `f(scalar)`, in memory order
+    /// ([`Val::flatten`]'s); integers are kept.
+    pub fn map_scalars(&self, f: &mut impl FnMut(Sc) -> Sc) -> Val {
+        let elems = |e: &Elems, f: &mut dyn FnMut(Sc) -> Sc| {
+            let v: Vec<Sc> = e.to_scalars().into_iter().map(f).collect();
+            if v.is_empty() {
+                Elems::C(Arc::new(Vec::new()))
+            } else {
+                Elems::from_scalars(v)
+            }
+        };
+        match self {
+            Val::Int(i) => Val::Int(*i),
+            Val::Real(s) => Val::Real(f(*s)),
+            Val::Vector(e) => Val::Vector(elems(e, f)),
+            Val::RowVector(e) => Val::RowVector(elems(e, f)),
+            Val::Matrix(r, c, e) => Val::Matrix(*r, *c, elems(e, f)),
+            Val::Array(v) => Val::array(v.iter().map(|x| x.map_scalars(f)).collect()),
+            Val::Tuple(v) => Val::Tuple(Arc::new(v.iter().map(|x| x.map_scalars(f)).collect())),
+            Val::Complex(parts) => Val::complex(parts.0.map_scalars(f), parts.1.map_scalars(f)),
+        }
+    }
+
+    /// The constant of `self`'s shape whose output columns ([`Val::flatten_output`]'s order,
+    /// Stan's CSV order) are `columns`; `None` when their number differs from the shape's real
+    /// scalars. The inverse of writing a value out, tuples and complex values included.
+    pub fn with_output_columns(&self, columns: &[f64]) -> Option<Val> {
+        // Number the scalars in memory order, see where the output order puts each number.
+        let mut n = 0u32;
+        let numbered = self.map_scalars(&mut |_| {
+            n += 1;
+            Sc::V(n - 1)
+        });
+        let mut order = Vec::new();
+        numbered.flatten_output(&mut order);
+        if order.len() != columns.len() || order.len() != n as usize {
+            return None;
+        }
+        let mut memory = vec![f64::NAN; n as usize];
+        for (s, &x) in order.iter().zip(columns) {
+            match s {
+                Sc::V(i) => memory[*i as usize] = x,
+                Sc::C(_) => return None,
+            }
+        }
+        let mut values = memory.into_iter();
+        Some(self.map_scalars(&mut |_| Sc::C(values.next().unwrap_or(f64::NAN))))
+    }
+
     /// The scalar at a full 0-based index.
     pub fn at_multi(&self, idx: &[usize]) -> Sc {
         match self {

@@ -46,14 +46,23 @@
 //! ```
 //!
 //! The kernels are plain structs; every method is `#[inline]` so a caller's loop
-//! monomorphised over the kernel type compiles to straight-line code. Argument arrays are
+//! monomorphised over the kernel type compiles to straight-line code.
+//!
+//! # Branch-free forms
+//! The common families (`LANES = true`) also give [`UnivariateKernel::prepare_lanes`] and
+//! [`UnivariateKernel::element_lanes`]: the same values, with the checks' outcome as a `bool`
+//! instead of a `Result`, and no branch on the arguments (selects, and `crate::vmath`'s
+//! functions), so a loop over elements vectorises. `prepare` and `element` are those forms
+//! plus the messages, so both give the same bits; `tests/dist_lanes.rs` checks that they
+//! agree on passing and failing arguments alike. Argument arrays are
 //! fixed at 4 (the largest arity); entries past [`UnivariateKernel::ARITY`] are ignored.
 
-use super::{all, bit, Check, MathError, Terms};
+use super::{all, bit, is_integer, Check, MathError, Terms};
 use crate::special::{
-    digamma, digamma_shift, exp_neg_abs, inv_logit_with, lbeta, lchoose, lgamma, log1m, log1p_exp,
-    log1p_exp_with, LOG_PI, LOG_SQRT_PI, LOG_SQRT_TWO_PI,
+    digamma, digamma_shift, lbeta, lchoose, lgamma, log1m, log1p_exp, LOG_PI, LOG_SQRT_PI,
+    LOG_SQRT_TWO_PI,
 };
+use crate::vmath;
 use std::f64::consts::LN_2;
 
 /// Quantities derived from one argument alone; which slot holds what is each kernel's own
@@ -76,6 +85,27 @@ pub trait UnivariateKernel: Copy {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError>;
     /// Value and partials of one element: `x[k]` are the arguments, `d[k] = prepare(k, x[k])`.
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError>;
+    /// Whether [`Self::prepare_lanes`] and [`Self::element_lanes`] are branch-free (a loop
+    /// over them vectorises); the defaults only wrap the checked forms.
+    const LANES: bool = false;
+    /// `(passes, derived)`: whether `prepare(k, x)` succeeds and what it derives (the same
+    /// bits), computed without branching on `x`. Where the check fails, `derived` is
+    /// unspecified.
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match self.prepare(k, x) {
+            Ok(d) => (true, d),
+            Err(_) => (false, NONE),
+        }
+    }
+    /// `(passes, value)` of [`Self::element`] likewise.
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
+        match self.element(x, d) {
+            Ok(v) => (true, v),
+            Err(_) => (false, ZERO),
+        }
+    }
 }
 
 /// One element through a kernel: prepares every argument, then evaluates.
@@ -170,30 +200,44 @@ impl UnivariateKernel for Normal {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
         let check = check!("normal_lpdf");
         match k {
-            0 => check.not_nan("Random variable", x).map(|_| NONE),
-            1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive("Scale parameter", x)?;
-                let inv_sigma = 1.0 / x;
-                Ok(if self.log_sigma {
-                    [inv_sigma, x.ln(), inv_sigma]
-                } else {
-                    [inv_sigma, 0.0, 0.0]
-                })
-            }
+            0 => check.not_nan("Random variable", x)?,
+            1 => check.finite("Location parameter", x)?,
+            _ => check.positive("Scale parameter", x)?,
         }
+        Ok(self.prepare_lanes(k, x).1)
     }
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => (!x.is_nan(), NONE),
+            1 => (x.is_finite(), NONE),
+            _ => {
+                let inv_sigma = 1.0 / x;
+                let derived = if self.log_sigma {
+                    [inv_sigma, vmath::ln(x), inv_sigma]
+                } else {
+                    [inv_sigma, 0.0, 0.0]
+                };
+                (x > 0.0, derived)
+            }
+        }
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let [inv_sigma, log_sigma_kept, inv_sigma_kept] = d[2];
         let z = (x[0] - x[1]) * inv_sigma;
         let lp = -0.5 * z * z - self.constant - log_sigma_kept;
         let d_sigma = z * z * inv_sigma - inv_sigma_kept;
         let d_y = -z * inv_sigma;
-        Ok((lp, [d_y, -d_y, d_sigma, 0.0]))
+        (true, (lp, [d_y, -d_y, d_sigma, 0.0]))
     }
 }
 
@@ -221,16 +265,25 @@ impl UnivariateKernel for StdNormal {
             .map(|_| NONE)
     }
     #[inline]
-    fn element(&self, x: &[f64; 4], _d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+    fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, _k: usize, x: f64) -> (bool, Derived) {
+        (!x.is_nan(), NONE)
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], _d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let y = x[0];
         let mut lp = -0.5 * y * y;
         if self.constant {
             lp -= LOG_SQRT_TWO_PI;
         }
-        Ok((lp, [-y, 0.0, 0.0, 0.0]))
+        (true, (lp, [-y, 0.0, 0.0, 0.0]))
     }
 }
 
@@ -261,7 +314,11 @@ impl UnivariateKernel for Cauchy {
             1 => check.finite("Location parameter", x).map(|_| NONE),
             _ => {
                 check.positive_finite("Scale parameter", x)?;
-                Ok([1.0 / x, if self.log_sigma { x.ln() } else { 0.0 }, 0.0])
+                Ok([
+                    1.0 / x,
+                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
+                    0.0,
+                ])
             }
         }
     }
@@ -272,7 +329,7 @@ impl UnivariateKernel for Cauchy {
         }
         let [inv_sigma, log_sigma, _] = d[2];
         let z = (x[0] - x[1]) * inv_sigma;
-        let mut lp = -(z * z).ln_1p();
+        let mut lp = -vmath::ln_1p(z * z);
         // d/dz -log1p(z²) = -2z/(1+z²)
         let dz = -2.0 * z / (1.0 + z * z);
         let mut d_sigma = -dz * z * inv_sigma;
@@ -322,14 +379,14 @@ impl UnivariateKernel for StudentT {
                 }
                 // lgamma((ν+1)/2) - lgamma(ν/2) = lgamma(½) - lbeta(ν/2, ½), without the
                 // cancellation of two large lgammas at large ν.
-                let value = LOG_SQRT_PI - lbeta(0.5 * x, 0.5) - 0.5 * x.ln();
+                let value = LOG_SQRT_PI - lbeta(0.5 * x, 0.5) - 0.5 * vmath::ln(x);
                 let d_nu = 0.5 * (digamma(0.5 * (x + 1.0)) - digamma(0.5 * x)) - 0.5 / x;
                 Ok([value, d_nu, 0.0])
             }
             2 => check.finite("Location parameter", x).map(|_| NONE),
             _ => {
                 check.positive_finite("Scale parameter", x)?;
-                Ok([if self.log_sigma { x.ln() } else { 0.0 }, 0.0, 0.0])
+                Ok([if self.log_sigma { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
             }
         }
     }
@@ -341,7 +398,7 @@ impl UnivariateKernel for StudentT {
         let [y, nu, mu, sigma] = *x;
         let z = (y - mu) / sigma;
         let r = z * z / nu;
-        let log1p_r = r.ln_1p();
+        let log1p_r = vmath::ln_1p(r);
         let half_nu_p1 = 0.5 * (nu + 1.0);
         let mut lp = -half_nu_p1 * log1p_r;
         // d/dy of -(ν+1)/2 log1p(z²/ν) = -(ν+1) z / (σ ν (1 + r))
@@ -391,12 +448,16 @@ impl UnivariateKernel for Lognormal {
         match k {
             0 => {
                 check.nonnegative("Random variable", x)?;
-                Ok([x.ln(), 0.0, 0.0])
+                Ok([vmath::ln(x), 0.0, 0.0])
             }
             1 => check.finite("Location parameter", x).map(|_| NONE),
             _ => {
                 check.positive_finite("Scale parameter", x)?;
-                Ok([1.0 / x, if self.log_sigma { x.ln() } else { 0.0 }, 0.0])
+                Ok([
+                    1.0 / x,
+                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
+                    0.0,
+                ])
             }
         }
     }
@@ -451,7 +512,7 @@ impl UnivariateKernel for Exponential {
             0 => check.nonnegative("Random variable", x).map(|_| NONE),
             _ => {
                 check.positive_finite("Inverse scale parameter", x)?;
-                Ok([if self.log_beta { x.ln() } else { 0.0 }, 0.0, 0.0])
+                Ok([if self.log_beta { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
             }
         }
     }
@@ -501,7 +562,7 @@ impl UnivariateKernel for Gamma {
         match k {
             0 => {
                 check.positive_finite("Random variable", x)?;
-                Ok([x.ln(), 0.0, 0.0])
+                Ok([vmath::ln(x), 0.0, 0.0])
             }
             1 => {
                 check.positive_finite("Shape parameter", x)?;
@@ -513,7 +574,7 @@ impl UnivariateKernel for Gamma {
             }
             _ => {
                 check.positive_finite("Inverse scale parameter", x)?;
-                Ok([if self.alpha_beta { x.ln() } else { 0.0 }, 0.0, 0.0])
+                Ok([if self.alpha_beta { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
             }
         }
     }
@@ -589,7 +650,7 @@ impl UnivariateKernel for InvGamma {
             }
             _ => {
                 check.positive_finite("Scale parameter", x)?;
-                Ok([if self.alpha_beta { x.ln() } else { 0.0 }, 0.0, 0.0])
+                Ok([if self.alpha_beta { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
             }
         }
     }
@@ -602,7 +663,7 @@ impl UnivariateKernel for InvGamma {
         if y <= 0.0 {
             return Ok(NEG_INF);
         }
-        let log_y = y.ln();
+        let log_y = vmath::ln(y);
         let inv_y = 1.0 / y;
         let mut lp = 0.0;
         let mut g = [0.0; 4];
@@ -663,7 +724,7 @@ impl UnivariateKernel for Beta {
         match k {
             0 => {
                 check.bounded("Random variable", x, 0.0, 1.0)?;
-                Ok([x.ln(), log1m(x), 0.0])
+                Ok([vmath::ln(x), log1m(x), 0.0])
             }
             1 => {
                 check.positive_finite("First shape parameter", x)?;
@@ -765,7 +826,7 @@ impl UnivariateKernel for Uniform {
             return Ok(ZERO);
         }
         let width = beta - alpha;
-        Ok((-width.ln(), [0.0, 1.0 / width, -1.0 / width, 0.0]))
+        Ok((-vmath::ln(width), [0.0, 1.0 / width, -1.0 / width, 0.0]))
     }
 }
 
@@ -796,7 +857,11 @@ impl UnivariateKernel for DoubleExponential {
             1 => check.finite("Location parameter", x).map(|_| NONE),
             _ => {
                 check.positive_finite("Scale parameter", x)?;
-                Ok([1.0 / x, if self.log_sigma { x.ln() } else { 0.0 }, 0.0])
+                Ok([
+                    1.0 / x,
+                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
+                    0.0,
+                ])
             }
         }
     }
@@ -852,7 +917,11 @@ impl UnivariateKernel for Logistic {
             1 => check.finite("Location parameter", x).map(|_| NONE),
             _ => {
                 check.positive_finite("Scale parameter", x)?;
-                Ok([1.0 / x, if self.log_sigma { x.ln() } else { 0.0 }, 0.0])
+                Ok([
+                    1.0 / x,
+                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
+                    0.0,
+                ])
             }
         }
     }
@@ -865,7 +934,7 @@ impl UnivariateKernel for Logistic {
         let z = (x[0] - x[1]) * inv_sigma;
         let mut lp = -z - 2.0 * log1p_exp(-z);
         // d/dz (-z - 2 log1p_exp(-z)) = -1 + 2 inv_logit(-z) = -tanh(z/2)
-        let dz = -(0.5 * z).tanh();
+        let dz = -vmath::tanh(0.5 * z);
         let mut d_sigma = -dz * z * inv_sigma;
         if self.log_sigma {
             lp -= log_sigma;
@@ -903,11 +972,11 @@ impl UnivariateKernel for Weibull {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => {
                 check.positive_finite("Shape parameter", x)?;
-                Ok([if self.log_alpha { x.ln() } else { 0.0 }, 0.0, 0.0])
+                Ok([if self.log_alpha { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
             }
             _ => {
                 check.positive_finite("Scale parameter", x)?;
-                Ok([x.ln(), 0.0, 0.0])
+                Ok([vmath::ln(x), 0.0, 0.0])
             }
         }
     }
@@ -920,9 +989,9 @@ impl UnivariateKernel for Weibull {
         if y < 0.0 {
             return Ok(NEG_INF);
         }
-        let log_y = y.ln();
+        let log_y = vmath::ln(y);
         let log_sigma = d[2][0];
-        let pow = (alpha * (log_y - log_sigma)).exp(); // (y/σ)^α
+        let pow = vmath::exp(alpha * (log_y - log_sigma)); // (y/σ)^α
         let mut lp = -pow;
         let mut g = [
             -alpha * pow / y,
@@ -996,7 +1065,7 @@ impl UnivariateKernel for ChiSquare {
         }
         let (y, nu) = (x[0], x[1]);
         let half_nu = 0.5 * nu;
-        let log_y = y.ln();
+        let log_y = vmath::ln(y);
         let mut lp = 0.0;
         let mut g = [0.0; 4];
         if self.nu_only {
@@ -1024,12 +1093,18 @@ impl UnivariateKernel for ChiSquare {
 /// separate checks, in Stan's order, only to phrase the failure.
 #[inline]
 fn check_count(check: Check, what: &str, n: f64) -> Result<Derived, MathError> {
-    if n >= 0.0 && n <= i32::MAX as f64 && (n as i32) as f64 == n {
+    if is_count(n) {
         return Ok(NONE);
     }
     check.integer(what, n)?;
     check.nonnegative(what, n)?;
     Ok(NONE)
+}
+
+/// Whether `n` is a count ([`check_count`]'s test, as a `bool`).
+#[inline(always)]
+fn is_count(n: f64) -> bool {
+    n >= 0.0 && is_integer(n)
 }
 
 /// poisson(n | lambda). λ derives `[log λ (if kept), _, _]`.
@@ -1058,7 +1133,7 @@ impl UnivariateKernel for Poisson {
             0 => check_count(check, "Random variable", x),
             _ => {
                 check.nonnegative("Rate parameter", x)?;
-                Ok([if self.rate { x.ln() } else { 0.0 }, 0.0, 0.0])
+                Ok([if self.rate { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
             }
         }
     }
@@ -1111,37 +1186,55 @@ impl UnivariateKernel for PoissonLog {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
         let check = check!("poisson_log_lpmf");
         match k {
-            0 => check_count(check, "Random variable", x),
-            _ => {
-                check.not_nan("Log rate parameter", x)?;
-                Ok([if self.rate { x.exp() } else { 0.0 }, 0.0, 0.0])
+            0 => {
+                check_count(check, "Random variable", x)?;
             }
-        }
+            _ => check.not_nan("Log rate parameter", x)?,
+        };
+        Ok(self.prepare_lanes(k, x).1)
     }
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => (is_count(x), NONE),
+            _ => (
+                !x.is_nan(),
+                [if self.rate { vmath::exp(x) } else { 0.0 }, 0.0, 0.0],
+            ),
+        }
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let (n, alpha) = (x[0], x[1]);
-        let mut lp = 0.0;
-        if self.constant {
-            lp -= lgamma(n + 1.0);
-        }
-        if !alpha.is_finite() {
-            // α = +∞: no mass anywhere; α = −∞: all mass at 0 (with n α = 0 · (−∞) = 0).
-            if alpha == f64::INFINITY || n != 0.0 {
-                return Ok(NEG_INF);
-            }
-            return Ok((lp, [0.0; 4]));
-        }
-        let mut g = [0.0; 4];
-        if self.rate {
-            let rate = d[1][0];
-            lp += n * alpha - rate;
-            g[1] = n - rate;
-        }
-        Ok((lp, g))
+        let lp0 = if self.constant {
+            0.0 - lgamma(n + 1.0)
+        } else {
+            0.0
+        };
+        let rate = d[1][0];
+        let (lp, g1) = if self.rate {
+            (lp0 + (n * alpha - rate), n - rate)
+        } else {
+            (lp0, 0.0)
+        };
+        // α = +∞: no mass anywhere; α = −∞: all mass at 0 (with n α = 0 · (−∞) = 0).
+        let finite = alpha.is_finite();
+        let lp = if finite {
+            lp
+        } else if alpha == f64::INFINITY || n != 0.0 {
+            f64::NEG_INFINITY
+        } else {
+            lp0
+        };
+        (true, (lp, [0.0, if finite { g1 } else { 0.0 }, 0.0, 0.0]))
     }
 }
 
@@ -1173,7 +1266,7 @@ impl UnivariateKernel for Binomial {
             _ => {
                 check.bounded("Probability parameter", x, 0.0, 1.0)?;
                 if self.theta {
-                    Ok([x.ln(), (1.0 - x).ln(), 0.0])
+                    Ok([vmath::ln(x), vmath::ln(1.0 - x), 0.0])
                 } else {
                     Ok(NONE)
                 }
@@ -1240,14 +1333,9 @@ impl UnivariateKernel for BinomialLogit {
             _ => {
                 check.finite("Probability parameter", x)?;
                 if self.alpha {
-                    // The one `exp` and `log1p` the three share.
-                    let e = exp_neg_abs(x);
-                    let l = e.ln_1p();
-                    Ok([
-                        log1p_exp_with(-x, l),
-                        log1p_exp_with(x, l),
-                        inv_logit_with(x, e),
-                    ])
+                    // One `exp` for the three.
+                    let (softplus, softplus_neg, p) = vmath::log1p_exp_pair_and_inv_logit(x);
+                    Ok([softplus_neg, softplus, p])
                 } else {
                     Ok(NONE)
                 }
@@ -1303,25 +1391,44 @@ impl UnivariateKernel for Bernoulli {
             }
             _ => {
                 check.bounded("Probability parameter", x, 0.0, 1.0)?;
-                if self.any {
-                    Ok([x.ln(), log1m(x), 0.0])
-                } else {
-                    Ok(NONE)
-                }
+                Ok(self.prepare_lanes(k, x).1)
             }
         }
     }
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => ((0.0..=1.0).contains(&x) && is_integer(x), NONE),
+            _ => {
+                // Both logarithms (the variate picks one per element, in `element_lanes`).
+                let derived = if self.any {
+                    [vmath::ln(x), vmath::ln_1p(-x), 0.0] // log1m, inlined
+                } else {
+                    NONE
+                };
+                ((0.0..=1.0).contains(&x), derived)
+            }
+        }
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let (n, theta) = (x[0], x[1]);
-        if n == 1.0 {
-            Ok((d[1][0], [0.0, 1.0 / theta, 0.0, 0.0]))
+        let one = n == 1.0;
+        let lp = if one { d[1][0] } else { d[1][1] };
+        let g = if one {
+            1.0 / theta
         } else {
-            Ok((d[1][1], [0.0, -1.0 / (1.0 - theta), 0.0, 0.0]))
-        }
+            -1.0 / (1.0 - theta)
+        };
+        (true, (lp, [0.0, g, 0.0, 0.0]))
     }
 }
 
@@ -1354,18 +1461,27 @@ impl UnivariateKernel for BernoulliLogit {
         }
     }
     #[inline]
-    fn element(&self, x: &[f64; 4], _d: &[Derived; 4]) -> Result<ElementValue, MathError> {
-        if !self.any {
-            return Ok(ZERO);
+    fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => ((0.0..=1.0).contains(&x) && is_integer(x), NONE),
+            _ => (!x.is_nan(), NONE),
         }
-        // log σ(s α) with s = 2n - 1
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], _d: &[Derived; 4]) -> (bool, ElementValue) {
+        if !self.any {
+            return (true, ZERO);
+        }
+        // log σ(s α) = −log1p_exp(−s α), with s = 2n − 1; its derivative s σ(−s α).
         let s = 2.0 * x[0] - 1.0;
         let sa = s * x[1];
-        let e = exp_neg_abs(sa);
-        Ok((
-            -log1p_exp_with(-sa, e.ln_1p()),
-            [0.0, s * inv_logit_with(-sa, e), 0.0, 0.0],
-        ))
+        let (softplus, p) = vmath::log1p_exp_and_inv_logit(-sa);
+        (true, (-softplus, [0.0, s * p, 0.0, 0.0]))
     }
 }
 
@@ -1396,7 +1512,7 @@ impl UnivariateKernel for NegBinomial2 {
             0 => check_count(check, "Failures variable", x),
             1 => {
                 check.positive_finite("Location parameter", x)?;
-                Ok([if self.mu_only { x.ln() } else { 0.0 }, 0.0, 0.0])
+                Ok([if self.mu_only { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
             }
             _ => {
                 check.positive_finite("Precision parameter", x)?;
@@ -1420,8 +1536,8 @@ impl UnivariateKernel for NegBinomial2 {
             lp += times_log(n, d[1][0]);
             g[1] += n / mu;
         }
-        let log_mu_plus_phi = (mu + phi).ln();
-        let log1p_mu_over_phi = (mu / phi).ln_1p();
+        let log_mu_plus_phi = vmath::ln(mu + phi);
+        let log1p_mu_over_phi = vmath::ln_1p(mu / phi);
         lp += -phi * log1p_mu_over_phi - n * log_mu_plus_phi;
         g[1] -= (n + phi) / (mu + phi);
         g[2] += -log1p_mu_over_phi + (mu - n) / (mu + phi);
@@ -1452,24 +1568,36 @@ impl UnivariateKernel for NegBinomial2Log {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
         let check = check!("neg_binomial_2_log_lpmf");
         match k {
-            0 => check_count(check, "Failures variable", x),
-            1 => check.finite("Log location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Precision parameter", x)?;
-                Ok([x.ln(), 0.0, 0.0])
+            0 => {
+                check_count(check, "Failures variable", x)?;
             }
-        }
+            1 => check.finite("Log location parameter", x)?,
+            _ => check.positive_finite("Precision parameter", x)?,
+        };
+        Ok(self.prepare_lanes(k, x).1)
     }
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => (is_count(x), NONE),
+            1 => (x.is_finite(), NONE),
+            _ => (x > 0.0 && x.is_finite(), [vmath::ln(x), 0.0, 0.0]),
+        }
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let [n, eta, phi, _] = *x;
         let [log_phi, _, _] = d[2];
         let u = eta - log_phi;
-        let e = exp_neg_abs(u);
-        let (log1p_exp_u, s) = (log1p_exp_with(u, e.ln_1p()), inv_logit_with(u, e));
+        let (log1p_exp_u, s) = vmath::log1p_exp_and_inv_logit(u);
         let mut lp = 0.0;
         let mut g = [0.0; 4];
         if self.phi_only {
@@ -1483,6 +1611,6 @@ impl UnivariateKernel for NegBinomial2Log {
         lp += -phi * log1p_exp_u - n * (log_phi + log1p_exp_u);
         g[1] -= (n + phi) * s;
         g[2] += -log1p_exp_u + s * (1.0 + n / phi) - n / phi;
-        Ok((lp, g))
+        (true, (lp, g))
     }
 }

@@ -54,7 +54,7 @@ pub struct C64 {
 
 impl C64 {
     pub const ZERO: C64 = C64 { re: 0.0, im: 0.0 };
-    pub const ONE: C64 = C64 { re: 1.0, im: 0.0 };
+    pub(crate) const ONE: C64 = C64 { re: 1.0, im: 0.0 };
     pub fn new(re: f64, im: f64) -> C64 {
         C64 { re, im }
     }

@@ -281,7 +281,7 @@ pub fn dirichlet_lpdf(
 /// η (Lewandowski, Kurowicka & Joe 2009): `−log c_K(η)` with
 /// `log c_K(η) = Σ_{k=1}^{K−1} [(2η − 2 + K − k)(K − k) log 2 + (K − k) lbeta(b_k, b_k)]`,
 /// `b_k = η + (K − k − 1)/2`. Returns (value, d value / dη).
-pub fn lkj_log_constant(eta: f64, k: usize) -> (f64, f64) {
+pub(crate) fn lkj_log_constant(eta: f64, k: usize) -> (f64, f64) {
     let kf = k as f64;
     let mut value = 0.0;
     let mut d_eta = 0.0;

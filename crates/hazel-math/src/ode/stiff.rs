@@ -70,7 +70,7 @@ fn newton_matrix(jy: &[f64], n: usize, hg: f64, m: &mut [f64], f: &mut [f64]) ->
 /// Solves `y' = f(t, y; p)` at `ts` with the stiff method (see the module docs), with
 /// sensitivities with respect to `y0` (when `y0_sens`) and the parameters of `rhs`, in
 /// [`OdeSolution`]'s layout.
-pub fn solve_stiff<R: OdeRhs + ?Sized>(
+pub(crate) fn solve_stiff<R: OdeRhs + ?Sized>(
     rhs: &mut R,
     y0: &[f64],
     y0_sens: bool,

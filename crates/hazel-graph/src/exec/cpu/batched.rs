@@ -248,7 +248,7 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
             ];
             for l in (0..k).filter(|&l| ws.alive[l]) {
                 let g = &ws.adj[l * nv + o0 + start..l * nv + o0 + end];
-                let s = dot4(block, g);
+                let s = dot4(ws.isa, block, g);
                 for (t, sc) in tmp[l * cols + c..l * cols + c + 4].iter_mut().zip(s) {
                     *t += sc;
                 }
@@ -259,7 +259,7 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
             let cc = col(c, start, end);
             for l in (0..k).filter(|&l| ws.alive[l]) {
                 let g = &ws.adj[l * nv + o0 + start..l * nv + o0 + end];
-                tmp[l * cols + c] += dot(cc, g);
+                tmp[l * cols + c] += dot(ws.isa, cc, g);
             }
         }
         start = end;

@@ -14,10 +14,11 @@
 //! for varying arguments, and every summand a varying argument appears in is kept, so the
 //! partials are always those of the full density.
 
-use super::kernels::CHUNK;
+use super::kernels::{ChunkSum, CHUNK};
 use super::read;
 pub use crate::ir::ops::{DistKind, Mode, TableDist};
 use crate::ir::Arg;
+use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
 use hazel_math::dist::kernel::{self as kernel, UnivariateKernel};
 use hazel_math::dist::{MathError, Terms};
@@ -137,6 +138,27 @@ macro_rules! with_kernel {
             }
         }
     }};
+}
+
+/// Elements per block of [`DistArgs::chunk_lanes`]'s loop (a multiple of 8; its buffers,
+/// five blocks of this many values, stay in L1).
+const LANE_BLOCK: usize = 256;
+
+/// The chunk's term sum and the scalar arguments' partial sums, from the lane sums and the
+/// last `tail` (< 8) values of each row.
+#[inline(always)]
+fn finish_sums<K: UnivariateKernel, const VECTORS: u8>(
+    sums: &[ChunkSum; 5],
+    rest: &[[f64; 8]; 5],
+    tail: usize,
+) -> (f64, [f64; 4]) {
+    let mut scalar_part = [0.0f64; 4];
+    for k in 0..K::ARITY {
+        if VECTORS & (1 << k) == 0 {
+            scalar_part[k] = sums[1 + k].finish(&rest[1 + k][..tail]);
+        }
+    }
+    (sums[0].finish(&rest[0][..tail]), scalar_part)
 }
 
 /// One element of a table distribution (lpdf, lcdf or lccdf) through its function pointers.
@@ -288,6 +310,8 @@ pub struct DistArgs<'a> {
     pub nargs: usize,
     pub inc: Inc,
     pub len: usize,
+    /// The instruction set of the vectorising element loops (same bits for every choice).
+    pub isa: Isa,
 }
 
 impl<'a> DistArgs<'a> {
@@ -298,6 +322,7 @@ impl<'a> DistArgs<'a> {
         len: usize,
         lo: &'a [f64],
         consts: &'a [f64],
+        isa: Isa,
     ) -> Self {
         let mut varying = 0u8;
         let mut slices: [&[f64]; 4] = [&[0.0]; 4];
@@ -316,6 +341,7 @@ impl<'a> DistArgs<'a> {
                 varying,
             },
             len,
+            isa,
         }
     }
 
@@ -385,6 +411,12 @@ impl<'a> DistArgs<'a> {
     /// argument `k` is a vector (read and prepared per element), clear = a broadcast scalar
     /// (checked and prepared once; its partials summed).
     ///
+    /// The chunk's terms, and the partials of scalar arguments, are summed in
+    /// [`kernels::chunked_sum`]'s shape ([`ChunkSum`]) by both loops below, so they give the
+    /// same bits. Families with branch-free forms (`K::LANES`) run [`Self::chunk_lanes`], whose
+    /// loop vectorises; if an element fails a check there, the checked loop runs the chunk
+    /// again to name the first failing element.
+    ///
     /// # Safety
     /// As for [`DistArgs::chunk`].
     // One out-of-line copy per kernel and layout: the loop gets its own inlining budget instead
@@ -397,6 +429,15 @@ impl<'a> DistArgs<'a> {
         sc: &[u32],
         scratch: *mut f64,
     ) -> Result<(f64, [f64; 4]), EvalError> {
+        if K::LANES {
+            // SAFETY: the caller's contract.
+            let lanes = dispatch!(self.isa, unsafe {
+                self.chunk_lanes::<K, VECTORS>(c0, c1, sc, scratch)
+            })?;
+            if let Some(r) = lanes {
+                return Ok(r);
+            }
+        }
         let is_vector = |k: usize| VECTORS & (1 << k) != 0;
         let kernel = K::new(self.inc.terms());
         let mut x = [0.0; 4];
@@ -419,9 +460,13 @@ impl<'a> DistArgs<'a> {
                     .map_err(|e| EvalError::domain(e.message))?;
             }
         }
-        let mut s = 0.0;
-        let mut scalar_part = [0.0f64; 4];
-        for j in 0..c1 - c0 {
+        let n = c1 - c0;
+        let n8 = n / 8 * 8;
+        // Lane sums (0: the terms, 1 + k: argument k's partials) and the last n mod 8 values.
+        let mut sums = [ChunkSum::default(); 5];
+        let mut rest = [[0.0f64; 8]; 5];
+        let mut block = [[0.0f64; 8]; 5];
+        for j in 0..n {
             for k in 0..K::ARITY {
                 if is_vector(k) {
                     // SAFETY: `columns[k]` has `c1 - c0` elements.
@@ -430,18 +475,114 @@ impl<'a> DistArgs<'a> {
                 }
             }
             let (lp, g) = kernel.element(&x, &d).map_err(|e| at_element(e, c0 + j))?;
-            s += lp;
+            let into = if j < n8 { &mut block } else { &mut rest };
+            into[0][j % 8] = lp;
             for k in 0..K::ARITY {
                 if !is_vector(k) {
-                    // Summed for every scalar argument; `combine` keeps only the varying ones.
-                    scalar_part[k] += g[k];
+                    into[1 + k][j % 8] = g[k];
                 } else if !partials[k].is_null() {
                     // SAFETY: see the caller's contract.
                     unsafe { *partials[k].add(j) = g[k] };
                 }
             }
+            if j < n8 && j % 8 == 7 {
+                for (sum, b) in sums.iter_mut().zip(&block) {
+                    sum.add8(self.isa, b);
+                }
+            }
         }
-        Ok((s, scalar_part))
+        Ok(finish_sums::<K, VECTORS>(&sums, &rest, n - n8))
+    }
+
+    /// [`Self::chunk_layout`]'s vectorising loop: `None` if an element fails a check.
+    ///
+    /// The chunk is walked in blocks of [`LANE_BLOCK`] elements: a loop over a block computes
+    /// each element's term and partials through the kernel's branch-free forms into buffers
+    /// (the vector arguments' partials straight into scratch), the checks' outcomes and-ed
+    /// together; the buffers are then added into the lane sums.
+    ///
+    /// # Safety
+    /// As for [`DistArgs::chunk`].
+    // Index loops on purpose (see `crate::simd`).
+    #[allow(clippy::needless_range_loop)]
+    #[inline(always)]
+    unsafe fn chunk_lanes<K: UnivariateKernel, const VECTORS: u8>(
+        &self,
+        c0: usize,
+        c1: usize,
+        sc: &[u32],
+        scratch: *mut f64,
+    ) -> Result<Option<(f64, [f64; 4])>, EvalError> {
+        let is_vector = |k: usize| VECTORS & (1 << k) != 0;
+        let kernel = K::new(self.inc.terms());
+        let mut x = [0.0; 4];
+        let mut d = [[0.0; 3]; 4];
+        let mut ok = true;
+        for k in 0..K::ARITY {
+            if !is_vector(k) {
+                x[k] = self.slices[k][0];
+                d[k] = kernel
+                    .prepare(k, x[k])
+                    .map_err(|e| EvalError::domain(e.message))?;
+            }
+        }
+        let n = c1 - c0;
+        let n8 = n / 8 * 8;
+        // Row 0: the terms; row 1 + k: argument k's partials (for a vector argument without
+        // scratch, a sink).
+        let mut buf = [[0.0f64; LANE_BLOCK]; 5];
+        let mut sums = [ChunkSum::default(); 5];
+        let mut rest = [[0.0f64; 8]; 5];
+        let mut j0 = 0;
+        while j0 < n {
+            let m = LANE_BLOCK.min(n - j0);
+            let (terms, rows) = buf.split_first_mut().expect("rows");
+            let mut columns: [&[f64]; 4] = [&[]; 4];
+            let mut dst: [*mut f64; 4] = [std::ptr::null_mut(); 4];
+            for k in 0..K::ARITY {
+                if is_vector(k) {
+                    columns[k] = &self.slices[k][c0 + j0..c0 + j0 + m];
+                }
+                dst[k] = if is_vector(k) && sc[k] != NO_SCRATCH {
+                    // SAFETY: see the caller's contract.
+                    unsafe { scratch.add(sc[k] as usize + c0 + j0) }
+                } else {
+                    rows[k].as_mut_ptr()
+                };
+            }
+            for j in 0..m {
+                for k in 0..K::ARITY {
+                    if is_vector(k) {
+                        // SAFETY: `columns[k]` has `m` elements.
+                        x[k] = unsafe { *columns[k].get_unchecked(j) };
+                        let (passes, derived) = kernel.prepare_lanes(k, x[k]);
+                        ok &= passes;
+                        d[k] = derived;
+                    }
+                }
+                let (passes, (lp, g)) = kernel.element_lanes(&x, &d);
+                ok &= passes;
+                terms[j] = lp;
+                for k in 0..K::ARITY {
+                    // SAFETY: `dst[k]` has room for `m` values (scratch: the caller's
+                    // contract; otherwise a row of `buf`).
+                    unsafe { *dst[k].add(j) = g[k] };
+                }
+            }
+            // Into the lanes: all of a block but the chunk's last n mod 8 values.
+            let m8 = m.min(n8.saturating_sub(j0));
+            for (r, (sum, row)) in sums.iter_mut().zip(&buf).enumerate() {
+                if r == 0 || (r <= K::ARITY && !is_vector(r - 1)) {
+                    sum.add8(self.isa, &row[..m8]);
+                    rest[r][..m - m8].copy_from_slice(&row[m8..m]);
+                }
+            }
+            j0 += m;
+        }
+        if !ok {
+            return Ok(None);
+        }
+        Ok(Some(finish_sums::<K, VECTORS>(&sums, &rest, n - n8)))
     }
 
     /// [`DistArgs::chunk`] for a table distribution (function pointers, per element).
@@ -524,8 +665,9 @@ pub fn forward(
     lo: &[f64],
     consts: &[f64],
     scratch: &mut [f64],
+    isa: Isa,
 ) -> Result<f64, EvalError> {
-    let a = DistArgs::new(kind, args, propto, len, lo, consts);
+    let a = DistArgs::new(kind, args, propto, len, lo, consts, isa);
     let ptr = scratch.as_mut_ptr();
     let mut total = 0.0;
     let mut scalar_tot = [0.0f64; 4];

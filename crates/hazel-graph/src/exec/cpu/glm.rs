@@ -46,7 +46,7 @@ pub fn forward(
             }
         }
         let lo_ro: &[f64] = lo;
-        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts);
+        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
         // SAFETY: the builder sized `scratch` for every argument run; one thread.
         let (part, sp) = unsafe { a.chunk(r0, r1, &s.scratch, scratch.as_mut_ptr())? };
         total += part;
@@ -59,7 +59,7 @@ pub fn forward(
         let (below, from_work) = scratch.split_at_mut(work);
         let p = &below[p_off + r0..p_off + r1];
         let gb = &mut from_work[..cols + 1];
-        dispatch!(isa, block_gradient(xm, p, rows, cols, r0, gb));
+        dispatch!(isa, block_gradient(isa, xm, p, rows, cols, r0, gb));
     }
     for k in 0..s.args.len() {
         if s.scratch[k] != NO_SCRATCH && s.args[k].len() == 1 {
@@ -72,22 +72,35 @@ pub fn forward(
 
 /// `gb[c] += dot(X[r0..r1, c], p)` for each column (one chunk of [`kernels::dot`], four
 /// columns per pass) and `gb[cols] += Σ p` ([`kernels::chunked_sum`]'s chunk).
+// Index loops on purpose: see `crate::simd` (iterator adapters left out of line run at the
+// baseline level).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
-fn block_gradient(xm: &[f64], p: &[f64], rows: usize, cols: usize, r0: usize, gb: &mut [f64]) {
+fn block_gradient(
+    isa: Isa,
+    xm: &[f64],
+    p: &[f64],
+    rows: usize,
+    cols: usize,
+    r0: usize,
+    gb: &mut [f64],
+) {
     let nr = p.len();
     let col = |c: usize| &xm[c * rows + r0..c * rows + r0 + nr];
     let mut c = 0;
     while c + 4 <= cols {
-        let d = kernels::dot4([col(c), col(c + 1), col(c + 2), col(c + 3)], p);
+        let d = kernels::dot4(isa, [col(c), col(c + 1), col(c + 2), col(c + 3)], p);
         for (g, v) in gb[c..c + 4].iter_mut().zip(d) {
             *g += v;
         }
         c += 4;
     }
-    for (c, g) in gb.iter_mut().enumerate().take(cols).skip(c) {
-        *g += kernels::dot(col(c), p);
+    // (Index loops, not `skip`: an iterator's out-of-line `nth` returning an aggregate stops
+    // LLVM inlining the kernel into the dispatched copy; see `crate::simd`.)
+    for c in c..cols {
+        gb[c] += kernels::dot(isa, col(c), p);
     }
-    gb[cols] += kernels::chunked_sum(p);
+    gb[cols] += kernels::chunked_sum(isa, p);
 }
 
 /// Backward rule: `adj[β] += g ∂lp/∂β`, `adj[α] += g ∂lp/∂α`, `adj[X] += (g ∂lp/∂η) βᵀ`

@@ -16,24 +16,7 @@ pub use crate::ir::ops::{BinaryFn, DistKind, MathBinary, MathUnary, UnaryFn};
 /// Elements per reduction chunk (and per parallel work item).
 pub const CHUNK: usize = 2048;
 
-#[inline(always)]
-fn inv_logit(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
-}
-
-#[inline(always)]
-fn log1p_exp(x: f64) -> f64 {
-    if x > 0.0 {
-        x + (-x).exp().ln_1p()
-    } else {
-        x.exp().ln_1p()
-    }
-}
+use hazel_math::vmath::{self, inv_logit, log1p_exp};
 
 impl UnaryFn {
     #[inline(always)]
@@ -41,24 +24,24 @@ impl UnaryFn {
         use UnaryFn::*;
         match self {
             Neg => -x,
-            Exp => x.exp(),
-            Log => x.ln(),
+            Exp => vmath::exp(x),
+            Log => vmath::ln(x),
             Sqrt => x.sqrt(),
             Square => x * x,
             Inv => 1.0 / x,
-            Log1p => x.ln_1p(),
-            Expm1 => x.exp_m1(),
+            Log1p => vmath::ln_1p(x),
+            Expm1 => vmath::expm1(x),
             Log1pExp => log1p_exp(x),
             InvLogit => inv_logit(x),
-            Logit => (x / (1.0 - x)).ln(),
+            Logit => vmath::ln(x / (1.0 - x)),
             LogInvLogit => -log1p_exp(-x),
             Log1mInvLogit => -log1p_exp(x),
-            Log1m => (-x).ln_1p(),
+            Log1m => vmath::ln_1p(-x),
             Abs => x.abs(),
             Sin => x.sin(),
             Cos => x.cos(),
             Tan => x.tan(),
-            Tanh => x.tanh(),
+            Tanh => vmath::tanh(x),
             Sinh => x.sinh(),
             Cosh => x.cosh(),
             Asin => x.asin(),
@@ -130,9 +113,9 @@ impl UnaryFn {
             Cbrt => y / (3.0 * x),
             Lgamma => crate::special::digamma(x),
             Digamma => crate::special::trigamma(x),
-            Erf => 2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp(),
-            Erfc => -2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp(),
-            Phi => (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt(),
+            Erf => 2.0 / std::f64::consts::PI.sqrt() * vmath::exp(-x * x),
+            Erfc => -2.0 / std::f64::consts::PI.sqrt() * vmath::exp(-x * x),
+            Phi => vmath::exp(-0.5 * x * x) / (2.0 * std::f64::consts::PI).sqrt(),
             PowConst(c) => {
                 if c == 0.0 {
                     0.0
@@ -183,7 +166,7 @@ impl BinaryFn {
                     let other = if a == m { b } else { a };
                     m + (1.0 + (other - m).exp()).ln()
                 } else {
-                    m + ((a - m).exp() + (b - m).exp()).ln()
+                    m + vmath::ln(vmath::exp(a - m) + vmath::exp(b - m))
                 }
             }
             // `log1p(-exp(b − a))` rounds to −∞ once `b − a` is within an ulp of 0 (a truncation
@@ -230,10 +213,10 @@ impl BinaryFn {
                 let d = a * a + b * b;
                 (b / d, -a / d)
             }
-            LogSumExp => ((a - y).exp(), (b - y).exp()),
+            LogSumExp => (vmath::exp(a - y), vmath::exp(b - y)),
             LogDiffExp => {
                 // y = log(e^a - e^b): ∂a = e^a/(e^a-e^b), ∂b = -e^b/(e^a-e^b)
-                ((a - y).exp(), -(b - y).exp())
+                (vmath::exp(a - y), -vmath::exp(b - y))
             }
             Fdim => {
                 if a > b {
@@ -276,28 +259,60 @@ pub(crate) fn strong_mul(g: f64, partial: f64) -> f64 {
 
 /// Sums a slice in fixed chunks (see the module comment); within a chunk, eight interleaved
 /// partial sums (element `i` goes to lane `i mod 8`) are added pairwise at the end, so the
-/// loop is not bound by the latency of one accumulator and still has one fixed order.
-/// (This fixed shape is what makes every SIMD level give the same bits: see `crate::simd`.)
+/// loop is not bound by the latency of one accumulator and still has one fixed order
+/// ([`ChunkSum`]'s shape). (This fixed shape is what makes every SIMD level give the same
+/// bits: see `crate::simd`.)
 #[inline(always)]
-pub fn chunked_sum(x: &[f64]) -> f64 {
+pub fn chunked_sum(isa: Isa, x: &[f64]) -> f64 {
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
-        let mut lanes = [0.0f64; 8];
-        let body = c.chunks_exact(8);
-        let rest = body.remainder();
-        for b in body {
-            for k in 0..8 {
-                lanes[k] += b[k];
-            }
-        }
-        let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
-            + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        let n8 = c.len() / 8 * 8;
+        let mut sum = ChunkSum::default();
+        sum.add8(isa, &c[..n8]);
+        total += sum.finish(&c[n8..]);
+    }
+    total
+}
+
+/// The sum of one chunk in [`chunked_sum`]'s shape, fed in pieces: the first `n − n mod 8`
+/// values through [`ChunkSum::add8`] (in order, in pieces whose lengths are multiples of 8),
+/// the last `n mod 8` to [`ChunkSum::finish`]. Loops that produce the summands themselves (a
+/// density's terms, block by block) sum them with it and so keep the one shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChunkSum {
+    lanes: [f64; 8],
+}
+
+impl ChunkSum {
+    /// Adds `v` (a multiple of 8 long): value `i` into lane `i mod 8` (vectorised for `isa`,
+    /// the same bits at every level).
+    #[inline(always)]
+    pub fn add8(&mut self, isa: Isa, v: &[f64]) {
+        debug_assert!(v.len().is_multiple_of(8));
+        self.lanes = crate::simd::add_lanes(isa, self.lanes, v);
+    }
+
+    /// The lanes combined in one fixed tree, then `rest` (fewer than 8 values) in order.
+    #[inline(always)]
+    pub fn finish(&self, rest: &[f64]) -> f64 {
+        let mut s = lane_tree(&self.lanes);
         for v in rest {
             s += v;
         }
-        total += s;
+        s
     }
-    total
+}
+
+/// The eight lanes of a chunk's partial sums combined in the one fixed tree,
+/// `((l₀ + l₁) + (l₂ + l₃)) + ((l₄ + l₅) + (l₆ + l₇))`.
+///
+/// Out of line on purpose: with the tree inlined after an accumulation loop, LLVM's SLP
+/// vectoriser pairs the lanes the tree pairs (0 with 2, 1 with 3, …) into 2-wide vectors
+/// with shuffles in the loop; with the lanes handed to a call, it keeps them as one 8-wide
+/// (AVX-512) or two 4-wide (AVX2) accumulators. One call per chunk.
+#[inline(never)]
+pub fn lane_tree(l: &[f64; 8]) -> f64 {
+    ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
 }
 
 /// Splits `vals` at `at`: the part below (inputs) and the output run.
@@ -331,16 +346,6 @@ pub fn sort_permutation(xs: &[f64], descending: bool, perm: &mut [f64]) {
         };
         by_value.then(a.total_cmp(&b))
     });
-}
-
-/// [`chunked_sum`] compiled for `isa` (same bits).
-pub fn chunked_sum_at(isa: Isa, x: &[f64]) -> f64 {
-    dispatch!(isa, chunked_sum(x))
-}
-
-/// [`dot`] compiled for `isa` (same bits).
-pub fn dot_at(isa: Isa, a: &[f64], b: &[f64]) -> f64 {
-    dispatch!(isa, dot(a, b))
 }
 
 /// Forward rule of `op`, its loops compiled for `isa` (every `isa` gives the same bits).
@@ -419,7 +424,7 @@ pub fn forward(
         }
         Op::Sum { x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            o[0] = chunked_sum_at(isa, read(*x, lo, consts));
+            o[0] = chunked_sum(isa, read(*x, lo, consts));
         }
         Op::SumScalars { xs, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
@@ -431,7 +436,7 @@ pub fn forward(
         }
         Op::Dot { a, b, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            o[0] = dot_at(isa, read(*a, lo, consts), read(*b, lo, consts));
+            o[0] = dot(isa, read(*a, lo, consts), read(*b, lo, consts));
         }
         Op::LogSumExp { x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
@@ -511,7 +516,17 @@ pub fn forward(
             out,
         } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            o[0] = dists::forward(*kind, args, *propto, *len as usize, sc, lo, consts, scratch)?;
+            o[0] = dists::forward(
+                *kind,
+                args,
+                *propto,
+                *len as usize,
+                sc,
+                lo,
+                consts,
+                scratch,
+                isa,
+            )?;
         }
         Op::Constrain {
             kind,
@@ -728,10 +743,23 @@ pub fn backward(
             let d = &mut adj_lo[x.range()];
             dispatch!(isa, unary_backward(*f, xs, ys, g, d));
         }
-        Op::Binary { f, a, b, out } => dispatch!(
-            isa,
-            binary_backward(*f, *a, *b, lo, consts, &vals[out.range()], g, adj_lo)
-        ),
+        Op::Binary { f, a, b, out } => {
+            let y = &vals[out.range()];
+            if matches!(
+                f,
+                BinaryFn::Add | BinaryFn::Sub | BinaryFn::Mul | BinaryFn::Div
+            ) {
+                dispatch!(
+                    isa,
+                    binary_backward(isa, *f, *a, *b, lo, consts, y, g, adj_lo)
+                )
+            } else {
+                // Not dispatched: `partials` is called out of line and returns a pair, which
+                // keeps LLVM from inlining the loop into a vector-level copy (`crate::simd`).
+                let (av, bv) = (read(*a, lo, consts), read(*b, lo, consts));
+                binary_backward_with(*a, *b, av, bv, y, g, adj_lo, |x, z, v| f.partials(x, z, v))
+            }
+        }
         Op::Sum { x, .. } => {
             if x.is_var() {
                 let g0 = g[0];
@@ -798,7 +826,7 @@ pub fn backward(
                 let g0 = g[0];
                 let d = &mut adj_lo[x.range()];
                 for i in 0..d.len() {
-                    d[i] += g0 * (xs[i] - y).exp();
+                    d[i] += g0 * vmath::exp(xs[i] - y);
                 }
             }
         }
@@ -843,7 +871,7 @@ pub fn backward(
             if v.is_var() {
                 let mv = read(*m, lo, consts);
                 let d = &mut adj_lo[v.range()];
-                dispatch!(isa, matvec_t_add(mv, g, rows, cols, d));
+                dispatch!(isa, matvec_t_add(isa, mv, g, rows, cols, d));
             }
             if m.is_var() {
                 let vv = read(*v, lo, consts);
@@ -865,7 +893,14 @@ pub fn backward(
                 for j in 0..m {
                     dispatch!(
                         isa,
-                        matvec_t_add(av, &g[j * n..(j + 1) * n], n, k, &mut d[j * k..(j + 1) * k])
+                        matvec_t_add(
+                            isa,
+                            av,
+                            &g[j * n..(j + 1) * n],
+                            n,
+                            k,
+                            &mut d[j * k..(j + 1) * k]
+                        )
                     );
                 }
             }
@@ -1082,53 +1117,38 @@ pub fn backward(
 
 /// Dot product with the same fixed chunking and eight-lane order as [`chunked_sum`].
 #[inline(always)]
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub fn dot(isa: Isa, a: &[f64], b: &[f64]) -> f64 {
     let mut total = 0.0;
     for (ca, cb) in a.chunks(CHUNK).zip(b.chunks(CHUNK)) {
-        let mut lanes = [0.0f64; 8];
-        let n8 = ca.len() / 8 * 8;
-        for (xa, xb) in ca[..n8].chunks_exact(8).zip(cb[..n8].chunks_exact(8)) {
-            for k in 0..8 {
-                lanes[k] += xa[k] * xb[k];
-            }
-        }
-        let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
-            + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-        for i in n8..ca.len() {
-            s += ca[i] * cb[i];
-        }
-        total += s;
+        total += chunk_dot(isa, ca, cb);
     }
     total
 }
 
-/// `[dot(a[0], b), …, dot(a[3], b)]`, each summed in exactly [`dot`]'s order, in one pass
-/// over `b` (the adjoint of a matrix–vector product's vector, four columns at a time).
+/// One chunk of [`dot`]: eight interleaved partial sums, the fixed tree, then the last
+/// `n mod 8` products in order.
 #[inline(always)]
-pub fn dot4(a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
+fn chunk_dot(isa: Isa, ca: &[f64], cb: &[f64]) -> f64 {
+    let n8 = ca.len() / 8 * 8;
+    let mut s = lane_tree(&crate::simd::dot_lanes(isa, &ca[..n8], cb));
+    for i in n8..ca.len() {
+        s += ca[i] * cb[i];
+    }
+    s
+}
+
+/// `[dot(a[0], b), …, dot(a[3], b)]`, each summed in exactly [`dot`]'s order, chunk by chunk
+/// so that each chunk of `b` is read from memory once for the four columns (the adjoint of a
+/// matrix–vector product's vector, four columns at a time).
+#[inline(always)]
+pub fn dot4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     let mut total = [0.0f64; 4];
     let mut start = 0;
     while start < b.len() {
         let end = (start + CHUNK).min(b.len());
         let cb = &b[start..end];
-        let ca = a.map(|x| &x[start..end]);
-        let mut lanes = [[0.0f64; 8]; 4];
-        let n8 = cb.len() / 8 * 8;
-        for i in (0..n8).step_by(8) {
-            let xb: &[f64; 8] = cb[i..i + 8].try_into().expect("8 values");
-            for (lane, col) in lanes.iter_mut().zip(&ca) {
-                let xa: &[f64; 8] = col[i..i + 8].try_into().expect("8 values");
-                for k in 0..8 {
-                    lane[k] += xa[k] * xb[k];
-                }
-            }
-        }
-        for ((t, l), col) in total.iter_mut().zip(&lanes).zip(&ca) {
-            let mut s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-            for i in n8..cb.len() {
-                s += col[i] * cb[i];
-            }
-            *t += s;
+        for (t, col) in total.iter_mut().zip(a) {
+            *t += chunk_dot(isa, &col[start..end], cb);
         }
         start = end;
     }
@@ -1144,11 +1164,11 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     for c in x.chunks(CHUNK) {
         let mut s = 0.0;
         for v in c {
-            s += (v - m).exp();
+            s += vmath::exp(v - m);
         }
         total += s;
     }
-    m + total.ln()
+    m + vmath::ln(total)
 }
 
 /// `out = M v` for column-major `M`: each row accumulates `m[r, c] * v[c]` over the columns
@@ -1164,6 +1184,9 @@ pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
 
 /// Rows `r0 .. r0 + out.len()` of `M v` ([`matvec`]'s order, which does not depend on the
 /// block): a parallel row block, or a row block of a fused kernel.
+// Index loops on purpose: see `crate::simd` (iterator adapters left out of line run at the
+// baseline level).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, out: &mut [f64]) {
     out.iter_mut().for_each(|o| *o = 0.0);
@@ -1183,7 +1206,8 @@ pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, ou
         }
         c += 4;
     }
-    for (c, &vc) in v.iter().enumerate().take(cols).skip(c) {
+    for c in c..cols {
+        let vc = v[c];
         for (o, mr) in out.iter_mut().zip(col(c)) {
             *o += mr * vc;
         }
@@ -1192,19 +1216,22 @@ pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, ou
 
 /// `d += Mᵀ g` for column-major `M` (`rows × cols`): `d[c] += dot(M[:, c], g)`, each dot in
 /// exactly [`dot`]'s order, four columns per pass over `g`.
+// Index loops on purpose: see `crate::simd` (iterator adapters left out of line run at the
+// baseline level).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
-pub fn matvec_t_add(m: &[f64], g: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
+pub fn matvec_t_add(isa: Isa, m: &[f64], g: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
     let col = |c: usize| &m[c * rows..(c + 1) * rows];
     let mut c = 0;
     while c + 4 <= cols {
-        let s = dot4([col(c), col(c + 1), col(c + 2), col(c + 3)], g);
+        let s = dot4(isa, [col(c), col(c + 1), col(c + 2), col(c + 3)], g);
         for (dc, sc) in d[c..c + 4].iter_mut().zip(s) {
             *dc += sc;
         }
         c += 4;
     }
-    for (c, dc) in d.iter_mut().enumerate().take(cols).skip(c) {
-        *dc += dot(col(c), g);
+    for c in c..cols {
+        d[c] += dot(isa, col(c), g);
     }
 }
 
@@ -1301,29 +1328,56 @@ pub fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut 
 /// `d += g · f'(x)` elementwise.
 #[inline(always)]
 fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
+    // The common functions' loops with the derivative inlined (the same formulas as
+    // `UnaryFn::deriv`), so they vectorise; the rest through `deriv`.
+    let n = ys.len();
+    let (xs, g, d) = (&xs[..n], &g[..n], &mut d[..n]);
+    macro_rules! each {
+        ($x:ident, $y:ident => $e:expr) => {{
+            for i in 0..n {
+                let ($x, $y) = (xs[i], ys[i]);
+                d[i] += strong_mul(g[i], $e);
+            }
+        }};
+    }
     match f {
-        UnaryFn::Tanh => {
-            for i in 0..ys.len() {
-                d[i] += strong_mul(g[i], 1.0 - ys[i] * ys[i]);
-            }
-        }
-        _ => {
-            for i in 0..ys.len() {
-                d[i] += strong_mul(g[i], f.deriv(xs[i], ys[i]));
-            }
-        }
+        UnaryFn::Tanh => each!(_x, y => 1.0 - y * y),
+        UnaryFn::Exp => each!(_x, y => y),
+        UnaryFn::Log => each!(x, _y => 1.0 / x),
+        UnaryFn::Square => each!(x, _y => 2.0 * x),
+        UnaryFn::Log1p => each!(x, _y => 1.0 / (1.0 + x)),
+        UnaryFn::Expm1 => each!(_x, y => y + 1.0),
+        UnaryFn::InvLogit => each!(_x, y => y * (1.0 - y)),
+        UnaryFn::Log1pExp => each!(x, _y => inv_logit(x)),
+        _ => each!(x, y => f.deriv(x, y)),
     }
 }
 
 #[inline(always)]
 fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
-    // The common functions get their own loop so they inline and vectorise.
+    // The common functions get their own loop so they inline and vectorise. Index loops, not
+    // `zip(..).for_each`: a closure too large to inline leaves `Zip::fold` out of line, which
+    // then runs at the baseline level (see `crate::simd`).
+    macro_rules! each {
+        ($v:ident => $e:expr) => {{
+            let x = &x[..out.len()];
+            for i in 0..out.len() {
+                let $v = x[i];
+                out[i] = $e;
+            }
+        }};
+    }
     match f {
-        UnaryFn::Neg => out.iter_mut().zip(x).for_each(|(o, v)| *o = -v),
-        UnaryFn::Exp => out.iter_mut().zip(x).for_each(|(o, v)| *o = v.exp()),
-        UnaryFn::Log => out.iter_mut().zip(x).for_each(|(o, v)| *o = v.ln()),
-        UnaryFn::Square => out.iter_mut().zip(x).for_each(|(o, v)| *o = v * v),
-        _ => out.iter_mut().zip(x).for_each(|(o, v)| *o = f.value(*v)),
+        UnaryFn::Neg => each!(v => -v),
+        UnaryFn::Exp => each!(v => vmath::exp(v)),
+        UnaryFn::Log => each!(v => vmath::ln(v)),
+        UnaryFn::Tanh => each!(v => vmath::tanh(v)),
+        UnaryFn::Log1p => each!(v => vmath::ln_1p(v)),
+        UnaryFn::Expm1 => each!(v => vmath::expm1(v)),
+        UnaryFn::InvLogit => each!(v => inv_logit(v)),
+        UnaryFn::Log1pExp => each!(v => log1p_exp(v)),
+        UnaryFn::Square => each!(v => v * v),
+        _ => each!(v => f.value(v)),
     }
 }
 
@@ -1365,6 +1419,7 @@ fn binary_forward(f: BinaryFn, a: &[f64], b: &[f64], out: &mut [f64]) {
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn binary_backward(
+    isa: Isa,
     f: BinaryFn,
     a: Arg,
     b: Arg,
@@ -1393,7 +1448,7 @@ fn binary_backward(
                         .zip(g)
                         .for_each(|(d, gi)| *d += gi);
                 } else {
-                    adj_lo[a.off as usize] += chunked_sum(g);
+                    adj_lo[a.off as usize] += chunked_sum(isa, g);
                 }
             }
             if b.is_var() {
@@ -1403,7 +1458,7 @@ fn binary_backward(
                         .zip(g)
                         .for_each(|(d, gi)| *d += sb * gi);
                 } else {
-                    adj_lo[b.off as usize] += sb * chunked_sum(g);
+                    adj_lo[b.off as usize] += sb * chunked_sum(isa, g);
                 }
             }
             return;
@@ -1417,7 +1472,8 @@ fn binary_backward(
         BinaryFn::Div => {
             binary_backward_with(a, b, av, bv, y, g, adj_lo, |_, z, v| (1.0 / z, -v / z))
         }
-        _ => binary_backward_with(a, b, av, bv, y, g, adj_lo, |x, z, v| f.partials(x, z, v)),
+        // The other functions take the general rule in `backward` (not dispatched).
+        _ => debug_assert!(false, "binary_backward: {f:?} has no arithmetic rule"),
     }
 }
 
@@ -1483,7 +1539,7 @@ pub fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
     if n < 2 {
         return (0.0, x.first().copied().unwrap_or(0.0), 0.0);
     }
-    let mean = chunked_sum(x) / n as f64;
+    let mean = chunked_sum(Isa::Baseline, x) / n as f64;
     let mut sum_of_squares = 0.0;
     for chunk in x.chunks(2048) {
         let mut s = 0.0;

@@ -92,7 +92,7 @@ fn forward_op(
             out,
         } if *len as usize >= PAR_MIN => {
             let (lo, hi) = vals.split_at_mut(out.off as usize);
-            let a = DistArgs::new(*kind, args, *propto, *len as usize, lo, consts);
+            let a = DistArgs::new(*kind, args, *propto, *len as usize, lo, consts, isa);
             let ptr = SendPtr(scratch.as_mut_ptr());
             let n = *len as usize;
             // `collect_into_vec` clears the vector and writes into its existing capacity, so
@@ -241,7 +241,7 @@ fn backward_op(
                     .par_iter_mut()
                     .enumerate()
                     .for_each(|(c, d)| {
-                        *d += kernels::dot_at(isa, &mv[c * rows..(c + 1) * rows], g);
+                        *d += kernels::dot(isa, &mv[c * rows..(c + 1) * rows], g);
                     });
             }
             if m.is_var() {

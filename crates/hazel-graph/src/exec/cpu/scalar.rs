@@ -141,8 +141,18 @@ fn small_forward(
         } => {
             // `vals` below the output holds every argument (the layout invariant).
             let (lo, hi) = vals.split_at_mut(out.off as usize);
-            dists::forward(*kind, args, *propto, *len as usize, sc, lo, consts, scratch)
-                .map(|lp| hi[0] = lp)
+            dists::forward(
+                *kind,
+                args,
+                *propto,
+                *len as usize,
+                sc,
+                lo,
+                consts,
+                scratch,
+                Isa::Baseline,
+            )
+            .map(|lp| hi[0] = lp)
         }
         _ => kernels::forward(op, consts, vals, scratch, Isa::Baseline),
     };

@@ -126,6 +126,15 @@ pub fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
 /// Runs `$body` (an expression calling `#[inline(always)]` kernels) compiled for `$isa`, out
 /// of line. A level whose token cannot be had (never after [`SimdLevel::resolve`]) runs the
 /// baseline.
+///
+/// The body only gets the level's instructions if LLVM inlines all of it into pulp's
+/// `#[target_feature]` function, and LLVM refuses ("conflicting attributes") when the body
+/// still calls a function (not inlined) that takes or returns an aggregate or vector, e.g. an
+/// iterator adaptor's `nth` behind `.skip(n)` (`Option<(usize, &mut f64)>`). Kernels run here
+/// therefore use index loops rather than `skip`/`step_by`, and each dispatch site is checked
+/// with `cargo rustc -p hazel-graph --release --lib -- -C
+/// llvm-args=-pass-remarks-missed=inline 2>&1 | grep 'vectorize3imp.*conflicting'` (no output
+/// expected for `call_once` into `imp`).
 macro_rules! dispatch {
     ($isa:expr, $body:expr) => {{
         let isa = $isa;
@@ -154,3 +163,93 @@ macro_rules! dispatch {
     }};
 }
 pub(crate) use dispatch;
+
+/// Runs a [`pulp::WithSimd`] op with `isa`'s token (pulp's `Scalar` at the baseline). Used
+/// for the fixed-shape reductions below, which are written with pulp's vector types rather
+/// than left to the auto-vectoriser: LLVM vectorises an eight-lane accumulation only
+/// sometimes, depending on what is inlined around it. Inside a [`dispatch!`] copy of the same
+/// level the op's `#[target_feature]` function inlines.
+#[inline(always)]
+pub fn with_isa<Op: pulp::WithSimd>(isa: Isa, op: Op) -> Op::Output {
+    use pulp::Simd;
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => match pulp::x86::V4::try_new() {
+            Some(s) => Simd::vectorize(s, op),
+            None => Simd::vectorize(pulp::Scalar::new(), op),
+        },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => match pulp::x86::V3::try_new() {
+            Some(s) => Simd::vectorize(s, op),
+            None => Simd::vectorize(pulp::Scalar::new(), op),
+        },
+        _ => Simd::vectorize(pulp::Scalar::new(), op),
+    }
+}
+
+/// The eight lane sums of a fixed-shape reduction: lane `k` = the terms `i ≡ k (mod 8)` in
+/// order. `8 / S::F64_LANES` vector accumulators hold them (one AVX-512 register, two AVX2,
+/// eight scalars), so every level adds the same numbers in the same order.
+struct Lanes<'a> {
+    a: &'a [f64],
+    /// `None`: sum `a`; `Some(b)`: sum `a[i] · b[i]`.
+    b: Option<&'a [f64]>,
+    lanes: [f64; 8],
+}
+
+impl pulp::WithSimd for Lanes<'_> {
+    type Output = [f64; 8];
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, s: S) -> [f64; 8] {
+        let per = 8 / S::F64_LANES;
+        let n8 = self.a.len() / 8 * 8;
+        let mut acc = [s.splat_f64s(0.0); 8];
+        let mut out = self.lanes;
+        {
+            let (start, _) = S::as_simd_f64s(&out);
+            acc[..per].copy_from_slice(&start[..per]);
+        }
+        let (av, _) = S::as_simd_f64s(&self.a[..n8]);
+        match self.b {
+            None => {
+                for block in av.chunks_exact(per) {
+                    for v in 0..per {
+                        acc[v] = s.add_f64s(acc[v], block[v]);
+                    }
+                }
+            }
+            Some(b) => {
+                let (bv, _) = S::as_simd_f64s(&b[..n8]);
+                for (xa, xb) in av.chunks_exact(per).zip(bv.chunks_exact(per)) {
+                    for v in 0..per {
+                        acc[v] = s.add_f64s(acc[v], s.mul_f64s(xa[v], xb[v]));
+                    }
+                }
+            }
+        }
+        let (dst, _) = S::as_mut_simd_f64s(&mut out);
+        dst[..per].copy_from_slice(&acc[..per]);
+        out
+    }
+}
+
+/// `lanes` plus the lane sums of `a` (its first `len − len mod 8` values).
+#[inline(always)]
+pub fn add_lanes(isa: Isa, lanes: [f64; 8], a: &[f64]) -> [f64; 8] {
+    with_isa(isa, Lanes { a, b: None, lanes })
+}
+
+/// The lane sums of `a[i] · b[i]` over the first `len − len mod 8` values (`b` at least as
+/// long as `a`).
+#[inline(always)]
+pub fn dot_lanes(isa: Isa, a: &[f64], b: &[f64]) -> [f64; 8] {
+    with_isa(
+        isa,
+        Lanes {
+            a,
+            b: Some(&b[..a.len()]),
+            lanes: [0.0; 8],
+        },
+    )
+}
