@@ -1,6 +1,7 @@
 //! Helpers shared by the benchmark binaries in `src/bin`.
 
 pub mod data;
+pub mod posteriors;
 
 use std::time::Instant;
 

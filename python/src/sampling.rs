@@ -270,15 +270,20 @@ impl CompiledStan {
     }
 }
 
-fn inv_metric_parts(m: &InverseMetric) -> (&[f64], Option<usize>) {
+/// The metric's values and, for a matrix, its dimension, as CmdStan's files hold it (a
+/// low-rank metric as its dense matrix).
+fn inv_metric_parts(m: &InverseMetric) -> Option<(&[f64], Option<usize>)> {
     match m {
-        InverseMetric::Diag(v) => (v.as_slice(), None),
-        InverseMetric::Dense { dim, values } => (values.as_slice(), Some(*dim)),
+        InverseMetric::Diag(v) => Some((v.as_slice(), None)),
+        InverseMetric::Dense { dim, values } => Some((values.as_slice(), Some(*dim))),
+        // Not in CmdStan's form: see `to_stan_form`.
+        InverseMetric::LowRank { .. } => None,
     }
 }
 
 /// A chain kept in memory as the dict the Python half reads.
 pub(crate) fn chain_dict<'py>(py: Python<'py>, chain: &ChainDraws) -> PyResult<Bound<'py, PyDict>> {
+    let inv_metric = chain.inv_metric.as_ref().map(InverseMetric::to_stan_form);
     ChainTables {
         chain_id: chain.chain_id,
         stat_names: chain
@@ -290,7 +295,7 @@ pub(crate) fn chain_dict<'py>(py: Python<'py>, chain: &ChainDraws) -> PyResult<B
         warmup: (&chain.warmup.stats, &chain.warmup.values),
         sampling: (&chain.sampling.stats, &chain.sampling.values),
         stepsize: chain.stepsize,
-        inv_metric: chain.inv_metric.as_ref().map(inv_metric_parts),
+        inv_metric: inv_metric.as_deref().and_then(inv_metric_parts),
     }
     .to_dict(py)
 }

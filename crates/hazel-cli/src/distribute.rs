@@ -567,6 +567,7 @@ fn run_data(
         Some((sinks, starts)) => {
             let progress = progress_for_run(
                 args.quiet,
+                args.refresh,
                 &config.info().chain_ids(),
                 config.sampler.num_warmup,
                 config.sampler.num_samples,
@@ -672,6 +673,7 @@ fn run_chains(
         .collect();
     let progress = progress_for_run(
         args.quiet,
+        args.refresh,
         &config.info().chain_ids(),
         config.sampler.num_warmup,
         config.sampler.num_samples,
@@ -826,6 +828,11 @@ impl DrawSink for ForwardSink {
         match inv_metric {
             InverseMetric::Diag(v) => w.u8(0).f64s(v),
             InverseMetric::Dense { dim, values } => w.u8(1).u64(*dim as u64).f64s(values),
+            InverseMetric::LowRank {
+                scale,
+                values,
+                vectors,
+            } => w.u8(2).f64s(scale).f64s(values).f64s(vectors),
         };
         self.send()
     }
@@ -1088,6 +1095,18 @@ fn apply(
                 0 => {
                     r.f64s_into(values)?;
                     InverseMetric::Diag(values.clone())
+                }
+                2 => {
+                    let (mut scale, mut eigenvalues, mut vectors) =
+                        (Vec::new(), Vec::new(), Vec::new());
+                    r.f64s_into(&mut scale)?;
+                    r.f64s_into(&mut eigenvalues)?;
+                    r.f64s_into(&mut vectors)?;
+                    InverseMetric::LowRank {
+                        scale,
+                        values: eigenvalues,
+                        vectors,
+                    }
                 }
                 _ => {
                     let dim = r.u64()? as usize;

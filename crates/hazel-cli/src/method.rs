@@ -10,7 +10,7 @@ use clap::Args;
 use hazel_density::DensityTerms;
 use hazel_draws::Progress;
 use hazel_graph::{CompileOptions, CompiledModel};
-use hazel_output::{FileNaming, FileOutput, OutputConfig};
+use hazel_output::{FileNaming, FileOutput, HeaderNotes, OutputConfig};
 use hazel_run::methods::{InitialValues, MethodCommon};
 use std::path::PathBuf;
 
@@ -108,6 +108,7 @@ pub fn prepare(
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
+            header: HeaderNotes::default(),
             // Each method names its files.
             naming: FileNaming::Method,
         }),

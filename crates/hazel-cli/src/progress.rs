@@ -3,7 +3,8 @@
 //! On a terminal: one indicatif bar per chain (iteration, Warmup/Sampling, divergences of the
 //! current phase).
 //! When stderr is not a terminal (logs, CI): a plain line per chain every 10% of its
-//! iterations. With `--quiet`: nothing ([`hazel_draws::NoProgress`]). Rejection messages are
+//! iterations, or every `--refresh N` iterations when given. With `--quiet` or `--refresh 0`:
+//! nothing ([`hazel_draws::NoProgress`]). Rejection messages are
 //! rate-limited per chain, so a model that rejects every proposal cannot flood the output.
 //! None of this influences the draws.
 
@@ -16,23 +17,27 @@ use std::time::{Duration, Instant};
 
 /// The observer for a run: bars on a terminal, lines otherwise, nothing when `quiet`.
 /// `chain_ids` are the CmdStan ids shown to the user (index `k` is chain `k` of the run).
+/// `refresh` is `--refresh` (CmdStan's: iterations between progress lines, 0 for none).
 pub fn progress_for_run(
     quiet: bool,
+    refresh: Option<usize>,
     chain_ids: &[u64],
     num_warmup: usize,
     num_samples: usize,
 ) -> Box<dyn Progress> {
-    if quiet {
+    if quiet || refresh == Some(0) {
         Box::new(NoProgress)
     } else if std::io::stderr().is_terminal() {
         Box::new(BarProgress::new(chain_ids, num_warmup, num_samples))
     } else {
-        Box::new(LineProgress::new(
+        let mut lines = LineProgress::new(
             chain_ids,
             num_warmup,
             num_samples,
             Box::new(|line| eprintln!("{line}")),
-        ))
+        );
+        lines.every = refresh;
+        Box::new(lines)
     }
 }
 
@@ -162,8 +167,10 @@ impl Progress for BarProgress {
 pub struct LineProgress {
     chain_ids: Vec<u64>,
     total: usize,
-    /// Per chain: the last tenth of the run reported.
-    reported_tenths: Vec<AtomicUsize>,
+    /// A line every this many iterations (and at the last one); `None`: every tenth of the run.
+    pub every: Option<usize>,
+    /// Per chain: the last step reported (a tenth, or a multiple of `every`).
+    reported_steps: Vec<AtomicUsize>,
     messages: MessageLimiter,
     emit: Box<dyn Fn(&str) + Send + Sync>,
 }
@@ -179,7 +186,8 @@ impl LineProgress {
         LineProgress {
             chain_ids: chain_ids.to_vec(),
             total: num_warmup + num_samples,
-            reported_tenths: chain_ids.iter().map(|_| AtomicUsize::new(0)).collect(),
+            every: None,
+            reported_steps: chain_ids.iter().map(|_| AtomicUsize::new(0)).collect(),
             messages: MessageLimiter::new(chain_ids.len()),
             emit,
         }
@@ -188,22 +196,27 @@ impl LineProgress {
 
 impl Progress for LineProgress {
     fn iteration(&self, chain: usize, iteration: usize, warmup: bool, divergences: usize) {
-        let Some(reported) = self.reported_tenths.get(chain) else {
+        let Some(reported) = self.reported_steps.get(chain) else {
             return;
         };
         if self.total == 0 {
             return;
         }
-        let tenth = iteration * 10 / self.total;
+        let step = match self.every {
+            None => iteration * 10 / self.total,
+            // The last iteration always gets its line.
+            Some(every) if iteration == self.total => self.total / every.max(1) + 1,
+            Some(every) => iteration / every.max(1),
+        };
         // Only the chain's own thread reports its iterations, so a plain load/store suffices.
-        if tenth > reported.load(Ordering::Relaxed) {
-            reported.store(tenth, Ordering::Relaxed);
+        if step > reported.load(Ordering::Relaxed) {
+            reported.store(step, Ordering::Relaxed);
             let phase = if warmup { "Warmup" } else { "Sampling" };
             let mut line = format!(
                 "Chain {} Iteration: {iteration:>width$} / {} [{:>3}%]  ({phase})",
                 self.chain_ids[chain],
                 self.total,
-                tenth * 10,
+                iteration * 100 / self.total,
                 width = self.total.to_string().len()
             );
             // The runner counts each phase's divergences apart: warmup's are expected while
@@ -274,6 +287,23 @@ mod tests {
             &"Chain 1 Iteration: 200 / 200 [100%]  (Sampling), 1 divergent after warmup"
                 .to_string()
         ));
+    }
+
+    /// `--refresh N`: a line every N iterations and at the last.
+    #[test]
+    fn lines_every_refresh_iterations() {
+        let (lines, emit) = recording();
+        let mut progress = LineProgress::new(&[1], 10, 15, emit);
+        progress.every = Some(7);
+        for iteration in 1..=25 {
+            progress.iteration(0, iteration, iteration <= 10, 0);
+        }
+        let lines = lines.lock().unwrap();
+        let iterations: Vec<&str> = lines
+            .iter()
+            .map(|l| l.split_whitespace().nth(3).unwrap())
+            .collect();
+        assert_eq!(iterations, ["7", "14", "21", "25"], "{lines:?}");
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //!   dies, however it dies, so a lock file left by a killed run never blocks the next one.
 //! * `DIR/hazel-run.json` ([`RunSettings`]) holds the `hazel sample` arguments as given, the
 //!   directory they were given in, the seed actually used and content hashes (XXH3-64) of the
-//!   program (every file it includes too), the data and the initial values, so a resumed run
-//!   is the same run, and a changed input is a clear error instead of a mixed file.
+//!   program (every file it includes too), the data, the initial values and the metric file,
+//!   so a resumed run is the same run, and a changed input is a clear error instead of a
+//!   mixed file.
 
 use hazel_output::chain_file::write_atomically;
 use serde::{Deserialize, Serialize};
@@ -98,6 +99,9 @@ pub struct RunSettings {
     pub model: Input,
     pub data: Option<Input>,
     pub init: Option<Input>,
+    /// The `--metric-file` (all per-chain files it stands for, hashed together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<Input>,
 }
 
 impl RunSettings {
@@ -111,6 +115,7 @@ impl RunSettings {
         let working_directory = std::env::current_dir()
             .map_err(|e| format!("cannot read the working directory: {e}"))?;
         Ok(RunSettings {
+            metric: None,
             format: FORMAT.to_string(),
             version: VERSION,
             hazel_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -181,6 +186,7 @@ impl RunSettings {
         );
         compare("data", &self.data, &now.data);
         compare("initial values", &self.init, &now.init);
+        compare("metric file", &self.metric, &now.metric);
         if changed.is_empty() {
             Ok(())
         } else {

@@ -20,10 +20,11 @@ use clap::{Args, ValueEnum};
 use hazel_draws::{ChainDraws, Progress, Timing};
 use hazel_graph::{CompileOptions, CompiledModel};
 use hazel_nuts::{
-    ChainError, ChainReport, ChainStart, CheckpointPolicy, Init, Lockstep, MetricKind, RunConfig,
+    AdaptMethod, ChainError, ChainReport, ChainStart, CheckpointPolicy, Init, InverseMetric,
+    Lockstep, MetricKind, RunConfig,
 };
-use hazel_output::{FileNaming, FileOutput, Format, MemoryOutput, OutputConfig};
-use hazel_run::{initial_points, SampleJob, Sampling};
+use hazel_output::{FileNaming, FileOutput, Format, HeaderNotes, MemoryOutput, OutputConfig};
+use hazel_run::{initial_point, SampleJob, Sampling};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -49,7 +50,7 @@ pub struct SampleArgs {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// Number of chains.
-    #[arg(long, default_value_t = 4, value_parser = positive_count, allow_negative_numbers = true)]
+    #[arg(long, visible_alias = "num-chains", default_value_t = 4, value_parser = positive_count, allow_negative_numbers = true)]
     pub chains: u64,
     /// Worker threads running chains (0 = one per core). Never changes the draws.
     #[arg(long, default_value_t = 0, value_parser = thread_count, allow_negative_numbers = true)]
@@ -69,10 +70,10 @@ pub struct SampleArgs {
     #[arg(long, value_enum, default_value_t = LockstepArg::Desync)]
     pub lockstep: LockstepArg,
     /// Warmup (adaptation) iterations per chain (0 to 2147483647, CmdStan's range).
-    #[arg(long, default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
+    #[arg(long, visible_aliases = ["num-warmup", "iter-warmup"], default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
     pub warmup: usize,
     /// Post-warmup draws per chain (0 to 2147483647; 0 runs warmup only).
-    #[arg(long, default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
+    #[arg(long, visible_aliases = ["num-samples", "iter-sampling"], default_value_t = 1000, value_parser = iteration_count, allow_negative_numbers = true)]
     pub draws: usize,
     /// Keep every `thin`-th iteration.
     #[arg(long, default_value_t = 1, value_parser = positive_count, allow_negative_numbers = true)]
@@ -84,26 +85,71 @@ pub struct SampleArgs {
     /// default) for one drawn from the clock and written to the files.
     #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
     pub seed: Option<Seed>,
+    /// How warmup learns the metric: Stan's windowed scheme (`stan`), nutpie's gradient-based
+    /// diagonal (`diag-grad`), or its low-rank plus diagonal metric (`low-rank`); see the
+    /// sampler's documentation for each.
+    #[arg(long, value_enum, default_value_t = AdaptationArg::Stan)]
+    pub adaptation: AdaptationArg,
+    /// Whether warmup adapts the step size and metric (CmdStan's `adapt engaged`; 0 or false
+    /// samples with --stepsize and --metric-file, or the identity, as they are).
+    #[arg(long, default_value = "1", value_parser = parse_switch, action = clap::ArgAction::Set)]
+    pub adapt_engaged: bool,
     /// Target acceptance statistic of step-size adaptation, in (0, 1).
     #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
     pub adapt_delta: f64,
+    /// Stan's windowed adaptation: iterations of the initial fast buffer (step size only).
+    #[arg(long, visible_alias = "adapt-init-phase", default_value_t = 75, value_parser = iteration_count)]
+    pub init_buffer: usize,
+    /// Stan's windowed adaptation: iterations of the terminal fast buffer (step size only).
+    #[arg(long, visible_alias = "adapt-step-size", default_value_t = 50, value_parser = iteration_count)]
+    pub term_buffer: usize,
+    /// Stan's windowed adaptation: iterations of the first slow (metric) window.
+    #[arg(long, visible_alias = "adapt-metric-window", default_value_t = 25, value_parser = iteration_count)]
+    pub window: usize,
+    /// Initial step size (re-tuned during warmup when adaptation is engaged).
+    #[arg(
+        long,
+        visible_alias = "step-size",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub stepsize: f64,
+    /// Each transition's step size is drawn uniformly from stepsize × (1 ± jitter), jitter in
+    /// [0, 1].
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub stepsize_jitter: f64,
     /// Maximum tree depth of NUTS (1 to 62).
-    #[arg(long, default_value_t = 10, value_parser = tree_depth, allow_negative_numbers = true)]
+    #[arg(long, visible_alias = "max-treedepth", default_value_t = 10, value_parser = tree_depth, allow_negative_numbers = true)]
     pub max_depth: u32,
     /// The sampler: NUTS, or fixed_param (the point never moves; generated quantities are
     /// drawn at every iteration). A model without parameters always runs fixed_param, as in
     /// CmdStan.
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Nuts)]
     pub algorithm: AlgorithmArg,
-    /// Mass matrix adapted during warmup.
-    #[arg(long, value_enum, default_value_t = MetricArg::Diag)]
-    pub metric: MetricArg,
+    /// The same as `--algorithm fixed_param` (cmdstanpy's spelling).
+    #[arg(long)]
+    pub fixed_param: bool,
+    /// The metric: unit_e (the identity; only the step size adapts), diag_e or dense_e (`diag`
+    /// and `dense` are accepted too). Default: diag_e, or the form of --metric-file's matrix;
+    /// --adaptation low-rank learns its own low-rank plus diagonal metric.
+    #[arg(long, value_enum)]
+    pub metric: Option<MetricArg>,
+    /// A CmdStan JSON file whose `inv_metric` (a vector: diagonal; a matrix: dense) starts
+    /// every chain (and is used as it is with --adapt-engaged 0). When FILE_<id>.json files
+    /// exist beside it (FILE.json without its extension), chain <id> reads its own.
+    #[arg(long, value_name = "FILE")]
+    pub metric_file: Option<PathBuf>,
     /// Initial values: a radius R (uniform in (-R, R) on the unconstrained scale; 0 starts at
     /// the origin), `pathfinder` (one draw of a multi-path Pathfinder run per chain), or a
     /// CmdStan JSON file of constrained parameter values used by every chain (parameters it
-    /// leaves out start uniformly in (-2, 2) on the unconstrained scale).
+    /// leaves out start uniformly in (-2, 2) on the unconstrained scale). When FILE_<id>.json
+    /// files exist beside FILE.json, chain <id> starts from its own (CmdStan's convention).
     #[arg(long, default_value = "2", allow_negative_numbers = true)]
     pub init: String,
+    /// Random starting points screened per chain (the one with the highest log density is
+    /// kept; 1 takes the first finite one, as Stan does). Not used with explicit inits.
+    #[arg(long, default_value_t = hazel_nuts::DEFAULT_INIT_CANDIDATES as u64, value_parser = positive_count)]
+    pub init_candidates: u64,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
     /// `<model>.zarr` (created if needed).
     #[arg(long, default_value = ".")]
@@ -115,6 +161,14 @@ pub struct SampleArgs {
     /// No progress output (the summary is still printed).
     #[arg(long)]
     pub quiet: bool,
+    /// Progress lines every N iterations (0: none). Default: a bar per chain on a terminal,
+    /// else a line every 10% of the run.
+    #[arg(long, value_name = "N")]
+    pub refresh: Option<usize>,
+    /// Significant digits of the numbers written to the CSV files, 1 to 18; -1 (the default)
+    /// writes every number exactly (the shortest text that reads back to the same value).
+    #[arg(long, default_value_t = -1, value_parser = sig_figs, allow_negative_numbers = true)]
+    pub sig_figs: i32,
     /// Directories searched for `#include` files after the including file's own directory.
     #[arg(short = 'I', long = "include-path")]
     pub include_paths: Vec<PathBuf>,
@@ -137,10 +191,64 @@ pub enum DistributeArg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MetricArg {
+    /// The identity (CmdStan's `unit_e`): only the step size adapts.
+    #[value(name = "unit_e", alias = "unit")]
+    Unit,
     /// Diagonal mass matrix (CmdStan's `diag_e`).
+    #[value(name = "diag_e", alias = "diag")]
     Diag,
     /// Dense mass matrix (CmdStan's `dense_e`).
+    #[value(name = "dense_e", alias = "dense")]
     Dense,
+}
+
+impl MetricArg {
+    fn kind(self) -> MetricKind {
+        match self {
+            MetricArg::Unit => MetricKind::Unit,
+            MetricArg::Diag => MetricKind::Diag,
+            MetricArg::Dense => MetricKind::Dense,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AdaptationArg {
+    /// Stan's windowed adaptation (the draws' variances over doubling windows).
+    Stan,
+    /// nutpie's diagonal metric from draws and gradients (Fisher divergence).
+    #[value(name = "diag-grad", alias = "diag_grad")]
+    DiagGrad,
+    /// nutpie's low-rank plus diagonal metric from draws and gradients.
+    #[value(name = "low-rank", alias = "low_rank")]
+    LowRank,
+}
+
+impl AdaptationArg {
+    fn method(self) -> AdaptMethod {
+        match self {
+            AdaptationArg::Stan => AdaptMethod::Stan,
+            AdaptationArg::DiagGrad => AdaptMethod::DiagGrad,
+            AdaptationArg::LowRank => AdaptMethod::LowRank,
+        }
+    }
+}
+
+/// CmdStan's boolean settings: `1`/`0`, also `true`/`false`.
+fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "1" | "true" => Ok(true),
+        "0" | "false" => Ok(false),
+        _ => Err("expected 1 or 0 (true or false)".to_string()),
+    }
+}
+
+/// `--sig-figs`: -1 (exact) or 1 to 18, CmdStan's range.
+fn sig_figs(text: &str) -> Result<i32, String> {
+    match text.trim().parse::<i32>() {
+        Ok(n) if n == -1 || (1..=18).contains(&n) => Ok(n),
+        _ => Err("expected -1 (exact) or a number of significant digits from 1 to 18".to_string()),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -254,7 +362,39 @@ pub(crate) enum InitArg {
     Pathfinder,
 }
 
-/// Parses the `--init` value: a radius, or the path of an existing JSON file.
+/// CmdStan's per-chain input files: `dir/name_<id>.ext` stands in for `dir/name.ext` for chain
+/// `id` when it exists; otherwise every chain reads `dir/name.ext`.
+pub(crate) fn chain_file(path: &Path, chain_id: u64) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}_{chain_id}.{}", ext.to_string_lossy()),
+        None => format!("{stem}_{chain_id}"),
+    };
+    let own = path.with_file_name(name);
+    if own.is_file() {
+        own
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The files a per-chain input names for `chain_ids`, each once, in chain order.
+fn chain_files(path: &Path, chain_ids: &[u64]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for &id in chain_ids {
+        let file = chain_file(path, id);
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    files
+}
+
+/// Parses the `--init` value: a radius, or the path of an existing JSON file (or of per-chain
+/// files `FILE_<id>.json` beside it).
 pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
     if text.trim() == "pathfinder" {
         return Ok(InitArg::Pathfinder);
@@ -267,12 +407,52 @@ pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
             "--init {text}: the radius must be a finite number ≥ 0"
         ));
     }
-    if Path::new(text).is_file() {
+    if Path::new(text).is_file() || chain_file(Path::new(text), 1).is_file() {
         return Ok(InitArg::File(PathBuf::from(text)));
     }
     Err(format!(
         "--init {text}: expected a radius (a number ≥ 0), `pathfinder`, or an existing JSON file of initial values"
     ))
+}
+
+/// The inverse metric in a CmdStan metric file: JSON with `inv_metric`, a vector (diagonal) or
+/// a matrix given as an array of rows (dense, symmetric).
+pub(crate) fn read_metric_file(path: &Path) -> Result<InverseMetric, String> {
+    let fail = |why: String| format!("--metric-file {}: {why}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| fail(format!("not JSON: {e}")))?;
+    let value = json
+        .get("inv_metric")
+        .ok_or_else(|| fail("no `inv_metric` entry".into()))?;
+    let number = |v: &serde_json::Value| {
+        v.as_f64()
+            .ok_or_else(|| fail(format!("`inv_metric` holds `{v}`, not a number")))
+    };
+    let items = value
+        .as_array()
+        .ok_or_else(|| fail("`inv_metric` is not a vector or a matrix".into()))?;
+    if items.iter().all(|v| v.is_array()) && !items.is_empty() {
+        let dim = items.len();
+        let mut values = Vec::with_capacity(dim * dim);
+        for row in items {
+            let row = row.as_array().map(Vec::as_slice).unwrap_or_default();
+            if row.len() != dim {
+                return Err(fail(format!(
+                    "the matrix has {dim} rows but a row of {} entries",
+                    row.len()
+                )));
+            }
+            for v in row {
+                values.push(number(v)?);
+            }
+        }
+        Ok(InverseMetric::Dense { dim, values })
+    } else {
+        Ok(InverseMetric::Diag(
+            items.iter().map(number).collect::<Result<_, _>>()?,
+        ))
+    }
 }
 
 /// The run's settings from the options.
@@ -301,10 +481,83 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     sampler.thin = args.thin as usize;
     sampler.save_warmup = args.save_warmup;
     sampler.max_depth = args.max_depth;
-    sampler.metric = match args.metric {
-        MetricArg::Diag => MetricKind::Diag,
-        MetricArg::Dense => MetricKind::Dense,
+    sampler.init_candidates = args.init_candidates as usize;
+    sampler.adapt.engaged = args.adapt_engaged;
+    sampler.adapt.method = args.adaptation.method();
+    sampler.adapt.init_buffer = args.init_buffer;
+    sampler.adapt.term_buffer = args.term_buffer;
+    sampler.adapt.window = args.window;
+    if !(args.stepsize.is_finite() && args.stepsize > 0.0) {
+        return Err(format!(
+            "--stepsize {}: must be a finite number > 0",
+            args.stepsize
+        ));
+    }
+    sampler.stepsize = args.stepsize;
+    if !(0.0..=1.0).contains(&args.stepsize_jitter) {
+        return Err(format!(
+            "--stepsize-jitter {}: must be between 0 and 1",
+            args.stepsize_jitter
+        ));
+    }
+    sampler.stepsize_jitter = args.stepsize_jitter;
+    let chain_ids: Vec<u64> = (0..config.chains as u64)
+        .map(|k| config.first_chain_id + k)
+        .collect();
+    if let Some(path) = &args.metric_file {
+        let files = chain_files(path, &chain_ids);
+        let metrics = files
+            .iter()
+            .map(|file| read_metric_file(file))
+            .collect::<Result<Vec<_>, _>>()?;
+        sampler.inv_metric = if files.len() == 1 {
+            metrics
+        } else {
+            chain_ids
+                .iter()
+                .map(|&id| {
+                    let file = chain_file(path, id);
+                    let index = files.iter().position(|f| *f == file).unwrap_or(0);
+                    metrics[index].clone()
+                })
+                .collect()
+        };
+    }
+    let learnt = |requested: MetricKind| sampler.adapt.method.metric_kind(requested);
+    sampler.metric = match (args.metric, sampler.inv_metric.first()) {
+        (Some(metric), _) => metric.kind(),
+        // The metric file's form, as cmdstanpy infers it.
+        (None, Some(InverseMetric::Dense { .. })) => MetricKind::Dense,
+        (None, _) => MetricKind::Diag,
     };
+    let adapting = sampler.adapt.engaged && sampler.num_warmup > 0;
+    if adapting && sampler.adapt.method != AdaptMethod::Stan {
+        if let Some(metric) = args.metric.filter(|m| learnt(m.kind()) != m.kind()) {
+            return Err(format!(
+                "--metric {}: --adaptation {} learns {}; leave --metric out",
+                metric_value(metric),
+                adaptation_value(args.adaptation),
+                match sampler.adapt.method {
+                    AdaptMethod::LowRank => "its own low-rank plus diagonal metric",
+                    _ => "a diagonal metric",
+                }
+            ));
+        }
+        if let (AdaptMethod::LowRank, Some(InverseMetric::Dense { .. })) =
+            (sampler.adapt.method, sampler.inv_metric.first())
+        {
+            return Err(
+                "--metric-file: --adaptation low-rank starts from a diagonal metric, not a dense one"
+                    .into(),
+            );
+        }
+        sampler.metric = learnt(sampler.metric);
+    }
+    if let (MetricKind::Diag | MetricKind::Unit, Some(InverseMetric::Dense { .. })) =
+        (sampler.metric, sampler.inv_metric.first())
+    {
+        return Err("--metric-file holds a dense matrix: use --metric dense_e".into());
+    }
     sampler.adapt.delta = args.adapt_delta;
     if let InitArg::Radius(radius) = parse_init(&args.init)? {
         sampler.init = Init::Radius(radius);
@@ -315,7 +568,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
             args.adapt_delta
         ));
     }
-    if args.algorithm == AlgorithmArg::FixedParam {
+    if args.algorithm == AlgorithmArg::FixedParam || args.fixed_param {
         config.use_fixed_param();
     }
     if !(args.checkpoint_every_secs.is_finite() && args.checkpoint_every_secs >= 0.0) {
@@ -341,6 +594,22 @@ fn executor_kind(args: &SampleArgs) -> hazel_graph::ExecutorKind {
     } else {
         hazel_graph::ExecutorKind::with_threads(args.threads_per_chain as usize)
     }
+}
+
+/// The `--metric` value as written.
+fn metric_value(metric: MetricArg) -> String {
+    metric
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// The `--adaptation` value as written.
+fn adaptation_value(adaptation: AdaptationArg) -> String {
+    adaptation
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
 }
 
 /// The arguments after `hazel sample` as this process was given them; `None` when this process
@@ -413,10 +682,25 @@ fn program_input(path: &Path, sources: &hazel_syntax::SourceMap) -> Input {
 }
 
 fn file_input(path: &Path) -> Result<Input, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    files_input(path, &[])
+}
+
+/// The input `path` stands for: itself, or the per-chain files of `chain_ids` it names (see
+/// [`chain_file`]), hashed together.
+fn files_input(path: &Path, chain_ids: &[u64]) -> Result<Input, String> {
+    let files = if chain_ids.is_empty() {
+        vec![path.to_path_buf()]
+    } else {
+        chain_files(path, chain_ids)
+    };
+    let contents = files
+        .iter()
+        .map(|file| std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parts: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
     Ok(Input {
         path: path.to_path_buf(),
-        xxh3: content_hash(&[&bytes]),
+        xxh3: content_hash(&parts),
     })
 }
 
@@ -470,6 +754,7 @@ fn sample(
     let config = sampling.config().clone();
     let progress = progress_for_run(
         args.quiet,
+        args.refresh,
         &config.info().chain_ids(),
         config.sampler.num_warmup,
         config.sampler.num_samples,
@@ -552,10 +837,18 @@ pub(crate) fn prepare(
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
     let source = check_program_as(model_path, &args.include_paths, speak)?;
+    let chain_ids: Vec<u64> = (0..config.chains as u64)
+        .map(|k| config.first_chain_id + k)
+        .collect();
     let init_file = match parse_init(&args.init)? {
-        InitArg::File(path) => Some(file_input(&path)?),
+        InitArg::File(path) => Some(files_input(&path, &chain_ids)?),
         InitArg::Radius(_) | InitArg::Pathfinder => None,
     };
+    let metric_file = args
+        .metric_file
+        .as_deref()
+        .map(|path| files_input(path, &chain_ids))
+        .transpose()?;
     let arguments = match resuming {
         Some(stored) => Some(stored.arguments.clone()),
         None => sample_arguments()?,
@@ -565,9 +858,10 @@ pub(crate) fn prepare(
     let hash = |input: &Option<Input>| input.as_ref().map_or_else(String::new, |i| i.xxh3.clone());
     let inputs = [program.xxh3.clone(), hash(&data_file), hash(&init_file)];
     let settings = match arguments {
-        Some(arguments) => Some(RunSettings::new(
-            arguments, seed, program, data_file, init_file,
-        )?),
+        Some(arguments) => Some(RunSettings {
+            metric: metric_file,
+            ..RunSettings::new(arguments, seed, program, data_file, init_file)?
+        }),
         None => None,
     };
     if let (Some(stored), Some(settings)) = (resuming, &settings) {
@@ -585,11 +879,18 @@ pub(crate) fn prepare(
     }
     match parse_init(&args.init)? {
         InitArg::File(path) => {
-            let inits = read_data(Some(&path))?;
-            config.sampler.init = Init::Unconstrained(
-                initial_points(&model, &inits, &config)
-                    .map_err(|e| format!("--init {}: {e}", path.display()))?,
-            );
+            // CmdStan's rule: chain <id> reads FILE_<id>.json when it exists.
+            let points = chain_ids
+                .iter()
+                .enumerate()
+                .map(|(index, &id)| {
+                    let file = chain_file(&path, id);
+                    let inits = read_data(Some(&file))?;
+                    initial_point(&model, &inits, &config, index)
+                        .map_err(|e| format!("--init {}: {e}", file.display()).into())
+                })
+                .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+            config.sampler.init = Init::Unconstrained(points);
         }
         InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
             let ids = config.info().chain_ids();
@@ -642,6 +943,27 @@ pub(crate) fn open_output<'m>(
     } else if format != Format::Csv {
         return Err("--resume: only runs with --format csv can be resumed".into());
     }
+
+    let chain_ids = config.info().chain_ids();
+    let chain_file_names = |path: &Path| -> Vec<Option<String>> {
+        chain_ids
+            .iter()
+            .map(|&id| Some(chain_file(path, id).display().to_string()))
+            .collect()
+    };
+    let header = HeaderNotes {
+        init_files: match parse_init(&args.init)? {
+            InitArg::File(path) => chain_file_names(&path),
+            InitArg::Radius(_) | InitArg::Pathfinder => Vec::new(),
+        },
+        metric_files: args
+            .metric_file
+            .as_deref()
+            .map(chain_file_names)
+            .unwrap_or_default(),
+        refresh: args.refresh.unwrap_or(HeaderNotes::default().refresh),
+        sig_figs: args.sig_figs,
+    };
     let job = SampleJob {
         run: config.clone(),
         output: OutputConfig {
@@ -654,6 +976,7 @@ pub(crate) fn open_output<'m>(
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                header,
                 naming: FileNaming::ChainIds,
             }),
             // The summary is computed from the draws as they stream, not read back.

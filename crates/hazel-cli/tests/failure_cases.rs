@@ -592,9 +592,12 @@ fn missing_data_runs_started_concurrently_equal_the_same_runs_alone() {
             if values.iter().all(|v| *v == values[0]) {
                 continue; // an observed outcome copied into y: constant
             }
+            // A stuck or diverging chain shows as R-hat of 1.1 and more. 1.01 is the bar for a
+            // converged run of four long chains; two chains of 1,000 draws over two dozen
+            // columns cross it by chance (1.0108 seen once), so the bound here is 1.05.
             let rhat = rhat_rank(&draws);
             assert!(
-                rhat < 1.01,
+                rhat < 1.05,
                 "missing_data run {index} {column}: R-hat {rhat:.4}"
             );
         }

@@ -93,7 +93,7 @@ pub(crate) fn fourth_moment_mcse_sd(m4: f64, sd: f64, ess: f64) -> f64 {
 
 /// Stan CSV's spelling of a posteriordb name: `beta[1]` → `beta.1`, `Sigma[1,2]` →
 /// `Sigma.1.2`; names without indices are unchanged.
-pub(crate) fn csv_column_name(reference_name: &str) -> String {
+pub fn csv_column_name(reference_name: &str) -> String {
     match reference_name.split_once('[') {
         Some((base, rest)) => {
             let indices = rest.trim_end_matches(']');

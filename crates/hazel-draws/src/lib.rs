@@ -118,6 +118,68 @@ pub enum InverseMetric {
         #[serde(with = "bits::vec_f64")]
         values: Vec<f64>,
     },
+    /// Low-rank plus diagonal, `D (I + U (Λ − I) Uᵀ) D` with `D = diag(scale)` (what nutpie's
+    /// low-rank adaptation learns); `vectors` holds the `values.len()` orthonormal columns of
+    /// `U` one after the other (`dim` entries each). Outputs that follow CmdStan write it as
+    /// its dense matrix ([`InverseMetric::to_stan_form`]).
+    LowRank {
+        #[serde(with = "bits::vec_f64")]
+        scale: Vec<f64>,
+        #[serde(with = "bits::vec_f64")]
+        values: Vec<f64>,
+        #[serde(with = "bits::vec_f64")]
+        vectors: Vec<f64>,
+    },
+}
+
+impl InverseMetric {
+    /// The dimension of the space.
+    pub fn dim(&self) -> usize {
+        match self {
+            InverseMetric::Diag(values) => values.len(),
+            InverseMetric::Dense { dim, .. } => *dim,
+            InverseMetric::LowRank { scale, .. } => scale.len(),
+        }
+    }
+
+    /// The metric as CmdStan's files hold it: a diagonal or dense one as it is, a low-rank one
+    /// as its dense `dim × dim` matrix (row-major, exactly symmetric), which is what `dense_e`
+    /// readers expect.
+    pub fn to_stan_form(&self) -> Cow<'_, InverseMetric> {
+        let InverseMetric::LowRank {
+            scale,
+            values,
+            vectors,
+        } = self
+        else {
+            return Cow::Borrowed(self);
+        };
+        let dim = scale.len();
+        let mut dense = vec![0.0; dim * dim];
+        for i in 0..dim {
+            dense[i * dim + i] = 1.0;
+        }
+        for (k, &lambda) in values.iter().enumerate() {
+            let u = &vectors[k * dim..(k + 1) * dim];
+            for i in 0..dim {
+                for j in 0..dim {
+                    dense[i * dim + j] += (lambda - 1.0) * u[i] * u[j];
+                }
+            }
+        }
+        for i in 0..dim {
+            for j in 0..dim {
+                dense[i * dim + j] *= scale[i] * scale[j];
+            }
+        }
+        // Exactly symmetric, as a dense_e reader checks.
+        for i in 0..dim {
+            for j in 0..i {
+                dense[j * dim + i] = dense[i * dim + j];
+            }
+        }
+        Cow::Owned(InverseMetric::Dense { dim, values: dense })
+    }
 }
 
 /// What an algorithm tuned before its draws, for the outputs to record. An algorithm that
@@ -309,6 +371,18 @@ impl RunInfo {
     /// Every chain's id, in order.
     pub fn chain_ids(&self) -> Vec<u64> {
         (0..self.chains).map(|k| self.chain_id(k)).collect()
+    }
+    /// Sets the first setting called `key` (a caller filling in what only it knows, such as
+    /// the name of the file a metric came from); false when there is none.
+    pub fn set_setting(&mut self, key: &str, value: SettingValue, is_default: bool) -> bool {
+        match self.settings.iter_mut().find(|s| s.key == key) {
+            Some(setting) => {
+                setting.value = Some(value);
+                setting.is_default = is_default;
+                true
+            }
+            None => false,
+        }
     }
     /// The value of the first setting called `key` (`max_depth`), wherever it is in the tree.
     pub fn setting(&self, key: &str) -> Option<&SettingValue> {

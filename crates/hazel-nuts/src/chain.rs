@@ -17,16 +17,16 @@
 //! are used throughout. The `stepsize__` reported for an iteration is the one its transition
 //! used.
 
-use crate::adapt::WindowedAdaptation;
+use crate::adapt::Adaptation;
 use crate::checkpoint::ChainState;
 use crate::fixed_param;
-use crate::init::{initialize, InitError};
+use crate::init::{initialize_screened, InitError};
 use crate::metric::{Metric, MetricError};
 use crate::nuts::{
     find_reasonable_stepsize, NutsSettings, NutsState, SearchStatus, StepStatus, StepsizeError,
     Transition,
 };
-use crate::types::{Algorithm, DrawStats, InverseMetric, MetricKind, SamplerConfig};
+use crate::types::{AdaptMethod, Algorithm, DrawStats, InverseMetric, MetricKind, SamplerConfig};
 use hazel_density::{EvalError, Model};
 use hazel_rng::{Purpose, StreamRng};
 use std::io;
@@ -184,6 +184,24 @@ pub fn validate_config(config: &SamplerConfig) -> Result<(), String> {
             config.stepsize
         ));
     }
+    if !(0.0..=1.0).contains(&config.stepsize_jitter) {
+        return Err(format!(
+            "stepsize_jitter must be between 0 and 1, got {}",
+            config.stepsize_jitter
+        ));
+    }
+    if a.engaged && config.num_warmup > 0 {
+        let learnt = a.method.metric_kind(config.metric);
+        if learnt != config.metric
+            || (a.method == AdaptMethod::Stan && learnt == MetricKind::LowRank)
+        {
+            return Err(format!(
+                "the {:?} adaptation cannot learn a {:?} metric (diag-grad learns a diagonal \
+                 metric, low-rank a low-rank one, Stan's a unit, diagonal or dense one)",
+                a.method, config.metric
+            ));
+        }
+    }
     if a.engaged {
         if !(a.delta > 0.0 && a.delta < 1.0) {
             return Err(format!("adapt delta must be in (0, 1), got {}", a.delta));
@@ -210,7 +228,9 @@ pub struct Chain<'m, M: Model + ?Sized> {
     metric: Metric,
     settings: NutsSettings,
     stepsize: f64,
-    adaptation: Option<WindowedAdaptation>,
+    adaptation: Option<Adaptation>,
+    /// `stepsize_jitter`: each transition's step size is drawn around the nominal one.
+    stepsize_jitter: f64,
     rng: StreamRng,
     gq_rng: StreamRng,
     num_warmup: usize,
@@ -238,7 +258,16 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             fixed_param::validate(config).map_err(ChainError::Config)?;
         }
         let dim = model.dim();
-        let metric = match &config.inv_metric {
+        let given_metric = match config.inv_metric.len() {
+            0 => None,
+            1 => Some(&config.inv_metric[0]),
+            n => Some(config.inv_metric.get(chain_index).ok_or_else(|| {
+                ChainError::Config(format!(
+                    "{n} inverse metrics were given, none for chain index {chain_index}"
+                ))
+            })?),
+        };
+        let mut metric = match given_metric {
             Some(given) => Metric::from_inverse(config.metric, dim, given),
             None => Ok(Metric::identity(config.metric, dim)),
         }
@@ -247,11 +276,12 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             error,
         })?;
         let mut ws = model.new_chain_workspace(chain_id);
-        let start = initialize(
+        let start = initialize_screened(
             model,
             &mut ws,
             &config.init,
             config.init_attempts,
+            config.init_candidates,
             seed,
             chain_id,
             chain_index,
@@ -269,13 +299,24 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             config.algorithm == Algorithm::Nuts && config.adapt.engaged && config.num_warmup > 0;
         let mut stepsize = config.stepsize;
         let adaptation = if adapting {
-            let adaptation = WindowedAdaptation::new(
+            let mut adaptation = Adaptation::new(
                 &config.adapt,
                 config.num_warmup,
                 config.metric,
                 dim,
                 stepsize,
             );
+            adaptation
+                .start(
+                    &start.position,
+                    &start.gradient,
+                    &mut metric,
+                    given_metric.is_some(),
+                )
+                .map_err(|error| ChainError::Metric {
+                    iteration: 0,
+                    error,
+                })?;
             stepsize =
                 find_reasonable_stepsize(model, &mut ws, &mut state, &metric, stepsize, &mut rng)
                     .map_err(|error| ChainError::from_stepsize(0, error))?;
@@ -297,6 +338,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             },
             stepsize,
             adaptation,
+            stepsize_jitter: config.stepsize_jitter,
             rng,
             gq_rng,
             num_warmup: config.num_warmup,
@@ -357,8 +399,9 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
         }
         if !matches!(
             (&snapshot.inv_metric, config.metric),
-            (InverseMetric::Diag(_), MetricKind::Diag)
+            (InverseMetric::Diag(_), MetricKind::Diag | MetricKind::Unit)
                 | (InverseMetric::Dense { .. }, MetricKind::Dense)
+                | (InverseMetric::LowRank { .. }, MetricKind::LowRank)
         ) {
             return Err(mismatch("metric kind"));
         }
@@ -390,6 +433,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
             },
             stepsize: snapshot.stepsize,
             adaptation: snapshot.adaptation.clone(),
+            stepsize_jitter: config.stepsize_jitter,
             rng: StreamRng::at_position(seed, chain_id, Purpose::Sampler, snapshot.sampler_rng),
             gq_rng: StreamRng::at_position(
                 seed,
@@ -432,11 +476,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
     }
     /// The current inverse metric as the contract type, refreshed in place (no allocation).
     pub fn inverse_metric(&mut self) -> &InverseMetric {
-        match &mut self.inv_metric_report {
-            InverseMetric::Diag(values) | InverseMetric::Dense { values, .. } => {
-                self.metric.copy_inverse_into(values)
-            }
-        }
+        self.metric.copy_inverse_into(&mut self.inv_metric_report);
         &self.inv_metric_report
     }
     /// The last rejected proposal's error, if any since the previous call.
@@ -478,7 +518,12 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
                 stats: fixed_param::transition_stats(),
             }));
         }
-        let stepsize = self.stepsize;
+        // Stan's `sample_stepsize`: no draw at all without jitter, so such runs are unchanged.
+        let stepsize = if self.stepsize_jitter > 0.0 {
+            self.stepsize * (1.0 + self.stepsize_jitter * (2.0 * self.rng.uniform() - 1.0))
+        } else {
+            self.stepsize
+        };
         self.phase = Phase::Transition {
             iteration,
             warmup: self.in_warmup(),
@@ -545,6 +590,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
                     .learn(
                         transition.accept_stat,
                         self.state.position(),
+                        self.state.gradient(),
                         &mut self.metric,
                     )
                     .map_err(|error| {
@@ -552,7 +598,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
                         ChainError::Metric { iteration, error }
                     })?;
                 self.stepsize = outcome.stepsize;
-                if outcome.metric_updated {
+                if outcome.search_stepsize {
                     self.phase = Phase::StepsizeSearch {
                         iteration,
                         stepsize,
@@ -607,7 +653,7 @@ impl<'m, M: Model + ?Sized> Chain<'m, M> {
     ) -> IterationStatus {
         if warmup && iteration == self.num_warmup {
             if let Some(adaptation) = &self.adaptation {
-                self.stepsize = adaptation.stepsize.final_stepsize();
+                self.stepsize = adaptation.final_stepsize();
             }
         }
         self.phase = Phase::Idle;

@@ -2,7 +2,7 @@
 //!
 //! [`ChainState`] is everything [`crate::Chain`] carries from one iteration to the next: the
 //! position with its log density and gradient, the step size, the inverse metric, the
-//! adaptation state (dual averaging, window schedule, Welford accumulators) and the word
+//! adaptation state (dual averaging and the method's windows and estimators) and the word
 //! positions of the chain's two random streams. [`crate::Chain::restore`] rebuilds a chain
 //! from it that continues bit for bit as the original would have (the model workspace and the
 //! trajectory buffers hold nothing between transitions). [`ChainCheckpoint`] adds what the
@@ -11,7 +11,7 @@
 //! Every `f64` is stored as its IEEE bit pattern (`to_bits`), so values round-trip exactly,
 //! NaN and infinities included, whatever the serialisation format.
 
-use crate::adapt::WindowedAdaptation;
+use crate::adapt::Adaptation;
 use crate::types::InverseMetric;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -34,7 +34,7 @@ pub struct ChainState {
     pub stepsize: f64,
     pub inv_metric: InverseMetric,
     /// Absent when the run does not adapt.
-    pub adaptation: Option<WindowedAdaptation>,
+    pub adaptation: Option<Adaptation>,
     /// Word positions of the sampler and generated-quantities streams.
     pub sampler_rng: u128,
     pub gq_rng: u128,

@@ -5,6 +5,15 @@
 //! gradient; an attempt succeeds when both are finite. Up to `init_attempts` attempts are made
 //! (Stan: 100). An explicit starting point is tried once: retrying the same point cannot help.
 //!
+//! **Screening** (`candidates` > 1; hazel's default is 4): the attempts go on until `candidates`
+//! points have succeeded (or the attempts run out after at least one did), and the chain starts
+//! from the one with the highest log density. A uniform draw can land in a region the sampler
+//! never leaves: on posteriordb's arma11, an MA coefficient `|θ| > 1` makes the residual
+//! recursion explode, the log density there is around −10⁷, every trajectory diverges and the
+//! step size adapts to 1e-24, so the chain never moves. Its competitors in the same draw have a
+//! log density near the posterior's, so screening skips it, at the cost of a few evaluations
+//! and without tying the chains together (each screens its own stream).
+//!
 //! Failure produces a single [`InitError`] naming what went wrong at the last attempt ("log
 //! density is -inf", "gradient component 3 is NaN", or the model's own rejection message), how
 //! many attempts were made, and how the failures were distributed — never one line per attempt.
@@ -113,6 +122,31 @@ pub fn initialize<M: LogDensity + ?Sized>(
     chain_id: u64,
     chain_index: usize,
 ) -> Result<InitialPoint, InitError> {
+    initialize_screened(
+        model,
+        ws,
+        init,
+        init_attempts,
+        1,
+        seed,
+        chain_id,
+        chain_index,
+    )
+}
+
+/// [`initialize`] screening up to `candidates` random points (see the module documentation);
+/// `candidates` ≤ 1 is Stan's first-success rule, and explicit points are never screened.
+#[allow(clippy::too_many_arguments)]
+pub fn initialize_screened<M: LogDensity + ?Sized>(
+    model: &M,
+    ws: &mut M::Workspace,
+    init: &Init,
+    init_attempts: usize,
+    candidates: usize,
+    seed: u64,
+    chain_id: u64,
+    chain_index: usize,
+) -> Result<InitialPoint, InitError> {
     let dim = model.dim();
     let mut position = vec![0.0; dim];
     let mut gradient = vec![0.0; dim];
@@ -145,6 +179,13 @@ pub fn initialize<M: LogDensity + ?Sized>(
     let mut rng = StreamRng::new(seed, chain_id, Purpose::Init);
     let (mut rejected, mut non_finite_density, mut non_finite_gradient) = (0, 0, 0);
     let mut last_problem = String::new();
+    let wanted = if radius.is_some_and(|r| r > 0.0) {
+        candidates.max(1)
+    } else {
+        1
+    };
+    let mut best: Option<InitialPoint> = None;
+    let mut found = 0;
     for attempt in 1..=attempts_allowed {
         if let Some(r) = radius {
             for x in position.iter_mut() {
@@ -175,12 +216,27 @@ pub fn initialize<M: LogDensity + ?Sized>(
             }
             Ok(logp) => match non_finite_problem(logp, &gradient) {
                 None => {
-                    return Ok(InitialPoint {
-                        position,
-                        gradient,
-                        logp,
-                        attempts: attempt,
-                    })
+                    found += 1;
+                    if best.as_ref().is_none_or(|b| logp > b.logp) {
+                        match &mut best {
+                            Some(b) => {
+                                b.position.copy_from_slice(&position);
+                                b.gradient.copy_from_slice(&gradient);
+                                b.logp = logp;
+                            }
+                            None => {
+                                best = Some(InitialPoint {
+                                    position: position.clone(),
+                                    gradient: gradient.clone(),
+                                    logp,
+                                    attempts: attempt,
+                                })
+                            }
+                        }
+                    }
+                    if found == wanted {
+                        break;
+                    }
                 }
                 Some(problem) => {
                     if logp.is_finite() {
@@ -193,6 +249,10 @@ pub fn initialize<M: LogDensity + ?Sized>(
             },
         }
     }
+    if let Some(mut best) = best {
+        best.attempts = found + rejected + non_finite_density + non_finite_gradient;
+        return Ok(best);
+    }
     Err(InitError::Failed {
         attempts: attempts_allowed,
         last_problem,
@@ -200,4 +260,57 @@ pub fn initialize<M: LogDensity + ?Sized>(
         non_finite_density,
         non_finite_gradient,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// log p(x) = −x² − 1000·[x > 1]: a cliff to the right, like arma11's side region.
+    struct Cliff;
+    impl LogDensity for Cliff {
+        type Workspace = ();
+        fn dim(&self) -> usize {
+            1
+        }
+        fn new_workspace(&self) {}
+        fn log_density_gradient(
+            &self,
+            _: &mut (),
+            q: &[f64],
+            g: &mut [f64],
+        ) -> Result<f64, EvalError> {
+            g[0] = -2.0 * q[0];
+            Ok(-q[0] * q[0] - if q[0] > 1.0 { 1000.0 } else { 0.0 })
+        }
+    }
+
+    /// Screening keeps the best of the candidates, drawn from the chain's own stream in order:
+    /// candidate 1 is Stan's start, and the best of k candidates is the best of the first k.
+    #[test]
+    fn screening_keeps_the_highest_density_candidate() {
+        let init = Init::Radius(2.0);
+        let start = |k| initialize_screened(&Cliff, &mut (), &init, 100, k, 5, 3, 0).unwrap();
+        assert_eq!(
+            start(1),
+            initialize(&Cliff, &mut (), &init, 100, 5, 3, 0).unwrap()
+        );
+        let mut rng = StreamRng::new(5, 3, Purpose::Init);
+        let draws: Vec<f64> = (0..8).map(|_| rng.uniform_range(-2.0, 2.0)).collect();
+        let lp = |x: f64| -x * x - if x > 1.0 { 1000.0 } else { 0.0 };
+        for k in 1..=8 {
+            let best = draws[..k]
+                .iter()
+                .copied()
+                .max_by(|a, b| lp(*a).total_cmp(&lp(*b)))
+                .unwrap();
+            let p = start(k);
+            assert_eq!(p.position, vec![best], "{k} candidates");
+            assert_eq!(p.attempts, k);
+        }
+        // Explicit starting points are never screened.
+        let given = Init::Unconstrained(vec![vec![1.5]]);
+        let p = initialize_screened(&Cliff, &mut (), &given, 100, 4, 5, 3, 0).unwrap();
+        assert_eq!(p.position, vec![1.5]);
+    }
 }

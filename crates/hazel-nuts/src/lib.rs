@@ -1,5 +1,5 @@
-//! NUTS with Stan's windowed adaptation, as a pure `init` / `step` pair over explicit state,
-//! and a runner that puts chains on a thread pool.
+//! NUTS with Stan's windowed adaptation or nutpie's gradient-based ones, as a pure `init` /
+//! `step` pair over explicit state, and a runner that puts chains on a thread pool.
 //!
 //! # Layers
 //!
@@ -11,9 +11,12 @@
 //!   [`nuts::NutsState::resume_transition`]) so a batched backend can evaluate many chains'
 //!   points in one call while each chain keeps its own state and random stream. Also Stan's
 //!   step-size heuristic, [`nuts::find_reasonable_stepsize`].
-//! * [`metric`] — diagonal and dense Euclidean metrics (with an in-crate Cholesky).
-//! * [`adapt`] — dual averaging of the step size, Stan's slow-window schedule, Welford
-//!   (co)variance estimators with Stan's regularisation.
+//! * [`metric`] — unit, diagonal, dense and low-rank plus diagonal Euclidean metrics (with an
+//!   in-crate Cholesky).
+//! * [`adapt`] — warmup adaptation wrapping the transition: dual averaging of the step size;
+//!   Stan's slow-window schedule with Welford (co)variance estimators and Stan's
+//!   regularisation; nutpie's Fisher-divergence metrics from draws and gradients (diagonal, and
+//!   low-rank plus diagonal) on overlapping windows.
 //! * [`init`] — Stan's initialisation: random points in `(-r, r)` or user values, retried up to
 //!   `init_attempts` times, one clear error on failure.
 //! * [`fixed_param`] — Stan's `fixed_param` sampler (the point never moves; for models with
@@ -36,7 +39,7 @@
 //! change the distribution of the output: random numbers come from hazel's own streams
 //! (`hazel_rng`, ChaCha8), so draws are not bit-identical to Stan's; the multinomial draw inside
 //! a subtree is made progressively leaf by leaf instead of at each merge (same distribution, see
-//! [`nuts`]); step-size jitter is not offered.
+//! [`nuts`]).
 //!
 //! The sampler's side of the draw contract (`hazel-draws`) is in [`types`]: the run
 //! configuration, which describes the run to the outputs ([`RunConfig::info`]: CmdStan's

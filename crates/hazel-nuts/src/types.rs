@@ -10,11 +10,62 @@ use hazel_draws::{KeptDraws, RunInfo, Setting, SettingValue, StatColumn, TimingB
 /// `hazel_draws` directly.
 pub use hazel_draws::{DrawSink, InverseMetric, NoProgress, Progress, Timing};
 
-/// Which mass matrix adaptation learns.
+/// The form of the metric (CmdStan's `unit_e`, `diag_e`, `dense_e`, and hazel's low-rank plus
+/// diagonal form, which only [`AdaptMethod::LowRank`] learns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricKind {
+    /// The identity, never adapted (only the step size is).
+    Unit,
     Diag,
     Dense,
+    /// `M⁻¹ = D (I + U (Λ − I) Uᵀ) D`: a diagonal scale `D` and a few eigen-directions `U`
+    /// with their variances `Λ` in the scaled space (see [`crate::metric`]).
+    LowRank,
+}
+
+impl MetricKind {
+    /// CmdStan's name of the metric. A low-rank metric is a dense one (`D (I + U (Λ − I) Uᵀ)
+    /// D`), and the adaptation block holds that dense matrix, so readers see `dense_e`.
+    pub fn cmdstan_name(self) -> &'static str {
+        match self {
+            MetricKind::Unit => "unit_e",
+            MetricKind::Diag => "diag_e",
+            MetricKind::Dense | MetricKind::LowRank => "dense_e",
+        }
+    }
+}
+
+/// How warmup learns the metric (`hazel sample --adaptation`); see [`crate::adapt`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AdaptMethod {
+    /// Stan's windowed scheme: the draws' (co)variance over doubling windows.
+    #[default]
+    Stan,
+    /// nutpie's diagonal: per coordinate `sqrt(Var[draw] / Var[gradient])`, the diagonal
+    /// minimiser of the Fisher divergence, updated every iteration from overlapping windows.
+    DiagGrad,
+    /// nutpie's low-rank plus diagonal metric, from the draws' and gradients' covariances.
+    LowRank,
+}
+
+impl AdaptMethod {
+    /// The `--adaptation` value naming this method (also in the CSV header).
+    pub fn name(self) -> &'static str {
+        match self {
+            AdaptMethod::Stan => "stan",
+            AdaptMethod::DiagGrad => "diag-grad",
+            AdaptMethod::LowRank => "low-rank",
+        }
+    }
+
+    /// The metric form this method learns, given the requested one (`Stan` learns any).
+    pub fn metric_kind(self, requested: MetricKind) -> MetricKind {
+        match self {
+            AdaptMethod::Stan => requested,
+            AdaptMethod::DiagGrad => MetricKind::Diag,
+            AdaptMethod::LowRank => MetricKind::LowRank,
+        }
+    }
 }
 
 /// Which transition each iteration makes (CmdStan's `algorithm`).
@@ -29,10 +80,12 @@ pub enum Algorithm {
     FixedParam,
 }
 
-/// Stan's step-size and windowed adaptation settings, with Stan's names and defaults.
+/// Warmup's adaptation settings: the method, then Stan's step-size and window settings with
+/// Stan's names and defaults (the windows apply to [`AdaptMethod::Stan`] only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptConfig {
     pub engaged: bool,
+    pub method: AdaptMethod,
     pub delta: f64,
     pub gamma: f64,
     pub kappa: f64,
@@ -46,6 +99,7 @@ impl Default for AdaptConfig {
     fn default() -> Self {
         AdaptConfig {
             engaged: true,
+            method: AdaptMethod::Stan,
             delta: 0.8,
             gamma: 0.05,
             kappa: 0.75,
@@ -67,6 +121,11 @@ pub enum Init {
     Unconstrained(Vec<Vec<f64>>),
 }
 
+/// Random starting points each chain screens by default (see [`crate::init`]): enough that a
+/// start in a region the sampler cannot leave is all but never chosen (arma11: 3 of 20 runs
+/// had a frozen chain with 1, none with 4), few enough that the chains' starts stay spread.
+pub const DEFAULT_INIT_CANDIDATES: usize = 4;
+
 /// Settings of one chain's sampler.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplerConfig {
@@ -81,12 +140,21 @@ pub struct SamplerConfig {
     pub metric: MetricKind,
     /// Initial step size (Stan: 1), re-tuned by the heuristic at the start of warmup.
     pub stepsize: f64,
-    /// Optional warm-start inverse metric (otherwise the identity).
-    pub inv_metric: Option<InverseMetric>,
+    /// Each transition's step size is drawn uniformly from `stepsize · (1 ± stepsize_jitter)`
+    /// (CmdStan's `stepsize_jitter`, in [0, 1]; 0, the default, draws nothing).
+    pub stepsize_jitter: f64,
+    /// Warm-start inverse metrics: none (the identity, or for the gradient-based adaptations
+    /// the scale of the initial gradient), one shared by all chains, or one per chain (row
+    /// `chain_index`), as CmdStan's `metric_file` with its per-chain `_<id>` files.
+    pub inv_metric: Vec<InverseMetric>,
     pub adapt: AdaptConfig,
     pub init: Init,
     /// Attempts at finding a finite initial log density and gradient (Stan: 100).
     pub init_attempts: usize,
+    /// Random starting points screened per chain, the one of highest log density kept (1 is
+    /// Stan's rule: the first finite one; hazel's default is [`DEFAULT_INIT_CANDIDATES`]); see
+    /// [`crate::init`].
+    pub init_candidates: usize,
 }
 
 impl Default for SamplerConfig {
@@ -101,10 +169,12 @@ impl Default for SamplerConfig {
             max_energy_error: 1000.0,
             metric: MetricKind::Diag,
             stepsize: 1.0,
-            inv_metric: None,
+            stepsize_jitter: 0.0,
+            inv_metric: Vec::new(),
             adapt: AdaptConfig::default(),
             init: Init::Radius(2.0),
             init_attempts: 100,
+            init_candidates: DEFAULT_INIT_CANDIDATES,
         }
     }
 }
@@ -319,6 +389,13 @@ impl SamplerConfig {
             ),
             Setting::value(1, "window", count(a.window), a.window == d.window),
             Setting::value(1, "save_metric", flag(false), true),
+            // hazel's: which method learns the metric (`--adaptation`).
+            Setting::value(
+                1,
+                "adaptation",
+                Text(a.method.name().into()),
+                a.method == d.method,
+            ),
         ];
         match self.algorithm {
             Algorithm::FixedParam => list.push(Setting::value(
@@ -328,10 +405,6 @@ impl SamplerConfig {
                 false,
             )),
             Algorithm::Nuts => {
-                let metric = match self.metric {
-                    MetricKind::Diag => "diag_e",
-                    MetricKind::Dense => "dense_e",
-                };
                 list.extend([
                     Setting::value(0, "algorithm", Text("hmc".into()), true),
                     Setting::section(1, "hmc"),
@@ -346,17 +419,28 @@ impl SamplerConfig {
                     Setting::value(
                         2,
                         "metric",
-                        Text(metric.into()),
+                        Text(self.metric.cmdstan_name().into()),
                         self.metric == defaults.metric,
                     ),
-                    Setting::value(2, "metric_file", Text("".into()), self.inv_metric.is_none()),
+                    // The file's name is the caller's to fill in (RunInfo::set_setting).
+                    Setting::value(
+                        2,
+                        "metric_file",
+                        Text("".into()),
+                        self.inv_metric.is_empty(),
+                    ),
                     Setting::value(
                         2,
                         "stepsize",
                         Real(self.stepsize),
                         self.stepsize == defaults.stepsize,
                     ),
-                    Setting::value(2, "stepsize_jitter", SettingValue::Integer(0), true),
+                    Setting::value(
+                        2,
+                        "stepsize_jitter",
+                        Real(self.stepsize_jitter),
+                        self.stepsize_jitter == defaults.stepsize_jitter,
+                    ),
                 ]);
             }
         }
@@ -365,6 +449,13 @@ impl SamplerConfig {
             "num_chains",
             SettingValue::Integer(1),
             true,
+        ));
+        // hazel's: random starts screened per chain (`--init-candidates`).
+        list.push(Setting::value(
+            0,
+            "init_candidates",
+            count(self.init_candidates),
+            self.init_candidates == defaults.init_candidates,
         ));
         list
     }

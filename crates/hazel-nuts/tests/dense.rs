@@ -88,7 +88,7 @@ fn warm_start_uses_supplied_metric_and_stepsize() {
     };
     let mut sampler = SamplerConfig {
         metric: MetricKind::Dense,
-        inv_metric: Some(given.clone()),
+        inv_metric: vec![given.clone()],
         stepsize: 0.7,
         num_warmup: 0,
         num_samples: 2000,

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use hazel_density::{EvalError, LogDensity};
-use hazel_nuts::{Algorithm, Progress, RunConfig, SamplerConfig};
+use hazel_nuts::{AdaptConfig, Algorithm, Progress, RunConfig, SamplerConfig};
 use std::sync::Mutex;
 
 /// Neal's funnel (v ~ N(0, 3), x_i | v ~ N(0, exp(v/2)), i = 1..9): divergent in warmup and
@@ -53,6 +53,11 @@ fn progress_counts_the_divergences_of_each_phase_apart() {
             num_warmup: 500,
             num_samples: 500,
             save_warmup: true,
+            // A low acceptance target, so that the funnel's neck diverges in both phases.
+            adapt: AdaptConfig {
+                delta: 0.6,
+                ..AdaptConfig::default()
+            },
             ..SamplerConfig::default()
         },
         ..RunConfig::default()

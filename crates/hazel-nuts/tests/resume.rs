@@ -1,6 +1,7 @@
 //! Checkpoint and resume: taking checkpoints never changes the draws, and a chain resumed from
 //! any checkpoint (in the initial buffer, inside a slow window, at the end of warmup, during
-//! sampling; diagonal and dense metrics; with thinning and saved warmup) continues bit for bit
+//! sampling; diagonal and dense metrics; Stan's and the gradient-based adaptations; with
+//! thinning and saved warmup) continues bit for bit
 //! as the uninterrupted chain. Each checkpoint goes through JSON on the way, as on disk.
 
 mod common;
@@ -9,8 +10,8 @@ use common::*;
 use hazel_density::Unconstrained;
 use hazel_draws::{erased_serde, AdaptationInfo, Columns};
 use hazel_nuts::{
-    ChainCheckpoint, ChainStart, CheckpointPolicy, DrawSink, MetricKind, NoProgress, RunConfig,
-    SamplerConfig, Timing,
+    AdaptMethod, ChainCheckpoint, ChainStart, CheckpointPolicy, DrawSink, MetricKind, NoProgress,
+    RunConfig, SamplerConfig, Timing,
 };
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -124,6 +125,20 @@ fn assert_same_output(a: &Received, b: &Received, what: &str) {
 }
 
 fn check(metric: MetricKind, save_warmup: bool, thin: usize) {
+    check_method(metric, AdaptMethod::Stan, save_warmup, thin);
+}
+
+/// `config` with the adaptation `method` (and the metric it learns).
+fn with_method(mut config: RunConfig, method: AdaptMethod) -> RunConfig {
+    config.sampler.adapt.method = method;
+    config.sampler.metric = method.metric_kind(config.sampler.metric);
+    config
+}
+
+fn check_method(metric: MetricKind, method: AdaptMethod, save_warmup: bool, thin: usize) {
+    let config = |metric, save_warmup, thin, every| {
+        with_method(config(metric, save_warmup, thin, every), method)
+    };
     let plain = run(
         &config(metric, save_warmup, thin, 0),
         vec![ChainStart::Fresh; 2],
@@ -202,6 +217,14 @@ fn resume_diag_metric() {
 #[test]
 fn resume_dense_metric_with_saved_warmup_and_thinning() {
     check(MetricKind::Dense, true, 3);
+}
+
+/// The gradient-based adaptations' state (windows of moments, or of draws and gradients, and
+/// the last position) resumes bit for bit too, from inside either window and the final phase.
+#[test]
+fn resume_gradient_adaptations() {
+    check_method(MetricKind::Diag, AdaptMethod::DiagGrad, true, 1);
+    check_method(MetricKind::Diag, AdaptMethod::LowRank, false, 2);
 }
 
 /// A checkpoint of another model (other dimension) is refused with a clear error.

@@ -38,7 +38,9 @@ pub mod zarr_sink;
 
 pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
 pub use layout::arviz_stat_name;
-pub use outputs::{FileNaming, FileOutput, FileStart, MemoryOutput, OutputConfig, Outputs};
+pub use outputs::{
+    FileNaming, FileOutput, FileStart, HeaderNotes, MemoryOutput, OutputConfig, Outputs,
+};
 pub use reader::{read_stan_csv, read_stan_csvs, Adaptation, ConfigEntry, CsvError, StanCsv};
 pub use writer::{CsvHeaderInfo, StanCsvWriter};
 

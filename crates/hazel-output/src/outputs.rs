@@ -11,7 +11,7 @@ use crate::chain_file::ChainCsvFile;
 use crate::reader::read_stan_csv;
 use crate::writer::CsvHeaderInfo;
 use crate::Format;
-use hazel_draws::{DrawSink, FanOut, MemoryDraws, MemorySink, RunInfo};
+use hazel_draws::{DrawSink, FanOut, MemoryDraws, MemorySink, RunInfo, SettingValue};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -35,8 +35,35 @@ pub struct FileOutput {
     pub model: String,
     /// The data file as the CSV header names it (empty when there is none).
     pub data_file: String,
+    /// What the CSV header says of the command line beyond the run's own settings.
+    pub header: HeaderNotes,
     /// How the files are named.
     pub naming: FileNaming,
+}
+
+/// What a CSV header records of the command line that the run's settings do not hold: the
+/// input files each chain read (CmdStan writes their names) and the output options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeaderNotes {
+    /// Per chain (in chain order), the init file it read; `None`: the run's `init` as it is.
+    pub init_files: Vec<Option<String>>,
+    /// Per chain, the metric file it read (`metric_file`); `None`: none.
+    pub metric_files: Vec<Option<String>>,
+    /// CmdStan's `refresh`.
+    pub refresh: usize,
+    /// CmdStan's `sig_figs` (-1: exact numbers), which the CSV's numbers follow.
+    pub sig_figs: i32,
+}
+
+impl Default for HeaderNotes {
+    fn default() -> Self {
+        HeaderNotes {
+            init_files: Vec::new(),
+            metric_files: Vec::new(),
+            refresh: crate::writer::DEFAULT_REFRESH,
+            sig_figs: crate::writer::EXACT_SIG_FIGS,
+        }
+    }
 }
 
 /// How a run's files are named (`<ext>`: `csv` or `parquet`; Zarr keeps one store per run).
@@ -108,13 +135,27 @@ impl FileOutput {
     }
 
     fn header(&self, run: &RunInfo, index: usize, path: &Path) -> CsvHeaderInfo {
-        CsvHeaderInfo::new(
+        let mut header = CsvHeaderInfo::new(
             &self.model,
             &self.data_file,
             &path.display().to_string(),
             run,
             index,
-        )
+        );
+        let notes = &self.header;
+        if let Some(Some(file)) = notes.init_files.get(index) {
+            header.run.init = SettingValue::Text(file.clone().into());
+        }
+        if let Some(Some(file)) = notes.metric_files.get(index) {
+            header.run.set_setting(
+                "metric_file",
+                SettingValue::Text(file.clone().into()),
+                false,
+            );
+        }
+        header.refresh = notes.refresh;
+        header.sig_figs = notes.sig_figs;
+        header
     }
 
     /// One file sink per chain (`None` for a finished chain).

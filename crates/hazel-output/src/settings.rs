@@ -69,9 +69,13 @@ pub(crate) fn adaptation_info_pairs(adaptation: &AdaptationInfo<'_>) -> Vec<(Str
 
 /// The adaptation results as flat pairs.
 pub(crate) fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec<(String, String)> {
-    let (kind, values) = match inv_metric {
+    // A low-rank metric as its dense matrix, as the CSV holds it.
+    let stan_form = inv_metric.to_stan_form();
+    let (kind, values) = match stan_form.as_ref() {
         InverseMetric::Diag(values) => ("diag", values),
-        InverseMetric::Dense { values, .. } => ("dense", values),
+        InverseMetric::Dense { values, .. } | InverseMetric::LowRank { values, .. } => {
+            ("dense", values)
+        }
     };
     let mut list = String::new();
     for (i, &v) in values.iter().enumerate() {

@@ -27,7 +27,18 @@ pub struct CsvHeaderInfo {
     pub chain_id: u64,
     /// The run as its algorithm describes it (method, settings, statistic columns, seed, init).
     pub run: RunInfo,
+    /// CmdStan's `refresh` as the header records it (iterations between progress lines; 0:
+    /// none).
+    pub refresh: usize,
+    /// CmdStan's `sig_figs`: significant digits of the numbers in the rows and the adaptation
+    /// block, 1 to 18; -1 (the default) writes every number exactly (shortest round-trip).
+    pub sig_figs: i32,
 }
+
+/// CmdStan's default `refresh`.
+pub const DEFAULT_REFRESH: usize = 100;
+/// The `sig_figs` that leaves numbers exact (CmdStan's default value of the setting).
+pub const EXACT_SIG_FIGS: i32 = -1;
 
 impl CsvHeaderInfo {
     /// Header information of chain `chain_index` (0-based) of `run`.
@@ -44,6 +55,8 @@ impl CsvHeaderInfo {
             output_file: output_file.to_string(),
             chain_id: run.chain_id(chain_index),
             run: run.clone(),
+            refresh: DEFAULT_REFRESH,
+            sig_figs: EXACT_SIG_FIGS,
         }
     }
 
@@ -89,8 +102,13 @@ impl CsvHeaderInfo {
         b.section(0, "output");
         b.setting(1, "file", &self.output_file, false);
         b.setting(1, "diagnostic_file", "", true);
-        b.setting(1, "refresh", 100, true);
-        b.setting(1, "sig_figs", -1, true);
+        b.setting(1, "refresh", self.refresh, self.refresh == DEFAULT_REFRESH);
+        b.setting(
+            1,
+            "sig_figs",
+            self.sig_figs,
+            self.sig_figs == EXACT_SIG_FIGS,
+        );
         b.text
     }
 }
@@ -102,6 +120,35 @@ fn format_value(value: &SettingValue) -> String {
         SettingValue::Integer(v) => v.to_string(),
         SettingValue::Text(text) => text.to_string(),
     }
+}
+
+impl CsvHeaderInfo {
+    /// Writes `value` as the rows and adaptation block do: exact, or to `sig_figs` digits.
+    fn write_value(&self, out: &mut String, value: f64) {
+        write_number_to(out, value, self.sig_figs);
+    }
+
+    /// The run's metric is the identity (CmdStan's `unit_e`), whose adaptation block has no
+    /// matrix.
+    fn unit_metric(&self) -> bool {
+        matches!(self.run.setting("metric"), Some(SettingValue::Text(name)) if name == "unit_e")
+    }
+}
+
+/// `value` with `sig_figs` significant digits (CmdStan's `sig_figs`: C++ stream precision, so
+/// no trailing zeros), or exact (shortest round-trip) for -1 and for 17 or more digits, which
+/// always round-trip.
+pub fn write_number_to(out: &mut String, value: f64, sig_figs: i32) {
+    if !(1..17).contains(&sig_figs) || !value.is_finite() {
+        write_number(out, value);
+        return;
+    }
+    // Rounded to the requested digits; the shortest spelling of the rounded value has at most
+    // that many digits.
+    let mut rounded = String::new();
+    let _ = write!(rounded, "{:.*e}", (sig_figs - 1) as usize, value);
+    let value = rounded.parse::<f64>().unwrap_or(value);
+    write_number(out, value);
 }
 
 /// Builds comment lines `# <indent>key = value[ (Default)]` and `# <indent>section`.
@@ -271,18 +318,24 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             _ => return Ok(()),
         };
         let mut text = String::from("# Adaptation terminated\n# Step size = ");
-        write_number(&mut text, stepsize);
+        self.header.write_value(&mut text, stepsize);
         text.push('\n');
-        match inv_metric {
-            InverseMetric::Diag(values) => {
-                text_push_line(&mut text, "# Diagonal elements of inverse mass matrix:");
-                write_row_into(&mut text, values);
-            }
-            InverseMetric::Dense { dim, values } => {
-                text_push_line(&mut text, "# Elements of inverse mass matrix:");
-                for row in values.chunks((*dim).max(1)) {
-                    write_row_into(&mut text, row);
+        let sig_figs = self.header.sig_figs;
+        if self.header.unit_metric() {
+            text_push_line(&mut text, "# No free parameters for unit metric");
+        } else {
+            match inv_metric.to_stan_form().as_ref() {
+                InverseMetric::Diag(values) => {
+                    text_push_line(&mut text, "# Diagonal elements of inverse mass matrix:");
+                    write_row_into(&mut text, values, sig_figs);
                 }
+                InverseMetric::Dense { dim, values } => {
+                    text_push_line(&mut text, "# Elements of inverse mass matrix:");
+                    for row in values.chunks((*dim).max(1)) {
+                        write_row_into(&mut text, row, sig_figs);
+                    }
+                }
+                InverseMetric::LowRank { .. } => unreachable!("to_stan_form is dense"),
             }
         }
         self.write_block(text.as_bytes())
@@ -302,7 +355,8 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
                 ),
             ));
         }
-        // The row buffer is reused across draws (no allocation per draw).
+        let sig_figs = self.header.sig_figs;
+        // The row buffer is reused across draws (no allocation per draw with exact numbers).
         let mut row = std::mem::take(&mut self.row);
         row.clear();
         for (k, (column, &v)) in stats.iter().zip(draw.stats).enumerate() {
@@ -310,7 +364,7 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
                 row.push(',');
             }
             match column.kind {
-                StatKind::Real => write_number(&mut row, v),
+                StatKind::Real => write_number_to(&mut row, v, sig_figs),
                 StatKind::Integer => {
                     let _ = write!(row, "{}", v as i64);
                 }
@@ -321,7 +375,7 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
             if !row.is_empty() {
                 row.push(',');
             }
-            write_number(&mut row, v);
+            write_number_to(&mut row, v, sig_figs);
         }
         row.push('\n');
         let written = self.write_block(row.as_bytes());
@@ -365,13 +419,13 @@ fn text_push_line(text: &mut String, line: &str) {
     text.push('\n');
 }
 
-fn write_row_into(text: &mut String, values: &[f64]) {
+fn write_row_into(text: &mut String, values: &[f64], sig_figs: i32) {
     text.push_str("# ");
     for (i, &v) in values.iter().enumerate() {
         if i > 0 {
             text.push_str(", ");
         }
-        write_number(text, v);
+        write_number_to(text, v, sig_figs);
     }
     text.push('\n');
 }

@@ -305,12 +305,23 @@ pub fn initial_points(
     inits: &DataFile,
     config: &RunConfig,
 ) -> Result<Vec<Vec<f64>>, String> {
-    (0..config.chains as u64)
-        .map(|k| {
-            let mut rng = StreamRng::new(config.seed, config.first_chain_id + k, Purpose::Init);
-            model
-                .unconstrain_inits(inits, || rng.uniform_range(-2.0, 2.0))
-                .map_err(|e| e.message)
-        })
+    (0..config.chains)
+        .map(|index| initial_point(model, inits, config, index))
         .collect()
+}
+
+/// The unconstrained starting point of chain `index` (0-based) from constrained initial
+/// values: [`initial_points`] for one chain, for inputs that differ per chain (CmdStan's
+/// `init_<id>.json` files).
+pub fn initial_point(
+    model: &CompiledModel,
+    inits: &DataFile,
+    config: &RunConfig,
+    index: usize,
+) -> Result<Vec<f64>, String> {
+    let chain_id = config.first_chain_id + index as u64;
+    let mut rng = StreamRng::new(config.seed, chain_id, Purpose::Init);
+    model
+        .unconstrain_inits(inits, || rng.uniform_range(-2.0, 2.0))
+        .map_err(|e| e.message)
 }

@@ -6,7 +6,7 @@
 use hazel_density::{EvalError, LogDensity, Unconstrained};
 use hazel_draws::{ChainDraws, NoProgress, Progress};
 use hazel_nuts::{Algorithm, ChainError, CheckpointPolicy, RunConfig};
-use hazel_output::{read_stan_csv, FileOutput, Format, MemoryOutput, OutputConfig};
+use hazel_output::{read_stan_csv, FileOutput, Format, HeaderNotes, MemoryOutput, OutputConfig};
 use hazel_run::{sample, SampleJob, NO_PARAMETERS};
 use std::path::{Path, PathBuf};
 
@@ -55,6 +55,7 @@ fn files(dir: &Path, format: Format) -> Option<FileOutput> {
         dir: dir.to_path_buf(),
         model: "normals".to_string(),
         data_file: String::new(),
+        header: HeaderNotes::default(),
         naming: Default::default(),
     })
 }

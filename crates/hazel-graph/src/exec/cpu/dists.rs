@@ -144,6 +144,12 @@ macro_rules! with_kernel {
 /// five blocks of this many values, stay in L1).
 const LANE_BLOCK: usize = 256;
 
+/// The block of [`DistArgs::chunk_lanes`] for a chunk of at most this many elements (a
+/// multiple of 8). Its buffers are zeroed on each call: a short density (posteriordb's Mth runs
+/// ~870 of a few elements per gradient) would otherwise spend most of its time zeroing
+/// [`LANE_BLOCK`]-sized rows it never reads.
+const SHORT_LANE_BLOCK: usize = 16;
+
 /// The chunk's term sum and the scalar arguments' partial sums, from the lane sums and the
 /// last `tail` (< 8) values of each row.
 #[inline(always)]
@@ -431,8 +437,14 @@ impl<'a> DistArgs<'a> {
     ) -> Result<(f64, [f64; 4]), EvalError> {
         if K::LANES {
             // SAFETY: the caller's contract.
+            // Either block gives the same bits: both are multiples of 8, and the lane sums take
+            // the chunk's values 8 at a time in element order whatever the block.
             let lanes = dispatch!(self.isa, unsafe {
-                self.chunk_lanes::<K, VECTORS>(c0, c1, sc, scratch)
+                if c1 - c0 <= SHORT_LANE_BLOCK {
+                    self.chunk_lanes::<K, VECTORS, SHORT_LANE_BLOCK>(c0, c1, sc, scratch)
+                } else {
+                    self.chunk_lanes::<K, VECTORS, LANE_BLOCK>(c0, c1, sc, scratch)
+                }
             })?;
             if let Some(r) = lanes {
                 return Ok(r);
@@ -496,7 +508,8 @@ impl<'a> DistArgs<'a> {
 
     /// [`Self::chunk_layout`]'s vectorising loop: `None` if an element fails a check.
     ///
-    /// The chunk is walked in blocks of [`LANE_BLOCK`] elements: a loop over a block computes
+    /// The chunk is walked in blocks of `BLOCK` elements (a multiple of 8: [`LANE_BLOCK`], or
+    /// [`SHORT_LANE_BLOCK`] for a short chunk, whose buffers cost less to zero): a loop over a block computes
     /// each element's term and partials through the kernel's branch-free forms into buffers
     /// (the vector arguments' partials straight into scratch), the checks' outcomes and-ed
     /// together; the buffers are then added into the lane sums.
@@ -506,7 +519,7 @@ impl<'a> DistArgs<'a> {
     // Index loops on purpose (see `crate::simd`).
     #[allow(clippy::needless_range_loop)]
     #[inline(always)]
-    unsafe fn chunk_lanes<K: UnivariateKernel, const VECTORS: u8>(
+    unsafe fn chunk_lanes<K: UnivariateKernel, const VECTORS: u8, const BLOCK: usize>(
         &self,
         c0: usize,
         c1: usize,
@@ -530,12 +543,12 @@ impl<'a> DistArgs<'a> {
         let n8 = n / 8 * 8;
         // Row 0: the terms; row 1 + k: argument k's partials (for a vector argument without
         // scratch, a sink).
-        let mut buf = [[0.0f64; LANE_BLOCK]; 5];
+        let mut buf = [[0.0f64; BLOCK]; 5];
         let mut sums = [ChunkSum::default(); 5];
         let mut rest = [[0.0f64; 8]; 5];
         let mut j0 = 0;
         while j0 < n {
-            let m = LANE_BLOCK.min(n - j0);
+            let m = BLOCK.min(n - j0);
             let (terms, rows) = buf.split_first_mut().expect("rows");
             let mut columns: [&[f64]; 4] = [&[]; 4];
             let mut dst: [*mut f64; 4] = [std::ptr::null_mut(); 4];

@@ -1,20 +1,5 @@
-//! Stan's warmup adaptation: dual averaging of the step size and windowed estimation of the
-//! inverse metric.
-//!
-//! # Step size: dual averaging (Hoffman & Gelman 2014, Stan's `stepsize_adaptation`)
-//!
-//! After each warmup transition with acceptance statistic `α` (clipped to 1), with counter `t`:
-//!
-//! ```text
-//! η = 1 / (t + t0)
-//! s̄ ← (1 − η) s̄ + η (δ − α)
-//! x  = μ − s̄ √t / γ                    (the next step size is exp(x))
-//! x̄ ← (1 − t^−κ) x̄ + t^−κ x
-//! ```
-//!
-//! and when warmup ends the step size becomes `exp(x̄)`. `μ = log(10 ε)`: at the start of warmup
-//! with the user's initial step size `ε` (Stan's services set it before the first heuristic
-//! search), and after each metric update with the step size just found by the heuristic.
+//! Stan's warmup adaptation: windowed estimation of the inverse metric, with the step size
+//! by dual averaging ([`super::stepsize`]).
 //!
 //! # Metric: windowed adaptation (Stan's `windowed_adaptation`)
 //!
@@ -33,72 +18,16 @@
 //! At the end of a window the estimate is regularised towards a small multiple of the identity,
 //! `(n/(n+5)) Σ̂ + 1e-3 (5/(n+5)) I` (diagonal: the same per variance), the step size is
 //! re-initialised by Stan's heuristic, `μ` is reset to `log(10 ε)` and dual averaging restarts.
+//!
+//! A unit metric (`unit_e`) has no windows: only the step size adapts, over the whole warmup
+//! (Stan's `adapt_unit_e_nuts`).
 
+use super::stepsize::StepSizeAdaptation;
+use super::AdaptOutcome;
 use crate::checkpoint::{f64_bits, vec_f64_bits};
 use crate::metric::{Metric, MetricError};
 use crate::types::{AdaptConfig, MetricKind};
 use serde::{Deserialize, Serialize};
-
-/// Dual averaging of the log step size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepSizeAdaptation {
-    #[serde(with = "f64_bits")]
-    pub mu: f64,
-    #[serde(with = "f64_bits")]
-    pub delta: f64,
-    #[serde(with = "f64_bits")]
-    pub gamma: f64,
-    #[serde(with = "f64_bits")]
-    pub kappa: f64,
-    #[serde(with = "f64_bits")]
-    pub t0: f64,
-    #[serde(with = "f64_bits")]
-    counter: f64,
-    #[serde(with = "f64_bits")]
-    s_bar: f64,
-    #[serde(with = "f64_bits")]
-    x_bar: f64,
-}
-
-impl StepSizeAdaptation {
-    /// Settings from `config`, with `μ = log(10 ε)` for the initial step size `epsilon`.
-    pub fn new(config: &AdaptConfig, epsilon: f64) -> Self {
-        StepSizeAdaptation {
-            mu: (10.0 * epsilon).ln(),
-            delta: config.delta,
-            gamma: config.gamma,
-            kappa: config.kappa,
-            t0: config.t0,
-            counter: 0.0,
-            s_bar: 0.0,
-            x_bar: 0.0,
-        }
-    }
-
-    /// Forgets the history (Stan's `restart`).
-    pub fn restart(&mut self) {
-        self.counter = 0.0;
-        self.s_bar = 0.0;
-        self.x_bar = 0.0;
-    }
-
-    /// Learns from one transition's acceptance statistic; returns the next step size.
-    pub fn learn(&mut self, accept_stat: f64) -> f64 {
-        self.counter += 1.0;
-        let accept_stat = if accept_stat > 1.0 { 1.0 } else { accept_stat };
-        let eta = 1.0 / (self.counter + self.t0);
-        self.s_bar = (1.0 - eta) * self.s_bar + eta * (self.delta - accept_stat);
-        let x = self.mu - self.s_bar * self.counter.sqrt() / self.gamma;
-        let x_eta = self.counter.powf(-self.kappa);
-        self.x_bar = (1.0 - x_eta) * self.x_bar + x_eta * x;
-        x.exp()
-    }
-
-    /// The final step size, `exp(x̄)`.
-    pub fn final_stepsize(&self) -> f64 {
-        self.x_bar.exp()
-    }
-}
 
 /// Stan's schedule of slow adaptation windows over warmup.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,12 +144,14 @@ pub enum CovarianceEstimator {
 impl CovarianceEstimator {
     pub fn new(kind: MetricKind, dim: usize) -> Self {
         match kind {
-            MetricKind::Diag => CovarianceEstimator::Diag {
-                n: 0.0,
-                mean: vec![0.0; dim],
-                m2: vec![0.0; dim],
-                out: vec![0.0; dim],
-            },
+            MetricKind::Unit | MetricKind::Diag | MetricKind::LowRank => {
+                CovarianceEstimator::Diag {
+                    n: 0.0,
+                    mean: vec![0.0; dim],
+                    m2: vec![0.0; dim],
+                    out: vec![0.0; dim],
+                }
+            }
             MetricKind::Dense => CovarianceEstimator::Dense {
                 n: 0.0,
                 mean: vec![0.0; dim],
@@ -310,17 +241,7 @@ impl CovarianceEstimator {
     }
 }
 
-/// What the adaptation did after one warmup transition.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AdaptOutcome {
-    /// The step size for the next transition (before any heuristic re-initialisation).
-    pub stepsize: f64,
-    /// The metric was replaced: the caller must re-initialise the step size with the heuristic
-    /// and call [`WindowedAdaptation::restart_stepsize`].
-    pub metric_updated: bool,
-}
-
-/// Step size and metric adaptation over one chain's warmup.
+/// Stan's step size and metric adaptation over one chain's warmup.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowedAdaptation {
     pub stepsize: StepSizeAdaptation,
@@ -336,14 +257,19 @@ impl WindowedAdaptation {
         dim: usize,
         initial_stepsize: f64,
     ) -> Self {
-        WindowedAdaptation {
-            stepsize: StepSizeAdaptation::new(config, initial_stepsize),
-            schedule: WindowSchedule::new(
+        // A unit metric never changes: a schedule with no window (Stan's short-warmup case).
+        let schedule = match kind {
+            MetricKind::Unit => WindowSchedule::new(0, 0, 0, 0),
+            _ => WindowSchedule::new(
                 num_warmup,
                 config.init_buffer,
                 config.term_buffer,
                 config.window,
             ),
+        };
+        WindowedAdaptation {
+            stepsize: StepSizeAdaptation::new(config, initial_stepsize),
+            schedule,
             estimator: CovarianceEstimator::new(kind, dim),
         }
     }
@@ -367,14 +293,8 @@ impl WindowedAdaptation {
         }
         Ok(AdaptOutcome {
             stepsize,
-            metric_updated: window_ends,
+            search_stepsize: window_ends,
         })
-    }
-
-    /// After the heuristic found `epsilon` for a new metric: `μ = log(10 ε)` and a fresh start.
-    pub fn restart_stepsize(&mut self, epsilon: f64) {
-        self.stepsize.mu = (10.0 * epsilon).ln();
-        self.stepsize.restart();
     }
 }
 
@@ -422,28 +342,6 @@ mod tests {
         assert!(window_ends(19, &config).is_empty());
         let mut s = WindowSchedule::new(19, 75, 50, 25);
         assert!((0..19).all(|_| !s.advance().0));
-    }
-
-    /// With α = δ at every iteration s̄ stays 0, so x = μ and the final step size is exp(μ).
-    #[test]
-    fn dual_averaging_fixed_point_and_direction() {
-        let config = AdaptConfig::default();
-        let mut da = StepSizeAdaptation::new(&config, 0.1);
-        for _ in 0..50 {
-            let eps = da.learn(config.delta);
-            assert!((eps - 1.0).abs() < 1e-12);
-        }
-        assert!((da.final_stepsize() - 1.0).abs() < 1e-12);
-        // Acceptance below target shrinks the step size, above target grows it.
-        let mut low = StepSizeAdaptation::new(&config, 0.1);
-        let mut high = StepSizeAdaptation::new(&config, 0.1);
-        assert!(low.learn(0.2) < 1.0);
-        assert!(high.learn(1.0) > 1.0);
-        // Stan's first update by hand: η = 1/11, s̄ = (0.8 − 0.2)/11, x = log 1 − s̄/0.05.
-        let x: f64 = 0.0 - (0.6 / 11.0) / 0.05;
-        let mut da = StepSizeAdaptation::new(&config, 0.1);
-        assert!((da.learn(0.2) - x.exp()).abs() < 1e-12);
-        assert!((da.final_stepsize() - x.exp()).abs() < 1e-12);
     }
 
     #[test]
