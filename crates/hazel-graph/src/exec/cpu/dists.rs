@@ -728,17 +728,15 @@ pub fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, 
         all: !propto,
         varying: 0,
     };
-    let mut total = 0.0;
-    for c0 in (0..len).step_by(CHUNK) {
-        let mut s = 0.0;
-        for i in c0..(c0 + CHUNK).min(len) {
-            let mut x = [0.0; 4];
-            for (k, a) in args.iter().enumerate() {
-                x[k] = if a.len() == 1 { a[0] } else { a[i] };
-            }
-            s += kind.elem(&x, &inc).map_err(|e| e.message)?.0;
+    let mut terms = Vec::with_capacity(len);
+    for i in 0..len {
+        let mut x = [0.0; 4];
+        for (k, a) in args.iter().enumerate() {
+            x[k] = if a.len() == 1 { a[0] } else { a[i] };
         }
-        total += s;
+        terms.push(kind.elem(&x, &inc).map_err(|e| e.message)?.0);
     }
-    Ok(total)
+    // The executors' sum shape (`forward`), so a density folded at trace time has the bits the
+    // same density gets in a graph (an output row re-traced equals the compiled one).
+    Ok(super::kernels::chunked_sum(Isa::Baseline, &terms))
 }
