@@ -1,5 +1,6 @@
 //! Helpers shared by the benchmark binaries in `src/bin`.
 
+pub mod counting;
 pub mod data;
 pub mod posteriors;
 

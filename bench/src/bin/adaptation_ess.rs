@@ -29,8 +29,9 @@
 //! (usable when below 1: its draws start chains inside the posterior's bulk).
 
 use hazel_approx::pathfinder::{multi_path, MultiPathOptions};
+use hazel_bench::counting::Counting;
 use hazel_bench::posteriors::{compile_target, judged_columns, repo_root, targets, Target};
-use hazel_density::{DensityTerms, EvalError, LogDensity, Model};
+use hazel_density::{LogDensity, Model};
 use hazel_diagnostics::reference::{compare, CompareOptions, Verdict};
 use hazel_diagnostics::{ess_bulk, rhat_rank, ChainDraws};
 use hazel_draws::{Columns, Draw};
@@ -38,58 +39,7 @@ use hazel_nuts::{
     AdaptMethod, DrawSink, DrawStats, Init, MetricKind, NoProgress, RunConfig, Timing,
 };
 use hazel_rng::StreamRng;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// A model whose gradient evaluations are counted.
-struct Counting<'a, M> {
-    model: &'a M,
-    gradients: AtomicU64,
-}
-
-impl<M: LogDensity> LogDensity for Counting<'_, M> {
-    type Workspace = M::Workspace;
-    fn dim(&self) -> usize {
-        self.model.dim()
-    }
-    fn new_workspace(&self) -> M::Workspace {
-        self.model.new_workspace()
-    }
-    fn log_density_gradient(
-        &self,
-        ws: &mut M::Workspace,
-        q: &[f64],
-        grad: &mut [f64],
-    ) -> Result<f64, EvalError> {
-        self.gradients.fetch_add(1, Ordering::Relaxed);
-        self.model.log_density_gradient(ws, q, grad)
-    }
-    fn log_density_gradient_with(
-        &self,
-        ws: &mut M::Workspace,
-        q: &[f64],
-        grad: &mut [f64],
-        terms: DensityTerms,
-    ) -> Result<f64, EvalError> {
-        self.gradients.fetch_add(1, Ordering::Relaxed);
-        self.model.log_density_gradient_with(ws, q, grad, terms)
-    }
-}
-
-impl<M: Model> Model for Counting<'_, M> {
-    fn output_names(&self) -> Vec<String> {
-        self.model.output_names()
-    }
-    fn write_output(
-        &self,
-        ws: &mut M::Workspace,
-        q: &[f64],
-        rng: &mut StreamRng,
-        out: &mut [f64],
-    ) -> Result<(), EvalError> {
-        self.model.write_output(ws, q, rng, out)
-    }
-}
 
 /// One chain's sampling draws (output columns), kept in memory, and the leapfrog steps
 /// (gradients) of its sampling transitions.
@@ -209,10 +159,7 @@ fn run_method(
         error: None,
     };
     for seed in 1..=settings.seeds {
-        let counting = Counting {
-            model,
-            gradients: AtomicU64::new(0),
-        };
+        let counting = Counting::new(model);
         let mut config = RunConfig {
             seed,
             chains: settings.chains,
@@ -252,7 +199,7 @@ fn run_method(
             .map(|k| std::mem::take(&mut *k.lock().unwrap()))
             .collect();
         let cols = columns(&names, &kept, &wanted);
-        let gradients = counting.gradients.load(Ordering::Relaxed) as f64;
+        let gradients = counting.points() as f64;
         // Every evaluation outside a sampling transition (initialisation, step-size searches,
         // warmup transitions) belongs to warmup.
         let warmup_only = gradients - kept.iter().map(|k| k.sampling_gradients).sum::<u64>() as f64;
@@ -311,10 +258,7 @@ fn pathfinder(model: &hazel_graph::CompiledModel, target: &Target, chains: usize
         Ok(inits) => inits,
         Err(e) => return format!("init: {e}"),
     };
-    let counting = Counting {
-        model,
-        gradients: AtomicU64::new(0),
-    };
+    let counting = Counting::new(model);
     let options = MultiPathOptions {
         num_paths: chains,
         ..MultiPathOptions::default()
@@ -323,7 +267,7 @@ fn pathfinder(model: &hazel_graph::CompiledModel, target: &Target, chains: usize
         Ok(r) => r,
         Err(e) => return format!("failed: {e}"),
     };
-    let gradients = counting.gradients.load(Ordering::Relaxed);
+    let gradients = counting.points();
     let names = model.output_names();
     let mut rng = StreamRng::new(1, 1, hazel_rng::Purpose::GeneratedQuantities);
     let mut out = vec![0.0; names.len()];

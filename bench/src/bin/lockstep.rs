@@ -34,11 +34,12 @@
 //! Timings compare within one run on an otherwise idle machine: the output starts with the
 //! load average.
 
+use hazel_bench::counting::Counting;
 use hazel_bench::data::logistic_data;
 use hazel_bench::{
     process_cpu_seconds, thread_cpu_seconds, time_call, time_call_on, triad_bandwidth,
 };
-use hazel_density::{EvalError, LogDensity, Model, StreamRng};
+use hazel_density::{EvalError, LogDensity, StreamRng};
 use hazel_diagnostics::{ess_bulk, ChainDraws};
 use hazel_draws::{Columns, Draw};
 use hazel_graph::{compile, CompileOptions, CompiledModel, ExecutorKind};
@@ -46,7 +47,6 @@ use hazel_nuts::{DrawSink, Lockstep, NoProgress, RunConfig, SamplerConfig, Timin
 use hazel_rng::Purpose;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -111,58 +111,6 @@ fn compile_model(program: &Path, data_path: &Path, executor: ExecutorKind) -> Co
         ..CompileOptions::default()
     };
     compile(&checked, &data, &options).expect("the model compiles")
-}
-
-/// A model that counts its evaluations and batched calls (the runner's rounds).
-struct Counting<'a> {
-    model: &'a CompiledModel,
-    points: AtomicUsize,
-    rounds: AtomicUsize,
-}
-
-impl LogDensity for Counting<'_> {
-    type Workspace = <CompiledModel as LogDensity>::Workspace;
-    fn dim(&self) -> usize {
-        self.model.dim()
-    }
-    fn new_workspace(&self) -> Self::Workspace {
-        self.model.new_workspace()
-    }
-    fn log_density_gradient(
-        &self,
-        ws: &mut Self::Workspace,
-        q: &[f64],
-        grad: &mut [f64],
-    ) -> Result<f64, EvalError> {
-        self.points.fetch_add(1, Ordering::Relaxed);
-        self.model.log_density_gradient(ws, q, grad)
-    }
-    fn log_density_gradient_batch(
-        &self,
-        ws: &mut [Self::Workspace],
-        qs: &[f64],
-        grads: &mut [f64],
-        out: &mut [Result<f64, EvalError>],
-    ) {
-        self.rounds.fetch_add(1, Ordering::Relaxed);
-        self.points.fetch_add(out.len(), Ordering::Relaxed);
-        self.model.log_density_gradient_batch(ws, qs, grads, out)
-    }
-}
-
-impl Model for Counting<'_> {
-    fn output_names(&self) -> Vec<String> {
-        self.model.output_names()
-    }
-    fn write_output(
-        &self,
-        ws: &mut Self::Workspace,
-        q: &[f64],
-        rng: &mut StreamRng,
-        out: &mut [f64],
-    ) -> Result<(), EvalError> {
-        self.model.write_output(ws, q, rng, out)
-    }
 }
 
 /// Keeps the post-warmup draws and their leapfrog steps, and the bits of every iteration.
@@ -236,11 +184,7 @@ fn run_hazel(
     threads: usize,
     lockstep: Lockstep,
 ) -> HazelRun {
-    let counting = Counting {
-        model,
-        points: AtomicUsize::new(0),
-        rounds: AtomicUsize::new(0),
-    };
+    let counting = Counting::new(model);
     let config = RunConfig {
         seed: args.seed,
         chains: args.chains,
@@ -275,8 +219,8 @@ fn run_hazel(
         seconds,
         cpu_seconds,
         ess: min_bulk_ess(&draws),
-        evaluations: counting.points.load(Ordering::Relaxed),
-        rounds: counting.rounds.load(Ordering::Relaxed),
+        evaluations: counting.points() as usize,
+        rounds: counting.batch_calls() as usize,
         leapfrog_steps: kept.iter().map(|k| k.leapfrog_steps).sum(),
         fingerprint: kept.into_iter().map(|k| k.stats_bits).collect(),
     }
