@@ -34,6 +34,27 @@ pub fn sum_lanes(partial: &[f64; LANES]) -> f64 {
         + ((partial[4] + partial[5]) + (partial[6] + partial[7]))
 }
 
+/// `Σ a_i b_i` with the lane shape of [`sum_lanes`]: element `i` of the first `n − n mod LANES`
+/// goes to lane `i mod LANES`, the tail to lane 0.
+#[inline]
+fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len();
+    let mut partial = [0.0; LANES];
+    let body = n - n % LANES;
+    for (x, y) in a[..body]
+        .chunks_exact(LANES)
+        .zip(b[..body].chunks_exact(LANES))
+    {
+        for l in 0..LANES {
+            partial[l] += x[l] * y[l];
+        }
+    }
+    for i in body..n {
+        partial[0] += a[i] * b[i];
+    }
+    sum_lanes(&partial)
+}
+
 /// Why a user-supplied or adapted inverse metric cannot be used.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MetricError {
@@ -491,20 +512,7 @@ impl Metric {
         let dim = x.len();
         for j in 0..rank {
             let u = &vectors[j * dim..(j + 1) * dim];
-            let mut partial = [0.0; LANES];
-            let body = dim - dim % LANES;
-            for (a, b) in u[..body]
-                .chunks_exact(LANES)
-                .zip(x[..body].chunks_exact(LANES))
-            {
-                for l in 0..LANES {
-                    partial[l] += a[l] * b[l];
-                }
-            }
-            for i in body..dim {
-                partial[0] += u[i] * x[i];
-            }
-            coefficients[j] = factor(values[j]) * sum_lanes(&partial);
+            coefficients[j] = factor(values[j]) * lane_dot(u, x);
         }
     }
 
@@ -588,20 +596,7 @@ impl Metric {
                 let mut twice_kinetic = 0.0;
                 for i in 0..n {
                     let row = &inv[i * n..(i + 1) * n];
-                    let mut partial = [0.0; LANES];
-                    let body = n - n % LANES;
-                    for (a, b) in row[..body]
-                        .chunks_exact(LANES)
-                        .zip(p[..body].chunks_exact(LANES))
-                    {
-                        for l in 0..LANES {
-                            partial[l] += a[l] * b[l];
-                        }
-                    }
-                    for j in body..n {
-                        partial[0] += row[j] * p[j];
-                    }
-                    let vi = sum_lanes(&partial);
+                    let vi = lane_dot(row, p);
                     velocity[i] = vi;
                     twice_kinetic += vi * p[i];
                 }
