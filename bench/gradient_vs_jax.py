@@ -219,9 +219,12 @@ def main():
             with open(job["data"]) as fh:
                 data = json.load(fh)
             row, timers[job["name"]] = {}, {}
+            # stanli first: its OCaml runtime sets up a signal stack of the compile-time
+            # SIGSTKSZ when it starts, which the kernel refuses once XLA has enabled AMX
+            # state for the process ("Failed to allocate signal stack for domain 0").
             steps = [
-                ("jax", lambda: prepare_jax(job, data)),
                 ("stanli", lambda: prepare_stanli(job)),
+                ("jax", lambda: prepare_jax(job, data)),
             ]
             for engine, prepare in steps:
                 if engine in missing:

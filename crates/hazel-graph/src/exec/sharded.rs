@@ -674,9 +674,7 @@ impl ShardedCpu {
                     acc.clear();
                     acc.extend_from_slice(&adj_lo[x.range()]);
                     fold(link.as_ref(), msg, stopped_by, acc, |acc| {
-                        for i in rows {
-                            acc[idx[i] as usize] += gr[i];
-                        }
+                        kernels::scatter_add(acc, &idx[rows.clone()], &gr[rows.clone()]);
                         Ok(())
                     })?;
                     adj_lo[x.range()].copy_from_slice(acc);

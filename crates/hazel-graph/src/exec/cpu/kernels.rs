@@ -865,10 +865,7 @@ pub fn backward(
         }
         Op::Gather { x, idx, .. } => {
             if x.is_var() {
-                let d = &mut adj_lo[x.range()];
-                for (&i, gi) in idx.iter().zip(g) {
-                    d[i as usize] += gi;
-                }
+                scatter_add(&mut adj_lo[x.range()], idx, g);
             }
         }
         Op::MatVec {
@@ -1119,6 +1116,72 @@ pub fn backward(
             let s = &scratch[*sc as usize..*sc as usize + spec.scratch_len()];
             crate::dae_op::backward(spec, g, adj_lo, *yy0, *theta, s);
         }
+    }
+}
+
+/// `d[idx[k]] += g[k]` for every `k` in order: the adjoint of a gather. Each slot receives its
+/// additions in element order, one rounding each — the order every executor keeps (the sharded
+/// one carries `d` from rank to rank), so how the work is scheduled here never changes a bit.
+///
+/// Why not the plain loop: gathered indexes usually come in runs (`alpha[county[n]]` over rows
+/// sorted by county; `rep_matrix(b', N)`, one run per column), and there each addition waits
+/// for the store of the previous one to the same slot. A run is summed in a register instead,
+/// and up to four consecutive runs of distinct slots are summed side by side, so the additions
+/// of one run overlap those of the others rather than waiting on the adder's latency.
+#[inline(always)]
+pub(crate) fn scatter_add(d: &mut [f64], idx: &[u32], g: &[f64]) {
+    let n = idx.len().min(g.len());
+    let run_end = |start: usize| {
+        let slot = idx[start];
+        let mut end = start + 1;
+        while end < n && idx[end] == slot {
+            end += 1;
+        }
+        end
+    };
+    let mut k = 0;
+    while k < n {
+        // Up to four consecutive runs: [starts[r], ends[r]) of slot slots[r].
+        let mut starts = [0usize; 4];
+        let mut ends = [0usize; 4];
+        let mut runs = 0;
+        let mut next = k;
+        while runs < 4 && next < n {
+            let slot = idx[next];
+            if starts[..runs].iter().any(|&s| idx[s] == slot) {
+                break; // a slot seen in this group: its earlier run must finish first
+            }
+            starts[runs] = next;
+            ends[runs] = run_end(next);
+            next = ends[runs];
+            runs += 1;
+        }
+        if runs < 4 {
+            for r in 0..runs {
+                let slot = idx[starts[r]] as usize;
+                let mut acc = d[slot];
+                for gj in &g[starts[r]..ends[r]] {
+                    acc += gj;
+                }
+                d[slot] = acc;
+            }
+        } else {
+            let slots = starts.map(|s| idx[s] as usize);
+            let mut acc = slots.map(|s| d[s]);
+            let common = (0..4).map(|r| ends[r] - starts[r]).min().unwrap_or(0);
+            for j in 0..common {
+                for r in 0..4 {
+                    acc[r] += g[starts[r] + j];
+                }
+            }
+            for r in 0..4 {
+                for gj in &g[starts[r] + common..ends[r]] {
+                    acc[r] += gj;
+                }
+                d[slots[r]] = acc[r];
+            }
+        }
+        k = next;
     }
 }
 
@@ -1661,4 +1724,65 @@ pub fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
         mean,
         sum_of_squares,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scatter_add;
+
+    /// The plain loop whose order `scatter_add` must keep.
+    fn scatter_add_plain(d: &mut [f64], idx: &[u32], g: &[f64]) {
+        for (&i, gi) in idx.iter().zip(g) {
+            d[i as usize] += gi;
+        }
+    }
+
+    /// Summands whose sum depends on the order of additions, so an order change shows in bits.
+    fn summands(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|k| {
+                let x = ((k as f64 + 0.5) * 0.618_033_988_749_895).fract();
+                (x - 0.5) * 10f64.powi((k % 7) as i32 * 3 - 9)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scatter_add_keeps_each_slots_order() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % m) as u32
+        };
+        let slots = 13;
+        let mut patterns: Vec<Vec<u32>> = vec![
+            vec![],
+            vec![3],
+            // Sorted runs of unequal lengths (grouped rows), a broadcast's equal runs.
+            (0..slots).flat_map(|s| vec![s; 1 + 3 * s as usize]).collect(),
+            (0..4).flat_map(|s| vec![s; 500]).collect(),
+            // Slots that come back after other runs (a, b, a, b …), within and across groups.
+            (0..200).map(|k| (k / 3 % 2) as u32).collect(),
+            (0..200).map(|k| (k / 5 % 5) as u32).collect(),
+        ];
+        // Random runs and random single indexes.
+        let mut runs = Vec::new();
+        while runs.len() < 3000 {
+            let (s, len) = (next(slots as u64), 1 + next(40) as usize);
+            runs.extend(std::iter::repeat_n(s, len));
+        }
+        patterns.push(runs);
+        patterns.push((0..3000).map(|_| next(slots as u64)).collect());
+        for idx in &patterns {
+            let g = summands(idx.len());
+            let start = summands(slots as usize + 5);
+            let (mut want, mut got) = (start.clone(), start);
+            scatter_add_plain(&mut want, idx, &g);
+            scatter_add(&mut got, idx, &g);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "indexes {:?}…", &idx[..idx.len().min(12)]);
+        }
+    }
 }
