@@ -94,12 +94,18 @@ fn two_prod(a: f64, b: f64) -> (f64, f64) {
 }
 
 /// `(n_hi + n_lo) / (d_hi + d_lo)` as `q + q_lo`, the quotient's rounding error included.
+///
+/// One division: `q = n_hi · (1/d_hi)` may be an ulp or two off the rounded quotient, but the
+/// exact residual `n − q·d` (Dekker's product; `n_hi − p` is exact as `p` is within a few ulps
+/// of `n_hi`) puts that error, with the rest, into `q_lo`, so `q + q_lo` is as accurate as
+/// with a true quotient — and a vector division costs as much as a dozen multiplications.
 #[inline(always)]
 fn div2(n_hi: f64, n_lo: f64, d_hi: f64, d_lo: f64) -> (f64, f64) {
-    let q = n_hi / d_hi;
+    let inv = 1.0 / d_hi;
+    let q = n_hi * inv;
     let (p, pe) = two_prod(q, d_hi);
     let r = (((n_hi - p) - pe) + n_lo) - q * d_lo;
-    (q, r / d_hi)
+    (q, r * inv)
 }
 
 /// `eᵡ = (y + y_lo) · 2ᵏ` with `y` in [√2/2, √2] (`y` is `e^(x − k ln 2)` rounded, `y_lo` its
