@@ -59,11 +59,11 @@ use std::time::{Duration, Instant};
 /// `--distribute auto` splits the data when the split ops touch at least this many elements
 /// per gradient: about a millisecond of work, tens of times the cost of one fold across
 /// machines (see `bench/README.md`, MPI).
-pub const DATA_PARALLEL_MIN_WORK: u64 = 1 << 20;
+pub(crate) const DATA_PARALLEL_MIN_WORK: u64 = 1 << 20;
 
 /// How the ranks share a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Chains,
     Data,
 }
@@ -72,7 +72,7 @@ impl Mode {
     /// The mode `--distribute` asks for, given the model's data-parallel work and whether
     /// chains run in lockstep (`--batch-chains` > 1, which `auto` serves by splitting chains:
     /// a lockstep group's batched evaluations do not go through the sharded executor).
-    pub fn resolve(arg: DistributeArg, data_parallel_work: u64, lockstep: bool) -> Mode {
+    pub(crate) fn resolve(arg: DistributeArg, data_parallel_work: u64, lockstep: bool) -> Mode {
         match arg {
             DistributeArg::Chains => Mode::Chains,
             DistributeArg::Data => Mode::Data,
@@ -85,13 +85,13 @@ impl Mode {
 
 /// One rank's process as seen by rank 0 (for watching it and naming it when it dies).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Peer {
-    pub host: String,
-    pub pid: u32,
+pub(crate) struct Peer {
+    pub(crate) host: String,
+    pub(crate) pid: u32,
     /// Which processes `pid` can name: the kernel's boot id and the process id namespace
     /// ([`process_space`]). Rank 0 watches a rank's process only where this equals its own (a
     /// host name alone does not say so: containers share one), and empty means unknown.
-    pub process_space: String,
+    pub(crate) process_space: String,
 }
 
 /// The boot id of the running kernel and this process's pid namespace (Linux), or an empty
@@ -110,19 +110,21 @@ fn process_space() -> String {
 /// rank has its part of the outcome, before rank 0 tells every rank to end. While it is set no
 /// rank's process ends unless it died, so `mpi_run` watches the other ranks' processes then.
 #[derive(Debug, Default)]
-pub struct Phase {
+pub(crate) struct Phase {
     sampling: Mutex<bool>,
     changed: Condvar,
 }
 
 impl Phase {
-    /// Whether the ranks are sampling now.
-    pub fn is_sampling(&self) -> bool {
+    /// Whether the ranks are sampling now. (Only `mpi_run`'s peer watcher asks.)
+    #[cfg(feature = "mpi")]
+    pub(crate) fn is_sampling(&self) -> bool {
         *self.sampling.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Blocks until sampling has started.
-    pub fn wait_for_sampling(&self) {
+    #[cfg(feature = "mpi")]
+    pub(crate) fn wait_for_sampling(&self) {
         let mut on = self.sampling.lock().unwrap_or_else(|e| e.into_inner());
         while !*on {
             on = self.changed.wait(on).unwrap_or_else(|e| e.into_inner());
@@ -155,16 +157,16 @@ impl Drop for SamplingGuard<'_> {
 /// What a rank runs with: the ranks, the lock every output write holds, and (filled at start)
 /// where every rank runs.
 pub struct RankContext {
-    pub comm: Arc<dyn Comm>,
+    pub(crate) comm: Arc<dyn Comm>,
     /// Held by each call of rank 0's sinks, so that a process stopped from outside (a signal)
     /// can wait for the row being written to be whole.
-    pub write_lock: Arc<Mutex<()>>,
+    pub(crate) write_lock: Arc<Mutex<()>>,
     /// Every rank's host and process id, in rank order (rank 0 learns them at start).
-    pub peers: Arc<Mutex<Vec<Peer>>>,
+    pub(crate) peers: Arc<Mutex<Vec<Peer>>>,
     /// This machine's name.
-    pub host: String,
+    pub(crate) host: String,
     /// Whether the ranks are sampling (set by [`run_ranks`]).
-    pub phase: Arc<Phase>,
+    pub(crate) phase: Arc<Phase>,
 }
 
 impl RankContext {
@@ -181,14 +183,14 @@ impl RankContext {
 
 /// The number of processes an MPI launcher started this one among (`None`: no launcher), from
 /// the variables Open MPI, MPICH/Intel MPI (PMI) and MVAPICH set.
-pub fn launched_ranks() -> Option<usize> {
+pub(crate) fn launched_ranks() -> Option<usize> {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"]
         .iter()
         .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
 /// `hazel sample` started by mpirun among `ranks` processes.
-pub fn run_launched(args: &SampleArgs, ranks: usize) -> CliResult {
+pub(crate) fn run_launched(args: &SampleArgs, ranks: usize) -> CliResult {
     #[cfg(feature = "mpi")]
     {
         let _ = ranks;
@@ -207,7 +209,7 @@ pub fn run_launched(args: &SampleArgs, ranks: usize) -> CliResult {
 }
 
 /// The chains of a run of `chains` that rank `rank` of `ranks` runs in `--distribute chains`.
-pub fn chain_block(chains: usize, rank: usize, ranks: usize) -> Range<usize> {
+pub(crate) fn chain_block(chains: usize, rank: usize, ranks: usize) -> Range<usize> {
     rank * chains / ranks..(rank + 1) * chains / ranks
 }
 
