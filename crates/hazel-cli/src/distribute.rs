@@ -28,10 +28,12 @@
 //!
 //! Faults: a rank that dies or loses its connection stops the run with an error naming it
 //! (the sharded executor's fatal error, or the forwarding channel's); under mpirun, which
-//! stops every rank when one dies, the signal handler of `mpi_run` reports instead, after the
-//! row being written (a sink holds [`RankContext::write_lock`] for each call). Rows are whole
-//! either way. `--resume` is refused under mpirun: resume without it (a chain's draws do not
-//! depend on the number of ranks, so the continued files are the same).
+//! stops every rank when one dies, `mpi_run` reports instead: rank 0 watches the processes of
+//! the ranks on its machine while they sample ([`RankContext::phase`]) and names the one that
+//! ends, and a rank stopped by a signal names the rank it was waiting for. Either way it ends
+//! the process after the row being written (a sink holds [`RankContext::write_lock`] for each
+//! call), so rows are whole. `--resume` is refused under mpirun: resume without it (a chain's
+//! draws do not depend on the number of ranks, so the continued files are the same).
 
 use crate::front::Silent;
 use crate::progress::progress_for_run;
@@ -51,17 +53,17 @@ use hazel_nuts::{ChainCheckpoint, ChainStart, Init};
 use std::borrow::Cow;
 use std::io;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// `--distribute auto` splits the data when the split ops touch at least this many elements
 /// per gradient: about a millisecond of work, tens of times the cost of one fold across
 /// machines (see `bench/README.md`, MPI).
-pub const DATA_PARALLEL_MIN_WORK: u64 = 1 << 20;
+pub(crate) const DATA_PARALLEL_MIN_WORK: u64 = 1 << 20;
 
 /// How the ranks share a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Chains,
     Data,
 }
@@ -70,7 +72,7 @@ impl Mode {
     /// The mode `--distribute` asks for, given the model's data-parallel work and whether
     /// chains run in lockstep (`--batch-chains` > 1, which `auto` serves by splitting chains:
     /// a lockstep group's batched evaluations do not go through the sharded executor).
-    pub fn resolve(arg: DistributeArg, data_parallel_work: u64, lockstep: bool) -> Mode {
+    pub(crate) fn resolve(arg: DistributeArg, data_parallel_work: u64, lockstep: bool) -> Mode {
         match arg {
             DistributeArg::Chains => Mode::Chains,
             DistributeArg::Data => Mode::Data,
@@ -81,24 +83,90 @@ impl Mode {
     }
 }
 
-/// One rank's process as seen by rank 0 (for naming a rank that died).
+/// One rank's process as seen by rank 0 (for watching it and naming it when it dies).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Peer {
-    pub host: String,
-    pub pid: u32,
+pub(crate) struct Peer {
+    pub(crate) host: String,
+    pub(crate) pid: u32,
+    /// Which processes `pid` can name: the kernel's boot id and the process id namespace
+    /// ([`process_space`]). Rank 0 watches a rank's process only where this equals its own (a
+    /// host name alone does not say so: containers share one), and empty means unknown.
+    pub(crate) process_space: String,
+}
+
+/// The boot id of the running kernel and this process's pid namespace (Linux), or an empty
+/// string where they cannot be read: two processes with the same non-empty value see the same
+/// process ids.
+fn process_space() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id");
+    let namespace = std::fs::read_link("/proc/self/ns/pid");
+    match (boot, namespace) {
+        (Ok(boot), Ok(namespace)) => format!("{} {}", boot.trim(), namespace.display()),
+        _ => String::new(),
+    }
+}
+
+/// Whether the ranks are sampling: set on every rank from the start of sampling until the
+/// rank has its part of the outcome, before rank 0 tells every rank to end. While it is set no
+/// rank's process ends unless it died, so `mpi_run` watches the other ranks' processes then.
+#[derive(Debug, Default)]
+pub(crate) struct Phase {
+    sampling: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Phase {
+    /// Whether the ranks are sampling now. (Only `mpi_run`'s peer watcher asks.)
+    #[cfg(feature = "mpi")]
+    pub(crate) fn is_sampling(&self) -> bool {
+        *self.sampling.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blocks until sampling has started.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn wait_for_sampling(&self) {
+        let mut on = self.sampling.lock().unwrap_or_else(|e| e.into_inner());
+        while !*on {
+            on = self.changed.wait(on).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn set(&self, on: bool) {
+        *self.sampling.lock().unwrap_or_else(|e| e.into_inner()) = on;
+        self.changed.notify_all();
+    }
+}
+
+/// Marks the ranks as sampling from its creation to its drop (an early return with an error
+/// included).
+struct SamplingGuard<'a>(&'a Phase);
+
+impl<'a> SamplingGuard<'a> {
+    fn begin(phase: &'a Phase) -> Self {
+        phase.set(true);
+        SamplingGuard(phase)
+    }
+}
+
+impl Drop for SamplingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
 }
 
 /// What a rank runs with: the ranks, the lock every output write holds, and (filled at start)
 /// where every rank runs.
 pub struct RankContext {
-    pub comm: Arc<dyn Comm>,
+    pub(crate) comm: Arc<dyn Comm>,
     /// Held by each call of rank 0's sinks, so that a process stopped from outside (a signal)
     /// can wait for the row being written to be whole.
-    pub write_lock: Arc<Mutex<()>>,
+    pub(crate) write_lock: Arc<Mutex<()>>,
     /// Every rank's host and process id, in rank order (rank 0 learns them at start).
-    pub peers: Arc<Mutex<Vec<Peer>>>,
+    pub(crate) peers: Arc<Mutex<Vec<Peer>>>,
     /// This machine's name.
-    pub host: String,
+    pub(crate) host: String,
+    /// Whether the ranks are sampling (set by [`run_ranks`]).
+    pub(crate) phase: Arc<Phase>,
 }
 
 impl RankContext {
@@ -108,20 +176,21 @@ impl RankContext {
             write_lock: Arc::new(Mutex::new(())),
             peers: Arc::new(Mutex::new(Vec::new())),
             host,
+            phase: Arc::new(Phase::default()),
         }
     }
 }
 
 /// The number of processes an MPI launcher started this one among (`None`: no launcher), from
 /// the variables Open MPI, MPICH/Intel MPI (PMI) and MVAPICH set.
-pub fn launched_ranks() -> Option<usize> {
+pub(crate) fn launched_ranks() -> Option<usize> {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"]
         .iter()
         .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
 /// `hazel sample` started by mpirun among `ranks` processes.
-pub fn run_launched(args: &SampleArgs, ranks: usize) -> CliResult {
+pub(crate) fn run_launched(args: &SampleArgs, ranks: usize) -> CliResult {
     #[cfg(feature = "mpi")]
     {
         let _ = ranks;
@@ -140,7 +209,7 @@ pub fn run_launched(args: &SampleArgs, ranks: usize) -> CliResult {
 }
 
 /// The chains of a run of `chains` that rank `rank` of `ranks` runs in `--distribute chains`.
-pub fn chain_block(chains: usize, rank: usize, ranks: usize) -> Range<usize> {
+pub(crate) fn chain_block(chains: usize, rank: usize, ranks: usize) -> Range<usize> {
     rank * chains / ranks..(rank + 1) * chains / ranks
 }
 
@@ -214,7 +283,10 @@ struct Hello {
 
 fn encode_hello(hello: &Hello, buf: &mut Vec<u8>) {
     let mut w = Writer::new(buf);
-    w.u8(HELLO).str(&hello.peer.host).u32(hello.peer.pid);
+    w.u8(HELLO)
+        .str(&hello.peer.host)
+        .u32(hello.peer.pid)
+        .str(&hello.peer.process_space);
     match &hello.outcome {
         Ok(fields) => {
             w.u8(0);
@@ -236,6 +308,7 @@ fn decode_hello(msg: &[u8]) -> Result<Hello, CommError> {
     let peer = Peer {
         host: r.str()?.to_string(),
         pid: r.u32()?,
+        process_space: r.str()?.to_string(),
     };
     let outcome = match r.u8()? {
         0 => {
@@ -367,6 +440,7 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
         peer: Peer {
             host: ctx.host.clone(),
             pid: std::process::id(),
+            process_space: process_space(),
         },
     };
     encode_hello(&hello, &mut buf);
@@ -380,6 +454,7 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
                     |_| Peer {
                         host: String::new(),
                         pid: 0,
+                        process_space: String::new(),
                     },
                     |h| h.peer.clone(),
                 )
@@ -488,10 +563,13 @@ pub fn run_ranks(args: &SampleArgs, out: &mut dyn io::Write, ctx: &RankContext) 
         }
         None => (None, None, None),
     };
+    let sampling = SamplingGuard::begin(&ctx.phase);
     let outcomes = match mode {
         Mode::Data => run_data(args, &prepared, ctx, sinks)?,
         Mode::Chains => run_chains(args, &prepared, ctx, sinks)?,
     };
+    // Before rank 0's final message, after which the other ranks end.
+    drop(sampling);
     let elapsed = start.elapsed();
 
     // 5. Rank 0 reports; everyone exits alike.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// A failure whose details were already printed to stderr (rendered diagnostics); the value
 /// is the closing line, e.g. "could not compile model.stan (2 errors)".
 #[derive(Debug)]
-pub struct Reported(pub String);
+pub(crate) struct Reported(pub(crate) String);
 
 impl fmt::Display for Reported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -64,14 +64,14 @@ impl fmt::Display for ExitWith {
 impl std::error::Error for ExitWith {}
 
 /// A program that parsed and checked without errors, and whose every built-in call lowers.
-pub struct CheckedSource {
+pub(crate) struct CheckedSource {
     pub checked: CheckedProgram,
     /// The sources spans point into (for rendering later errors).
     pub sources: SourceMap,
 }
 
 /// A program that parsed without errors (for `format`).
-pub struct ParsedSource {
+pub(crate) struct ParsedSource {
     pub program: Program,
 }
 
@@ -94,7 +94,7 @@ fn aborting(path: &Path, what: &str, errors: usize) -> Reported {
 /// Reads, parses and checks `path`, then asks the lowering whether it can run every built-in
 /// call (a call it cannot run is an error here, at its line, never first when sampling).
 /// Warnings are printed to stderr; errors are printed and returned as [`Reported`].
-pub fn check_program(
+pub(crate) fn check_program(
     path: &Path,
     include_paths: &[PathBuf],
 ) -> Result<CheckedSource, Box<dyn std::error::Error>> {
@@ -103,7 +103,7 @@ pub fn check_program(
 
 /// [`check_program`], printing the diagnostics only if `speak` (under mpirun every rank checks
 /// the program, and rank 0 speaks for all).
-pub fn check_program_as(
+pub(crate) fn check_program_as(
     path: &Path,
     include_paths: &[PathBuf],
     speak: bool,
@@ -129,7 +129,7 @@ pub fn check_program_as(
 }
 
 /// Reads and parses `path` without checking it (for `format`).
-pub fn parse_program(
+pub(crate) fn parse_program(
     path: &Path,
     include_paths: &[PathBuf],
 ) -> Result<ParsedSource, Box<dyn std::error::Error>> {
@@ -144,7 +144,7 @@ pub fn parse_program(
 }
 
 /// Reads a CmdStan JSON data file; no file means a model without data.
-pub fn read_data(path: Option<&Path>) -> Result<DataFile, Box<dyn std::error::Error>> {
+pub(crate) fn read_data(path: Option<&Path>) -> Result<DataFile, Box<dyn std::error::Error>> {
     let Some(path) = path else {
         return Ok(DataFile::empty());
     };
@@ -155,7 +155,7 @@ pub fn read_data(path: Option<&Path>) -> Result<DataFile, Box<dyn std::error::Er
 
 /// Lowers a checked program with its data. A data error names the variable and points at its
 /// declaration; other errors point at the place in the model.
-pub fn compile_model(
+pub(crate) fn compile_model(
     source: &CheckedSource,
     data: &DataFile,
     data_path: Option<&Path>,
@@ -165,7 +165,7 @@ pub fn compile_model(
 }
 
 /// [`compile_model`], printing the error only if `speak`.
-pub fn compile_model_as(
+pub(crate) fn compile_model_as(
     source: &CheckedSource,
     data: &DataFile,
     data_path: Option<&Path>,
@@ -211,7 +211,7 @@ fn print_compile_error(error: &CompileError, sources: &SourceMap, data_path: Opt
 }
 
 /// The model's name: the file stem (CmdStan names the executable, and so the model, this way).
-pub fn model_name(path: &Path) -> String {
+pub(crate) fn model_name(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "model".to_string())

@@ -45,7 +45,7 @@ pub struct MethodArgs {
 }
 
 /// A model ready for a method, with the run's common settings.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub model: CompiledModel,
     pub common: MethodCommon,
     pub quiet: bool,
@@ -54,7 +54,7 @@ pub struct Prepared {
 /// Checks and compiles the program with its data (compiling `densities` as static graphs
 /// besides the sampler's), fixes the seed, reads the initial values, creates the output
 /// directory.
-pub fn prepare(
+pub(crate) fn prepare(
     args: &MethodArgs,
     densities: &[DensityTerms],
 ) -> Result<Prepared, Box<dyn std::error::Error>> {
@@ -122,7 +122,7 @@ pub fn prepare(
 }
 
 /// A method's messages (rows that could not be computed) on stderr, unless `--quiet`.
-pub struct Messages {
+pub(crate) struct Messages {
     pub quiet: bool,
 }
 
@@ -136,7 +136,7 @@ impl Progress for Messages {
 }
 
 /// The output files, for messages.
-pub fn describe(paths: &[PathBuf]) -> String {
+pub(crate) fn describe(paths: &[PathBuf]) -> String {
     paths
         .iter()
         .map(|p| p.display().to_string())
@@ -145,7 +145,7 @@ pub fn describe(paths: &[PathBuf]) -> String {
 }
 
 /// Writes `name = value` lines of a point (the optimize summary).
-pub fn print_point(
+pub(crate) fn print_point(
     out: &mut dyn std::io::Write,
     names: &[&str],
     values: &[f64],
@@ -158,7 +158,7 @@ pub fn print_point(
 }
 
 /// A `--flag [true|false]` boolean (CmdStan's `jacobian=1`, `adapt engaged=0`).
-pub fn parse_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text.trim() {
         "1" | "true" => Ok(true),
         "0" | "false" => Ok(false),

@@ -6,7 +6,6 @@ use crate::CliResult;
 use clap::{Args, ValueEnum};
 use hazel_approx::ConvergenceOptions;
 use hazel_run::methods::optimize::{optimize, OptimizeAlgorithm, OptimizeConfig};
-use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
 pub struct OptimizeArgs {
@@ -92,23 +91,8 @@ impl OptimizeArgs {
     }
 }
 
-/// What a run found.
-pub struct OptimizeOutcome {
-    pub path: PathBuf,
-    /// The mode on the unconstrained scale and `lp__` there.
-    pub mode: Vec<f64>,
-    pub lp: f64,
-}
-
+/// `hazel optimize`, printing the mode's columns to standard output.
 pub fn run(args: &OptimizeArgs) -> CliResult {
-    run_to(args, &mut std::io::stdout()).map(|_| ())
-}
-
-/// `hazel optimize`, printing the mode's columns to `out`.
-pub fn run_to(
-    args: &OptimizeArgs,
-    out: &mut dyn std::io::Write,
-) -> Result<OptimizeOutcome, Box<dyn std::error::Error>> {
     let config = args.config();
     let prepared = prepare(&args.common, &[config.terms()])?;
     let messages = Messages {
@@ -136,7 +120,7 @@ pub fn run_to(
     all_names.extend(names.iter().map(String::as_str));
     let mut values = vec![outcome.lp];
     values.extend(&outcome.row);
-    print_point(out, &all_names, &values)?;
+    print_point(&mut std::io::stdout(), &all_names, &values)?;
     if outcome.failed() {
         let message = outcome.termination.map(|t| t.message()).unwrap_or_default();
         return Err(format!(
@@ -144,9 +128,5 @@ pub fn run_to(
         )
         .into());
     }
-    Ok(OptimizeOutcome {
-        path: outcome.output.paths.first().cloned().unwrap_or_default(),
-        mode: outcome.mode,
-        lp: outcome.lp,
-    })
+    Ok(())
 }

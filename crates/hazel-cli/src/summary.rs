@@ -29,7 +29,7 @@ pub enum SummaryFormat {
 }
 
 /// Everything computed from the files.
-pub struct Summary {
+pub(crate) struct Summary {
     pub model: String,
     pub chains: usize,
     pub draws_per_chain: usize,
@@ -70,7 +70,7 @@ fn warnings(summary: &Summary) -> Vec<Warning> {
 }
 
 /// The table, then each warning of the sampler diagnostics or the all-clear line.
-pub fn table_with_warnings(summary: &Summary) -> String {
+pub(crate) fn table_with_warnings(summary: &Summary) -> String {
     let mut out = table(summary);
     out.push('\n');
     let warnings = warnings(summary);
@@ -85,12 +85,12 @@ pub fn table_with_warnings(summary: &Summary) -> String {
 }
 
 /// Writes to stdout; a reader that went away (`hazel summary … | head`) is not an error.
-pub fn write_stdout(text: &str) -> CliResult {
+pub(crate) fn write_stdout(text: &str) -> CliResult {
     write_output(&mut std::io::stdout().lock(), text)
 }
 
 /// Writes `text` to `out` and flushes it; a closed pipe (`| head`) is not an error.
-pub fn write_output(out: &mut dyn std::io::Write, text: &str) -> CliResult {
+pub(crate) fn write_output(out: &mut dyn std::io::Write, text: &str) -> CliResult {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
@@ -100,7 +100,7 @@ pub fn write_output(out: &mut dyn std::io::Write, text: &str) -> CliResult {
 /// Computes the summary of every column of chains read from files: chains without
 /// post-warmup draws are left out (as long as another has some), with notes about them and
 /// about truncated files.
-pub fn summarize(all_chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::Error>> {
+pub(crate) fn summarize(all_chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::Error>> {
     let first = all_chains.first().ok_or("no files given")?;
     let mut notes = Vec::new();
     // A file with a header and no draws is a chain that had not started sampling when its run
@@ -142,7 +142,7 @@ pub fn summarize(all_chains: &[StanCsv]) -> Result<Summary, Box<dyn std::error::
 /// model's columns, each over the first `n` post-warmup draws of every chain, `n` the shortest
 /// chain's length (with a note when they differ). `max_depth` is the run's NUTS tree depth,
 /// for the diagnostics' warnings; `notes` are passed on.
-pub fn summarize_draws(
+pub(crate) fn summarize_draws(
     model: &str,
     max_depth: u32,
     chains: &[&ChainDraws],
@@ -215,7 +215,7 @@ pub fn summarize_draws(
 }
 
 /// The summary as text, in `stansummary`'s layout.
-pub fn table(summary: &Summary) -> String {
+pub(crate) fn table(summary: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Inference for Stan model: {}", summary.model);
     let _ = writeln!(
@@ -282,7 +282,7 @@ fn fixed(value: f64, decimals: usize) -> String {
 }
 
 /// The summary as a JSON object keyed by column name (non-finite values are `null`).
-pub fn to_json(summary: &Summary) -> Value {
+pub(crate) fn to_json(summary: &Summary) -> Value {
     let mut object = Map::new();
     for c in &summary.columns {
         object.insert(
