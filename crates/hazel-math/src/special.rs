@@ -39,6 +39,7 @@
 
 mod hypergeometric;
 mod incomplete;
+pub mod rules;
 
 pub use hypergeometric::{hypergeometric_2f1_grad, hypergeometric_pfq_grad};
 
@@ -48,7 +49,7 @@ pub use incomplete::{
     IncBetaGrad, IncGammaGrad,
 };
 
-use std::f64::consts::{FRAC_2_SQRT_PI, LN_10, LN_2, PI, SQRT_2};
+use std::f64::consts::{FRAC_2_SQRT_PI, LN_2, PI, SQRT_2};
 
 /// √(2π).
 pub const SQRT_TWO_PI: f64 = 2.506_628_274_631_000_7;
@@ -410,7 +411,9 @@ pub fn inv_logit(x: f64) -> f64 {
     crate::vmath::inv_logit(x)
 }
 
-/// log(u / (1 - u)).
+/// log(u / (1 - u)) with `f64::ln`: the inverse of the bounded transforms (user inits). The op
+/// graph's `logit` is [`rules::logit`] (with `vmath::ln`, which rounds differently); each keeps
+/// the bits of its own path.
 pub fn logit(u: f64) -> f64 {
     (u / (1.0 - u)).ln()
 }
@@ -439,11 +442,13 @@ pub fn log1m(x: f64) -> f64 {
 }
 
 /// log inv_logit(x) = -log1p_exp(-x).
+#[inline(always)]
 pub fn log_inv_logit(x: f64) -> f64 {
     -log1p_exp(-x)
 }
 
 /// log(1 - inv_logit(x)) = -log1p_exp(x).
+#[inline(always)]
 pub fn log1m_inv_logit(x: f64) -> f64 {
     -log1p_exp(x)
 }
@@ -1088,16 +1093,6 @@ pub fn modified_bessel_first_kind(n: f64, x: f64) -> f64 {
 // Tables.
 // ---------------------------------------------------------------------------------------------
 
-fn sign_of(x: f64) -> f64 {
-    if x > 0.0 {
-        1.0
-    } else if x < 0.0 {
-        -1.0
-    } else {
-        0.0
-    }
-}
-
 static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "exp",
@@ -1112,17 +1107,17 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "log1p",
         value: crate::vmath::ln_1p,
-        deriv: |x, _| 1.0 / (1.0 + x),
+        deriv: |x, _| rules::log1p_deriv(x),
     },
     UnaryFn {
         name: "expm1",
         value: crate::vmath::expm1,
-        deriv: |x, _| crate::vmath::exp(x),
+        deriv: |_, v| rules::expm1_deriv(v),
     },
     UnaryFn {
         name: "log1m",
         value: log1m,
-        deriv: |x, _| -1.0 / (1.0 - x),
+        deriv: |x, _| rules::log1m_deriv(x),
     },
     UnaryFn {
         name: "lgamma",
@@ -1147,12 +1142,12 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "inv_logit",
         value: inv_logit,
-        deriv: |x, _| inv_logit(x) * inv_logit(-x),
+        deriv: |_, v| rules::inv_logit_deriv(v),
     },
     UnaryFn {
         name: "logit",
-        value: logit,
-        deriv: |x, _| 1.0 / (x * (1.0 - x)),
+        value: rules::logit,
+        deriv: |x, _| rules::logit_deriv(x),
     },
     UnaryFn {
         name: "log1p_exp",
@@ -1182,7 +1177,7 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "Phi",
         value: Phi,
-        deriv: |x, _| std_normal_pdf(x),
+        deriv: |x, _| rules::Phi_deriv(x),
     },
     UnaryFn {
         name: "Phi_approx",
@@ -1197,22 +1192,22 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "erf",
         value: erf,
-        deriv: |x, _| FRAC_2_SQRT_PI * (-x * x).exp(),
+        deriv: |x, _| rules::erf_deriv(x),
     },
     UnaryFn {
         name: "erfc",
         value: erfc,
-        deriv: |x, _| -FRAC_2_SQRT_PI * (-x * x).exp(),
+        deriv: |x, _| rules::erfc_deriv(x),
     },
     UnaryFn {
         name: "sqrt",
         value: f64::sqrt,
-        deriv: |_, v| 0.5 / v,
+        deriv: |_, v| rules::sqrt_deriv(v),
     },
     UnaryFn {
         name: "cbrt",
         value: f64::cbrt,
-        deriv: |_, v| 1.0 / (3.0 * v * v),
+        deriv: rules::cbrt_deriv,
     },
     UnaryFn {
         name: "square",
@@ -1222,25 +1217,22 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "inv",
         value: |x| 1.0 / x,
-        deriv: |x, _| -1.0 / (x * x),
+        deriv: |_, v| rules::inv_deriv(v),
     },
     UnaryFn {
         name: "inv_sqrt",
-        value: |x| 1.0 / x.sqrt(),
-        deriv: |x, v| -0.5 * v / x,
+        value: rules::inv_sqrt,
+        deriv: rules::inv_sqrt_deriv,
     },
     UnaryFn {
         name: "inv_square",
-        value: |x| 1.0 / (x * x),
-        deriv: |x, _| -2.0 / (x * x * x),
+        value: rules::inv_square,
+        deriv: rules::inv_square_deriv,
     },
     UnaryFn {
         name: "tanh",
         value: crate::vmath::tanh,
-        deriv: |x, _| {
-            let c = x.cosh();
-            1.0 / (c * c)
-        },
+        deriv: |_, v| rules::tanh_deriv(v),
     },
     UnaryFn {
         name: "sinh",
@@ -1265,22 +1257,22 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "tan",
         value: f64::tan,
-        deriv: |_, v| 1.0 + v * v,
+        deriv: |_, v| rules::tan_deriv(v),
     },
     UnaryFn {
         name: "asin",
         value: f64::asin,
-        deriv: |x, _| 1.0 / (1.0 - x * x).sqrt(),
+        deriv: |x, _| rules::asin_deriv(x),
     },
     UnaryFn {
         name: "acos",
         value: f64::acos,
-        deriv: |x, _| -1.0 / (1.0 - x * x).sqrt(),
+        deriv: |x, _| rules::acos_deriv(x),
     },
     UnaryFn {
         name: "atan",
         value: f64::atan,
-        deriv: |x, _| 1.0 / (1.0 + x * x),
+        deriv: |x, _| rules::atan_deriv(x),
     },
     UnaryFn {
         name: "asinh",
@@ -1300,27 +1292,27 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "fabs",
         value: f64::abs,
-        deriv: |x, _| sign_of(x),
+        deriv: |x, _| rules::sign(x),
     },
     UnaryFn {
         name: "abs",
         value: f64::abs,
-        deriv: |x, _| sign_of(x),
+        deriv: |x, _| rules::sign(x),
     },
     UnaryFn {
         name: "log2",
         value: f64::log2,
-        deriv: |x, _| 1.0 / (x * LN_2),
+        deriv: |x, _| rules::log2_deriv(x),
     },
     UnaryFn {
         name: "log10",
         value: f64::log10,
-        deriv: |x, _| 1.0 / (x * LN_10),
+        deriv: |x, _| rules::log10_deriv(x),
     },
     UnaryFn {
         name: "exp2",
         value: f64::exp2,
-        deriv: |_, v| v * LN_2,
+        deriv: |_, v| rules::exp2_deriv(v),
     },
     UnaryFn {
         name: "lambert_w0",
@@ -1394,46 +1386,27 @@ static BINARY: &[BinaryFn] = &[
     BinaryFn {
         name: "pow",
         value: f64::powf,
-        grad: |x, y, v| {
-            let dx = if y == 0.0 { 0.0 } else { y * x.powf(y - 1.0) };
-            let dy = if x == 0.0 { 0.0 } else { v * x.ln() };
-            (dx, dy)
-        },
+        grad: rules::pow_partials,
     },
     BinaryFn {
         name: "atan2",
         value: f64::atan2,
-        grad: |y, x, _| {
-            let r2 = x * x + y * y;
-            (x / r2, -y / r2)
-        },
+        grad: |y, x, _| rules::atan2_partials(y, x),
     },
     BinaryFn {
         name: "fmin",
-        value: f64::min,
-        grad: |x, y, _| {
-            if y.is_nan() || (!x.is_nan() && x <= y) {
-                (1.0, 0.0)
-            } else {
-                (0.0, 1.0)
-            }
-        },
+        value: rules::fmin,
+        grad: |x, y, _| rules::fmin_partials(x, y),
     },
     BinaryFn {
         name: "fmax",
-        value: f64::max,
-        grad: |x, y, _| {
-            if y.is_nan() || (!x.is_nan() && x >= y) {
-                (1.0, 0.0)
-            } else {
-                (0.0, 1.0)
-            }
-        },
+        value: rules::fmax,
+        grad: |x, y, _| rules::fmax_partials(x, y),
     },
     BinaryFn {
         name: "hypot",
         value: f64::hypot,
-        grad: |x, y, v| (x / v, y / v),
+        grad: rules::hypot_partials,
     },
     BinaryFn {
         name: "beta",
@@ -1485,12 +1458,12 @@ static BINARY: &[BinaryFn] = &[
     BinaryFn {
         name: "log_diff_exp",
         value: log_diff_exp,
-        grad: |x, y, _| (-1.0 / (y - x).exp_m1(), -1.0 / (x - y).exp_m1()),
+        grad: rules::log_diff_exp_partials,
     },
     BinaryFn {
         name: "log_sum_exp",
-        value: log_sum_exp2,
-        grad: |x, y, v| ((x - v).exp(), (y - v).exp()),
+        value: rules::log_sum_exp,
+        grad: rules::log_sum_exp_partials,
     },
     BinaryFn {
         name: "log_inv_logit_diff",
@@ -1530,8 +1503,8 @@ static BINARY: &[BinaryFn] = &[
     },
     BinaryFn {
         name: "fdim",
-        value: |x, y| if x > y { x - y } else { 0.0 },
-        grad: |x, y, _| if x > y { (1.0, -1.0) } else { (0.0, 0.0) },
+        value: rules::fdim,
+        grad: |x, y, _| rules::fdim_partials(x, y),
     },
     BinaryFn {
         name: "fmod",

@@ -30,7 +30,7 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
-use crate::special::inv_logit;
+use crate::special::{inv_logit, logit};
 use std::fmt;
 
 /// Stan's tolerance when checking a constrained value (`CONSTRAINT_TOLERANCE`).
@@ -98,10 +98,6 @@ fn log_logistic_density(u: f64) -> f64 {
 fn log1m_tanh_sq(u: f64) -> f64 {
     let a = u.abs();
     2.0 * (std::f64::consts::LN_2 - a - libm::log1p((-2.0 * a).exp()))
-}
-
-fn logit(p: f64) -> f64 {
-    (p / (1.0 - p)).ln()
 }
 
 // ---------------------------------------------------------------------------------------------

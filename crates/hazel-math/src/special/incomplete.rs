@@ -578,6 +578,9 @@ pub fn inv_inc_beta(a: f64, b: f64, p: f64) -> f64 {
     inv_logit_local(u)
 }
 
+/// The logistic function as this Newton iteration was written, not [`crate::vmath::inv_logit`]:
+/// the two round differently, and `inv_inc_beta`'s bits (hence the beta quantiles and rngs
+/// built on it) are kept as they are.
 fn inv_logit_local(u: f64) -> f64 {
     if u >= 0.0 {
         1.0 / (1.0 + (-u).exp())
