@@ -65,6 +65,35 @@ use crate::special::{
 use crate::vmath;
 use std::f64::consts::LN_2;
 
+/// The families that have a kernel, listed once: calls `$callback!(($($args)*) Normal StdNormal
+/// …)` with every kernel type's name, so a caller generates its family list, names and
+/// dispatch from it (hazel-graph's `DistKind` dispatch does; its enum variants carry the same
+/// names and the compiler checks both ways). A new kernel is added here and in its family's
+/// [`super::distribution`] entry (`lpdf_via::<Kernel>`; `tests/dist_families.rs` checks that
+/// entry), and nowhere else.
+#[macro_export]
+macro_rules! univariate_kernels {
+    ($callback:ident!($($args:tt)*)) => {
+        $callback!(($($args)*)
+            Normal StdNormal Cauchy StudentT Lognormal Exponential Gamma InvGamma Beta Uniform
+            DoubleExponential Logistic Weibull ChiSquare Poisson PoissonLog Bernoulli
+            BernoulliLogit Binomial BinomialLogit NegBinomial2 NegBinomial2Log)
+    };
+}
+
+/// Stan's family name of kernel `K` (`"normal"` for `normal_lpdf`).
+pub fn family<K: UnivariateKernel>() -> &'static str {
+    let f = K::FUNCTION;
+    f.strip_suffix("_lpdf")
+        .or_else(|| f.strip_suffix("_lpmf"))
+        .unwrap_or(f)
+}
+
+/// Whether kernel `K`'s variate is an integer (its function is an `_lpmf`).
+pub fn is_discrete<K: UnivariateKernel>() -> bool {
+    K::FUNCTION.ends_with("_lpmf")
+}
+
 /// Quantities derived from one argument alone; which slot holds what is each kernel's own
 /// business (documented on its `prepare`). Unused slots are 0.
 pub type Derived = [f64; 3];
