@@ -186,6 +186,18 @@ macro_rules! check {
     };
 }
 
+/// A location-scale family's scale σ, checked positive and finite, and what derives from it:
+/// `[1/σ, log σ (when kept), _]` (cauchy, lognormal, double_exponential, logistic).
+#[inline]
+fn scale_derived(check: Check, sigma: f64, log_sigma: bool) -> Result<Derived, MathError> {
+    check.positive_finite("Scale parameter", sigma)?;
+    Ok([
+        1.0 / sigma,
+        if log_sigma { vmath::ln(sigma) } else { 0.0 },
+        0.0,
+    ])
+}
+
 /// `x_0 · log x_1` with `0 · log 0 = 0` (Stan's `multiply_log`), given `log x_1`.
 #[inline]
 fn times_log(n: f64, log_x: f64) -> f64 {
@@ -341,14 +353,7 @@ impl UnivariateKernel for Cauchy {
         match k {
             0 => check.not_nan("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]
@@ -480,14 +485,7 @@ impl UnivariateKernel for Lognormal {
                 Ok([vmath::ln(x), 0.0, 0.0])
             }
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]
@@ -884,14 +882,7 @@ impl UnivariateKernel for DoubleExponential {
         match k {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]
@@ -901,13 +892,7 @@ impl UnivariateKernel for DoubleExponential {
         }
         let [inv_sigma, log_sigma, _] = d[2];
         let diff = x[0] - x[1];
-        let sign = if diff > 0.0 {
-            1.0
-        } else if diff < 0.0 {
-            -1.0
-        } else {
-            0.0
-        };
+        let sign = crate::special::rules::sign(diff);
         let mut lp = -diff.abs() * inv_sigma;
         let mut d_sigma = diff.abs() * inv_sigma * inv_sigma;
         if self.constant {
@@ -944,14 +929,7 @@ impl UnivariateKernel for Logistic {
         match k {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]

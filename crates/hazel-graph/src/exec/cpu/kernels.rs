@@ -1293,12 +1293,30 @@ pub fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut 
     }
 }
 
+/// Runs the loop macro `$each` with a constant variant for the common unary functions (so the
+/// rule's `match` folds away, the loop inlines it and vectorises), and with `f` itself,
+/// dispatched per element, for the rest.
+macro_rules! common_unary {
+    ($f:expr, $each:ident) => {
+        match $f {
+            UnaryFn::Neg => $each!(UnaryFn::Neg),
+            UnaryFn::Exp => $each!(UnaryFn::Exp),
+            UnaryFn::Log => $each!(UnaryFn::Log),
+            UnaryFn::Square => $each!(UnaryFn::Square),
+            UnaryFn::Tanh => $each!(UnaryFn::Tanh),
+            UnaryFn::Log1p => $each!(UnaryFn::Log1p),
+            UnaryFn::Expm1 => $each!(UnaryFn::Expm1),
+            UnaryFn::InvLogit => $each!(UnaryFn::InvLogit),
+            UnaryFn::Log1pExp => $each!(UnaryFn::Log1pExp),
+            f => $each!(f),
+        }
+    };
+}
+
 /// `d += g · f'(x)` elementwise.
 #[inline(always)]
 pub(crate) fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
-    // The common functions' loops, each with its variant's derivative rule inlined (a constant
-    // variant, so the `match` in `deriv` folds away), so they vectorise; the rest through a
-    // `deriv` dispatched per element.
+    // The common functions' loops with their derivative rule inlined (`common_unary!`).
     let n = ys.len();
     let (xs, g, d) = (&xs[..n], &g[..n], &mut d[..n]);
     macro_rules! each {
@@ -1308,25 +1326,14 @@ pub(crate) fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &
             }
         }};
     }
-    match f {
-        UnaryFn::Tanh => each!(UnaryFn::Tanh),
-        UnaryFn::Exp => each!(UnaryFn::Exp),
-        UnaryFn::Log => each!(UnaryFn::Log),
-        UnaryFn::Square => each!(UnaryFn::Square),
-        UnaryFn::Log1p => each!(UnaryFn::Log1p),
-        UnaryFn::Expm1 => each!(UnaryFn::Expm1),
-        UnaryFn::InvLogit => each!(UnaryFn::InvLogit),
-        UnaryFn::Log1pExp => each!(UnaryFn::Log1pExp),
-        _ => each!(f),
-    }
+    common_unary!(f, each)
 }
 
 #[inline(always)]
 pub(crate) fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
-    // The common functions get their own loop (a constant variant, so `value`'s `match` folds
-    // away) so they inline and vectorise. Index loops, not `zip(..).for_each`: a closure too
-    // large to inline leaves `Zip::fold` out of line, which then runs at the baseline level
-    // (see `crate::simd`).
+    // The common functions get their own loop (`common_unary!`) so they inline and vectorise.
+    // Index loops, not `zip(..).for_each`: a closure too large to inline leaves `Zip::fold` out
+    // of line, which then runs at the baseline level (see `crate::simd`).
     macro_rules! each {
         ($f:expr) => {{
             let x = &x[..out.len()];
@@ -1335,18 +1342,7 @@ pub(crate) fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
             }
         }};
     }
-    match f {
-        UnaryFn::Neg => each!(UnaryFn::Neg),
-        UnaryFn::Exp => each!(UnaryFn::Exp),
-        UnaryFn::Log => each!(UnaryFn::Log),
-        UnaryFn::Tanh => each!(UnaryFn::Tanh),
-        UnaryFn::Log1p => each!(UnaryFn::Log1p),
-        UnaryFn::Expm1 => each!(UnaryFn::Expm1),
-        UnaryFn::InvLogit => each!(UnaryFn::InvLogit),
-        UnaryFn::Log1pExp => each!(UnaryFn::Log1pExp),
-        UnaryFn::Square => each!(UnaryFn::Square),
-        _ => each!(f),
-    }
+    common_unary!(f, each)
 }
 
 #[inline(always)]
