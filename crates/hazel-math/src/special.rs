@@ -43,24 +43,24 @@ pub mod rules;
 
 pub use hypergeometric::{hypergeometric_2f1_grad, hypergeometric_pfq_grad};
 
-pub use incomplete::{
-    gamma_p, gamma_p_grad, gamma_q, gamma_q_grad, inc_beta, inc_beta_grad, inv_inc_beta,
-    inv_inc_beta_grad, log1m_inc_beta_grad, log_gamma_p_grad, log_gamma_q_grad, log_inc_beta_grad,
-    IncBetaGrad, IncGammaGrad,
+pub use incomplete::{gamma_p, gamma_q, inc_beta, inv_inc_beta};
+pub(crate) use incomplete::{
+    gamma_p_grad, gamma_q_grad, inc_beta_grad, inv_inc_beta_grad, log1m_inc_beta_grad,
+    log_gamma_p_grad, log_gamma_q_grad, log_inc_beta_grad, IncBetaGrad, IncGammaGrad,
 };
 
 use std::f64::consts::{FRAC_2_SQRT_PI, LN_2, PI, SQRT_2};
 
 /// √(2π).
-pub const SQRT_TWO_PI: f64 = 2.506_628_274_631_000_7;
+pub(crate) const SQRT_TWO_PI: f64 = 2.506_628_274_631_000_7;
 /// log √(2π) = ½ log(2π).
-pub const LOG_SQRT_TWO_PI: f64 = 0.918_938_533_204_672_8;
+pub(crate) const LOG_SQRT_TWO_PI: f64 = 0.918_938_533_204_672_8;
 /// log √π.
-pub const LOG_SQRT_PI: f64 = 0.572_364_942_924_700_1;
+pub(crate) const LOG_SQRT_PI: f64 = 0.572_364_942_924_700_1;
 /// log π.
-pub const LOG_PI: f64 = 1.144_729_885_849_400_2;
+pub(crate) const LOG_PI: f64 = 1.144_729_885_849_400_2;
 /// 1/√(2π).
-pub const INV_SQRT_TWO_PI: f64 = 0.398_942_280_401_432_7;
+pub(crate) const INV_SQRT_TWO_PI: f64 = 0.398_942_280_401_432_7;
 
 /// A function of one real argument with its derivative rule.
 pub struct UnaryFn {
@@ -132,7 +132,7 @@ pub fn lgamma(x: f64) -> f64 {
 }
 
 /// Γ(x).
-pub fn tgamma(x: f64) -> f64 {
+pub(crate) fn tgamma(x: f64) -> f64 {
     libm::tgamma(x)
 }
 
@@ -291,7 +291,7 @@ pub fn trigamma(x: f64) -> f64 {
 }
 
 /// ψ₂(x) = d³log Γ(x)/dx³ (the derivative rule of trigamma).
-pub fn tetragamma(x: f64) -> f64 {
+pub(crate) fn tetragamma(x: f64) -> f64 {
     if x.is_nan() || x == f64::NEG_INFINITY {
         return f64::NAN;
     }
@@ -328,7 +328,7 @@ pub fn tetragamma(x: f64) -> f64 {
 
 /// log Γ(x) - Stirling's approximation ((x - ½) log x - x + ½ log 2π), for x ≥ 10, by its
 /// asymptotic series; used where differences of lgamma at large arguments would cancel.
-pub fn lgamma_stirling_diff(x: f64) -> f64 {
+pub(crate) fn lgamma_stirling_diff(x: f64) -> f64 {
     if x < 10.0 {
         return lgamma(x) - ((x - 0.5) * x.ln() - x + LOG_SQRT_TWO_PI);
     }
@@ -454,7 +454,7 @@ pub fn log1m_inv_logit(x: f64) -> f64 {
 }
 
 /// log(e^x + e^y).
-pub fn log_sum_exp2(x: f64, y: f64) -> f64 {
+pub(crate) fn log_sum_exp2(x: f64, y: f64) -> f64 {
     if x == f64::NEG_INFINITY {
         return y;
     }
@@ -478,13 +478,6 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
     max + sum.ln()
 }
 
-/// Gradient of [`log_sum_exp`]: the softmax of `xs`, written into `grad`.
-pub fn log_sum_exp_grad(xs: &[f64], value: f64, grad: &mut [f64]) {
-    for (g, x) in grad.iter_mut().zip(xs) {
-        *g = (x - value).exp();
-    }
-}
-
 /// log(e^x - e^y), NaN for y > x.
 pub fn log_diff_exp(x: f64, y: f64) -> f64 {
     if y > x || x.is_nan() || y.is_nan() {
@@ -505,7 +498,7 @@ pub fn log_mix(theta: f64, lambda1: f64, lambda2: f64) -> f64 {
 }
 
 /// Gradient of [`log_mix`] with respect to (θ, λ₁, λ₂).
-pub fn log_mix_grad(theta: f64, lambda1: f64, lambda2: f64, value: f64) -> [f64; 3] {
+pub(crate) fn log_mix_grad(theta: f64, lambda1: f64, lambda2: f64, value: f64) -> [f64; 3] {
     let w1 = (theta.ln() + lambda1 - value).exp();
     let w2 = (log1m(theta) + lambda2 - value).exp();
     [(lambda1 - value).exp() - (lambda2 - value).exp(), w1, w2]
@@ -554,7 +547,7 @@ pub fn log_mix_slices_grad(
 }
 
 /// log erfc(x), accurate for large positive x where erfc underflows.
-pub fn log_erfc(x: f64) -> f64 {
+pub(crate) fn log_erfc(x: f64) -> f64 {
     if x < 26.0 {
         erfc(x).ln()
     } else {
@@ -576,7 +569,7 @@ fn erfc_asymptotic_factor(x: f64) -> f64 {
 }
 
 /// e^{x²} erfc(x), the scaled complementary error function (used for ratios φ/Φ in tails).
-pub fn erfcx(x: f64) -> f64 {
+pub(crate) fn erfcx(x: f64) -> f64 {
     if x < 26.0 {
         if x < -26.0 {
             return f64::INFINITY;
@@ -588,7 +581,7 @@ pub fn erfcx(x: f64) -> f64 {
 }
 
 /// d log erfc(x) / dx = -2/√π e^{-x²}/erfc(x).
-pub fn log_erfc_deriv(x: f64) -> f64 {
+pub(crate) fn log_erfc_deriv(x: f64) -> f64 {
     if x < -6.0 {
         // erfc(x) ≈ 2, e^{-x²} tiny.
         -FRAC_2_SQRT_PI * (-x * x).exp() / erfc(x)
@@ -605,7 +598,7 @@ pub fn Phi(x: f64) -> f64 {
 
 /// log Φ(x), accurate in the lower tail.
 #[allow(non_snake_case)]
-pub fn log_Phi(x: f64) -> f64 {
+pub(crate) fn log_Phi(x: f64) -> f64 {
     if x > 5.0 {
         // Φ(x) close to 1: log1p(-Φ(-x)).
         (-0.5 * erfc(x / SQRT_2)).ln_1p()
@@ -616,18 +609,18 @@ pub fn log_Phi(x: f64) -> f64 {
 
 /// d log Φ(x)/dx = φ(x)/Φ(x).
 #[allow(non_snake_case)]
-pub fn log_Phi_deriv(x: f64) -> f64 {
+pub(crate) fn log_Phi_deriv(x: f64) -> f64 {
     -log_erfc_deriv(-x / SQRT_2) / SQRT_2
 }
 
 /// The standard normal density φ(x).
-pub fn std_normal_pdf(x: f64) -> f64 {
+pub(crate) fn std_normal_pdf(x: f64) -> f64 {
     INV_SQRT_TWO_PI * (-0.5 * x * x).exp()
 }
 
 /// Stan's logistic approximation of Φ: inv_logit(0.07056 x³ + 1.5976 x).
 #[allow(non_snake_case)]
-pub fn Phi_approx(x: f64) -> f64 {
+pub(crate) fn Phi_approx(x: f64) -> f64 {
     inv_logit(0.07056 * x * x * x + 1.5976 * x)
 }
 
@@ -705,7 +698,7 @@ pub fn inv_Phi(p: f64) -> f64 {
 }
 
 /// erfc⁻¹(x) for x in [0, 2]: erfc⁻¹(x) = -Φ⁻¹(x/2)/√2.
-pub fn inv_erfc(x: f64) -> f64 {
+pub(crate) fn inv_erfc(x: f64) -> f64 {
     -inv_Phi(0.5 * x) / SQRT_2
 }
 
@@ -735,7 +728,7 @@ pub fn lambert_w0(x: f64) -> f64 {
 }
 
 /// The lower branch W₋₁ of the Lambert W function (w ≤ -1), -1/e ≤ x < 0.
-pub fn lambert_wm1(x: f64) -> f64 {
+pub(crate) fn lambert_wm1(x: f64) -> f64 {
     const NEG_INV_E: f64 = -0.367_879_441_171_442_33;
     if x.is_nan() || !(NEG_INV_E..=0.0).contains(&x) {
         return f64::NAN;
@@ -858,7 +851,7 @@ fn owens_t_quadrature(h: f64, a: f64) -> f64 {
 }
 
 /// Gradient of Owen's T with respect to (h, a).
-pub fn owens_t_grad(h: f64, a: f64) -> (f64, f64) {
+pub(crate) fn owens_t_grad(h: f64, a: f64) -> (f64, f64) {
     let one_plus = 1.0 + a * a;
     let dh = -std_normal_pdf(h) * erf(a * h / SQRT_2) / 2.0;
     let da = (-0.5 * h * h * one_plus).exp() / (2.0 * PI * one_plus);
@@ -941,7 +934,7 @@ fn log_bessel_i_asymptotic(v: f64, z: f64) -> f64 {
 }
 
 /// d log I_v(z)/dz = I_{v+1}(z)/I_v(z) + v/z.
-pub fn log_modified_bessel_first_kind_dz(v: f64, z: f64) -> f64 {
+pub(crate) fn log_modified_bessel_first_kind_dz(v: f64, z: f64) -> f64 {
     if z == 0.0 {
         return if v == 0.0 { 0.0 } else { f64::INFINITY };
     }
@@ -995,7 +988,7 @@ pub fn choose(n: f64, k: f64) -> f64 {
 }
 
 /// log(inv_logit(x) - inv_logit(y)) for x > y.
-pub fn log_inv_logit_diff(x: f64, y: f64) -> f64 {
+pub(crate) fn log_inv_logit_diff(x: f64, y: f64) -> f64 {
     x - log1p_exp(x) + log1m_exp(y - x) - log1p_exp(y)
 }
 
@@ -1028,7 +1021,7 @@ fn log_cosh(z: f64) -> f64 {
 /// doubly-exponentially decaying integrand (error far below 1e-15 relative). The sums are
 /// scaled by the integrand's largest value, so large orders and tiny x overflow only when
 /// K itself does. NaN outside x > 0, |n| ≤ [`MAX_SUM_TERMS`].
-pub fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
+pub(crate) fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
     if n.is_nan() || x.is_nan() || n.abs() > MAX_SUM_TERMS || x <= 0.0 {
         return (f64::NAN, f64::NAN);
     }
@@ -1067,7 +1060,7 @@ pub fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
 }
 
 /// hypergeometric_1F0(a, z) = (1 − z)^(−a) for |z| < 1 (NaN outside, where Stan throws).
-pub fn hypergeometric_1f0(a: f64, z: f64) -> f64 {
+pub(crate) fn hypergeometric_1f0(a: f64, z: f64) -> f64 {
     if z.is_nan() || z.abs() >= 1.0 || a.is_nan() {
         return f64::NAN;
     }
