@@ -30,6 +30,7 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
+use crate::linalg::{multiply_lower_tri_self_transpose, multiply_lower_tri_self_transpose_adjoint};
 use crate::special::{inv_logit, logit};
 use std::fmt;
 
@@ -1232,16 +1233,7 @@ pub fn cov_matrix_constrain(unc: &[f64], k: usize, out: &mut [f64], ws: &mut [f6
     for d in 0..k {
         lj += (k - d + 1) as f64 * l[d + d * k].ln();
     }
-    for j in 0..k {
-        for i in j..k {
-            let mut s = 0.0;
-            for c in 0..=j {
-                s += l[i + c * k] * l[j + c * k];
-            }
-            out[i + j * k] = s;
-            out[j + i * k] = s;
-        }
-    }
+    multiply_lower_tri_self_transpose(l, k, k, out);
     lj
 }
 
@@ -1255,16 +1247,10 @@ pub(crate) fn cov_matrix_constrain_adjoint(
 ) {
     let (l, l_adj) = ws.split_at_mut(k * k);
     cholesky_cov_constrain(unc, k, k, l);
-    // ∂(A · L Lᵀ)/∂L = (A + Aᵀ) L, kept lower-triangular.
-    for c in 0..k {
-        for r in c..k {
-            let mut s = 0.0;
-            for m in c..k {
-                s += (out_adj[r + m * k] + out_adj[m + r * k]) * l[m + c * k];
-            }
-            l_adj[r + c * k] = s;
-        }
-    }
+    // ∂(A · L Lᵀ)/∂L = (A + Aᵀ) L, kept lower-triangular (added to zeros: the same bits as
+    // setting it).
+    l_adj.fill(0.0);
+    multiply_lower_tri_self_transpose_adjoint(l, k, k, out_adj, l_adj);
     let mut pos = 0;
     for r in 0..k {
         for c in 0..=r {
@@ -1364,16 +1350,7 @@ pub fn corr_matrix_constrain(unc: &[f64], k: usize, out: &mut [f64], ws: &mut [f
         }
     }
     corr_cholesky_from_cpcs(&z[..n], k, l);
-    for j in 0..k {
-        for i in j..k {
-            let mut s = 0.0;
-            for c in 0..=j {
-                s += l[i + c * k] * l[j + c * k];
-            }
-            out[i + j * k] = s;
-            out[j + i * k] = s;
-        }
-    }
+    multiply_lower_tri_self_transpose(l, k, k, out);
     lj
 }
 
@@ -1396,18 +1373,8 @@ pub(crate) fn corr_matrix_constrain_adjoint(
         }
     }
     corr_cholesky_from_cpcs(z, k, l);
-    for c in 0..k {
-        for r in 0..k {
-            l_adj[r + c * k] = 0.0;
-        }
-        for r in c..k {
-            let mut s = 0.0;
-            for m in c..k {
-                s += (out_adj[r + m * k] + out_adj[m + r * k]) * l[m + c * k];
-            }
-            l_adj[r + c * k] = s;
-        }
-    }
+    l_adj.fill(0.0);
+    multiply_lower_tri_self_transpose_adjoint(l, k, k, out_adj, l_adj);
     corr_cholesky_from_cpcs_adjoint(z, k, l, l_adj, 0.0, z_adj, prefix);
     for c in 0..k {
         for r in (c + 1)..k {
