@@ -453,7 +453,9 @@ pub fn log1m_inv_logit(x: f64) -> f64 {
     -log1p_exp(x)
 }
 
-/// log(e^x + e^y).
+/// log(e^x + e^y), as `log_mix` has always formed it (`x + log1p_exp(y − x)`); the op graph's
+/// `log_sum_exp` of two values is [`rules::log_sum_exp`] (one `exp` and `ln` about the larger),
+/// which rounds differently: each keeps the bits of its own path.
 pub(crate) fn log_sum_exp2(x: f64, y: f64) -> f64 {
     if x == f64::NEG_INFINITY {
         return y;
