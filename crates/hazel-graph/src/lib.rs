@@ -57,7 +57,7 @@
 //!   (`Graph::forward`/`backward`), `kernels` (value and gradient rules of every op, side by
 //!   side), `dists` (vectorised univariate densities with Stan's constant-dropping rule:
 //!   inlined kernels for the common families, `hazel_math::dist` for the rest and for cdfs),
-//!   `linalg_kernels`, `special`, `par` (the threaded executor), `batched`.
+//!   `linalg_kernels`, `par` (the threaded executor), `batched`.
 //! - [`tape`], [`kernels`], [`dists`]: the old paths of the same items (aliases).
 //! - [`builder`]: building a graph op by op, with eager values (also used by hand in tests).
 //! - `lower`: the tracing interpreter — `trace` (the tracer, scopes, dynamic detection),
@@ -94,11 +94,11 @@ pub(crate) mod ode_op;
 mod output;
 pub(crate) mod solve_op;
 
+pub(crate) use exec::cpu::linalg_kernels;
 pub use exec::cpu::simd;
 /// Compatibility paths from before the IR/executor split (`crate::kernels::BinaryFn`,
 /// `hazel_graph::dists::DistKind`, …): the same items under their old names.
 pub use exec::cpu::{dists, kernels};
-pub(crate) use exec::cpu::{linalg_kernels, special};
 
 /// The graph and the reference executor's buffers under their old module name.
 pub mod tape {

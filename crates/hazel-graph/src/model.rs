@@ -1484,15 +1484,6 @@ impl Model for CompiledModel {
         if let Some(plan) = &self.output_plan {
             return self.write_planned(plan, ws, q, rng, out);
         }
-        let v = self.trace_output(q, rng)?;
-        if v.len() != out.len() {
-            return Err(EvalError::reject(format!(
-                "output row has {} values, expected {}",
-                v.len(),
-                out.len()
-            )));
-        }
-        out.copy_from_slice(&v);
-        Ok(())
+        self.write_output_retraced(q, rng, out)
     }
 }

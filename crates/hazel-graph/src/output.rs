@@ -170,7 +170,7 @@ impl OutputPlan {
 }
 
 /// `v` with every graph slot replaced by its value in `vals`.
-pub(crate) fn constant(v: &Val, vals: &[f64]) -> Val {
+fn constant(v: &Val, vals: &[f64]) -> Val {
     let sc = |s: Sc| match s {
         Sc::C(c) => c,
         Sc::V(o) => vals[o as usize],

@@ -39,27 +39,28 @@
 
 mod hypergeometric;
 mod incomplete;
+pub mod rules;
 
 pub use hypergeometric::{hypergeometric_2f1_grad, hypergeometric_pfq_grad};
 
-pub use incomplete::{
-    gamma_p, gamma_p_grad, gamma_q, gamma_q_grad, inc_beta, inc_beta_grad, inv_inc_beta,
-    inv_inc_beta_grad, log1m_inc_beta_grad, log_gamma_p_grad, log_gamma_q_grad, log_inc_beta_grad,
-    IncBetaGrad, IncGammaGrad,
+pub use incomplete::{gamma_p, gamma_q, inc_beta, inv_inc_beta};
+pub(crate) use incomplete::{
+    gamma_p_grad, gamma_q_grad, inc_beta_grad, inv_inc_beta_grad, log1m_inc_beta_grad,
+    log_gamma_p_grad, log_gamma_q_grad, log_inc_beta_grad, IncBetaGrad, IncGammaGrad,
 };
 
-use std::f64::consts::{FRAC_2_SQRT_PI, LN_10, LN_2, PI, SQRT_2};
+use std::f64::consts::{FRAC_2_SQRT_PI, LN_2, PI, SQRT_2};
 
 /// √(2π).
-pub const SQRT_TWO_PI: f64 = 2.506_628_274_631_000_7;
+pub(crate) const SQRT_TWO_PI: f64 = 2.506_628_274_631_000_7;
 /// log √(2π) = ½ log(2π).
-pub const LOG_SQRT_TWO_PI: f64 = 0.918_938_533_204_672_8;
+pub(crate) const LOG_SQRT_TWO_PI: f64 = 0.918_938_533_204_672_8;
 /// log √π.
-pub const LOG_SQRT_PI: f64 = 0.572_364_942_924_700_1;
+pub(crate) const LOG_SQRT_PI: f64 = 0.572_364_942_924_700_1;
 /// log π.
-pub const LOG_PI: f64 = 1.144_729_885_849_400_2;
+pub(crate) const LOG_PI: f64 = 1.144_729_885_849_400_2;
 /// 1/√(2π).
-pub const INV_SQRT_TWO_PI: f64 = 0.398_942_280_401_432_7;
+pub(crate) const INV_SQRT_TWO_PI: f64 = 0.398_942_280_401_432_7;
 
 /// A function of one real argument with its derivative rule.
 pub struct UnaryFn {
@@ -131,7 +132,7 @@ pub fn lgamma(x: f64) -> f64 {
 }
 
 /// Γ(x).
-pub fn tgamma(x: f64) -> f64 {
+pub(crate) fn tgamma(x: f64) -> f64 {
     libm::tgamma(x)
 }
 
@@ -290,7 +291,7 @@ pub fn trigamma(x: f64) -> f64 {
 }
 
 /// ψ₂(x) = d³log Γ(x)/dx³ (the derivative rule of trigamma).
-pub fn tetragamma(x: f64) -> f64 {
+pub(crate) fn tetragamma(x: f64) -> f64 {
     if x.is_nan() || x == f64::NEG_INFINITY {
         return f64::NAN;
     }
@@ -327,7 +328,7 @@ pub fn tetragamma(x: f64) -> f64 {
 
 /// log Γ(x) - Stirling's approximation ((x - ½) log x - x + ½ log 2π), for x ≥ 10, by its
 /// asymptotic series; used where differences of lgamma at large arguments would cancel.
-pub fn lgamma_stirling_diff(x: f64) -> f64 {
+pub(crate) fn lgamma_stirling_diff(x: f64) -> f64 {
     if x < 10.0 {
         return lgamma(x) - ((x - 0.5) * x.ln() - x + LOG_SQRT_TWO_PI);
     }
@@ -410,7 +411,9 @@ pub fn inv_logit(x: f64) -> f64 {
     crate::vmath::inv_logit(x)
 }
 
-/// log(u / (1 - u)).
+/// log(u / (1 - u)) with `f64::ln`: the inverse of the bounded transforms (user inits). The op
+/// graph's `logit` is [`rules::logit`] (with `vmath::ln`, which rounds differently); each keeps
+/// the bits of its own path.
 pub fn logit(u: f64) -> f64 {
     (u / (1.0 - u)).ln()
 }
@@ -439,17 +442,21 @@ pub fn log1m(x: f64) -> f64 {
 }
 
 /// log inv_logit(x) = -log1p_exp(-x).
+#[inline(always)]
 pub fn log_inv_logit(x: f64) -> f64 {
     -log1p_exp(-x)
 }
 
 /// log(1 - inv_logit(x)) = -log1p_exp(x).
+#[inline(always)]
 pub fn log1m_inv_logit(x: f64) -> f64 {
     -log1p_exp(x)
 }
 
-/// log(e^x + e^y).
-pub fn log_sum_exp2(x: f64, y: f64) -> f64 {
+/// log(e^x + e^y), as `log_mix` has always formed it (`x + log1p_exp(y − x)`); the op graph's
+/// `log_sum_exp` of two values is [`rules::log_sum_exp`] (one `exp` and `ln` about the larger),
+/// which rounds differently: each keeps the bits of its own path.
+pub(crate) fn log_sum_exp2(x: f64, y: f64) -> f64 {
     if x == f64::NEG_INFINITY {
         return y;
     }
@@ -473,13 +480,6 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
     max + sum.ln()
 }
 
-/// Gradient of [`log_sum_exp`]: the softmax of `xs`, written into `grad`.
-pub fn log_sum_exp_grad(xs: &[f64], value: f64, grad: &mut [f64]) {
-    for (g, x) in grad.iter_mut().zip(xs) {
-        *g = (x - value).exp();
-    }
-}
-
 /// log(e^x - e^y), NaN for y > x.
 pub fn log_diff_exp(x: f64, y: f64) -> f64 {
     if y > x || x.is_nan() || y.is_nan() {
@@ -500,7 +500,7 @@ pub fn log_mix(theta: f64, lambda1: f64, lambda2: f64) -> f64 {
 }
 
 /// Gradient of [`log_mix`] with respect to (θ, λ₁, λ₂).
-pub fn log_mix_grad(theta: f64, lambda1: f64, lambda2: f64, value: f64) -> [f64; 3] {
+pub(crate) fn log_mix_grad(theta: f64, lambda1: f64, lambda2: f64, value: f64) -> [f64; 3] {
     let w1 = (theta.ln() + lambda1 - value).exp();
     let w2 = (log1m(theta) + lambda2 - value).exp();
     [(lambda1 - value).exp() - (lambda2 - value).exp(), w1, w2]
@@ -549,7 +549,7 @@ pub fn log_mix_slices_grad(
 }
 
 /// log erfc(x), accurate for large positive x where erfc underflows.
-pub fn log_erfc(x: f64) -> f64 {
+pub(crate) fn log_erfc(x: f64) -> f64 {
     if x < 26.0 {
         erfc(x).ln()
     } else {
@@ -571,7 +571,7 @@ fn erfc_asymptotic_factor(x: f64) -> f64 {
 }
 
 /// e^{x²} erfc(x), the scaled complementary error function (used for ratios φ/Φ in tails).
-pub fn erfcx(x: f64) -> f64 {
+pub(crate) fn erfcx(x: f64) -> f64 {
     if x < 26.0 {
         if x < -26.0 {
             return f64::INFINITY;
@@ -583,7 +583,7 @@ pub fn erfcx(x: f64) -> f64 {
 }
 
 /// d log erfc(x) / dx = -2/√π e^{-x²}/erfc(x).
-pub fn log_erfc_deriv(x: f64) -> f64 {
+pub(crate) fn log_erfc_deriv(x: f64) -> f64 {
     if x < -6.0 {
         // erfc(x) ≈ 2, e^{-x²} tiny.
         -FRAC_2_SQRT_PI * (-x * x).exp() / erfc(x)
@@ -600,7 +600,7 @@ pub fn Phi(x: f64) -> f64 {
 
 /// log Φ(x), accurate in the lower tail.
 #[allow(non_snake_case)]
-pub fn log_Phi(x: f64) -> f64 {
+pub(crate) fn log_Phi(x: f64) -> f64 {
     if x > 5.0 {
         // Φ(x) close to 1: log1p(-Φ(-x)).
         (-0.5 * erfc(x / SQRT_2)).ln_1p()
@@ -611,18 +611,18 @@ pub fn log_Phi(x: f64) -> f64 {
 
 /// d log Φ(x)/dx = φ(x)/Φ(x).
 #[allow(non_snake_case)]
-pub fn log_Phi_deriv(x: f64) -> f64 {
+pub(crate) fn log_Phi_deriv(x: f64) -> f64 {
     -log_erfc_deriv(-x / SQRT_2) / SQRT_2
 }
 
 /// The standard normal density φ(x).
-pub fn std_normal_pdf(x: f64) -> f64 {
+pub(crate) fn std_normal_pdf(x: f64) -> f64 {
     INV_SQRT_TWO_PI * (-0.5 * x * x).exp()
 }
 
 /// Stan's logistic approximation of Φ: inv_logit(0.07056 x³ + 1.5976 x).
 #[allow(non_snake_case)]
-pub fn Phi_approx(x: f64) -> f64 {
+pub(crate) fn Phi_approx(x: f64) -> f64 {
     inv_logit(0.07056 * x * x * x + 1.5976 * x)
 }
 
@@ -700,7 +700,7 @@ pub fn inv_Phi(p: f64) -> f64 {
 }
 
 /// erfc⁻¹(x) for x in [0, 2]: erfc⁻¹(x) = -Φ⁻¹(x/2)/√2.
-pub fn inv_erfc(x: f64) -> f64 {
+pub(crate) fn inv_erfc(x: f64) -> f64 {
     -inv_Phi(0.5 * x) / SQRT_2
 }
 
@@ -730,7 +730,7 @@ pub fn lambert_w0(x: f64) -> f64 {
 }
 
 /// The lower branch W₋₁ of the Lambert W function (w ≤ -1), -1/e ≤ x < 0.
-pub fn lambert_wm1(x: f64) -> f64 {
+pub(crate) fn lambert_wm1(x: f64) -> f64 {
     const NEG_INV_E: f64 = -0.367_879_441_171_442_33;
     if x.is_nan() || !(NEG_INV_E..=0.0).contains(&x) {
         return f64::NAN;
@@ -853,7 +853,7 @@ fn owens_t_quadrature(h: f64, a: f64) -> f64 {
 }
 
 /// Gradient of Owen's T with respect to (h, a).
-pub fn owens_t_grad(h: f64, a: f64) -> (f64, f64) {
+pub(crate) fn owens_t_grad(h: f64, a: f64) -> (f64, f64) {
     let one_plus = 1.0 + a * a;
     let dh = -std_normal_pdf(h) * erf(a * h / SQRT_2) / 2.0;
     let da = (-0.5 * h * h * one_plus).exp() / (2.0 * PI * one_plus);
@@ -936,7 +936,7 @@ fn log_bessel_i_asymptotic(v: f64, z: f64) -> f64 {
 }
 
 /// d log I_v(z)/dz = I_{v+1}(z)/I_v(z) + v/z.
-pub fn log_modified_bessel_first_kind_dz(v: f64, z: f64) -> f64 {
+pub(crate) fn log_modified_bessel_first_kind_dz(v: f64, z: f64) -> f64 {
     if z == 0.0 {
         return if v == 0.0 { 0.0 } else { f64::INFINITY };
     }
@@ -990,7 +990,7 @@ pub fn choose(n: f64, k: f64) -> f64 {
 }
 
 /// log(inv_logit(x) - inv_logit(y)) for x > y.
-pub fn log_inv_logit_diff(x: f64, y: f64) -> f64 {
+pub(crate) fn log_inv_logit_diff(x: f64, y: f64) -> f64 {
     x - log1p_exp(x) + log1m_exp(y - x) - log1p_exp(y)
 }
 
@@ -1023,7 +1023,7 @@ fn log_cosh(z: f64) -> f64 {
 /// doubly-exponentially decaying integrand (error far below 1e-15 relative). The sums are
 /// scaled by the integrand's largest value, so large orders and tiny x overflow only when
 /// K itself does. NaN outside x > 0, |n| ≤ [`MAX_SUM_TERMS`].
-pub fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
+pub(crate) fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
     if n.is_nan() || x.is_nan() || n.abs() > MAX_SUM_TERMS || x <= 0.0 {
         return (f64::NAN, f64::NAN);
     }
@@ -1062,7 +1062,7 @@ pub fn modified_bessel_second_kind_grad(n: f64, x: f64) -> (f64, f64) {
 }
 
 /// hypergeometric_1F0(a, z) = (1 − z)^(−a) for |z| < 1 (NaN outside, where Stan throws).
-pub fn hypergeometric_1f0(a: f64, z: f64) -> f64 {
+pub(crate) fn hypergeometric_1f0(a: f64, z: f64) -> f64 {
     if z.is_nan() || z.abs() >= 1.0 || a.is_nan() {
         return f64::NAN;
     }
@@ -1088,16 +1088,6 @@ pub fn modified_bessel_first_kind(n: f64, x: f64) -> f64 {
 // Tables.
 // ---------------------------------------------------------------------------------------------
 
-fn sign_of(x: f64) -> f64 {
-    if x > 0.0 {
-        1.0
-    } else if x < 0.0 {
-        -1.0
-    } else {
-        0.0
-    }
-}
-
 static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "exp",
@@ -1112,17 +1102,17 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "log1p",
         value: crate::vmath::ln_1p,
-        deriv: |x, _| 1.0 / (1.0 + x),
+        deriv: |x, _| rules::log1p_deriv(x),
     },
     UnaryFn {
         name: "expm1",
         value: crate::vmath::expm1,
-        deriv: |x, _| crate::vmath::exp(x),
+        deriv: |_, v| rules::expm1_deriv(v),
     },
     UnaryFn {
         name: "log1m",
         value: log1m,
-        deriv: |x, _| -1.0 / (1.0 - x),
+        deriv: |x, _| rules::log1m_deriv(x),
     },
     UnaryFn {
         name: "lgamma",
@@ -1147,12 +1137,12 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "inv_logit",
         value: inv_logit,
-        deriv: |x, _| inv_logit(x) * inv_logit(-x),
+        deriv: |_, v| rules::inv_logit_deriv(v),
     },
     UnaryFn {
         name: "logit",
-        value: logit,
-        deriv: |x, _| 1.0 / (x * (1.0 - x)),
+        value: rules::logit,
+        deriv: |x, _| rules::logit_deriv(x),
     },
     UnaryFn {
         name: "log1p_exp",
@@ -1182,7 +1172,7 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "Phi",
         value: Phi,
-        deriv: |x, _| std_normal_pdf(x),
+        deriv: |x, _| rules::Phi_deriv(x),
     },
     UnaryFn {
         name: "Phi_approx",
@@ -1197,22 +1187,22 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "erf",
         value: erf,
-        deriv: |x, _| FRAC_2_SQRT_PI * (-x * x).exp(),
+        deriv: |x, _| rules::erf_deriv(x),
     },
     UnaryFn {
         name: "erfc",
         value: erfc,
-        deriv: |x, _| -FRAC_2_SQRT_PI * (-x * x).exp(),
+        deriv: |x, _| rules::erfc_deriv(x),
     },
     UnaryFn {
         name: "sqrt",
         value: f64::sqrt,
-        deriv: |_, v| 0.5 / v,
+        deriv: |_, v| rules::sqrt_deriv(v),
     },
     UnaryFn {
         name: "cbrt",
         value: f64::cbrt,
-        deriv: |_, v| 1.0 / (3.0 * v * v),
+        deriv: rules::cbrt_deriv,
     },
     UnaryFn {
         name: "square",
@@ -1222,25 +1212,22 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "inv",
         value: |x| 1.0 / x,
-        deriv: |x, _| -1.0 / (x * x),
+        deriv: |_, v| rules::inv_deriv(v),
     },
     UnaryFn {
         name: "inv_sqrt",
-        value: |x| 1.0 / x.sqrt(),
-        deriv: |x, v| -0.5 * v / x,
+        value: rules::inv_sqrt,
+        deriv: rules::inv_sqrt_deriv,
     },
     UnaryFn {
         name: "inv_square",
-        value: |x| 1.0 / (x * x),
-        deriv: |x, _| -2.0 / (x * x * x),
+        value: rules::inv_square,
+        deriv: rules::inv_square_deriv,
     },
     UnaryFn {
         name: "tanh",
         value: crate::vmath::tanh,
-        deriv: |x, _| {
-            let c = x.cosh();
-            1.0 / (c * c)
-        },
+        deriv: |_, v| rules::tanh_deriv(v),
     },
     UnaryFn {
         name: "sinh",
@@ -1265,22 +1252,22 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "tan",
         value: f64::tan,
-        deriv: |_, v| 1.0 + v * v,
+        deriv: |_, v| rules::tan_deriv(v),
     },
     UnaryFn {
         name: "asin",
         value: f64::asin,
-        deriv: |x, _| 1.0 / (1.0 - x * x).sqrt(),
+        deriv: |x, _| rules::asin_deriv(x),
     },
     UnaryFn {
         name: "acos",
         value: f64::acos,
-        deriv: |x, _| -1.0 / (1.0 - x * x).sqrt(),
+        deriv: |x, _| rules::acos_deriv(x),
     },
     UnaryFn {
         name: "atan",
         value: f64::atan,
-        deriv: |x, _| 1.0 / (1.0 + x * x),
+        deriv: |x, _| rules::atan_deriv(x),
     },
     UnaryFn {
         name: "asinh",
@@ -1300,27 +1287,27 @@ static UNARY: &[UnaryFn] = &[
     UnaryFn {
         name: "fabs",
         value: f64::abs,
-        deriv: |x, _| sign_of(x),
+        deriv: |x, _| rules::sign(x),
     },
     UnaryFn {
         name: "abs",
         value: f64::abs,
-        deriv: |x, _| sign_of(x),
+        deriv: |x, _| rules::sign(x),
     },
     UnaryFn {
         name: "log2",
         value: f64::log2,
-        deriv: |x, _| 1.0 / (x * LN_2),
+        deriv: |x, _| rules::log2_deriv(x),
     },
     UnaryFn {
         name: "log10",
         value: f64::log10,
-        deriv: |x, _| 1.0 / (x * LN_10),
+        deriv: |x, _| rules::log10_deriv(x),
     },
     UnaryFn {
         name: "exp2",
         value: f64::exp2,
-        deriv: |_, v| v * LN_2,
+        deriv: |_, v| rules::exp2_deriv(v),
     },
     UnaryFn {
         name: "lambert_w0",
@@ -1394,46 +1381,27 @@ static BINARY: &[BinaryFn] = &[
     BinaryFn {
         name: "pow",
         value: f64::powf,
-        grad: |x, y, v| {
-            let dx = if y == 0.0 { 0.0 } else { y * x.powf(y - 1.0) };
-            let dy = if x == 0.0 { 0.0 } else { v * x.ln() };
-            (dx, dy)
-        },
+        grad: rules::pow_partials,
     },
     BinaryFn {
         name: "atan2",
         value: f64::atan2,
-        grad: |y, x, _| {
-            let r2 = x * x + y * y;
-            (x / r2, -y / r2)
-        },
+        grad: |y, x, _| rules::atan2_partials(y, x),
     },
     BinaryFn {
         name: "fmin",
-        value: f64::min,
-        grad: |x, y, _| {
-            if y.is_nan() || (!x.is_nan() && x <= y) {
-                (1.0, 0.0)
-            } else {
-                (0.0, 1.0)
-            }
-        },
+        value: rules::fmin,
+        grad: |x, y, _| rules::fmin_partials(x, y),
     },
     BinaryFn {
         name: "fmax",
-        value: f64::max,
-        grad: |x, y, _| {
-            if y.is_nan() || (!x.is_nan() && x >= y) {
-                (1.0, 0.0)
-            } else {
-                (0.0, 1.0)
-            }
-        },
+        value: rules::fmax,
+        grad: |x, y, _| rules::fmax_partials(x, y),
     },
     BinaryFn {
         name: "hypot",
         value: f64::hypot,
-        grad: |x, y, v| (x / v, y / v),
+        grad: rules::hypot_partials,
     },
     BinaryFn {
         name: "beta",
@@ -1485,12 +1453,12 @@ static BINARY: &[BinaryFn] = &[
     BinaryFn {
         name: "log_diff_exp",
         value: log_diff_exp,
-        grad: |x, y, _| (-1.0 / (y - x).exp_m1(), -1.0 / (x - y).exp_m1()),
+        grad: rules::log_diff_exp_partials,
     },
     BinaryFn {
         name: "log_sum_exp",
-        value: log_sum_exp2,
-        grad: |x, y, v| ((x - v).exp(), (y - v).exp()),
+        value: rules::log_sum_exp,
+        grad: rules::log_sum_exp_partials,
     },
     BinaryFn {
         name: "log_inv_logit_diff",
@@ -1530,8 +1498,8 @@ static BINARY: &[BinaryFn] = &[
     },
     BinaryFn {
         name: "fdim",
-        value: |x, y| if x > y { x - y } else { 0.0 },
-        grad: |x, y, _| if x > y { (1.0, -1.0) } else { (0.0, 0.0) },
+        value: rules::fdim,
+        grad: |x, y, _| rules::fdim_partials(x, y),
     },
     BinaryFn {
         name: "fmod",

@@ -30,7 +30,8 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
-use crate::special::inv_logit;
+use crate::linalg::{multiply_lower_tri_self_transpose, multiply_lower_tri_self_transpose_adjoint};
+use crate::special::{inv_logit, logit};
 use std::fmt;
 
 /// Stan's tolerance when checking a constrained value (`CONSTRAINT_TOLERANCE`).
@@ -100,29 +101,107 @@ fn log1m_tanh_sq(u: f64) -> f64 {
     2.0 * (std::f64::consts::LN_2 - a - libm::log1p((-2.0 * a).exp()))
 }
 
-fn logit(p: f64) -> f64 {
-    (p / (1.0 - p)).ln()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scalar bounds, applied elementwise.
 // ---------------------------------------------------------------------------------------------
 
-/// `x = lb + exp(u)`; log J = `u`. An infinite `lb` is the identity (log J = 0). Errors when
-/// the bound's length is neither 1 nor the value's.
-pub fn lower_constrain(unc: &[f64], lb: &[f64], out: &mut [f64]) -> Result<f64, TransformError> {
-    check_bound_len("the lower bound", lb, unc.len())?;
+/// A one-sided bound: the lower and upper transforms are one rule, `x = bound + sign·exp(u)`.
+/// The sign enters as a multiplication by ±1, which is exact, so `bound + (−1)·e` rounds as
+/// `bound − e` (and `−1·(x − ub)` as `ub − x`) did when the two sides were written apart.
+struct Side {
+    sign: f64,
+    /// The bound that leaves the value unconstrained.
+    open: f64,
+    /// The bound, for messages.
+    name: &'static str,
+    /// Where a value outside the bound is, for the message.
+    outside: &'static str,
+}
+
+const LOWER: Side = Side {
+    sign: 1.0,
+    open: f64::NEG_INFINITY,
+    name: "the lower bound",
+    outside: "below its lower bound",
+};
+
+const UPPER: Side = Side {
+    sign: -1.0,
+    open: f64::INFINITY,
+    name: "the upper bound",
+    outside: "above its upper bound",
+};
+
+fn one_sided_constrain(
+    side: &Side,
+    unc: &[f64],
+    bound: &[f64],
+    out: &mut [f64],
+) -> Result<f64, TransformError> {
+    check_bound_len(side.name, bound, unc.len())?;
     let mut lj = 0.0;
     for (i, (&u, o)) in unc.iter().zip(out.iter_mut()).enumerate() {
-        let l = at(lb, i);
-        if l == f64::NEG_INFINITY {
+        let b = at(bound, i);
+        if b == side.open {
             *o = u;
         } else {
-            *o = l + u.exp();
+            *o = b + side.sign * u.exp();
             lj += u;
         }
     }
     Ok(lj)
+}
+
+fn one_sided_constrain_adjoint(
+    side: &Side,
+    unc: &[f64],
+    bound: &[f64],
+    out_adj: &[f64],
+    unc_adj: &mut [f64],
+    mut bound_adj: Option<&mut [f64]>,
+) {
+    for i in 0..unc.len() {
+        let b = at(bound, i);
+        if b == side.open {
+            unc_adj[i] += out_adj[i];
+        } else {
+            unc_adj[i] += side.sign * out_adj[i] * unc[i].exp() + 1.0;
+            if let Some(a) = bound_adj.as_deref_mut() {
+                add_at(a, i, out_adj[i]);
+            }
+        }
+    }
+}
+
+fn one_sided_unconstrain(
+    side: &Side,
+    x: &[f64],
+    bound: &[f64],
+    unc: &mut [f64],
+) -> Result<(), TransformError> {
+    check_bound_len(side.name, bound, x.len())?;
+    for i in 0..x.len() {
+        let b = at(bound, i);
+        if b == side.open {
+            unc[i] = x[i];
+        } else if (side.sign > 0.0 && x[i] >= b) || (side.sign < 0.0 && x[i] <= b) {
+            unc[i] = (side.sign * (x[i] - b)).ln();
+        } else {
+            return Err(TransformError::new(format!(
+                "element {} is {}, {} {b}",
+                i + 1,
+                x[i],
+                side.outside
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `x = lb + exp(u)`; log J = `u`. An infinite `lb` is the identity (log J = 0). Errors when
+/// the bound's length is neither 1 nor the value's.
+pub fn lower_constrain(unc: &[f64], lb: &[f64], out: &mut [f64]) -> Result<f64, TransformError> {
+    one_sided_constrain(&LOWER, unc, lb, out)
 }
 
 /// Adjoint of [`lower_constrain`]; `lb_adj` (same length as `lb`) receives `∂/∂lb`.
@@ -131,56 +210,20 @@ pub fn lower_constrain_adjoint(
     lb: &[f64],
     out_adj: &[f64],
     unc_adj: &mut [f64],
-    mut lb_adj: Option<&mut [f64]>,
+    lb_adj: Option<&mut [f64]>,
 ) {
-    for i in 0..unc.len() {
-        let l = at(lb, i);
-        if l == f64::NEG_INFINITY {
-            unc_adj[i] += out_adj[i];
-        } else {
-            unc_adj[i] += out_adj[i] * unc[i].exp() + 1.0;
-            if let Some(b) = lb_adj.as_deref_mut() {
-                add_at(b, i, out_adj[i]);
-            }
-        }
-    }
+    one_sided_constrain_adjoint(&LOWER, unc, lb, out_adj, unc_adj, lb_adj)
 }
 
 /// Inverse of [`lower_constrain`]: `u = log(x − lb)`.
 pub fn lower_unconstrain(x: &[f64], lb: &[f64], unc: &mut [f64]) -> Result<(), TransformError> {
-    check_bound_len("the lower bound", lb, x.len())?;
-    for i in 0..x.len() {
-        let l = at(lb, i);
-        if l == f64::NEG_INFINITY {
-            unc[i] = x[i];
-        } else if x[i] >= l {
-            unc[i] = (x[i] - l).ln();
-        } else {
-            return Err(TransformError::new(format!(
-                "element {} is {}, below its lower bound {l}",
-                i + 1,
-                x[i]
-            )));
-        }
-    }
-    Ok(())
+    one_sided_unconstrain(&LOWER, x, lb, unc)
 }
 
 /// `x = ub − exp(u)`; log J = `u`. An infinite `ub` is the identity. Errors when the bound's
 /// length is neither 1 nor the value's.
 pub fn upper_constrain(unc: &[f64], ub: &[f64], out: &mut [f64]) -> Result<f64, TransformError> {
-    check_bound_len("the upper bound", ub, unc.len())?;
-    let mut lj = 0.0;
-    for (i, (&u, o)) in unc.iter().zip(out.iter_mut()).enumerate() {
-        let b = at(ub, i);
-        if b == f64::INFINITY {
-            *o = u;
-        } else {
-            *o = b - u.exp();
-            lj += u;
-        }
-    }
-    Ok(lj)
+    one_sided_constrain(&UPPER, unc, ub, out)
 }
 
 /// Adjoint of [`upper_constrain`]; `ub_adj` receives `∂/∂ub`.
@@ -189,39 +232,14 @@ pub fn upper_constrain_adjoint(
     ub: &[f64],
     out_adj: &[f64],
     unc_adj: &mut [f64],
-    mut ub_adj: Option<&mut [f64]>,
+    ub_adj: Option<&mut [f64]>,
 ) {
-    for i in 0..unc.len() {
-        let b = at(ub, i);
-        if b == f64::INFINITY {
-            unc_adj[i] += out_adj[i];
-        } else {
-            unc_adj[i] += -out_adj[i] * unc[i].exp() + 1.0;
-            if let Some(a) = ub_adj.as_deref_mut() {
-                add_at(a, i, out_adj[i]);
-            }
-        }
-    }
+    one_sided_constrain_adjoint(&UPPER, unc, ub, out_adj, unc_adj, ub_adj)
 }
 
 /// Inverse of [`upper_constrain`]: `u = log(ub − x)`.
 pub fn upper_unconstrain(x: &[f64], ub: &[f64], unc: &mut [f64]) -> Result<(), TransformError> {
-    check_bound_len("the upper bound", ub, x.len())?;
-    for i in 0..x.len() {
-        let b = at(ub, i);
-        if b == f64::INFINITY {
-            unc[i] = x[i];
-        } else if x[i] <= b {
-            unc[i] = (b - x[i]).ln();
-        } else {
-            return Err(TransformError::new(format!(
-                "element {} is {}, above its upper bound {b}",
-                i + 1,
-                x[i]
-            )));
-        }
-    }
-    Ok(())
+    one_sided_unconstrain(&UPPER, x, ub, unc)
 }
 
 /// `x = lb + (ub − lb)·logistic(u)`; log J = `log(ub − lb) + log logistic(u) + log(1 − logistic(u))`.
@@ -1215,16 +1233,7 @@ pub fn cov_matrix_constrain(unc: &[f64], k: usize, out: &mut [f64], ws: &mut [f6
     for d in 0..k {
         lj += (k - d + 1) as f64 * l[d + d * k].ln();
     }
-    for j in 0..k {
-        for i in j..k {
-            let mut s = 0.0;
-            for c in 0..=j {
-                s += l[i + c * k] * l[j + c * k];
-            }
-            out[i + j * k] = s;
-            out[j + i * k] = s;
-        }
-    }
+    multiply_lower_tri_self_transpose(l, k, k, out);
     lj
 }
 
@@ -1238,16 +1247,10 @@ pub(crate) fn cov_matrix_constrain_adjoint(
 ) {
     let (l, l_adj) = ws.split_at_mut(k * k);
     cholesky_cov_constrain(unc, k, k, l);
-    // ∂(A · L Lᵀ)/∂L = (A + Aᵀ) L, kept lower-triangular.
-    for c in 0..k {
-        for r in c..k {
-            let mut s = 0.0;
-            for m in c..k {
-                s += (out_adj[r + m * k] + out_adj[m + r * k]) * l[m + c * k];
-            }
-            l_adj[r + c * k] = s;
-        }
-    }
+    // ∂(A · L Lᵀ)/∂L = (A + Aᵀ) L, kept lower-triangular (added to zeros: the same bits as
+    // setting it).
+    l_adj.fill(0.0);
+    multiply_lower_tri_self_transpose_adjoint(l, k, k, out_adj, l_adj);
     let mut pos = 0;
     for r in 0..k {
         for c in 0..=r {
@@ -1347,16 +1350,7 @@ pub fn corr_matrix_constrain(unc: &[f64], k: usize, out: &mut [f64], ws: &mut [f
         }
     }
     corr_cholesky_from_cpcs(&z[..n], k, l);
-    for j in 0..k {
-        for i in j..k {
-            let mut s = 0.0;
-            for c in 0..=j {
-                s += l[i + c * k] * l[j + c * k];
-            }
-            out[i + j * k] = s;
-            out[j + i * k] = s;
-        }
-    }
+    multiply_lower_tri_self_transpose(l, k, k, out);
     lj
 }
 
@@ -1379,18 +1373,8 @@ pub(crate) fn corr_matrix_constrain_adjoint(
         }
     }
     corr_cholesky_from_cpcs(z, k, l);
-    for c in 0..k {
-        for r in 0..k {
-            l_adj[r + c * k] = 0.0;
-        }
-        for r in c..k {
-            let mut s = 0.0;
-            for m in c..k {
-                s += (out_adj[r + m * k] + out_adj[m + r * k]) * l[m + c * k];
-            }
-            l_adj[r + c * k] = s;
-        }
-    }
+    l_adj.fill(0.0);
+    multiply_lower_tri_self_transpose_adjoint(l, k, k, out_adj, l_adj);
     corr_cholesky_from_cpcs_adjoint(z, k, l, l_adj, 0.0, z_adj, prefix);
     for c in 0..k {
         for r in (c + 1)..k {

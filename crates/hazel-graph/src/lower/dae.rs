@@ -18,6 +18,7 @@
 //! gradient.
 
 use super::fn_graph::{split_params, Shape, TracedFn};
+use super::solve::vector_arg;
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::dae_op::{residual_lead, split_jac, DaeSpec, PerCallResidual, ResidualSource};
@@ -92,32 +93,9 @@ impl<'p> Tracer<'p> {
     pub fn dae_call(&mut self, name: &str, args: &[Expr], span: Span) -> R<Val> {
         let with_tol = name == "dae_tol";
         let fixed = if with_tol { 8 } else { 5 };
-        if args.len() < fixed {
-            return cerr(
-                format!(
-                    "{name} expects at least {fixed} arguments, found {}",
-                    args.len()
-                ),
-                span,
-            );
-        }
-        let function = self.solver_function(name, &args[0])?;
-        let vals = args[1..]
-            .iter()
-            .map(|a| self.expr(a))
-            .collect::<R<Vec<_>>>()?;
-        let vector = |v: &Val, what: &str, at: Span| match v {
-            Val::Vector(e) => Ok(e.clone()),
-            other => cerr(
-                format!(
-                    "{name}: the {what} must be a vector, found {}",
-                    other.type_name()
-                ),
-                at,
-            ),
-        };
-        let yy0 = vector(&vals[0], "initial state", args[1].span)?;
-        let yp0 = vector(&vals[1], "initial state derivative", args[2].span)?;
+        let (function, vals) = self.solver_call_args(name, args, fixed, span)?;
+        let yy0 = vector_arg(name, &vals[0], "initial state", args[1].span)?;
+        let yp0 = vector_arg(name, &vals[1], "initial state derivative", args[2].span)?;
         if !vals[2].is_const() || !vals[3].is_const() {
             return cerr(
                 format!("{name}: parameter-dependent initial or output times are not supported"),

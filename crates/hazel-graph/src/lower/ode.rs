@@ -38,6 +38,7 @@
 //!   otherwise unused.
 
 use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
+use super::solve::vector_arg;
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
 use crate::kernels::BinaryFn;
@@ -186,32 +187,8 @@ impl<'p> Tracer<'p> {
         } else {
             4
         };
-        if args.len() < fixed {
-            return cerr(
-                format!(
-                    "{name} expects at least {fixed} arguments, found {}",
-                    args.len()
-                ),
-                span,
-            );
-        }
-        let function = self.ode_function(name, &args[0])?;
-        let vals = args[1..]
-            .iter()
-            .map(|a| self.expr(a))
-            .collect::<R<Vec<_>>>()?;
-        let y0 = match &vals[0] {
-            Val::Vector(e) => e.clone(),
-            other => {
-                return cerr(
-                    format!(
-                        "{name}: the initial state must be a vector, found {}",
-                        other.type_name()
-                    ),
-                    args[1].span,
-                )
-            }
-        };
+        let (function, vals) = self.solver_call_args(name, args, fixed, span)?;
+        let y0 = vector_arg(name, &vals[0], "initial state", args[1].span)?;
         let (t0, ts) = self.ode_times(name, &vals[1..3], &args[2..4], span)?;
         let mut tol = OdeTolerances::default();
         let mut method = solver_of(name);
@@ -236,11 +213,7 @@ impl<'p> Tracer<'p> {
                 span,
             );
         }
-        let function = self.ode_function(name, &args[0])?;
-        let vals = args[1..]
-            .iter()
-            .map(|a| self.expr(a))
-            .collect::<R<Vec<_>>>()?;
+        let (function, vals) = self.solver_call_args(name, args, args.len(), span)?;
         let y0 = match &vals[0] {
             Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Real(_) | Val::Int(_))) => {
                 let mut flat = Vec::with_capacity(xs.len());
@@ -291,18 +264,6 @@ impl<'p> Tracer<'p> {
                 .map(|e| Val::array(e.to_scalars().into_iter().map(Val::Real).collect()))
                 .collect(),
         ))
-    }
-
-    /// The user function an ODE solver's first argument resolved to (an index into the
-    /// checked program's functions).
-    fn ode_function(&self, name: &str, arg: &Expr) -> R<usize> {
-        match self.prog.call_target(arg.id) {
-            Some(hazel_check::CallTarget::User { function }) => Ok(*function),
-            _ => cerr(
-                format!("the first argument of {name} must name a user-defined function"),
-                arg.span,
-            ),
-        }
     }
 
     /// The data initial time and output times (`vals`: `[t0, ts]`, `args` their expressions).

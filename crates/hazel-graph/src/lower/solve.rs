@@ -85,32 +85,8 @@ impl<'p> Tracer<'p> {
         } else {
             (2, None)
         };
-        if args.len() < fixed {
-            return cerr(
-                format!(
-                    "{name} expects at least {fixed} arguments, found {}",
-                    args.len()
-                ),
-                span,
-            );
-        }
-        let function = self.solver_function(name, &args[0])?;
-        let vals = args[1..]
-            .iter()
-            .map(|a| self.expr(a))
-            .collect::<R<Vec<_>>>()?;
-        let guess = match &vals[0] {
-            Val::Vector(e) => e.clone(),
-            other => {
-                return cerr(
-                    format!(
-                        "{name}: the initial guess must be a vector, found {}",
-                        other.type_name()
-                    ),
-                    args[1].span,
-                )
-            }
-        };
+        let (function, vals) = self.solver_call_args(name, args, fixed, span)?;
+        let guess = vector_arg(name, &vals[0], "initial guess", args[1].span)?;
         // The control arguments (data).
         let mut ctl = [f64::NAN; 3];
         if let Some(at) = control {
@@ -296,15 +272,52 @@ impl<'p> Tracer<'p> {
         Elems::V(self.b.binary(BinaryFn::Add, lin, off_arg))
     }
 
-    /// The user function a solver's first argument resolved to (an index into the checked
-    /// program's functions).
-    pub(super) fn solver_function(&self, name: &str, arg: &Expr) -> R<usize> {
-        match self.prog.call_target(arg.id) {
-            Some(hazel_check::CallTarget::User { function }) => Ok(*function),
-            _ => cerr(
-                format!("the first argument of {name} must name a user-defined function"),
-                arg.span,
-            ),
+    /// What every solver call (`ode_*`, `integrate_ode_*`, `solve_*`, `algebra_solver*`,
+    /// `dae*`) starts with: at least `fixed` arguments, the user function the first one
+    /// resolved to (an index into the checked program's functions), and the others evaluated.
+    pub(super) fn solver_call_args(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        fixed: usize,
+        span: Span,
+    ) -> R<(usize, Vec<Val>)> {
+        if args.len() < fixed {
+            return cerr(
+                format!(
+                    "{name} expects at least {fixed} arguments, found {}",
+                    args.len()
+                ),
+                span,
+            );
         }
+        let function = match self.prog.call_target(args[0].id) {
+            Some(hazel_check::CallTarget::User { function }) => *function,
+            _ => {
+                return cerr(
+                    format!("the first argument of {name} must name a user-defined function"),
+                    args[0].span,
+                )
+            }
+        };
+        let vals = args[1..]
+            .iter()
+            .map(|a| self.expr(a))
+            .collect::<R<Vec<_>>>()?;
+        Ok((function, vals))
+    }
+}
+
+/// A solver's vector argument (`what`: "initial state", …), or Stan's message naming it.
+pub(super) fn vector_arg(name: &str, v: &Val, what: &str, at: Span) -> R<Elems> {
+    match v {
+        Val::Vector(e) => Ok(e.clone()),
+        other => cerr(
+            format!(
+                "{name}: the {what} must be a vector, found {}",
+                other.type_name()
+            ),
+            at,
+        ),
     }
 }

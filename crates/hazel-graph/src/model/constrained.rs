@@ -7,10 +7,8 @@ use super::{trace_to_compile, CompiledModel, OutputBlocks, Workspace};
 use crate::builder::GraphBuilder;
 use crate::lower::params::declarations;
 use crate::lower::trace::Tracer;
-use crate::lower::value::{Elems, Sc, Val};
 use hazel_data::DataFile;
 use hazel_density::{EvalError, Model, StreamRng};
-use std::sync::Arc;
 
 use super::CompileError;
 
@@ -38,51 +36,6 @@ impl OutputColumns {
                 0
             }
     }
-}
-
-/// `blank` with its real scalars numbered 0, 1, … in memory order, as graph slots (a map from
-/// any other order of the scalars back to memory order).
-fn number_scalars(blank: &Val, next: &mut u32) -> Val {
-    let mut take = |n: usize| {
-        let e = Elems::M(Arc::new((0..n as u32).map(|i| Sc::V(*next + i)).collect()));
-        *next += n as u32;
-        e
-    };
-    match blank {
-        Val::Int(i) => Val::Int(*i),
-        Val::Real(_) => Val::Real(take(1).get(0)),
-        Val::Vector(e) => Val::Vector(take(e.len())),
-        Val::RowVector(e) => Val::RowVector(take(e.len())),
-        Val::Matrix(r, c, _) => Val::Matrix(*r, *c, take(r * c)),
-        Val::Array(xs) => Val::array(xs.iter().map(|x| number_scalars(x, next)).collect()),
-        Val::Tuple(xs) => Val::Tuple(Arc::new(
-            xs.iter().map(|x| number_scalars(x, next)).collect(),
-        )),
-        Val::Complex(parts) => {
-            let re = number_scalars(&parts.0, next);
-            let im = number_scalars(&parts.1, next);
-            Val::complex(re, im)
-        }
-    }
-}
-
-/// The value of `blank`'s shape whose output columns (Stan's CSV order, as
-/// [`Val::flatten_output`] writes them) are `columns`.
-fn from_output_columns(blank: &Val, columns: &[f64]) -> Option<Val> {
-    let mut n = 0;
-    let numbered = number_scalars(blank, &mut n);
-    let mut order = Vec::new();
-    numbered.flatten_output(&mut order);
-    if order.len() != columns.len() {
-        return None;
-    }
-    let mut memory = vec![f64::NAN; n as usize];
-    for (s, &x) in order.iter().zip(columns) {
-        if let Sc::V(slot) = s {
-            memory[*slot as usize] = x;
-        }
-    }
-    Some(crate::output::constant(&numbered, &memory))
 }
 
 impl CompiledModel {
@@ -210,7 +163,8 @@ impl CompiledModel {
                 let blank = tr
                     .blank(&d.ty)
                     .map_err(|e| trace_to_compile(e, "parameters"))?;
-                from_output_columns(&blank, values)
+                blank
+                    .with_output_columns(values)
                     .map(Some)
                     .ok_or_else(|| CompileError {
                         message: format!("`{}` has {n} output columns but another shape", d.name),

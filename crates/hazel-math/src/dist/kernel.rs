@@ -65,6 +65,35 @@ use crate::special::{
 use crate::vmath;
 use std::f64::consts::LN_2;
 
+/// The families that have a kernel, listed once: calls `$callback!(($($args)*) Normal StdNormal
+/// …)` with every kernel type's name, so a caller generates its family list, names and
+/// dispatch from it (hazel-graph's `DistKind` dispatch does; its enum variants carry the same
+/// names and the compiler checks both ways). A new kernel is added here and in its family's
+/// [`super::distribution`] entry (`lpdf_via::<Kernel>`; `tests/dist_families.rs` checks that
+/// entry), and nowhere else.
+#[macro_export]
+macro_rules! univariate_kernels {
+    ($callback:ident!($($args:tt)*)) => {
+        $callback!(($($args)*)
+            Normal StdNormal Cauchy StudentT Lognormal Exponential Gamma InvGamma Beta Uniform
+            DoubleExponential Logistic Weibull ChiSquare Poisson PoissonLog Bernoulli
+            BernoulliLogit Binomial BinomialLogit NegBinomial2 NegBinomial2Log)
+    };
+}
+
+/// Stan's family name of kernel `K` (`"normal"` for `normal_lpdf`).
+pub fn family<K: UnivariateKernel>() -> &'static str {
+    let f = K::FUNCTION;
+    f.strip_suffix("_lpdf")
+        .or_else(|| f.strip_suffix("_lpmf"))
+        .unwrap_or(f)
+}
+
+/// Whether kernel `K`'s variate is an integer (its function is an `_lpmf`).
+pub fn is_discrete<K: UnivariateKernel>() -> bool {
+    K::FUNCTION.ends_with("_lpmf")
+}
+
 /// Quantities derived from one argument alone; which slot holds what is each kernel's own
 /// business (documented on its `prepare`). Unused slots are 0.
 pub type Derived = [f64; 3];
@@ -155,6 +184,18 @@ macro_rules! check {
             function: $function,
         }
     };
+}
+
+/// A location-scale family's scale σ, checked positive and finite, and what derives from it:
+/// `[1/σ, log σ (when kept), _]` (cauchy, lognormal, double_exponential, logistic).
+#[inline]
+fn scale_derived(check: Check, sigma: f64, log_sigma: bool) -> Result<Derived, MathError> {
+    check.positive_finite("Scale parameter", sigma)?;
+    Ok([
+        1.0 / sigma,
+        if log_sigma { vmath::ln(sigma) } else { 0.0 },
+        0.0,
+    ])
 }
 
 /// `x_0 · log x_1` with `0 · log 0 = 0` (Stan's `multiply_log`), given `log x_1`.
@@ -312,14 +353,7 @@ impl UnivariateKernel for Cauchy {
         match k {
             0 => check.not_nan("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]
@@ -451,14 +485,7 @@ impl UnivariateKernel for Lognormal {
                 Ok([vmath::ln(x), 0.0, 0.0])
             }
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]
@@ -855,14 +882,7 @@ impl UnivariateKernel for DoubleExponential {
         match k {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]
@@ -872,13 +892,7 @@ impl UnivariateKernel for DoubleExponential {
         }
         let [inv_sigma, log_sigma, _] = d[2];
         let diff = x[0] - x[1];
-        let sign = if diff > 0.0 {
-            1.0
-        } else if diff < 0.0 {
-            -1.0
-        } else {
-            0.0
-        };
+        let sign = crate::special::rules::sign(diff);
         let mut lp = -diff.abs() * inv_sigma;
         let mut d_sigma = diff.abs() * inv_sigma * inv_sigma;
         if self.constant {
@@ -915,14 +929,7 @@ impl UnivariateKernel for Logistic {
         match k {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([
-                    1.0 / x,
-                    if self.log_sigma { vmath::ln(x) } else { 0.0 },
-                    0.0,
-                ])
-            }
+            _ => scale_derived(check, x, self.log_sigma),
         }
     }
     #[inline]

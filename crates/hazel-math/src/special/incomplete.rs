@@ -165,7 +165,7 @@ impl LogPair {
 
 /// Value and gradient of a regularized incomplete gamma function P(a, x) or Q(a, x).
 #[derive(Clone, Copy, Debug)]
-pub struct IncGammaGrad {
+pub(crate) struct IncGammaGrad {
     /// The function value.
     pub value: f64,
     /// ∂/∂a.
@@ -277,7 +277,7 @@ pub fn gamma_q(a: f64, x: f64) -> f64 {
 }
 
 /// P(a, x) with ∂P/∂a and ∂P/∂x.
-pub fn gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
+pub(crate) fn gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
     match gamma_logs_full(a, x) {
         None => IncGammaGrad {
             value: f64::NAN,
@@ -296,7 +296,7 @@ pub fn gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
 }
 
 /// Q(a, x) with ∂Q/∂a and ∂Q/∂x.
-pub fn gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
+pub(crate) fn gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
     match gamma_logs_full(a, x) {
         None => IncGammaGrad {
             value: f64::NAN,
@@ -315,7 +315,7 @@ pub fn gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
 }
 
 /// log P(a, x) with its derivatives (∂/∂a, ∂/∂x); accurate when P underflows.
-pub fn log_gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
+pub(crate) fn log_gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
     match gamma_logs_full(a, x) {
         None => IncGammaGrad {
             value: f64::NAN,
@@ -331,7 +331,7 @@ pub fn log_gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
 }
 
 /// log Q(a, x) with its derivatives (∂/∂a, ∂/∂x); accurate when Q underflows.
-pub fn log_gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
+pub(crate) fn log_gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
     match gamma_logs_full(a, x) {
         None => IncGammaGrad {
             value: f64::NAN,
@@ -348,7 +348,7 @@ pub fn log_gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
 
 /// Value and gradient of the regularized incomplete beta function I_x(a, b) (or a log of it).
 #[derive(Clone, Copy, Debug)]
-pub struct IncBetaGrad {
+pub(crate) struct IncBetaGrad {
     /// The value.
     pub value: f64,
     /// ∂/∂a.
@@ -471,7 +471,7 @@ pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
 }
 
 /// I_x(a, b) with its partials.
-pub fn inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
+pub(crate) fn inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
     match beta_logs_full(a, b, x) {
         None => NAN_BETA,
         Some((pair, dx, _)) => {
@@ -487,7 +487,7 @@ pub fn inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
 }
 
 /// log I_x(a, b) with the partials of the log.
-pub fn log_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
+pub(crate) fn log_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
     match beta_logs_full(a, b, x) {
         None => NAN_BETA,
         Some((pair, dx, _)) => IncBetaGrad {
@@ -500,7 +500,7 @@ pub fn log_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
 }
 
 /// log(1 - I_x(a, b)) with the partials of the log.
-pub fn log1m_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
+pub(crate) fn log1m_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
     match beta_logs_full(a, b, x) {
         None => NAN_BETA,
         Some((pair, _, dx)) => IncBetaGrad {
@@ -578,6 +578,9 @@ pub fn inv_inc_beta(a: f64, b: f64, p: f64) -> f64 {
     inv_logit_local(u)
 }
 
+/// The logistic function as this Newton iteration was written, not [`crate::vmath::inv_logit`]:
+/// the two round differently, and `inv_inc_beta`'s bits (hence the beta quantiles and rngs
+/// built on it) are kept as they are.
 fn inv_logit_local(u: f64) -> f64 {
     if u >= 0.0 {
         1.0 / (1.0 + (-u).exp())
@@ -589,7 +592,7 @@ fn inv_logit_local(u: f64) -> f64 {
 
 /// Partials of [`inv_inc_beta`] with respect to (a, b, p), given x = inv_inc_beta(a, b, p), by
 /// the implicit function theorem: ∂x/∂θ = -(∂I/∂θ)/(∂I/∂x), ∂x/∂p = 1/(∂I/∂x).
-pub fn inv_inc_beta_grad(a: f64, b: f64, x: f64) -> [f64; 3] {
+pub(crate) fn inv_inc_beta_grad(a: f64, b: f64, x: f64) -> [f64; 3] {
     let g = inc_beta_grad(a, b, x);
     [-g.da / g.dx, -g.db / g.dx, 1.0 / g.dx]
 }

@@ -43,101 +43,33 @@ impl Inc {
 }
 
 /// Runs `$body` with `$K` the kernel type of `$kind`, or `$table` for a table distribution.
+/// The arms come from `hazel_math::univariate_kernels!`, the one list of kernel families
+/// (each `DistKind` variant is named after its kernel type).
 macro_rules! with_kernel {
-    ($kind:expr, $K:ident => $body:expr, $t:ident => $table:expr) => {{
+    ($kind:expr, $K:ident => $body:expr, $t:ident => $table:expr) => {
+        hazel_math::univariate_kernels!(with_kernel_arms!($kind, $K => $body, $t => $table))
+    };
+}
+
+/// [`with_kernel!`]'s `match`, one arm per kernel family.
+macro_rules! with_kernel_arms {
+    (($kind:expr, $K:ident => $body:expr, $t:ident => $table:expr) $($F:ident)*) => {{
         use DistKind as D;
         match $kind {
             D::Table($t) => $table,
-            D::Normal => {
-                type $K = kernel::Normal;
+            $(D::$F => {
+                type $K = kernel::$F;
                 $body
-            }
-            D::StdNormal => {
-                type $K = kernel::StdNormal;
-                $body
-            }
-            D::Cauchy => {
-                type $K = kernel::Cauchy;
-                $body
-            }
-            D::StudentT => {
-                type $K = kernel::StudentT;
-                $body
-            }
-            D::Lognormal => {
-                type $K = kernel::Lognormal;
-                $body
-            }
-            D::Exponential => {
-                type $K = kernel::Exponential;
-                $body
-            }
-            D::Gamma => {
-                type $K = kernel::Gamma;
-                $body
-            }
-            D::InvGamma => {
-                type $K = kernel::InvGamma;
-                $body
-            }
-            D::Beta => {
-                type $K = kernel::Beta;
-                $body
-            }
-            D::Uniform => {
-                type $K = kernel::Uniform;
-                $body
-            }
-            D::DoubleExponential => {
-                type $K = kernel::DoubleExponential;
-                $body
-            }
-            D::Logistic => {
-                type $K = kernel::Logistic;
-                $body
-            }
-            D::Weibull => {
-                type $K = kernel::Weibull;
-                $body
-            }
-            D::ChiSquare => {
-                type $K = kernel::ChiSquare;
-                $body
-            }
-            D::Poisson => {
-                type $K = kernel::Poisson;
-                $body
-            }
-            D::PoissonLog => {
-                type $K = kernel::PoissonLog;
-                $body
-            }
-            D::Bernoulli => {
-                type $K = kernel::Bernoulli;
-                $body
-            }
-            D::BernoulliLogit => {
-                type $K = kernel::BernoulliLogit;
-                $body
-            }
-            D::Binomial => {
-                type $K = kernel::Binomial;
-                $body
-            }
-            D::BinomialLogit => {
-                type $K = kernel::BinomialLogit;
-                $body
-            }
-            D::NegBinomial2 => {
-                type $K = kernel::NegBinomial2;
-                $body
-            }
-            D::NegBinomial2Log => {
-                type $K = kernel::NegBinomial2Log;
-                $body
-            }
+            })*
         }
     }};
+}
+
+/// Every kernel family's `DistKind`, from the same list.
+macro_rules! kernel_kinds {
+    (() $($F:ident)*) => {
+        &[$(DistKind::$F),*]
+    };
 }
 
 /// Elements per block of [`DistArgs::chunk_lanes`]'s loop (a multiple of 8; its buffers,
@@ -186,33 +118,12 @@ fn at_element(e: MathError, i: usize) -> EvalError {
 }
 
 impl DistKind {
+    /// The families with a kernel (no `Table` kind).
+    pub const KERNELS: &'static [DistKind] = hazel_math::univariate_kernels!(kernel_kinds!());
+
+    /// The kernel family called `name` in Stan.
     pub fn from_name(name: &str) -> Option<DistKind> {
-        use DistKind::*;
-        Some(match name {
-            "normal" => Normal,
-            "std_normal" => StdNormal,
-            "cauchy" => Cauchy,
-            "student_t" => StudentT,
-            "lognormal" => Lognormal,
-            "exponential" => Exponential,
-            "gamma" => Gamma,
-            "inv_gamma" => InvGamma,
-            "beta" => Beta,
-            "uniform" => Uniform,
-            "double_exponential" => DoubleExponential,
-            "logistic" => Logistic,
-            "weibull" => Weibull,
-            "chi_square" => ChiSquare,
-            "poisson" => Poisson,
-            "poisson_log" => PoissonLog,
-            "bernoulli" => Bernoulli,
-            "bernoulli_logit" => BernoulliLogit,
-            "binomial" => Binomial,
-            "binomial_logit" => BinomialLogit,
-            "neg_binomial_2" => NegBinomial2,
-            "neg_binomial_2_log" => NegBinomial2Log,
-            _ => return None,
-        })
+        DistKind::KERNELS.iter().copied().find(|k| k.name() == name)
     }
 
     /// A distribution by Stan family name: the kernel families first, then hazel_math's table.
@@ -242,32 +153,7 @@ impl DistKind {
     }
 
     pub fn name(self) -> &'static str {
-        use DistKind::*;
-        match self {
-            Table(t) => t.dist.name,
-            Normal => "normal",
-            StdNormal => "std_normal",
-            Cauchy => "cauchy",
-            StudentT => "student_t",
-            Lognormal => "lognormal",
-            Exponential => "exponential",
-            Gamma => "gamma",
-            InvGamma => "inv_gamma",
-            Beta => "beta",
-            Uniform => "uniform",
-            DoubleExponential => "double_exponential",
-            Logistic => "logistic",
-            Weibull => "weibull",
-            ChiSquare => "chi_square",
-            Poisson => "poisson",
-            PoissonLog => "poisson_log",
-            Bernoulli => "bernoulli",
-            BernoulliLogit => "bernoulli_logit",
-            Binomial => "binomial",
-            BinomialLogit => "binomial_logit",
-            NegBinomial2 => "neg_binomial_2",
-            NegBinomial2Log => "neg_binomial_2_log",
-        }
+        with_kernel!(self, K => kernel::family::<K>(), t => t.dist.name)
     }
 
     /// Number of arguments including the variate.
@@ -277,20 +163,10 @@ impl DistKind {
 
     /// Whether the variate is an integer (a `_lpmf`).
     pub fn discrete(self) -> bool {
-        use DistKind::*;
-        if let Table(t) = self {
-            return t.dist.kind == hazel_math::dist::Kind::Discrete;
-        }
-        matches!(
+        with_kernel!(
             self,
-            Poisson
-                | PoissonLog
-                | Bernoulli
-                | BernoulliLogit
-                | Binomial
-                | BinomialLogit
-                | NegBinomial2
-                | NegBinomial2Log
+            K => kernel::is_discrete::<K>(),
+            t => t.dist.kind == hazel_math::dist::Kind::Discrete
         )
     }
 

@@ -16,8 +16,12 @@ pub use crate::ir::ops::{BinaryFn, DistKind, MathBinary, MathUnary, UnaryFn};
 /// Elements per reduction chunk (and per parallel work item).
 pub const CHUNK: usize = 2048;
 
-use hazel_math::vmath::{self, inv_logit, log1p_exp};
+use hazel_math::special::{self, rules};
+use hazel_math::vmath;
 
+// The value and derivative rules are `hazel_math::special::rules` (and the plain functions of
+// `hazel_math::special`/`vmath`): one definition per function, shared with hazel-math's tables.
+// Only rules that are a single operation (`-x`, `x.sin()`, `y`) are written here.
 impl UnaryFn {
     #[inline(always)]
     pub fn value(self, x: f64) -> f64 {
@@ -31,12 +35,12 @@ impl UnaryFn {
             Inv => 1.0 / x,
             Log1p => vmath::ln_1p(x),
             Expm1 => vmath::expm1(x),
-            Log1pExp => log1p_exp(x),
-            InvLogit => inv_logit(x),
-            Logit => vmath::ln(x / (1.0 - x)),
-            LogInvLogit => -log1p_exp(-x),
-            Log1mInvLogit => -log1p_exp(x),
-            Log1m => vmath::ln_1p(-x),
+            Log1pExp => special::log1p_exp(x),
+            InvLogit => special::inv_logit(x),
+            Logit => rules::logit(x),
+            LogInvLogit => special::log_inv_logit(x),
+            Log1mInvLogit => special::log1m_inv_logit(x),
+            Log1m => special::log1m(x),
             Abs => x.abs(),
             Sin => x.sin(),
             Cos => x.cos(),
@@ -50,14 +54,14 @@ impl UnaryFn {
             Log10 => x.log10(),
             Log2 => x.log2(),
             Exp2 => x.exp2(),
-            InvSqrt => 1.0 / x.sqrt(),
-            InvSquare => 1.0 / (x * x),
+            InvSqrt => rules::inv_sqrt(x),
+            InvSquare => rules::inv_square(x),
             Cbrt => x.cbrt(),
-            Lgamma => crate::special::lgamma(x),
-            Digamma => crate::special::digamma(x),
-            Erf => crate::special::erf(x),
-            Erfc => crate::special::erfc(x),
-            Phi => crate::special::phi(x),
+            Lgamma => special::lgamma(x),
+            Digamma => special::digamma(x),
+            Erf => special::erf(x),
+            Erfc => special::erfc(x),
+            Phi => special::Phi(x),
             PowConst(c) => x.powf(c),
             Scale(c) => c * x,
             Floor => x.floor(),
@@ -76,46 +80,38 @@ impl UnaryFn {
             Neg => -1.0,
             Exp => y,
             Log => 1.0 / x,
-            Sqrt => 0.5 / y,
+            Sqrt => rules::sqrt_deriv(y),
             Square => 2.0 * x,
-            Inv => -y * y,
-            Log1p => 1.0 / (1.0 + x),
-            Expm1 => y + 1.0,
-            Log1pExp => inv_logit(x),
-            InvLogit => y * (1.0 - y),
-            Logit => 1.0 / (x * (1.0 - x)),
-            LogInvLogit => inv_logit(-x),
-            Log1mInvLogit => -inv_logit(x),
-            Log1m => -1.0 / (1.0 - x),
-            Abs => {
-                if x > 0.0 {
-                    1.0
-                } else if x < 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                }
-            }
+            Inv => rules::inv_deriv(y),
+            Log1p => rules::log1p_deriv(x),
+            Expm1 => rules::expm1_deriv(y),
+            Log1pExp => special::inv_logit(x),
+            InvLogit => rules::inv_logit_deriv(y),
+            Logit => rules::logit_deriv(x),
+            LogInvLogit => special::inv_logit(-x),
+            Log1mInvLogit => -special::inv_logit(x),
+            Log1m => rules::log1m_deriv(x),
+            Abs => rules::sign(x),
             Sin => x.cos(),
             Cos => -x.sin(),
-            Tan => 1.0 + y * y,
-            Tanh => 1.0 - y * y,
+            Tan => rules::tan_deriv(y),
+            Tanh => rules::tanh_deriv(y),
             Sinh => x.cosh(),
             Cosh => x.sinh(),
-            Asin => 1.0 / (1.0 - x * x).sqrt(),
-            Acos => -1.0 / (1.0 - x * x).sqrt(),
-            Atan => 1.0 / (1.0 + x * x),
-            Log10 => 1.0 / (x * std::f64::consts::LN_10),
-            Log2 => 1.0 / (x * std::f64::consts::LN_2),
-            Exp2 => y * std::f64::consts::LN_2,
-            InvSqrt => -0.5 * y / x,
-            InvSquare => -2.0 * y / x,
-            Cbrt => y / (3.0 * x),
-            Lgamma => crate::special::digamma(x),
-            Digamma => crate::special::trigamma(x),
-            Erf => 2.0 / std::f64::consts::PI.sqrt() * vmath::exp(-x * x),
-            Erfc => -2.0 / std::f64::consts::PI.sqrt() * vmath::exp(-x * x),
-            Phi => vmath::exp(-0.5 * x * x) / (2.0 * std::f64::consts::PI).sqrt(),
+            Asin => rules::asin_deriv(x),
+            Acos => rules::acos_deriv(x),
+            Atan => rules::atan_deriv(x),
+            Log10 => rules::log10_deriv(x),
+            Log2 => rules::log2_deriv(x),
+            Exp2 => rules::exp2_deriv(y),
+            InvSqrt => rules::inv_sqrt_deriv(x, y),
+            InvSquare => rules::inv_square_deriv(x, y),
+            Cbrt => rules::cbrt_deriv(x, y),
+            Lgamma => special::digamma(x),
+            Digamma => special::trigamma(x),
+            Erf => rules::erf_deriv(x),
+            Erfc => rules::erfc_deriv(x),
+            Phi => rules::Phi_deriv(x),
             PowConst(c) => {
                 if c == 0.0 {
                     0.0
@@ -151,42 +147,18 @@ impl BinaryFn {
             Mul => a * b,
             Div => a / b,
             Pow => a.powf(b),
-            Fmin => {
-                if b < a {
-                    b
-                } else {
-                    a
-                }
-            }
-            Fmax => {
-                if b > a {
-                    b
-                } else {
-                    a
-                }
-            }
+            Fmin => rules::fmin(a, b),
+            Fmax => rules::fmax(a, b),
             Hypot => a.hypot(b),
             Atan2 => a.atan2(b),
-            LogSumExp => {
-                let m = a.max(b);
-                if m == f64::NEG_INFINITY {
-                    m
-                } else if m.is_finite() {
-                    // The larger term is `exp(0) = 1` exactly: one `exp`, the same bits (a NaN
-                    // is never `m`, so it stays the other term and the result stays NaN).
-                    let other = if a == m { b } else { a };
-                    m + (1.0 + (other - m).exp()).ln()
-                } else {
-                    m + vmath::ln(vmath::exp(a - m) + vmath::exp(b - m))
-                }
-            }
+            LogSumExp => rules::log_sum_exp(a, b),
             // `log1p(-exp(b − a))` rounds to −∞ once `b − a` is within an ulp of 0 (a truncation
             // normaliser whose bounds are both far in one tail); `log1m_exp` switches to
             // `log(-expm1(b − a))` there, as Stan's `log_diff_exp` does.
-            LogDiffExp => hazel_math::special::log_diff_exp(a, b),
-            Fdim => (a - b).max(0.0),
-            Lbeta => crate::special::lbeta(a, b),
-            Lchoose => crate::special::lchoose(a, b),
+            LogDiffExp => special::log_diff_exp(a, b),
+            Fdim => rules::fdim(a, b),
+            Lbeta => special::lbeta(a, b),
+            Lchoose => special::lchoose(a, b),
             Table(t) => (t.0.value)(a, b),
         }
     }
@@ -200,57 +172,16 @@ impl BinaryFn {
             Sub => (1.0, -1.0),
             Mul => (b, a),
             Div => (1.0 / b, -y / b),
-            Pow => {
-                let da = if b == 0.0 { 0.0 } else { b * a.powf(b - 1.0) };
-                let db = if a == 0.0 { 0.0 } else { y * a.ln() };
-                (da, db)
-            }
-            Fmin => {
-                if b < a {
-                    (0.0, 1.0)
-                } else {
-                    (1.0, 0.0)
-                }
-            }
-            Fmax => {
-                if b > a {
-                    (0.0, 1.0)
-                } else {
-                    (1.0, 0.0)
-                }
-            }
-            Hypot => (a / y, b / y),
-            Atan2 => {
-                let d = a * a + b * b;
-                (b / d, -a / d)
-            }
-            LogSumExp => (vmath::exp(a - y), vmath::exp(b - y)),
-            LogDiffExp => {
-                // y = log(e^a - e^b): ∂a = e^a/(e^a-e^b), ∂b = -e^b/(e^a-e^b)
-                (vmath::exp(a - y), -vmath::exp(b - y))
-            }
-            Fdim => {
-                if a > b {
-                    (1.0, -1.0)
-                } else {
-                    (0.0, 0.0)
-                }
-            }
-            Lbeta => {
-                let ab = crate::special::digamma(a + b);
-                (
-                    crate::special::digamma(a) - ab,
-                    crate::special::digamma(b) - ab,
-                )
-            }
-            Lchoose => {
-                // lchoose(n, k) = lgamma(n+1) - lgamma(k+1) - lgamma(n-k+1)
-                let d = crate::special::digamma(a - b + 1.0);
-                (
-                    crate::special::digamma(a + 1.0) - d,
-                    -crate::special::digamma(b + 1.0) + d,
-                )
-            }
+            Pow => rules::pow_partials(a, b, y),
+            Fmin => rules::fmin_partials(a, b),
+            Fmax => rules::fmax_partials(a, b),
+            Hypot => rules::hypot_partials(a, b, y),
+            Atan2 => rules::atan2_partials(a, b),
+            LogSumExp => rules::log_sum_exp_partials(a, b, y),
+            LogDiffExp => rules::log_diff_exp_partials(a, b, y),
+            Fdim => rules::fdim_partials(a, b),
+            Lbeta => special::lbeta_grad(a, b),
+            Lchoose => special::lchoose_grad(a, b),
             Table(t) => (t.0.grad)(a, b, y),
         }
     }
@@ -1425,60 +1356,56 @@ pub fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut 
     }
 }
 
+/// Runs the loop macro `$each` with a constant variant for the common unary functions (so the
+/// rule's `match` folds away, the loop inlines it and vectorises), and with `f` itself,
+/// dispatched per element, for the rest.
+macro_rules! common_unary {
+    ($f:expr, $each:ident) => {
+        match $f {
+            UnaryFn::Neg => $each!(UnaryFn::Neg),
+            UnaryFn::Exp => $each!(UnaryFn::Exp),
+            UnaryFn::Log => $each!(UnaryFn::Log),
+            UnaryFn::Square => $each!(UnaryFn::Square),
+            UnaryFn::Tanh => $each!(UnaryFn::Tanh),
+            UnaryFn::Log1p => $each!(UnaryFn::Log1p),
+            UnaryFn::Expm1 => $each!(UnaryFn::Expm1),
+            UnaryFn::InvLogit => $each!(UnaryFn::InvLogit),
+            UnaryFn::Log1pExp => $each!(UnaryFn::Log1pExp),
+            f => $each!(f),
+        }
+    };
+}
+
 /// `d += g · f'(x)` elementwise.
 #[inline(always)]
 pub(crate) fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
-    // The common functions' loops with the derivative inlined (the same formulas as
-    // `UnaryFn::deriv`), so they vectorise; the rest through `deriv`.
+    // The common functions' loops with their derivative rule inlined (`common_unary!`).
     let n = ys.len();
     let (xs, g, d) = (&xs[..n], &g[..n], &mut d[..n]);
     macro_rules! each {
-        ($x:ident, $y:ident => $e:expr) => {{
+        ($f:expr) => {{
             for i in 0..n {
-                let ($x, $y) = (xs[i], ys[i]);
-                d[i] += strong_mul(g[i], $e);
+                d[i] += strong_mul(g[i], $f.deriv(xs[i], ys[i]));
             }
         }};
     }
-    match f {
-        UnaryFn::Tanh => each!(_x, y => 1.0 - y * y),
-        UnaryFn::Exp => each!(_x, y => y),
-        UnaryFn::Log => each!(x, _y => 1.0 / x),
-        UnaryFn::Square => each!(x, _y => 2.0 * x),
-        UnaryFn::Log1p => each!(x, _y => 1.0 / (1.0 + x)),
-        UnaryFn::Expm1 => each!(_x, y => y + 1.0),
-        UnaryFn::InvLogit => each!(_x, y => y * (1.0 - y)),
-        UnaryFn::Log1pExp => each!(x, _y => inv_logit(x)),
-        _ => each!(x, y => f.deriv(x, y)),
-    }
+    common_unary!(f, each)
 }
 
 #[inline(always)]
 pub(crate) fn unary_forward(f: UnaryFn, x: &[f64], out: &mut [f64]) {
-    // The common functions get their own loop so they inline and vectorise. Index loops, not
-    // `zip(..).for_each`: a closure too large to inline leaves `Zip::fold` out of line, which
-    // then runs at the baseline level (see `crate::simd`).
+    // The common functions get their own loop (`common_unary!`) so they inline and vectorise.
+    // Index loops, not `zip(..).for_each`: a closure too large to inline leaves `Zip::fold` out
+    // of line, which then runs at the baseline level (see `crate::simd`).
     macro_rules! each {
-        ($v:ident => $e:expr) => {{
+        ($f:expr) => {{
             let x = &x[..out.len()];
             for i in 0..out.len() {
-                let $v = x[i];
-                out[i] = $e;
+                out[i] = $f.value(x[i]);
             }
         }};
     }
-    match f {
-        UnaryFn::Neg => each!(v => -v),
-        UnaryFn::Exp => each!(v => vmath::exp(v)),
-        UnaryFn::Log => each!(v => vmath::ln(v)),
-        UnaryFn::Tanh => each!(v => vmath::tanh(v)),
-        UnaryFn::Log1p => each!(v => vmath::ln_1p(v)),
-        UnaryFn::Expm1 => each!(v => vmath::expm1(v)),
-        UnaryFn::InvLogit => each!(v => inv_logit(v)),
-        UnaryFn::Log1pExp => each!(v => log1p_exp(v)),
-        UnaryFn::Square => each!(v => v * v),
-        _ => each!(v => f.value(v)),
-    }
+    common_unary!(f, each)
 }
 
 #[inline(always)]

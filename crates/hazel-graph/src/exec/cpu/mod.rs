@@ -1,7 +1,7 @@
 //! The CPU executors and their kernels.
 //!
-//! - [`kernels`], [`dists`], `linalg_kernels`, `special`: the value and gradient rules of
-//!   every op (the reference arithmetic, one copy).
+//! - [`kernels`], [`dists`], `linalg_kernels`: the value and gradient rules of every op (the
+//!   reference arithmetic, one copy; scalar rules are `hazel_math::special`'s).
 //! - [`Buffers`] and the reference sweeps (`Graph::forward`, `Graph::backward`): the serial
 //!   executor [`SerialCpu`].
 //! - `par`: the chunked threaded executor ([`crate::exec::ThreadedCpu`]).
@@ -15,7 +15,6 @@ pub(crate) mod linalg_kernels;
 pub(crate) mod par;
 pub(crate) mod scalar;
 pub mod simd;
-pub(crate) mod special;
 
 use crate::exec::Executor;
 use crate::ir::{Arg, Graph, Space};
