@@ -7,8 +7,12 @@
 //! cargo build --release -p hazel-bench --bin adaptation_ess
 //! target/release/adaptation_ess [--tiers 1,2,3] [--no-examples] [--seeds N] [--chains 4]
 //!     [--warmup 1000] [--draws 1000] [--threads T] [--methods stan,diag-grad,low-rank]
-//!     [--exclude NAME,...] [NAME ...]
+//!     [--exclude NAME,...] [--no-pathfinder] [NAME ...]
 //! ```
+//!
+//! A method followed by `+pf` (`low-rank+pf`) starts its chains from `hazel sample --init
+//! pathfinder`'s points instead of uniform(-2, 2); Pathfinder's gradients count as warmup's.
+//! `--no-pathfinder` leaves out the Pathfinder column (which costs a multi-path run each).
 //!
 //! For every posterior and method, `--seeds` runs (seeds 1, 2, …) of `--chains` chains are
 //! made in process through `hazel_nuts::run` on a model wrapper that counts every gradient
@@ -39,6 +43,21 @@ use hazel_nuts::{
     AdaptMethod, DrawSink, DrawStats, Init, MetricKind, NoProgress, RunConfig, Timing,
 };
 use hazel_rng::StreamRng;
+
+/// An adaptation and how its chains start.
+#[derive(Clone, Copy, PartialEq)]
+struct Variant {
+    method: AdaptMethod,
+    /// From Pathfinder's inits (`--init pathfinder`) rather than uniform(-2, 2).
+    pathfinder_init: bool,
+}
+
+impl Variant {
+    fn name(&self) -> String {
+        let suffix = if self.pathfinder_init { "+pf" } else { "" };
+        format!("{}{suffix}", self.method.name())
+    }
+}
 use std::sync::{Arc, Mutex};
 
 /// One chain's sampling draws (output columns), kept in memory, and the leapfrog steps
@@ -143,9 +162,10 @@ fn max_abs_correlation(cols: &[(String, ChainDraws)]) -> f64 {
 fn run_method(
     model: &hazel_graph::CompiledModel,
     target: &Target,
-    method: AdaptMethod,
+    variant: Variant,
     settings: &Settings,
 ) -> MethodResult {
+    let method = variant.method;
     let names = model.output_names();
     let wanted = judged_columns(target, &names);
     let mut result = MethodResult {
@@ -172,6 +192,23 @@ fn run_method(
         s.adapt.method = method;
         s.metric = method.metric_kind(MetricKind::Diag);
         s.init = Init::Radius(2.0);
+        if variant.pathfinder_init {
+            // Through the counting wrapper: Pathfinder's gradients are warmup's.
+            let ids = config.info().chain_ids();
+            match hazel_run::methods::pathfinder::pathfinder_inits(
+                &counting,
+                seed,
+                &ids,
+                settings.threads,
+            ) {
+                Ok(points) => config.sampler.init = Init::Unconstrained(points),
+                Err(e) => {
+                    result.error = Some(format!("pathfinder inits: {e}"));
+                    return result;
+                }
+            }
+        }
+        let s = &mut config.sampler;
         if let Some(delta) = target.adapt_delta {
             s.adapt.delta = delta;
         }
@@ -318,11 +355,16 @@ fn main() {
         seeds: 1,
         threads: 2,
     };
+    let plain = |method| Variant {
+        method,
+        pathfinder_init: false,
+    };
     let mut methods = vec![
-        AdaptMethod::Stan,
-        AdaptMethod::DiagGrad,
-        AdaptMethod::LowRank,
+        plain(AdaptMethod::Stan),
+        plain(AdaptMethod::DiagGrad),
+        plain(AdaptMethod::LowRank),
     ];
+    let mut with_pathfinder = true;
     let mut exclude: Vec<String> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
@@ -357,19 +399,31 @@ fn main() {
                     .next()
                     .unwrap_or_default()
                     .split(',')
-                    .map(|m| match m {
-                        "stan" => AdaptMethod::Stan,
-                        "diag-grad" => AdaptMethod::DiagGrad,
-                        "low-rank" => AdaptMethod::LowRank,
-                        other => panic!("unknown method {other}"),
+                    .map(|m| {
+                        let (name, pathfinder_init) = match m.strip_suffix("+pf") {
+                            Some(name) => (name, true),
+                            None => (m, false),
+                        };
+                        let method = match name {
+                            "stan" => AdaptMethod::Stan,
+                            "diag-grad" => AdaptMethod::DiagGrad,
+                            "low-rank" => AdaptMethod::LowRank,
+                            other => panic!("unknown method {other}"),
+                        };
+                        Variant {
+                            method,
+                            pathfinder_init,
+                        }
                     })
                     .collect();
-                if methods.first() != Some(&AdaptMethod::Stan) {
-                    methods.insert(0, AdaptMethod::Stan);
+                // The baseline of every ratio: Stan's adaptation from uniform(-2, 2).
+                if methods.first() != Some(&plain(AdaptMethod::Stan)) {
+                    methods.insert(0, plain(AdaptMethod::Stan));
                 }
             }
+            "--no-pathfinder" => with_pathfinder = false,
             "--help" | "-h" => {
-                eprintln!("usage: adaptation_ess [--tiers 1,2,3] [--no-examples] [--seeds N] [--chains 4] [--warmup 1000] [--draws 1000] [--threads T] [--methods stan,diag-grad,low-rank] [--exclude NAME,...] [NAME ...]");
+                eprintln!("usage: adaptation_ess [--tiers 1,2,3] [--no-examples] [--seeds N] [--chains 4] [--warmup 1000] [--draws 1000] [--threads T] [--methods stan,diag-grad,low-rank] [--exclude NAME,...] [--no-pathfinder] [NAME ...]  (a method may end in +pf: Pathfinder inits)");
                 return;
             }
             name => names.push(name.to_string()),
@@ -401,7 +455,11 @@ fn main() {
     for m in &methods[1..] {
         header.push_str(&format!("/{}", m.name()));
     }
-    header.push_str(") | max R̂ | Pathfinder (vs stan warmup grads) |");
+    header.push_str(") | max R̂ (stan");
+    for m in &methods[1..] {
+        header.push_str(&format!("/{}", m.name()));
+    }
+    header.push_str(") | Pathfinder (vs stan warmup grads) |");
     println!("{header}");
     println!("|{}", "---|".repeat(6 + methods.len() - 1));
     // ratios[method index][posterior] and whether each posterior is correlated / referenced.
@@ -451,12 +509,19 @@ fn main() {
         correlated.push(stan.max_correlation >= 0.5);
         referenced.push(target.reference.is_some());
         let verdicts: Vec<&str> = results.iter().map(|r| r.verdicts.as_str()).collect();
-        let max_rhat = results.iter().map(|r| r.max_rhat).fold(0.0, f64::max);
-        let pf = pathfinder(&model, target, settings.chains);
+        let rhats: Vec<String> = results
+            .iter()
+            .map(|r| format!("{:.3}", r.max_rhat))
+            .collect();
+        let pf = if with_pathfinder {
+            pathfinder(&model, target, settings.chains)
+        } else {
+            "-".into()
+        };
         line.push_str(&format!(
-            " {} | {:.3} | {} vs {:.0} |",
+            " {} | {} | {} vs {:.0} |",
             verdicts.join("/"),
-            max_rhat,
+            rhats.join("/"),
             pf,
             stan.warmup_gradients
         ));

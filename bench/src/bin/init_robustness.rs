@@ -7,8 +7,12 @@
 //! ```text
 //! cargo build --release -p hazel-bench --bin init_robustness
 //! target/release/init_robustness [--seeds 20] [--first-seed 1] [--init-candidates 1,4]
-//!     [--threads 2] [--tiers 1,2,3] [--exclude NAME,...] [NAME ...]   (default NAME: arma11)
+//!     [--threads 2] [--tiers 1,2,3] [--exclude NAME,...]
+//!     [--adaptation stan|diag-grad|low-rank] [--pathfinder-init] [NAME ...]   (default NAME: arma11)
 //! ```
+//!
+//! `--adaptation` and `--pathfinder-init` (chains start from `hazel sample --init pathfinder`'s
+//! points) try a candidate default other than today's.
 //!
 //! `--init-candidates 1` is Stan's rule (the first finite random start), the figure before
 //! screening; the default list is `1,<hazel's default>`, so each line compares the two on the
@@ -21,7 +25,14 @@ use hazel_density::Model;
 use hazel_diagnostics::reference::{compare, CompareOptions, Verdict};
 use hazel_diagnostics::{rhat_rank, ChainDraws};
 use hazel_draws::{DrawSink, KeptDraws, MemorySink, NoProgress};
-use hazel_nuts::RunConfig;
+use hazel_nuts::{AdaptMethod, RunConfig};
+
+/// How the chains adapt and start, and the worker threads.
+struct Start {
+    method: AdaptMethod,
+    pathfinder_init: bool,
+    threads: usize,
+}
 
 /// One seed's run.
 struct SeedResult {
@@ -36,14 +47,30 @@ fn run_seed(
     target: &hazel_bench::posteriors::Target,
     seed: u64,
     candidates: usize,
-    threads: usize,
+    start: &Start,
 ) -> SeedResult {
     let mut config = RunConfig {
         seed,
-        threads,
+        threads: start.threads,
         ..RunConfig::default()
     };
     config.sampler.init_candidates = candidates;
+    config.sampler.adapt.method = start.method;
+    config.sampler.metric = start.method.metric_kind(config.sampler.metric);
+    if start.pathfinder_init {
+        let ids = config.info().chain_ids();
+        match hazel_run::methods::pathfinder::pathfinder_inits(model, seed, &ids, start.threads) {
+            Ok(points) => config.sampler.init = hazel_nuts::Init::Unconstrained(points),
+            Err(e) => {
+                return SeedResult {
+                    max_rhat: f64::NAN,
+                    stuck: 0,
+                    verdict: '-',
+                    error: Some(format!("pathfinder inits: {e}")),
+                }
+            }
+        }
+    }
     let info = config.info();
     let kept = KeptDraws {
         warmup: 0,
@@ -119,6 +146,8 @@ fn main() {
     let mut first_seed = 1u64;
     let mut candidates = vec![1, hazel_nuts::DEFAULT_INIT_CANDIDATES];
     let mut threads = 2;
+    let mut method = hazel_nuts::RunConfig::default().sampler.adapt.method;
+    let mut pathfinder_init = false;
     let mut tiers: Vec<u64> = vec![1, 2, 3];
     let mut exclude: Vec<String> = Vec::new();
     let mut names: Vec<String> = Vec::new();
@@ -152,8 +181,17 @@ fn main() {
                     .collect()
             }
             "--exclude" => exclude.extend(list(args.next())),
+            "--adaptation" => {
+                method = match args.next().as_deref() {
+                    Some("stan") => AdaptMethod::Stan,
+                    Some("diag-grad") => AdaptMethod::DiagGrad,
+                    Some("low-rank") => AdaptMethod::LowRank,
+                    other => panic!("--adaptation: unknown method {other:?}"),
+                }
+            }
+            "--pathfinder-init" => pathfinder_init = true,
             "--help" | "-h" => {
-                eprintln!("usage: init_robustness [--seeds 20] [--first-seed 1] [--init-candidates 1,4] [--threads 2] [--tiers 1,2,3] [--exclude NAME,...] [NAME ...]");
+                eprintln!("usage: init_robustness [--seeds 20] [--first-seed 1] [--init-candidates 1,4] [--threads 2] [--tiers 1,2,3] [--exclude NAME,...] [--adaptation stan|diag-grad|low-rank] [--pathfinder-init] [NAME ...]");
                 return;
             }
             name => names.push(name.to_string()),
@@ -175,8 +213,15 @@ fn main() {
         })
         .filter(|t| !exclude.iter().any(|e| t.name.contains(e.as_str())))
         .collect();
+    let start = Start {
+        method,
+        pathfinder_init,
+        threads,
+    };
     println!(
-        "init_robustness: default settings (4 chains × (1000 + 1000)), seeds {first_seed}..{}; per init-candidate count: max R̂ / stuck chains / verdict",
+        "init_robustness: default settings (4 chains × (1000 + 1000)) with {} adaptation{}, seeds {first_seed}..{}; per init-candidate count: max R̂ / stuck chains / verdict",
+        method.name(),
+        if pathfinder_init { " and Pathfinder inits" } else { "" },
         first_seed + seeds - 1
     );
     for target in chosen {
@@ -204,7 +249,7 @@ fn main() {
         for seed in first_seed..first_seed + seeds {
             let mut line = format!("| {seed} |");
             for (k, &c) in candidates.iter().enumerate() {
-                let r = run_seed(&model, target, seed, c, threads);
+                let r = run_seed(&model, target, seed, c, &start);
                 match &r.error {
                     Some(e) => line.push_str(&format!(" error: {} |", e.replace('|', "/"))),
                     None => line.push_str(&format!(

@@ -5,6 +5,13 @@
 //!   start from 1.01 × the minimiser of the cubic through the last step's values and slopes,
 //!   capped at 1;
 //! * a failed line search resets the approximation (search along `−∇f`) once, then fails;
+//! * one extension: where that search along `−∇f` fails too and `‖∇f‖ > 1`, it is tried once
+//!   more along the unit direction `−∇f/‖∇f‖` (still from `init_alpha`) before failing. The
+//!   first step `init_alpha·∇f` has the gradient's scale, and a random start can have
+//!   `‖∇f‖ ≈ 10¹¹¹` (posteriordb's arma11 with |θ| > 1: the error recursion grows as θᵀ), where
+//!   no shrink of that step reaches a decrease and Pathfinder failed to start from every path
+//!   (3 of 20 seeds); a step of `init_alpha` in parameter units does. Where Stan's search
+//!   succeeds, the steps are Stan's.
 //! * after a reset the approximation is scaled by `yᵀy / sᵀy`;
 //! * convergence is tested in CmdStan's order with CmdStan's option names: `tol_obj`
 //!   (|Δf|), `tol_grad` (‖∇f‖), `tol_param` (‖Δx‖), `iter`, `tol_rel_obj`
@@ -213,10 +220,17 @@ impl QuasiNewton {
         self.note = "";
         // 1: the first step; 2: a reset after a failed line search.
         let mut reset = if self.iteration == 1 { 1 } else { 0 };
+        // Whether this search is the retry along the unit gradient (see the module notes).
+        let mut unit = false;
         loop {
             if reset != 0 {
+                let scale = if unit {
+                    1.0 / norm(&self.current.g)
+                } else {
+                    1.0
+                };
                 for (p, g) in self.p.iter_mut().zip(&self.current.g) {
-                    *p = -g;
+                    *p = -g * scale;
                 }
             }
             self.alpha = if self.iteration > 1 && reset != 2 {
@@ -243,7 +257,17 @@ impl QuasiNewton {
             );
             match searched {
                 Ok(()) => break,
-                Err(_) if reset != 0 => return Termination::LineSearchFailed,
+                Err(_) if reset != 0 => {
+                    // ‖∇f‖ ≤ 1 (or NaN): the unit direction would only lengthen the failed
+                    // step. An infinite norm gives a zero direction, which fails again.
+                    let longer = norm(&self.current.g).partial_cmp(&1.0)
+                        != Some(std::cmp::Ordering::Greater);
+                    if unit || longer {
+                        return Termination::LineSearchFailed;
+                    }
+                    unit = true;
+                    self.note = "LS failed along the gradient, retried along its direction";
+                }
                 Err(_) => {
                     reset = 2;
                     self.note = "LS failed, Hessian reset";
@@ -335,5 +359,43 @@ impl QuasiNewton {
     /// What happened in the last step besides a plain update ("" or a reset).
     pub fn note(&self) -> &'static str {
         self.note
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `f(x) = 10¹⁰⁰ (x − 1)²` from x = 3: the first step `init_alpha · ∇f` moves x by about
+    /// 10⁹⁸, where f overflows, and no shrink of Stan's search (nor hazel's extra ones, ÷10²⁰)
+    /// reaches a finite value; the retry along the unit gradient starts from a step of
+    /// `init_alpha` and the minimiser is found.
+    struct Steep;
+    impl Minimand for Steep {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn value_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+            let f = 1e100 * (x[0] - 1.0).powi(2);
+            g[0] = 2e100 * (x[0] - 1.0);
+            if f.is_finite() && g[0].is_finite() {
+                Ok(f)
+            } else {
+                Err(EvalError::reject("overflow"))
+            }
+        }
+    }
+
+    #[test]
+    fn a_start_with_an_enormous_gradient_still_takes_a_first_step() {
+        let options = QuasiNewtonOptions::default();
+        let mut f = Steep;
+        let mut qn = QuasiNewton::new(&mut f, &[3.0], options).unwrap();
+        let first = qn.step(&mut f);
+        assert_ne!(first, Termination::LineSearchFailed);
+        assert!(qn.value() < 1e100 * 4.0, "no decrease: {}", qn.value());
+        let end = qn.minimize(&mut f, |_, _| {});
+        assert!(end.is_success(), "{end:?}");
+        assert!((qn.x()[0] - 1.0).abs() < 1e-8, "{:?}", qn.x());
     }
 }
