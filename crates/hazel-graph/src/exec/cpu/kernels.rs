@@ -1688,7 +1688,9 @@ mod tests {
             vec![],
             vec![3],
             // Sorted runs of unequal lengths (grouped rows), a broadcast's equal runs.
-            (0..slots).flat_map(|s| vec![s; 1 + 3 * s as usize]).collect(),
+            (0..slots)
+                .flat_map(|s| vec![s; 1 + 3 * s as usize])
+                .collect(),
             (0..4).flat_map(|s| vec![s; 500]).collect(),
             // Slots that come back after other runs (a, b, a, b …), within and across groups.
             (0..200).map(|k| (k / 3 % 2) as u32).collect(),
@@ -1709,7 +1711,12 @@ mod tests {
             scatter_add_plain(&mut want, idx, &g);
             scatter_add(&mut got, idx, &g);
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got), bits(&want), "indexes {:?}…", &idx[..idx.len().min(12)]);
+            assert_eq!(
+                bits(&got),
+                bits(&want),
+                "indexes {:?}…",
+                &idx[..idx.len().min(12)]
+            );
         }
     }
 }
