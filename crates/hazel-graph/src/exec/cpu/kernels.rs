@@ -1062,6 +1062,16 @@ pub fn backward(
 #[inline(always)]
 pub(crate) fn scatter_add(d: &mut [f64], idx: &[u32], g: &[f64]) {
     let n = idx.len().min(g.len());
+    // Scattered indexes (most unlike their neighbour, judged on the first few) take the
+    // plain loop: looking for runs there costs more than it saves. Either way gives the
+    // same bits.
+    let probe = &idx[..n.min(17)];
+    if probe.windows(2).filter(|w| w[0] == w[1]).count() * 2 < probe.len().saturating_sub(1) {
+        for (&i, gi) in idx.iter().zip(g) {
+            d[i as usize] += gi;
+        }
+        return;
+    }
     let run_end = |start: usize| {
         let slot = idx[start];
         let mut end = start + 1;
@@ -1072,6 +1082,12 @@ pub(crate) fn scatter_add(d: &mut [f64], idx: &[u32], g: &[f64]) {
     };
     let mut k = 0;
     while k < n {
+        // An index unlike the next one is added at once.
+        if k + 1 == n || idx[k + 1] != idx[k] {
+            d[idx[k] as usize] += g[k];
+            k += 1;
+            continue;
+        }
         // Up to four consecutive runs: [starts[r], ends[r]) of slot slots[r].
         let mut starts = [0usize; 4];
         let mut ends = [0usize; 4];
