@@ -80,32 +80,64 @@ pub fn cholesky_decompose(a: &[f64], n: usize, l: &mut [f64]) -> Result<(), Math
 
 /// Cholesky without the symmetry check; `Err(())` when a pivot is not positive.
 pub(crate) fn cholesky_lower_unchecked(a: &[f64], n: usize, l: &mut [f64]) -> Result<(), ()> {
+    cholesky_lower_kernel::<false, true>(a, n, l).map_err(|_| ())
+}
+
+/// Lower Cholesky factor of the symmetric positive-definite `n × n` **row-major** matrix `a`
+/// (only its lower triangle is read), written into `l` with the strict upper triangle set to
+/// zero; `Err` holds the first pivot that is not positive and finite. This is the sampler's
+/// (`hazel-nuts`' dense metric): unlike [`cholesky_lower_unchecked`] it subtracts every term,
+/// zeros included, which is the arithmetic its draws have always had.
+pub fn cholesky_lower_row_major(a: &[f64], n: usize, l: &mut [f64]) -> Result<(), usize> {
+    debug_assert_eq!(a.len(), n * n);
+    debug_assert_eq!(l.len(), n * n);
+    cholesky_lower_kernel::<true, false>(a, n, l)
+}
+
+/// The one Cholesky factorisation of the workspace (unblocked, left-looking, column by column);
+/// entry `(i, j)` of `a` and `l` lies at `i * n + j` when `ROW_MAJOR`, else at `i + j * n`.
+///
+/// Every entry is computed as `L(i,j) = (A(i,j) − Σ_{k<j} L(i,k) L(j,k)) / L(j,j)`, the terms
+/// subtracted one by one in increasing `k`, and `L(j,j) = sqrt(A(j,j) − Σ_{k<j} L(j,k)²)`: the
+/// order in which entries are visited does not change a bit of any of them, so this serves both
+/// the column-major callers here and the row-major dense metric, whose former row-by-row loop
+/// gave the same bits. `SKIP_ZEROS` leaves out the terms with `L(j,k) = 0` (faster for sparse
+/// factors); it can change only the sign of an exactly zero entry (`−0 − (−0) = +0`), so the
+/// sampler, whose draws predate the skip, does not use it. The error is the first failing pivot.
+// The negated comparison makes a NaN pivot fail.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn cholesky_lower_kernel<const ROW_MAJOR: bool, const SKIP_ZEROS: bool>(
+    a: &[f64],
+    n: usize,
+    l: &mut [f64],
+) -> Result<(), usize> {
+    let at = |i: usize, j: usize| if ROW_MAJOR { i * n + j } else { i + j * n };
     for j in 0..n {
         for i in 0..j {
-            l[i + j * n] = 0.0;
+            l[at(i, j)] = 0.0;
         }
-        let mut d = a[j + j * n];
+        let mut d = a[at(j, j)];
         for k in 0..j {
-            d -= l[j + k * n] * l[j + k * n];
+            d -= l[at(j, k)] * l[at(j, k)];
         }
         if !(d > 0.0) || !d.is_finite() {
-            return Err(());
+            return Err(j);
         }
         let djj = d.sqrt();
-        l[j + j * n] = djj;
+        l[at(j, j)] = djj;
         for i in (j + 1)..n {
-            l[i + j * n] = a[i + j * n];
+            l[at(i, j)] = a[at(i, j)];
         }
         for k in 0..j {
-            let ljk = l[j + k * n];
-            if ljk != 0.0 {
+            let ljk = l[at(j, k)];
+            if !SKIP_ZEROS || ljk != 0.0 {
                 for i in (j + 1)..n {
-                    l[i + j * n] -= l[i + k * n] * ljk;
+                    l[at(i, j)] -= l[at(i, k)] * ljk;
                 }
             }
         }
         for i in (j + 1)..n {
-            l[i + j * n] /= djj;
+            l[at(i, j)] /= djj;
         }
     }
     Ok(())

@@ -360,3 +360,61 @@ fn domain_errors() {
     )
     .is_err());
 }
+
+/// The row-major entry (the sampler's dense metric) factorises `L Lᵀ = A`, zeros the strict
+/// upper triangle and reports the failing pivot.
+#[test]
+fn cholesky_row_major_reconstructs_matrix() {
+    let a = [4.0, 2.0, 0.6, 2.0, 5.0, 1.0, 0.6, 1.0, 3.0];
+    let mut l = [f64::NAN; 9];
+    hazel_math::linalg::cholesky_lower_row_major(&a, 3, &mut l).unwrap();
+    for i in 0..3 {
+        for j in 0..3 {
+            let llt: f64 = (0..3).map(|k| l[i * 3 + k] * l[j * 3 + k]).sum();
+            assert!(
+                (llt - a[i * 3 + j]).abs() < 1e-12,
+                "({i},{j}) {llt} vs {}",
+                a[i * 3 + j]
+            );
+        }
+    }
+    assert_eq!(l[1], 0.0);
+    assert_eq!(
+        hazel_math::linalg::cholesky_lower_row_major(&[1.0, 2.0, 2.0, 1.0], 2, &mut [0.0; 4]),
+        Err(1)
+    );
+}
+
+/// One factorisation serves both layouts: on a symmetric matrix without zeros the row-major
+/// factor is, bit for bit, the transpose of the column-major one.
+#[test]
+fn cholesky_row_major_is_the_column_major_factor_bit_for_bit() {
+    let n = 7;
+    let mut b = vec![0.0; n * n];
+    for (k, v) in b.iter_mut().enumerate() {
+        *v = ((k * 37 % 11) as f64 - 5.3) / 3.7;
+    }
+    // A = B Bᵀ + n I, symmetric (same products in both triangles) and well conditioned.
+    let mut a = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let mut s = if i == j { n as f64 } else { 0.0 };
+            for k in 0..n {
+                s += b[i * n + k] * b[j * n + k];
+            }
+            a[i * n + j] = s;
+        }
+    }
+    let (mut row, mut col) = (vec![0.0; n * n], vec![0.0; n * n]);
+    hazel_math::linalg::cholesky_lower_row_major(&a, n, &mut row).unwrap();
+    hazel_math::linalg::cholesky_decompose(&a, n, &mut col).unwrap();
+    for i in 0..n {
+        for j in 0..n {
+            assert_eq!(
+                row[i * n + j].to_bits(),
+                col[i + j * n].to_bits(),
+                "({i},{j})"
+            );
+        }
+    }
+}

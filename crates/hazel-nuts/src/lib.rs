@@ -11,8 +11,8 @@
 //!   [`nuts::NutsState::resume_transition`]) so a batched backend can evaluate many chains'
 //!   points in one call while each chain keeps its own state and random stream. Also Stan's
 //!   step-size heuristic, [`nuts::find_reasonable_stepsize`].
-//! * [`metric`] — unit, diagonal, dense and low-rank plus diagonal Euclidean metrics (with an
-//!   in-crate Cholesky).
+//! * [`metric`] — unit, diagonal, dense and low-rank plus diagonal Euclidean metrics (the dense
+//!   one's Cholesky factor from `hazel_math::linalg::cholesky_lower_row_major`).
 //! * [`adapt`] — warmup adaptation wrapping the transition: dual averaging of the step size;
 //!   Stan's slow-window schedule with Welford (co)variance estimators and Stan's
 //!   regularisation; nutpie's Fisher-divergence metrics from draws and gradients (diagonal, and

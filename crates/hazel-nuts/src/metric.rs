@@ -100,38 +100,6 @@ impl std::fmt::Display for MetricError {
 
 impl std::error::Error for MetricError {}
 
-/// Lower Cholesky factor of the symmetric positive definite `n × n` row-major matrix `a`,
-/// written into the lower triangle of `l` (the strict upper triangle is set to zero).
-/// Returns the failing pivot when `a` is not (numerically) positive definite.
-///
-/// Plain Cholesky–Banachiewicz, `O(n³/3)`; used only when a dense metric is set, never per step.
-// The negated comparison makes a NaN pivot fail.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub fn cholesky_lower(n: usize, a: &[f64], l: &mut [f64]) -> Result<(), usize> {
-    debug_assert_eq!(a.len(), n * n);
-    debug_assert_eq!(l.len(), n * n);
-    for i in 0..n {
-        for j in 0..=i {
-            let mut sum = a[i * n + j];
-            for k in 0..j {
-                sum -= l[i * n + k] * l[j * n + k];
-            }
-            if i == j {
-                if !(sum > 0.0) || !sum.is_finite() {
-                    return Err(i);
-                }
-                l[i * n + i] = sum.sqrt();
-            } else {
-                l[i * n + j] = sum / l[j * n + j];
-            }
-        }
-        for j in i + 1..n {
-            l[i * n + j] = 0.0;
-        }
-    }
-    Ok(())
-}
-
 /// Fills `out` with standard normal variates, two per polar-method pair.
 fn fill_standard_normal(rng: &mut StreamRng, out: &mut [f64]) {
     let mut pairs = out.chunks_exact_mut(2);
@@ -379,7 +347,8 @@ impl Metric {
         }
         match &mut self.storage {
             MetricStorage::Dense { inv, chol } => {
-                cholesky_lower(n, covariance, chol)
+                // Row-major, every term subtracted: the sampler's arithmetic.
+                hazel_math::linalg::cholesky_lower_row_major(covariance, n, chol)
                     .map_err(|pivot| MetricError::NotPositiveDefinite { pivot })?;
                 inv.copy_from_slice(covariance);
                 Ok(())
@@ -716,28 +685,6 @@ impl Metric {
 mod tests {
     use super::*;
     use hazel_rng::Purpose;
-
-    #[test]
-    fn cholesky_reconstructs_matrix() {
-        let a = [4.0, 2.0, 0.6, 2.0, 5.0, 1.0, 0.6, 1.0, 3.0];
-        let mut l = [f64::NAN; 9];
-        cholesky_lower(3, &a, &mut l).unwrap();
-        for i in 0..3 {
-            for j in 0..3 {
-                let llt: f64 = (0..3).map(|k| l[i * 3 + k] * l[j * 3 + k]).sum();
-                assert!(
-                    (llt - a[i * 3 + j]).abs() < 1e-12,
-                    "({i},{j}) {llt} vs {}",
-                    a[i * 3 + j]
-                );
-            }
-        }
-        assert_eq!(l[1], 0.0);
-        assert_eq!(
-            cholesky_lower(2, &[1.0, 2.0, 2.0, 1.0], &mut [0.0; 4]),
-            Err(1)
-        );
-    }
 
     /// The dense momentum has covariance M = (M⁻¹)⁻¹: checked through E[(M⁻¹ p)(M⁻¹ p)ᵀ] = M⁻¹.
     #[test]
