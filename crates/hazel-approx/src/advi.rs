@@ -229,7 +229,7 @@ pub fn elbo<M: LogDensity>(
 
 /// The reparameterisation-gradient of the ELBO with respect to `q`'s parameters, into `out`
 /// (same layout as `q`).
-pub fn elbo_gradient<M: LogDensity>(
+pub(crate) fn elbo_gradient<M: LogDensity>(
     eval: &mut ModelEval<M>,
     q: &Approximation,
     samples: usize,
@@ -322,7 +322,7 @@ fn sga_update(
 }
 
 /// Stan's grid search for eta.
-pub fn adapt_eta<M: LogDensity>(
+pub(crate) fn adapt_eta<M: LogDensity>(
     eval: &mut ModelEval<M>,
     init: &Approximation,
     options: &AdviOptions,

@@ -6,7 +6,7 @@ use crate::dense::{dot, mat_vec};
 
 /// `H`, `n × n`, symmetric, column-major.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DenseInverseHessian {
+pub(crate) struct DenseInverseHessian {
     n: usize,
     h: Vec<f64>,
     /// `H y`, kept to avoid allocating.
@@ -60,11 +60,6 @@ impl DenseInverseHessian {
         mat_vec(&self.h, self.n, self.n, g, p);
         p.iter_mut().for_each(|v| *v = -*v);
     }
-
-    /// The current approximation (column-major `n × n`).
-    pub fn matrix(&self) -> &[f64] {
-        &self.h
-    }
 }
 
 #[cfg(test)]
@@ -98,7 +93,7 @@ mod tests {
             h.update(&y, s, k == 0);
         }
         let mut product = [0.0; 9];
-        crate::dense::mat_mul(h.matrix(), 3, 3, &a, 3, &mut product);
+        crate::dense::mat_mul(&h.h, 3, 3, &a, 3, &mut product);
         for j in 0..3 {
             for i in 0..3 {
                 let want = if i == j { 1.0 } else { 0.0 };

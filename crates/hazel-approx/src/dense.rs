@@ -62,17 +62,6 @@ pub(crate) fn transpose(a: &[f64], rows: usize, cols: usize) -> Vec<f64> {
     t
 }
 
-/// `(A + Aᵀ) / 2` in place for the `n × n` matrix `a`.
-pub(crate) fn symmetrize(a: &mut [f64], n: usize) {
-    for j in 0..n {
-        for i in (j + 1)..n {
-            let m = 0.5 * (a[i + j * n] + a[j + i * n]);
-            a[i + j * n] = m;
-            a[j + i * n] = m;
-        }
-    }
-}
-
 /// The lower Cholesky factor of the symmetric positive-definite `n × n` matrix `a`, or `None`
 /// when it is not positive definite (or not finite).
 pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {

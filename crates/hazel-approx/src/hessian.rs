@@ -7,17 +7,17 @@
 //! Used by Laplace (the covariance at the mode) and by Newton's method. A Hessian by automatic
 //! differentiation would need second-order AD, which the log density interface does not offer.
 
-use crate::dense::symmetrize;
+use hazel_math::linalg::symmetrise;
 use hazel_density::EvalError;
 
 /// The relative finite-difference step, `ε^{1/5}`.
-pub fn step_scale() -> f64 {
+pub(crate) fn step_scale() -> f64 {
     f64::EPSILON.powf(0.2)
 }
 
 /// The Hessian (column-major `d × d`) of the function whose value and gradient `gradient`
 /// computes, at `x`; also returns the value and writes the gradient at `x` into `grad`.
-pub fn finite_difference_hessian(
+pub(crate) fn finite_difference_hessian(
     gradient: &mut impl FnMut(&[f64], &mut [f64]) -> Result<f64, EvalError>,
     x: &[f64],
     grad: &mut [f64],
@@ -43,7 +43,7 @@ pub fn finite_difference_hessian(
         point[i] = x[i];
         column.iter_mut().for_each(|c| *c /= h);
     }
-    symmetrize(hessian, d);
+    symmetrise(hessian, d);
     Ok(value)
 }
 

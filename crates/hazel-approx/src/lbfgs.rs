@@ -16,7 +16,7 @@ struct Update {
 
 /// The history of the last `capacity` updates, oldest first.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LbfgsHistory {
+pub(crate) struct LbfgsHistory {
     capacity: usize,
     updates: VecDeque<Update>,
     gamma: f64,

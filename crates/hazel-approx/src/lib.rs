@@ -11,12 +11,12 @@
 //! # Layers (small modules over explicit state, BlackJAX style)
 //!
 //! * [`objective`] — the function the optimisers minimise, `f = −log p`, as a [`Minimand`].
-//! * [`line_search`] — a strong-Wolfe line search with cubic interpolation (Stan's rules).
-//! * [`lbfgs`] and [`bfgs`] — the two inverse-Hessian approximations: a history of the last
+//! * `line_search` — a strong-Wolfe line search with cubic interpolation (Stan's rules).
+//! * `lbfgs` and `bfgs` — the two inverse-Hessian approximations: a history of the last
 //!   few updates (two-loop recursion) and a dense matrix.
 //! * [`quasi_newton`] — one optimiser step over a [`quasi_newton::QuasiNewton`] state, with
 //!   CmdStan's convergence tests and tolerance names.
-//! * [`hessian`] and [`newton`] — Hessians by finite differences of gradients; Stan's Newton
+//! * `hessian` and [`newton`] — Hessians by finite differences of gradients; Stan's Newton
 //!   step (the Hessian made negative definite through its eigenvalues, step halving).
 //! * [`laplace`] — the normal approximation at a mode and draws from it.
 //! * [`advi`] — ADVI's Gaussian families, ELBO and its stochastic gradient, eta adaptation and
@@ -38,18 +38,19 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod advi;
-pub mod bfgs;
+mod bfgs;
 mod dense;
-pub mod hessian;
+mod hessian;
 pub mod laplace;
-pub mod lbfgs;
-pub mod line_search;
+mod lbfgs;
+mod line_search;
 pub mod newton;
 pub mod objective;
 pub mod pathfinder;
 pub mod psis;
 pub mod quasi_newton;
 
+pub use line_search::LineSearchOptions;
 pub use objective::{Minimand, ModelEval, NegLogDensity};
 pub use quasi_newton::{
     ConvergenceOptions, QuasiNewton, QuasiNewtonKind, QuasiNewtonOptions, Termination,

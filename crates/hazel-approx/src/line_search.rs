@@ -50,7 +50,7 @@ impl Default for LineSearchOptions {
 /// 10⁸ and Stan's ten halvings (÷1024) never reach a finite density; CmdStan's `optimize` and
 /// `pathfinder` fail there from every seed. Twenty more shrinks (÷10²⁰) reach any step a
 /// finite density allows, and where Stan's search succeeds nothing changes.
-pub const EXTRA_RESTARTS: usize = 20;
+pub(crate) const EXTRA_RESTARTS: usize = 20;
 
 /// A point with the function's value and gradient there.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,7 +88,7 @@ pub struct LineSearchFailed;
 /// The minimiser on `[lo, hi]` of the cubic `c(t)` with `c(0) = 0`, `c'(0) = df0`,
 /// `c(x1) = f1`, `c'(x1) = df1`, comparing the interval's ends and the cubic's stationary
 /// points inside it (Stan's `CubicInterp`).
-pub fn cubic_minimizer(df0: f64, x1: f64, f1: f64, df1: f64, lo: f64, hi: f64) -> f64 {
+pub(crate) fn cubic_minimizer(df0: f64, x1: f64, f1: f64, df1: f64, lo: f64, hi: f64) -> f64 {
     let c3 = (-12.0 * f1 + 6.0 * x1 * (df0 + df1)) / (x1 * x1 * x1);
     let c2 = -(4.0 * df0 + 2.0 * df1) / x1 + 6.0 * f1 / (x1 * x1);
     let c1 = df0;
@@ -122,7 +122,7 @@ struct End {
 /// Searches along `p` (a descent direction at `start`) for a step satisfying the strong Wolfe
 /// conditions, starting with `*alpha`. On success `*alpha` is the step and `out` the point
 /// `start.x + alpha p` with its value and gradient.
-pub fn wolfe(
+pub(crate) fn wolfe(
     func: &mut impl Minimand,
     start: &Point,
     p: &[f64],
@@ -305,70 +305,62 @@ mod tests {
         }
     }
 
-    /// A wall 10⁹ times closer than the first step: Stan's ten halvings cannot reach it, the
-    /// tenfold shrinks after them do.
-    #[test]
-    fn a_far_overshoot_steps_back_past_stans_halvings() {
-        struct Walled;
-        impl Minimand for Walled {
-            fn dim(&self) -> usize {
-                1
-            }
-            fn value_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
-                if x[0] > 1e-8 {
-                    return Err(EvalError::reject("wall"));
-                }
-                g[0] = 2.0 * (x[0] - 0.5e-8);
-                Ok((x[0] - 0.5e-8).powi(2))
-            }
+    /// `(x − minimum)²` in one dimension, failing to evaluate beyond `wall`.
+    struct Walled {
+        wall: f64,
+        minimum: f64,
+    }
+
+    impl Minimand for Walled {
+        fn dim(&self) -> usize {
+            1
         }
-        let mut f = Walled;
-        let start = Point::at(&mut f, &[0.0]).unwrap();
-        let p = [1.0];
+        fn value_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+            if x[0] > self.wall {
+                return Err(EvalError::reject("wall"));
+            }
+            g[0] = 2.0 * (x[0] - self.minimum);
+            Ok((x[0] - self.minimum).powi(2))
+        }
+    }
+
+    /// The start at 0 and the point found from it along `+1` with a first step of 10.
+    fn search_from_zero(f: &mut Walled) -> (Point, Point) {
+        let start = Point::at(f, &[0.0]).unwrap();
         let mut alpha = 10.0;
         let mut out = Point::zeros(1);
         wolfe(
-            &mut f,
+            f,
             &start,
-            &p,
+            &[1.0],
             &mut alpha,
             &mut out,
             &LineSearchOptions::default(),
         )
         .unwrap();
+        (start, out)
+    }
+
+    /// A wall 10⁹ times closer than the first step: Stan's ten halvings cannot reach it, the
+    /// tenfold shrinks after them do.
+    #[test]
+    fn a_far_overshoot_steps_back_past_stans_halvings() {
+        let mut f = Walled {
+            wall: 1e-8,
+            minimum: 0.5e-8,
+        };
+        let (start, out) = search_from_zero(&mut f);
         assert!(out.x[0] <= 1e-8 && out.f < start.f, "{out:?}");
     }
 
     /// A function that fails beyond x = 0.5 along the search: the search steps back.
     #[test]
     fn failed_evaluations_step_back() {
-        struct Walled;
-        impl Minimand for Walled {
-            fn dim(&self) -> usize {
-                1
-            }
-            fn value_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
-                if x[0] > 0.5 {
-                    return Err(EvalError::reject("wall"));
-                }
-                g[0] = 2.0 * (x[0] - 0.4);
-                Ok((x[0] - 0.4).powi(2))
-            }
-        }
-        let mut f = Walled;
-        let start = Point::at(&mut f, &[0.0]).unwrap();
-        let p = [1.0];
-        let mut alpha = 10.0;
-        let mut out = Point::zeros(1);
-        wolfe(
-            &mut f,
-            &start,
-            &p,
-            &mut alpha,
-            &mut out,
-            &LineSearchOptions::default(),
-        )
-        .unwrap();
+        let mut f = Walled {
+            wall: 0.5,
+            minimum: 0.4,
+        };
+        let (start, out) = search_from_zero(&mut f);
         assert!(out.x[0] <= 0.5 && out.f < start.f, "{out:?}");
     }
 }

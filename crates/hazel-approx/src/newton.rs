@@ -15,7 +15,7 @@ pub const TOLERANCE: f64 = 1e-8;
 /// One Newton step from `x` (updated in place) on the log density computed by `log_density`
 /// (value and gradient); returns the log density at the new point. An error only if the log
 /// density cannot be evaluated at `x` itself.
-pub fn newton_step(
+pub(crate) fn newton_step(
     log_density: &mut impl FnMut(&[f64], &mut [f64]) -> Result<f64, EvalError>,
     x: &mut [f64],
 ) -> Result<f64, EvalError> {

@@ -122,7 +122,7 @@ enum Factor {
 
 /// The normal approximation at one iterate of the path.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NormalApproximation {
+pub(crate) struct NormalApproximation {
     pub center: Vec<f64>,
     /// `log |det chol(H)| = ½ log det H`.
     pub log_det_chol: f64,
@@ -205,7 +205,7 @@ impl NormalApproximation {
             }
             h[c + c * d] += alpha[c];
         }
-        crate::dense::symmetrize(&mut h, d);
+        hazel_math::linalg::symmetrise(&mut h, d);
         let chol = cholesky(&h, d)?;
         let log_det_chol = (0..d).fold(0.0, |acc, i| acc + chol[i + i * d].abs().ln());
         let mut hg = vec![0.0; d];
@@ -260,7 +260,7 @@ impl NormalApproximation {
         for i in 0..k {
             b[i + i * k] += 1.0;
         }
-        crate::dense::symmetrize(&mut b, k);
+        hazel_math::linalg::symmetrise(&mut b, k);
         let chol = cholesky(&b, k)?;
         let log_det_chol = (0..k).fold(0.0, |acc, i| acc + chol[i + i * k].abs().ln())
             + 0.5 * alpha.iter().fold(0.0, |acc, a| acc + a.ln());

@@ -9,14 +9,14 @@ use hazel_rng::StreamRng;
 
 /// Smoothed log weights (not normalised: the largest raw weight is 0) and the Pareto shape.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PsisWeights {
+pub(crate) struct PsisWeights {
     pub log_weights: Vec<f64>,
     /// The fitted shape `k̂` (NaN when the tail was too short or too flat to fit).
     pub pareto_k: f64,
 }
 
 /// Stan's Pathfinder tail length for `n` draws: `min(0.2 n, 3 √n)`, truncated.
-pub fn tail_length(n: usize) -> usize {
+pub(crate) fn tail_length(n: usize) -> usize {
     let n = n as f64;
     (0.2 * n).min(3.0 * n.sqrt()) as usize
 }
@@ -32,7 +32,7 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
 
 /// Fits a generalised Pareto distribution (location 0) to the ascending sample `x`; returns
 /// `(σ, k)` with `k` already shrunk towards ½ (loo's and Stan's `gpdfit`).
-pub fn gpd_fit(x: &[f64]) -> (f64, f64) {
+pub(crate) fn gpd_fit(x: &[f64]) -> (f64, f64) {
     const PRIOR: f64 = 3.0;
     const MIN_GRID: usize = 30;
     let n = x.len();
@@ -69,7 +69,7 @@ fn gpd_quantile(p: f64, k: f64, sigma: f64) -> f64 {
 }
 
 /// PSIS weights for `log_ratios` with a tail of `tail_len` draws (no smoothing below 5).
-pub fn psis_log_weights(log_ratios: &[f64], tail_len: usize) -> PsisWeights {
+pub(crate) fn psis_log_weights(log_ratios: &[f64], tail_len: usize) -> PsisWeights {
     let n = log_ratios.len();
     let max = log_ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut lw: Vec<f64> = log_ratios.iter().map(|r| r - max).collect();

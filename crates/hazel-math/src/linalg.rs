@@ -80,7 +80,15 @@ pub fn cholesky_decompose(a: &[f64], n: usize, l: &mut [f64]) -> Result<(), Math
 
 /// Cholesky without the symmetry check; `Err(())` when a pivot is not positive.
 pub(crate) fn cholesky_lower_unchecked(a: &[f64], n: usize, l: &mut [f64]) -> Result<(), ()> {
-    cholesky_lower_kernel::<false, true>(a, n, l).map_err(|_| ())
+    cholesky_lower_kernel::<false, true, true>(a, n, l).map_err(|_| ())
+}
+
+/// Cholesky as Stan's `cov_matrix_free` and `corr_matrix_free` have it (Eigen's LLT): like
+/// [`cholesky_lower_unchecked`] without the symmetry check, but every term subtracted and an
+/// infinite pivot accepted (Eigen fails only a pivot that is not `> 0`), so a `cov_matrix` with
+/// an infinite diagonal entry still unconstrains. `Err(())` when a pivot is not positive.
+pub(crate) fn cholesky_lower_llt(a: &[f64], n: usize, l: &mut [f64]) -> Result<(), ()> {
+    cholesky_lower_kernel::<false, false, false>(a, n, l).map_err(|_| ())
 }
 
 /// Lower Cholesky factor of the symmetric positive-definite `n × n` **row-major** matrix `a`
@@ -91,7 +99,7 @@ pub(crate) fn cholesky_lower_unchecked(a: &[f64], n: usize, l: &mut [f64]) -> Re
 pub fn cholesky_lower_row_major(a: &[f64], n: usize, l: &mut [f64]) -> Result<(), usize> {
     debug_assert_eq!(a.len(), n * n);
     debug_assert_eq!(l.len(), n * n);
-    cholesky_lower_kernel::<true, false>(a, n, l)
+    cholesky_lower_kernel::<true, false, true>(a, n, l)
 }
 
 /// The one Cholesky factorisation of the workspace (unblocked, left-looking, column by column);
@@ -103,10 +111,15 @@ pub fn cholesky_lower_row_major(a: &[f64], n: usize, l: &mut [f64]) -> Result<()
 /// the column-major callers here and the row-major dense metric, whose former row-by-row loop
 /// gave the same bits. `SKIP_ZEROS` leaves out the terms with `L(j,k) = 0` (faster for sparse
 /// factors); it can change only the sign of an exactly zero entry (`−0 − (−0) = +0`), so the
-/// sampler, whose draws predate the skip, does not use it. The error is the first failing pivot.
+/// sampler, whose draws predate the skip, does not use it. `FINITE_PIVOTS` fails an infinite
+/// pivot as well as one that is not positive (or NaN). The error is the first failing pivot.
 // The negated comparison makes a NaN pivot fail.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
-fn cholesky_lower_kernel<const ROW_MAJOR: bool, const SKIP_ZEROS: bool>(
+fn cholesky_lower_kernel<
+    const ROW_MAJOR: bool,
+    const SKIP_ZEROS: bool,
+    const FINITE_PIVOTS: bool,
+>(
     a: &[f64],
     n: usize,
     l: &mut [f64],
@@ -120,7 +133,7 @@ fn cholesky_lower_kernel<const ROW_MAJOR: bool, const SKIP_ZEROS: bool>(
         for k in 0..j {
             d -= l[at(j, k)] * l[at(j, k)];
         }
-        if !(d > 0.0) || !d.is_finite() {
+        if !(d > 0.0) || (FINITE_PIVOTS && !d.is_finite()) {
             return Err(j);
         }
         let djj = d.sqrt();
@@ -247,9 +260,7 @@ pub fn mdivide_left_tri_low_adjoint(
     bbar.copy_from_slice(&x_adj[..n * m]);
     solve_lower_transpose_in_place(l, n, bbar, m);
     if let Some(ba) = b_adj {
-        for (a, v) in ba.iter_mut().zip(bbar.iter()) {
-            *a += v;
-        }
+        add_scaled(ba, bbar, 1.0);
     }
     if let Some(la) = l_adj {
         for j in 0..n {
@@ -305,9 +316,7 @@ pub fn mdivide_right_tri_low_adjoint(
         }
     }
     if let Some(ba) = b_adj {
-        for (a, v) in ba.iter_mut().zip(bbar.iter()) {
-            *a += v;
-        }
+        add_scaled(ba, bbar, 1.0);
     }
     if let Some(la) = l_adj {
         for j in 0..n {
@@ -497,11 +506,7 @@ pub fn multiply_lower_tri_self_transpose_adjoint(
 
 /// `diag_pre_multiply(v, M) = diag(v) M` for `M` `m × n` (v has m entries).
 pub fn diag_pre_multiply(v: &[f64], mat: &[f64], m: usize, n: usize, out: &mut [f64]) {
-    for j in 0..n {
-        for i in 0..m {
-            out[i + j * m] = v[i] * mat[i + j * m];
-        }
-    }
+    diag_multiply::<false>(v, mat, m, n, out)
 }
 
 /// Adjoint of [`diag_pre_multiply`].
@@ -511,29 +516,15 @@ pub fn diag_pre_multiply_adjoint(
     m: usize,
     n: usize,
     out_adj: &[f64],
-    mut v_adj: Option<&mut [f64]>,
-    mut mat_adj: Option<&mut [f64]>,
+    v_adj: Option<&mut [f64]>,
+    mat_adj: Option<&mut [f64]>,
 ) {
-    for j in 0..n {
-        for i in 0..m {
-            let c = out_adj[i + j * m];
-            if let Some(va) = v_adj.as_deref_mut() {
-                va[i] += c * mat[i + j * m];
-            }
-            if let Some(ma) = mat_adj.as_deref_mut() {
-                ma[i + j * m] += c * v[i];
-            }
-        }
-    }
+    diag_multiply_adjoint::<false>(v, mat, m, n, out_adj, v_adj, mat_adj)
 }
 
 /// `diag_post_multiply(M, v) = M diag(v)` for `M` `m × n` (v has n entries).
 pub fn diag_post_multiply(mat: &[f64], m: usize, n: usize, v: &[f64], out: &mut [f64]) {
-    for j in 0..n {
-        for i in 0..m {
-            out[i + j * m] = mat[i + j * m] * v[j];
-        }
-    }
+    diag_multiply::<true>(v, mat, m, n, out)
 }
 
 /// Adjoint of [`diag_post_multiply`].
@@ -543,17 +534,40 @@ pub fn diag_post_multiply_adjoint(
     n: usize,
     v: &[f64],
     out_adj: &[f64],
-    mut mat_adj: Option<&mut [f64]>,
+    mat_adj: Option<&mut [f64]>,
+    v_adj: Option<&mut [f64]>,
+) {
+    diag_multiply_adjoint::<true>(v, mat, m, n, out_adj, v_adj, mat_adj)
+}
+
+/// `diag(v) M` (`v` indexed by row) or, when `POST`, `M diag(v)` (by column), `M` `m × n`.
+fn diag_multiply<const POST: bool>(v: &[f64], mat: &[f64], m: usize, n: usize, out: &mut [f64]) {
+    for j in 0..n {
+        for i in 0..m {
+            out[i + j * m] = v[if POST { j } else { i }] * mat[i + j * m];
+        }
+    }
+}
+
+/// Adjoint of [`diag_multiply`].
+fn diag_multiply_adjoint<const POST: bool>(
+    v: &[f64],
+    mat: &[f64],
+    m: usize,
+    n: usize,
+    out_adj: &[f64],
     mut v_adj: Option<&mut [f64]>,
+    mut mat_adj: Option<&mut [f64]>,
 ) {
     for j in 0..n {
         for i in 0..m {
             let c = out_adj[i + j * m];
+            let k = if POST { j } else { i };
             if let Some(va) = v_adj.as_deref_mut() {
-                va[j] += c * mat[i + j * m];
+                va[k] += c * mat[i + j * m];
             }
             if let Some(ma) = mat_adj.as_deref_mut() {
-                ma[i + j * m] += c * v[j];
+                ma[i + j * m] += c * v[k];
             }
         }
     }
@@ -707,32 +721,54 @@ pub(crate) fn lu_in_place_with(
     Ok(sign)
 }
 
-/// Inverse from an LU factorisation (overwrites `inv`).
-fn lu_inverse(lu: &[f64], n: usize, perm: &[usize], inv: &mut [f64]) {
+/// `(A + Aᵀ) / 2` in place for the `n × n` matrix `a`: each off-diagonal pair becomes its mean.
+pub fn symmetrise(a: &mut [f64], n: usize) {
     for j in 0..n {
-        for i in 0..n {
-            inv[i + j * n] = if i == j { 1.0 } else { 0.0 };
+        for i in (j + 1)..n {
+            let m = 0.5 * (a[i + j * n] + a[j + i * n]);
+            a[i + j * n] = m;
+            a[j + i * n] = m;
         }
     }
+}
+
+/// Writes the `n × n` identity into `out`.
+pub(crate) fn set_identity(out: &mut [f64], n: usize) {
+    for j in 0..n {
+        for i in 0..n {
+            out[i + j * n] = if i == j { 1.0 } else { 0.0 };
+        }
+    }
+}
+
+/// Solves `L U x = b` in place in `col` (`b` already permuted) from the packed factors `lu`
+/// (unit lower `L` below the diagonal, `U` on and above it): forward, then back substitution.
+pub(crate) fn lu_substitute(lu: &[f64], n: usize, col: &mut [f64]) {
+    for i in 0..n {
+        let mut s = col[i];
+        for k in 0..i {
+            s -= lu[i + k * n] * col[k];
+        }
+        col[i] = s;
+    }
+    for i in (0..n).rev() {
+        let mut s = col[i];
+        for k in (i + 1)..n {
+            s -= lu[i + k * n] * col[k];
+        }
+        col[i] = s / lu[i + i * n];
+    }
+}
+
+/// Inverse from an LU factorisation (overwrites `inv`).
+fn lu_inverse(lu: &[f64], n: usize, perm: &[usize], inv: &mut [f64]) {
+    set_identity(inv, n);
     for c in 0..n {
         let col = &mut inv[c * n..(c + 1) * n];
         for (k, &p) in perm[..n].iter().enumerate() {
             col.swap(k, p);
         }
-        for i in 0..n {
-            let mut s = col[i];
-            for k in 0..i {
-                s -= lu[i + k * n] * col[k];
-            }
-            col[i] = s;
-        }
-        for i in (0..n).rev() {
-            let mut s = col[i];
-            for k in (i + 1)..n {
-                s -= lu[i + k * n] * col[k];
-            }
-            col[i] = s / lu[i + i * n];
-        }
+        lu_substitute(lu, n, col);
     }
 }
 
@@ -824,20 +860,30 @@ pub fn inverse_spd(a: &[f64], n: usize, out: &mut [f64], ws: &mut [f64]) -> Resu
 
 /// `A⁻¹ = L⁻ᵀ L⁻¹` from the Cholesky factor, symmetrised.
 pub(crate) fn spd_inverse_from_cholesky(l: &[f64], n: usize, out: &mut [f64]) {
-    for j in 0..n {
-        for i in 0..n {
-            out[i + j * n] = if i == j { 1.0 } else { 0.0 };
-        }
-    }
+    set_identity(out, n);
     solve_lower_in_place(l, n, out, n);
     solve_lower_transpose_in_place(l, n, out, n);
-    for j in 0..n {
-        for i in (j + 1)..n {
-            let v = 0.5 * (out[i + j * n] + out[j + i * n]);
-            out[i + j * n] = v;
-            out[j + i * n] = v;
-        }
+    symmetrise(out, n);
+}
+
+/// `adj += c · m` entry by entry over `m` (an `adj −= c · m` is this with `−c`, bit for bit).
+pub(crate) fn add_scaled(adj: &mut [f64], m: &[f64], c: f64) {
+    for (a, v) in adj.iter_mut().zip(m) {
+        *a += c * v;
     }
+}
+
+/// `adj += c · A⁻¹` for the `n × n` `A = L Lᵀ` (`c` times the gradient of `log det A`), with
+/// `A⁻¹` left in `inv`.
+pub(crate) fn add_scaled_spd_inverse(
+    adj: &mut [f64],
+    l: &[f64],
+    n: usize,
+    c: f64,
+    inv: &mut [f64],
+) {
+    spd_inverse_from_cholesky(l, n, inv);
+    add_scaled(&mut adj[..n * n], inv, c);
 }
 
 /// Adjoint of [`inverse_spd`] given `C = A⁻¹` (symmetric): `Ā += −C C̄ C`. `ws` needs `n²`.
@@ -872,10 +918,7 @@ pub fn log_determinant_spd_adjoint(
     let (l, inv) = ws[..2 * n * n].split_at_mut(n * n);
     cholesky_lower_unchecked(a, n, l)
         .map_err(|_| MathError::new("log_determinant_spd: m is not positive definite"))?;
-    spd_inverse_from_cholesky(l, n, inv);
-    for (a, v) in a_adj[..n * n].iter_mut().zip(inv.iter()) {
-        *a += g * v;
-    }
+    add_scaled_spd_inverse(a_adj, l, n, g, inv);
     Ok(())
 }
 

@@ -185,25 +185,14 @@ pub fn digamma_shift(x: f64, n: f64) -> f64 {
 
 /// ψ(x) = d log Γ(x)/dx. NaN at the poles (0, -1, -2, …).
 pub fn digamma(x: f64) -> f64 {
-    if x.is_nan() || x == f64::NEG_INFINITY {
-        return f64::NAN;
-    }
-    if x == f64::INFINITY {
-        return f64::INFINITY;
+    if let Some(v) = polygamma_special_value(x, f64::INFINITY) {
+        return v;
     }
     if x <= 0.0 {
-        if x == x.floor() {
-            return f64::NAN;
-        }
         // Reflection: ψ(1-x) - ψ(x) = π cot(πx).
         return digamma(1.0 - x) - PI / tan_pi(x);
     }
-    let mut result = 0.0;
-    let mut z = x;
-    while z < POLYGAMMA_SHIFT {
-        result -= 1.0 / z;
-        z += 1.0;
-    }
+    let (z, result) = polygamma_shift_up(x, |z| -(1.0 / z));
     let inv2 = 1.0 / (z * z);
     let mut series = 0.0;
     let mut power = inv2;
@@ -212,6 +201,34 @@ pub fn digamma(x: f64) -> f64 {
         power *= inv2;
     }
     result + z.ln() - 0.5 / z - series
+}
+
+/// The values all the polygamma functions ψₙ share: NaN at NaN, at −∞ and at the poles
+/// (0, −1, −2, …), `at_infinity` at +∞; `None` elsewhere.
+fn polygamma_special_value(x: f64, at_infinity: f64) -> Option<f64> {
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return Some(f64::NAN);
+    }
+    if x == f64::INFINITY {
+        return Some(at_infinity);
+    }
+    if x <= 0.0 && x == x.floor() {
+        return Some(f64::NAN);
+    }
+    None
+}
+
+/// The recurrence ψₙ(x) = ψₙ(x + 1) + `term(x)` applied until the argument reaches
+/// [`POLYGAMMA_SHIFT`], where the asymptotic series is accurate: returns that argument and the
+/// sum of the terms (added in increasing argument order).
+fn polygamma_shift_up(x: f64, term: impl Fn(f64) -> f64) -> (f64, f64) {
+    let mut sum = 0.0;
+    let mut z = x;
+    while z < POLYGAMMA_SHIFT {
+        sum += term(z);
+        z += 1.0;
+    }
+    (z, sum)
 }
 
 /// tan(πx) computed with the argument reduced exactly, so that it is accurate for large x.
@@ -258,26 +275,15 @@ const BERNOULLI_2K: [f64; 8] = [
 
 /// ψ₁(x) = d²log Γ(x)/dx².
 pub fn trigamma(x: f64) -> f64 {
-    if x.is_nan() || x == f64::NEG_INFINITY {
-        return f64::NAN;
-    }
-    if x == f64::INFINITY {
-        return 0.0;
+    if let Some(v) = polygamma_special_value(x, 0.0) {
+        return v;
     }
     if x <= 0.0 {
-        if x == x.floor() {
-            return f64::NAN;
-        }
         // ψ₁(1-x) + ψ₁(x) = π² / sin²(πx).
         let s = sin_pi(x);
         return PI * PI / (s * s) - trigamma(1.0 - x);
     }
-    let mut result = 0.0;
-    let mut z = x;
-    while z < POLYGAMMA_SHIFT {
-        result += 1.0 / (z * z);
-        z += 1.0;
-    }
+    let (z, result) = polygamma_shift_up(x, |z| 1.0 / (z * z));
     let inv = 1.0 / z;
     let inv2 = inv * inv;
     // 1/z + 1/(2z²) + Σ B_{2k} / z^{2k+1}
@@ -292,28 +298,17 @@ pub fn trigamma(x: f64) -> f64 {
 
 /// ψ₂(x) = d³log Γ(x)/dx³ (the derivative rule of trigamma).
 pub(crate) fn tetragamma(x: f64) -> f64 {
-    if x.is_nan() || x == f64::NEG_INFINITY {
-        return f64::NAN;
-    }
-    if x == f64::INFINITY {
-        return 0.0;
+    if let Some(v) = polygamma_special_value(x, 0.0) {
+        return v;
     }
     if x <= 0.0 {
-        if x == x.floor() {
-            return f64::NAN;
-        }
         // Differentiating ψ₁(1-x) + ψ₁(x) = π²/sin²(πx):
         // ψ₂(x) = ψ₂(1-x) - 2π³ cos(πx)/sin³(πx).
         let s = sin_pi(x);
         let c = cos_pi(x);
         return tetragamma(1.0 - x) - 2.0 * PI * PI * PI * c / (s * s * s);
     }
-    let mut result = 0.0;
-    let mut z = x;
-    while z < POLYGAMMA_SHIFT {
-        result -= 2.0 / (z * z * z);
-        z += 1.0;
-    }
+    let (z, result) = polygamma_shift_up(x, |z| -(2.0 / (z * z * z)));
     let inv = 1.0 / z;
     let inv2 = inv * inv;
     // -1/z² - 1/z³ - Σ (2k+1) B_{2k} / z^{2k+2}

@@ -30,7 +30,10 @@
 // take each matrix with its sizes, which makes long argument lists unavoidable.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
-use crate::linalg::{multiply_lower_tri_self_transpose, multiply_lower_tri_self_transpose_adjoint};
+use crate::linalg::{
+    cholesky_lower_llt, multiply_lower_tri_self_transpose,
+    multiply_lower_tri_self_transpose_adjoint,
+};
 use crate::special::{inv_logit, logit};
 use std::fmt;
 
@@ -1273,7 +1276,7 @@ pub fn cov_matrix_unconstrain(
 ) -> Result<(), TransformError> {
     check_symmetric(sigma, k, "cov_matrix")?;
     let mut l = vec![0.0; k * k];
-    cholesky_lower(sigma, k, &mut l).map_err(|_| {
+    cholesky_lower_llt(sigma, k, &mut l).map_err(|_| {
         TransformError::new("is not a valid cov_matrix: it is not positive definite")
     })?;
     cholesky_cov_unconstrain(&l, k, k, unc)
@@ -1291,32 +1294,6 @@ fn check_symmetric(a: &[f64], k: usize, what: &str) -> Result<(), TransformError
                     i + 1
                 )));
             }
-        }
-    }
-    Ok(())
-}
-
-/// Plain unblocked Cholesky (column-major); Err if not positive definite.
-fn cholesky_lower(a: &[f64], k: usize, l: &mut [f64]) -> Result<(), ()> {
-    for j in 0..k {
-        let mut d = a[j + j * k];
-        for c in 0..j {
-            d -= l[j + c * k] * l[j + c * k];
-        }
-        if !(d > 0.0) {
-            return Err(());
-        }
-        let djj = d.sqrt();
-        l[j + j * k] = djj;
-        for i in (j + 1)..k {
-            let mut s = a[i + j * k];
-            for c in 0..j {
-                s -= l[i + c * k] * l[j + c * k];
-            }
-            l[i + j * k] = s / djj;
-        }
-        for i in 0..j {
-            l[i + j * k] = 0.0;
         }
     }
     Ok(())
@@ -1403,7 +1380,7 @@ pub fn corr_matrix_unconstrain(
     }
     check_symmetric(omega, k, "corr_matrix")?;
     let mut l = vec![0.0; k * k];
-    cholesky_lower(omega, k, &mut l).map_err(|_| {
+    cholesky_lower_llt(omega, k, &mut l).map_err(|_| {
         TransformError::new("is not a valid corr_matrix: it is not positive definite")
     })?;
     // Renormalise rows (the diagonal is 1 only to tolerance) before reading the CPCs.

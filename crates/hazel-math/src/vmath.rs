@@ -331,7 +331,7 @@ pub fn tanh(x: f64) -> f64 {
 /// `log(1 + eˣ)` (softplus) and [`inv_logit`]`(x)` (its derivative) from one `e⁻|ˣ|`: the
 /// pair a logistic density needs.
 #[inline(always)]
-pub fn log1p_exp_and_inv_logit(x: f64) -> (f64, f64) {
+pub(crate) fn log1p_exp_and_inv_logit(x: f64) -> (f64, f64) {
     let (softplus, _, p) = log1p_exp_pair_and_inv_logit(x);
     (softplus, p)
 }

@@ -176,16 +176,17 @@ pub fn poisson_lccdf(args: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
     Ok(g.value)
 }
 
-/// Declares `<name>_lcdf` and `<name>_lccdf` from one function taking `upper: bool`.
+/// Declares `<name>_lcdf` and `<name>_lccdf` from one function taking the function's name (for
+/// its messages), the arguments, the partials and `upper: bool`.
 macro_rules! cdf_pair {
     ($lcdf:ident, $lccdf:ident, $both:ident) => {
         #[doc = concat!("`", stringify!($lcdf), "` with partials.")]
         pub fn $lcdf(args: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
-            $both(args, grad, false)
+            $both(stringify!($lcdf), args, grad, false)
         }
         #[doc = concat!("`", stringify!($lccdf), "` with partials.")]
         pub fn $lccdf(args: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
-            $both(args, grad, true)
+            $both(stringify!($lccdf), args, grad, true)
         }
     };
 }
@@ -209,24 +210,28 @@ fn finite_or_zero(grad: &mut [f64], n: usize) {
 }
 
 /// Given log S = u for one tail with partials `du`, return log of the requested tail:
-/// `u` itself when `want_same`, else log(1 - e^u) with chained partials.
+/// `u` itself when `want_same`, else log(1 - e^u) with chained partials; then the partials
+/// that are not finite (at the edges of the support) become 0.
 fn tail(u: f64, du: &mut [f64], n: usize, want_same: bool) -> f64 {
-    if want_same {
-        return u;
-    }
-    let d = d_log1m_exp(u);
-    for g in &mut du[..n] {
-        *g *= d;
-    }
-    log1m_exp(u)
+    let value = if want_same {
+        u
+    } else {
+        let d = d_log1m_exp(u);
+        for g in &mut du[..n] {
+            *g *= d;
+        }
+        log1m_exp(u)
+    };
+    finite_or_zero(du, n);
+    value
 }
 
-fn lognormal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "lognormal_lccdf"
-    } else {
-        "lognormal_lcdf"
-    };
+fn lognormal_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, mu, sigma] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -252,12 +257,12 @@ fn lognormal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Ma
 }
 cdf_pair!(lognormal_lcdf, lognormal_lccdf, lognormal_cdfs);
 
-fn exponential_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "exponential_lccdf"
-    } else {
-        "exponential_lcdf"
-    };
+fn exponential_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, beta] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -266,18 +271,16 @@ fn exponential_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, 
     let u = -beta * y;
     grad[0] = -beta;
     grad[1] = -y;
-    let value = tail(u, grad, 2, upper);
-    finite_or_zero(grad, 2);
-    Ok(value)
+    Ok(tail(u, grad, 2, upper))
 }
 cdf_pair!(exponential_lcdf, exponential_lccdf, exponential_cdfs);
 
-fn weibull_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "weibull_lccdf"
-    } else {
-        "weibull_lcdf"
-    };
+fn weibull_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, alpha, sigma] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -289,18 +292,16 @@ fn weibull_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Math
     grad[0] = -alpha * v / y;
     grad[1] = -v * log_ratio;
     grad[2] = alpha * v / sigma;
-    let value = tail(-v, grad, 3, upper);
-    finite_or_zero(grad, 3);
-    Ok(value)
+    Ok(tail(-v, grad, 3, upper))
 }
 cdf_pair!(weibull_lcdf, weibull_lccdf, weibull_cdfs);
 
-fn frechet_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "frechet_lccdf"
-    } else {
-        "frechet_lcdf"
-    };
+fn frechet_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, alpha, sigma] = check.args(args, grad)?;
     check.positive("Random variable", y)?;
@@ -312,18 +313,16 @@ fn frechet_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Math
     grad[0] = alpha * v / y;
     grad[1] = v * log_ratio;
     grad[2] = -alpha * v / sigma;
-    let value = tail(-v, grad, 3, !upper);
-    finite_or_zero(grad, 3);
-    Ok(value)
+    Ok(tail(-v, grad, 3, !upper))
 }
 cdf_pair!(frechet_lcdf, frechet_lccdf, frechet_cdfs);
 
-fn rayleigh_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "rayleigh_lccdf"
-    } else {
-        "rayleigh_lcdf"
-    };
+fn rayleigh_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, sigma] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -332,14 +331,16 @@ fn rayleigh_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Mat
     let u = -0.5 * y * y / (sigma * sigma);
     grad[0] = -y / (sigma * sigma);
     grad[1] = y * y / (sigma * sigma * sigma);
-    let value = tail(u, grad, 2, upper);
-    finite_or_zero(grad, 2);
-    Ok(value)
+    Ok(tail(u, grad, 2, upper))
 }
 cdf_pair!(rayleigh_lcdf, rayleigh_lccdf, rayleigh_cdfs);
 
-fn pareto_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "pareto_lccdf" } else { "pareto_lcdf" };
+fn pareto_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, y_min, alpha] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -354,18 +355,16 @@ fn pareto_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathE
     grad[0] = -alpha / y;
     grad[1] = alpha / y_min;
     grad[2] = log_ratio;
-    let value = tail(alpha * log_ratio, grad, 3, upper);
-    finite_or_zero(grad, 3);
-    Ok(value)
+    Ok(tail(alpha * log_ratio, grad, 3, upper))
 }
 cdf_pair!(pareto_lcdf, pareto_lccdf, pareto_cdfs);
 
-fn pareto_type_2_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "pareto_type_2_lccdf"
-    } else {
-        "pareto_type_2_lcdf"
-    };
+fn pareto_type_2_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, mu, lambda, alpha] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
@@ -381,9 +380,7 @@ fn pareto_type_2_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64
     grad[1] = -dr / lambda;
     grad[2] = -dr * r / lambda;
     grad[3] = -log1p_r;
-    let value = tail(-alpha * log1p_r, grad, 4, upper);
-    finite_or_zero(grad, 4);
-    Ok(value)
+    Ok(tail(-alpha * log1p_r, grad, 4, upper))
 }
 cdf_pair!(pareto_type_2_lcdf, pareto_type_2_lccdf, pareto_type_2_cdfs);
 
@@ -405,12 +402,12 @@ fn location_scale_args(
     Ok(((y - mu) / sigma, sigma))
 }
 
-fn logistic_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "logistic_lccdf"
-    } else {
-        "logistic_lcdf"
-    };
+fn logistic_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let (z, sigma) = location_scale_args(function, args, grad, false)?;
     let (value, dz) = if upper {
         (log1m_inv_logit(z), -inv_logit(z))
@@ -421,8 +418,12 @@ fn logistic_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Mat
 }
 cdf_pair!(logistic_lcdf, logistic_lccdf, logistic_cdfs);
 
-fn gumbel_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "gumbel_lccdf" } else { "gumbel_lcdf" };
+fn gumbel_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let (z, sigma) = location_scale_args(function, args, grad, false)?;
     // log cdf = -e^{-z}
     let w = (-z).exp();
@@ -435,12 +436,12 @@ fn gumbel_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathE
 }
 cdf_pair!(gumbel_lcdf, gumbel_lccdf, gumbel_cdfs);
 
-fn double_exponential_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "double_exponential_lccdf"
-    } else {
-        "double_exponential_lcdf"
-    };
+fn double_exponential_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let (z, sigma) = location_scale_args(function, args, grad, false)?;
     // Work in the tail t = -|z| where the cdf is ½ e^{t}; the other tail is log1m of it.
     let same_side = (z < 0.0) != upper;
@@ -460,12 +461,12 @@ cdf_pair!(
     double_exponential_cdfs
 );
 
-fn uniform_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "uniform_lccdf"
-    } else {
-        "uniform_lcdf"
-    };
+fn uniform_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, alpha, beta] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
@@ -503,8 +504,12 @@ fn log_inc_gamma(a: f64, x: f64, upper: bool) -> IncGammaGrad {
     }
 }
 
-fn gamma_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "gamma_lccdf" } else { "gamma_lcdf" };
+fn gamma_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, alpha, beta] = check.args(args, grad)?;
     check.positive_finite("Shape parameter", alpha)?;
@@ -519,12 +524,12 @@ fn gamma_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathEr
 }
 cdf_pair!(gamma_lcdf, gamma_lccdf, gamma_cdfs);
 
-fn inv_gamma_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "inv_gamma_lccdf"
-    } else {
-        "inv_gamma_lcdf"
-    };
+fn inv_gamma_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, alpha, beta] = check.args(args, grad)?;
     check.positive_finite("Shape parameter", alpha)?;
@@ -541,12 +546,12 @@ fn inv_gamma_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Ma
 }
 cdf_pair!(inv_gamma_lcdf, inv_gamma_lccdf, inv_gamma_cdfs);
 
-fn chi_square_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "chi_square_lccdf"
-    } else {
-        "chi_square_lcdf"
-    };
+fn chi_square_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, nu] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -559,12 +564,12 @@ fn chi_square_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, M
 }
 cdf_pair!(chi_square_lcdf, chi_square_lccdf, chi_square_cdfs);
 
-fn inv_chi_square_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "inv_chi_square_lccdf"
-    } else {
-        "inv_chi_square_lcdf"
-    };
+fn inv_chi_square_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, nu] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -584,15 +589,11 @@ cdf_pair!(
 );
 
 fn scaled_inv_chi_square_cdfs(
+    function: &'static str,
     args: &[f64],
     grad: &mut [f64],
     upper: bool,
 ) -> Result<f64, MathError> {
-    let function = if upper {
-        "scaled_inv_chi_square_lccdf"
-    } else {
-        "scaled_inv_chi_square_lcdf"
-    };
     let check = Check { function };
     let [y, nu, s] = check.args(args, grad)?;
     check.nonnegative("Random variable", y)?;
@@ -622,8 +623,12 @@ fn log_inc_beta(a: f64, b: f64, x: f64, upper: bool) -> IncBetaGrad {
     }
 }
 
-fn beta_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper { "beta_lccdf" } else { "beta_lcdf" };
+fn beta_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, a, b] = check.args(args, grad)?;
     check.positive_finite("First shape parameter", a)?;
@@ -664,12 +669,12 @@ fn student_t_log_lower(t: f64, nu: f64) -> (f64, f64, f64) {
     }
 }
 
-fn student_t_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "student_t_lccdf"
-    } else {
-        "student_t_lcdf"
-    };
+fn student_t_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, nu, mu, sigma] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
@@ -692,12 +697,12 @@ fn student_t_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Ma
 }
 cdf_pair!(student_t_lcdf, student_t_lccdf, student_t_cdfs);
 
-fn binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "binomial_lccdf"
-    } else {
-        "binomial_lcdf"
-    };
+fn binomial_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [n, big_n, theta] = check.args(args, grad)?;
     check.integer("Successes variable", n)?;
@@ -719,12 +724,12 @@ fn binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Mat
 }
 cdf_pair!(binomial_lcdf, binomial_lccdf, binomial_cdfs);
 
-fn neg_binomial_2_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "neg_binomial_2_lccdf"
-    } else {
-        "neg_binomial_2_lcdf"
-    };
+fn neg_binomial_2_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [n, mu, phi] = check.args(args, grad)?;
     check.integer("Random variable", n)?;
@@ -749,12 +754,12 @@ cdf_pair!(
     neg_binomial_2_cdfs
 );
 
-fn neg_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "neg_binomial_lccdf"
-    } else {
-        "neg_binomial_lcdf"
-    };
+fn neg_binomial_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [n, alpha, beta] = check.args(args, grad)?;
     check.integer("Random variable", n)?;
@@ -774,12 +779,12 @@ fn neg_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64,
 }
 cdf_pair!(neg_binomial_lcdf, neg_binomial_lccdf, neg_binomial_cdfs);
 
-fn bernoulli_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "bernoulli_lccdf"
-    } else {
-        "bernoulli_lcdf"
-    };
+fn bernoulli_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [n, theta] = check.args(args, grad)?;
     check.integer("Random variable", n)?;
@@ -801,12 +806,12 @@ fn bernoulli_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, Ma
 }
 cdf_pair!(bernoulli_lcdf, bernoulli_lccdf, bernoulli_cdfs);
 
-fn beta_proportion_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "beta_proportion_lccdf"
-    } else {
-        "beta_proportion_lcdf"
-    };
+fn beta_proportion_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, mu, kappa] = check.args(args, grad)?;
     check.positive("Location parameter", mu)?;
@@ -827,12 +832,12 @@ cdf_pair!(
     beta_proportion_cdfs
 );
 
-fn skew_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "skew_normal_lccdf"
-    } else {
-        "skew_normal_lcdf"
-    };
+fn skew_normal_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, xi, omega, alpha] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
@@ -869,12 +874,12 @@ fn skew_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, 
 }
 cdf_pair!(skew_normal_lcdf, skew_normal_lccdf, skew_normal_cdfs);
 
-fn exp_mod_normal_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "exp_mod_normal_lccdf"
-    } else {
-        "exp_mod_normal_lcdf"
-    };
+fn exp_mod_normal_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, mu, sigma, lambda] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
@@ -921,12 +926,12 @@ cdf_pair!(
     exp_mod_normal_cdfs
 );
 
-fn beta_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "beta_binomial_lccdf"
-    } else {
-        "beta_binomial_lcdf"
-    };
+fn beta_binomial_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [n, big_n, a, b] = check.args(args, grad)?;
     check.integer("Successes variable", n)?;
@@ -998,12 +1003,12 @@ fn beta_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64
 const BETA_BINOMIAL_MAX_TERMS: f64 = 1e7;
 cdf_pair!(beta_binomial_lcdf, beta_binomial_lccdf, beta_binomial_cdfs);
 
-fn discrete_range_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "discrete_range_lccdf"
-    } else {
-        "discrete_range_lcdf"
-    };
+fn discrete_range_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [y, lower, upper_bound] = check.args(args, grad)?;
     check.integer("Random variable", y)?;
@@ -1026,17 +1031,12 @@ cdf_pair!(
 /// skew_double_exponential lcdf/lccdf: the lower tail `log τ − 2(1 − τ)(μ − y)/σ` for y < μ,
 /// the upper tail `log(1 − τ) − 2τ(y − μ)/σ` otherwise; the other side is `log1m_exp` of it.
 fn skew_double_exponential_cdfs(
+    function: &'static str,
     args: &[f64],
     grad: &mut [f64],
     upper: bool,
 ) -> Result<f64, MathError> {
-    let check = Check {
-        function: if upper {
-            "skew_double_exponential_lccdf"
-        } else {
-            "skew_double_exponential_lcdf"
-        },
-    };
+    let check = Check { function };
     let [y, mu, sigma, tau] = check.args(args, grad)?;
     check.not_nan("Random variable", y)?;
     check.finite("Location parameter", mu)?;
@@ -1090,12 +1090,12 @@ cdf_pair!(
 /// of it. The upper tail is an infinite sum, so where the cdf is within ~1e-4 of 1 the lcdf
 /// keeps only about 1e-11 relative accuracy and the lccdf loses digits likewise (Stan sums
 /// that tail with a 3F2 hypergeometric function instead).
-fn beta_neg_binomial_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let function = if upper {
-        "beta_neg_binomial_lccdf"
-    } else {
-        "beta_neg_binomial_lcdf"
-    };
+fn beta_neg_binomial_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
     let check = Check { function };
     let [n, r, a, b] = check.args(args, grad)?;
     check.integer("Failures variable", n)?;
@@ -1292,14 +1292,13 @@ fn von_mises_cdf_centered(x: f64, k: f64) -> Dual2 {
 /// cdf is `G(y − μ) − G(−π − μ)` for the centred cdf `G` continued past ±π by whole turns
 /// (`G(x + 2π) = G(x) + 1`), each angle wrapped into [−π, π) for `G`; then the log of it or
 /// of its complement.
-fn von_mises_cdfs(args: &[f64], grad: &mut [f64], upper: bool) -> Result<f64, MathError> {
-    let check = Check {
-        function: if upper {
-            "von_mises_lccdf"
-        } else {
-            "von_mises_lcdf"
-        },
-    };
+fn von_mises_cdfs(
+    function: &'static str,
+    args: &[f64],
+    grad: &mut [f64],
+    upper: bool,
+) -> Result<f64, MathError> {
+    let check = Check { function };
     let [y, mu, k] = check.args(args, grad)?;
     check.bounded("Random variable", y, -PI, PI)?;
     check.finite("Location parameter", mu)?;

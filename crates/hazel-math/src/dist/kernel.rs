@@ -1114,6 +1114,44 @@ fn is_count(n: f64) -> bool {
     n >= 0.0 && is_integer(n)
 }
 
+/// Binomial's and binomial_logit's count argument `k` (0: n, 1: N) on its own: an integer.
+#[inline]
+fn check_binomial_count(check: Check, k: usize, x: f64) -> Result<Derived, MathError> {
+    let what = if k == 0 {
+        "Successes variable"
+    } else {
+        "Population size parameter"
+    };
+    check.integer(what, x).map(|_| NONE)
+}
+
+/// Binomial's and binomial_logit's counts together: `0 ≤ n ≤ N`.
+#[inline]
+fn check_binomial_counts(check: Check, n: f64, big_n: f64) -> Result<(), MathError> {
+    check.bounded("Successes variable", n, 0.0, big_n)?;
+    check.nonnegative("Population size parameter", big_n)
+}
+
+/// Bernoulli's and bernoulli_logit's variate: 0 or 1 (bounds first, as Stan phrases it).
+#[inline]
+fn check_binary(check: Check, n: f64) -> Result<Derived, MathError> {
+    check.bounded("n", n, 0.0, 1.0)?;
+    check.integer("n", n).map(|_| NONE)
+}
+
+/// Whether `n` is 0 or 1 ([`check_binary`]'s test, as a `bool`).
+#[inline(always)]
+fn is_binary(n: f64) -> bool {
+    (0.0..=1.0).contains(&n) && is_integer(n)
+}
+
+/// The summand of neg_binomial_2 and neg_binomial_2_log that only φ (with n) enters,
+/// `log C(n + φ − 1, n)`, and its φ-derivative `ψ(n + φ) − ψ(φ)`.
+#[inline]
+fn neg_binomial_2_phi_term(n: f64, phi: f64) -> (f64, f64) {
+    (lchoose(n + phi - 1.0, n), digamma_shift(phi, n))
+}
+
 /// poisson(n | lambda). λ derives `[log λ (if kept), _, _]`.
 #[derive(Clone, Copy)]
 pub struct Poisson {
@@ -1268,8 +1306,7 @@ impl UnivariateKernel for Binomial {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
         let check = check!("binomial_lpmf");
         match k {
-            0 => check.integer("Successes variable", x).map(|_| NONE),
-            1 => check.integer("Population size parameter", x).map(|_| NONE),
+            0 | 1 => check_binomial_count(check, k, x),
             _ => {
                 check.bounded("Probability parameter", x, 0.0, 1.0)?;
                 if self.theta {
@@ -1284,8 +1321,7 @@ impl UnivariateKernel for Binomial {
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
         let [n, big_n, theta, _] = *x;
         let check = check!("binomial_lpmf");
-        check.bounded("Successes variable", n, 0.0, big_n)?;
-        check.nonnegative("Population size parameter", big_n)?;
+        check_binomial_counts(check, n, big_n)?;
         if !self.any {
             return Ok(ZERO);
         }
@@ -1335,8 +1371,7 @@ impl UnivariateKernel for BinomialLogit {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
         let check = check!("binomial_logit_lpmf");
         match k {
-            0 => check.integer("Successes variable", x).map(|_| NONE),
-            1 => check.integer("Population size parameter", x).map(|_| NONE),
+            0 | 1 => check_binomial_count(check, k, x),
             _ => {
                 check.finite("Probability parameter", x)?;
                 if self.alpha {
@@ -1353,8 +1388,7 @@ impl UnivariateKernel for BinomialLogit {
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
         let [n, big_n, _, _] = *x;
         let check = check!("binomial_logit_lpmf");
-        check.bounded("Successes variable", n, 0.0, big_n)?;
-        check.nonnegative("Population size parameter", big_n)?;
+        check_binomial_counts(check, n, big_n)?;
         if !self.any {
             return Ok(ZERO);
         }
@@ -1392,10 +1426,7 @@ impl UnivariateKernel for Bernoulli {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
         let check = check!("bernoulli_lpmf");
         match k {
-            0 => {
-                check.bounded("n", x, 0.0, 1.0)?;
-                check.integer("n", x).map(|_| NONE)
-            }
+            0 => check_binary(check, x),
             _ => {
                 check.bounded("Probability parameter", x, 0.0, 1.0)?;
                 Ok(self.prepare_lanes(k, x).1)
@@ -1410,7 +1441,7 @@ impl UnivariateKernel for Bernoulli {
     #[inline(always)]
     fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
         match k {
-            0 => ((0.0..=1.0).contains(&x) && is_integer(x), NONE),
+            0 => (is_binary(x), NONE),
             _ => {
                 // Both logarithms (the variate picks one per element, in `element_lanes`).
                 let derived = if self.any {
@@ -1458,10 +1489,7 @@ impl UnivariateKernel for BernoulliLogit {
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
         let check = check!("bernoulli_logit_lpmf");
         match k {
-            0 => {
-                check.bounded("n", x, 0.0, 1.0)?;
-                check.integer("n", x).map(|_| NONE)
-            }
+            0 => check_binary(check, x),
             _ => check
                 .not_nan("Logit transformed probability parameter", x)
                 .map(|_| NONE),
@@ -1475,7 +1503,7 @@ impl UnivariateKernel for BernoulliLogit {
     #[inline(always)]
     fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
         match k {
-            0 => ((0.0..=1.0).contains(&x) && is_integer(x), NONE),
+            0 => (is_binary(x), NONE),
             _ => (!x.is_nan(), NONE),
         }
     }
@@ -1536,8 +1564,9 @@ impl UnivariateKernel for NegBinomial2 {
         let mut lp = 0.0;
         let mut g = [0.0; 4];
         if self.phi_only {
-            lp += lchoose(n + phi - 1.0, n);
-            g[2] += digamma_shift(phi, n);
+            let (value, d_phi) = neg_binomial_2_phi_term(n, phi);
+            lp += value;
+            g[2] += d_phi;
         }
         if self.mu_only {
             lp += times_log(n, d[1][0]);
@@ -1608,8 +1637,9 @@ impl UnivariateKernel for NegBinomial2Log {
         let mut lp = 0.0;
         let mut g = [0.0; 4];
         if self.phi_only {
-            lp += lchoose(n + phi - 1.0, n);
-            g[2] += digamma_shift(phi, n);
+            let (value, d_phi) = neg_binomial_2_phi_term(n, phi);
+            lp += value;
+            g[2] += d_phi;
         }
         if self.eta_only {
             lp += n * eta;

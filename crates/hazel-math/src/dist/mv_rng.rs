@@ -7,7 +7,7 @@
 
 use super::rng::{beta, binomial, chi_square, gamma, inv_gamma};
 use super::MathError;
-use crate::linalg::{cholesky_decompose, multiply_lower_tri_self_transpose, TOLERANCE};
+use crate::linalg::{cholesky_decompose, multiply_lower_tri_self_transpose, symmetrise, TOLERANCE};
 use crate::special::{inv_logit, Phi};
 use hazel_rng::StreamRng;
 
@@ -55,37 +55,30 @@ fn check_ordered(function: &str, c: &[f64]) -> Result<(), MathError> {
 /// `ordered_logistic_rng(eta, c)`: P(1) = 1 − logistic(η − c₁), P(k) = logistic(η − c_{k−1})
 /// − logistic(η − c_k), P(K) = logistic(η − c_{K−1}).
 pub fn ordered_logistic_rng(eta: f64, c: &[f64], rng: &mut StreamRng) -> Result<i64, MathError> {
-    const F: &str = "ordered_logistic_rng";
-    if !eta.is_finite() {
-        return Err(err(
-            F,
-            format!("Location parameter is {eta}, but must be finite!"),
-        ));
-    }
-    check_ordered(F, c)?;
-    let k = c.len() + 1;
-    let cdf = |j: usize| {
-        if j == 0 {
-            1.0
-        } else if j == k {
-            0.0
-        } else {
-            inv_logit(eta - c[j - 1])
-        }
-    };
-    Ok(categorical((0..k).map(|j| cdf(j) - cdf(j + 1)), rng))
+    ordered_rng("ordered_logistic_rng", eta, c, inv_logit, rng)
 }
 
 /// `ordered_probit_rng(eta, c)`: as [`ordered_logistic_rng`] with Φ.
 pub fn ordered_probit_rng(eta: f64, c: &[f64], rng: &mut StreamRng) -> Result<i64, MathError> {
-    const F: &str = "ordered_probit_rng";
+    ordered_rng("ordered_probit_rng", eta, c, Phi, rng)
+}
+
+/// An ordinal draw with cut-points `c` and the inverse link `link` (a CDF): category `k` has
+/// probability `link(η − c_{k−1}) − link(η − c_k)`, with `c₀ = −∞` and `c_K = +∞`.
+fn ordered_rng(
+    function: &str,
+    eta: f64,
+    c: &[f64],
+    link: fn(f64) -> f64,
+    rng: &mut StreamRng,
+) -> Result<i64, MathError> {
     if !eta.is_finite() {
         return Err(err(
-            F,
+            function,
             format!("Location parameter is {eta}, but must be finite!"),
         ));
     }
-    check_ordered(F, c)?;
+    check_ordered(function, c)?;
     let k = c.len() + 1;
     let cdf = |j: usize| {
         if j == 0 {
@@ -93,7 +86,7 @@ pub fn ordered_probit_rng(eta: f64, c: &[f64], rng: &mut StreamRng) -> Result<i6
         } else if j == k {
             0.0
         } else {
-            Phi(eta - c[j - 1])
+            link(eta - c[j - 1])
         }
     };
     Ok(categorical((0..k).map(|j| cdf(j) - cdf(j + 1)), rng))
@@ -119,6 +112,16 @@ pub fn multinomial_rng(
     multinomial_draw(F, theta, n, out, rng)
 }
 
+fn check_trials(function: &str, n: i64) -> Result<(), MathError> {
+    if n < 0 {
+        return Err(err(
+            function,
+            format!("number of trials variables is {n}, but must be nonnegative!"),
+        ));
+    }
+    Ok(())
+}
+
 fn multinomial_draw(
     function: &str,
     theta: &[f64],
@@ -126,12 +129,7 @@ fn multinomial_draw(
     out: &mut [i64],
     rng: &mut StreamRng,
 ) -> Result<(), MathError> {
-    if n < 0 {
-        return Err(err(
-            function,
-            format!("number of trials variables is {n}, but must be nonnegative!"),
-        ));
-    }
+    check_trials(function, n)?;
     let mut mass_left = 1.0;
     let mut n_left = n;
     for k in 0..theta.len() {
@@ -192,12 +190,7 @@ pub fn dirichlet_multinomial_rng(
             ),
         ));
     }
-    if n < 0 {
-        return Err(err(
-            F,
-            format!("number of trials variables is {n}, but must be nonnegative!"),
-        ));
-    }
+    check_trials(F, n)?;
     if n == 0 {
         out[..alpha.len()].iter_mut().for_each(|v| *v = 0);
         return Ok(());
@@ -346,6 +339,26 @@ fn check_dof(function: &str, nu: f64, k: usize) -> Result<(), MathError> {
     Ok(())
 }
 
+/// The checks of the two `_cholesky_rng` Wishart forms: [`check_dof`], then a positive
+/// diagonal of the scale's Cholesky factor `ls`.
+fn check_dof_and_cholesky_scale(
+    function: &str,
+    nu: f64,
+    ls: &[f64],
+    k: usize,
+) -> Result<(), MathError> {
+    check_dof(function, nu, k)?;
+    for j in 0..k {
+        if !(ls[j + j * k] > 0.0) {
+            return Err(err(
+                function,
+                "Cholesky Scale matrix is not a valid Cholesky factor",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The Bartlett factor: lower-triangular `B` with `B_jj = √χ²(ν − j)` and standard normal
 /// entries below the diagonal (0-based j).
 fn bartlett(nu: f64, k: usize, b: &mut [f64], rng: &mut StreamRng) -> Result<(), MathError> {
@@ -370,15 +383,7 @@ pub fn wishart_cholesky_rng(
     rng: &mut StreamRng,
 ) -> Result<(), MathError> {
     const F: &str = "wishart_cholesky_rng";
-    check_dof(F, nu, k)?;
-    for j in 0..k {
-        if !(ls[j + j * k] > 0.0) {
-            return Err(err(
-                F,
-                "Cholesky Scale matrix is not a valid Cholesky factor",
-            ));
-        }
-    }
+    check_dof_and_cholesky_scale(F, nu, ls, k)?;
     let b = &mut ws[..k * k];
     bartlett(nu, k, b, rng)?;
     for j in 0..k {
@@ -448,28 +453,10 @@ pub fn inv_wishart_cholesky_rng(
     rng: &mut StreamRng,
 ) -> Result<(), MathError> {
     const F: &str = "inv_wishart_cholesky_rng";
-    check_dof(F, nu, k)?;
-    for j in 0..k {
-        if !(ls[j + j * k] > 0.0) {
-            return Err(err(
-                F,
-                "Cholesky Scale matrix is not a valid Cholesky factor",
-            ));
-        }
-    }
+    check_dof_and_cholesky_scale(F, nu, ls, k)?;
     let (s, rest) = ws[..7 * k * k].split_at_mut(k * k);
     let (w, inner) = rest.split_at_mut(k * k);
     multiply_lower_tri_self_transpose(ls, k, k, s);
     inv_wishart_rng(nu, s, k, w, inner, rng)?;
     cholesky_decompose(w, k, &mut out[..k * k]).map_err(|e| err(F, e.message))
-}
-
-fn symmetrise(a: &mut [f64], k: usize) {
-    for j in 0..k {
-        for i in (j + 1)..k {
-            let m = 0.5 * (a[i + j * k] + a[j + i * k]);
-            a[i + j * k] = m;
-            a[j + i * k] = m;
-        }
-    }
 }

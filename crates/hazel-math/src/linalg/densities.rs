@@ -10,8 +10,8 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 
 use super::{
-    check_symmetric, cholesky_lower_unchecked, solve_lower_in_place,
-    solve_lower_transpose_in_place, spd_inverse_from_cholesky, TOLERANCE,
+    add_scaled, add_scaled_spd_inverse, check_symmetric, cholesky_lower_unchecked,
+    solve_lower_in_place, solve_lower_transpose_in_place, spd_inverse_from_cholesky, TOLERANCE,
 };
 use crate::dist::{MathError, Terms};
 use crate::special::{digamma, lbeta, lgamma};
@@ -193,10 +193,7 @@ pub fn multi_normal_lpdf(
         }
         // Σ̄ = ½ Σ_o w wᵀ − ½ n_obs Σ⁻¹ with w = Σ⁻¹ (y − μ): the symmetric gradient.
         if terms.include(1 << 2) {
-            spd_inverse_from_cholesky(l, n, inv);
-            for (a, v) in sa[..n * n].iter_mut().zip(inv.iter()) {
-                *a -= 0.5 * n_obs as f64 * v;
-            }
+            add_scaled_spd_inverse(sa, l, n, -(0.5 * n_obs as f64), inv);
         }
         if terms.include(0b111) {
             let shared_mu = mu.len() == n;
@@ -385,10 +382,7 @@ pub fn lkj_corr_lpdf(
         lp += (eta - 1.0) * log_det;
         eta_grad += log_det;
         if let Some(oa) = omega_adj {
-            spd_inverse_from_cholesky(l, k, inv);
-            for (a, v) in oa[..k * k].iter_mut().zip(inv.iter()) {
-                *a += (eta - 1.0) * v;
-            }
+            add_scaled_spd_inverse(oa, l, k, eta - 1.0, inv);
         }
     }
     if let Some(e) = eta_adj {
@@ -951,10 +945,7 @@ pub fn multi_student_t_lpdf(
             return Ok(lp);
         }
         if terms.include(1 << 3) {
-            spd_inverse_from_cholesky(l, n, inv);
-            for (a, v) in sa[..n * n].iter_mut().zip(inv.iter()) {
-                *a -= 0.5 * n_obs as f64 * v;
-            }
+            add_scaled_spd_inverse(sa, l, n, -(0.5 * n_obs as f64), inv);
         }
         if terms.include(0b1111) {
             let shared_mu = mu.len() == n;
@@ -1030,10 +1021,7 @@ pub fn multi_normal_prec_lpdf(
     if terms.include(1 << 2) {
         lp += of * (0..n).map(|i| l[i + i * n].ln()).sum::<f64>();
         if let Some(oa) = omega_adj.as_deref_mut() {
-            spd_inverse_from_cholesky(l, n, inv);
-            for (a, v) in oa[..n * n].iter_mut().zip(inv.iter()) {
-                *a += 0.5 * of * v;
-            }
+            add_scaled_spd_inverse(oa, l, n, 0.5 * of, inv);
         }
     }
     if terms.include(0b111) {
@@ -1253,46 +1241,17 @@ pub fn wishart_lpdf(
         lp -= 0.5 * nu * logdet_s;
         d_nu -= 0.5 * logdet_s;
         if let Some(sa) = s_adj.as_deref_mut() {
-            for (a, v) in sa[..k * k].iter_mut().zip(s_inv.iter()) {
-                *a -= 0.5 * nu * v;
-            }
+            add_scaled(&mut sa[..k * k], s_inv, -(0.5 * nu));
         }
     }
     if terms.include(0b101) {
-        // tr(S⁻¹ W); ∂/∂W = S⁻¹, ∂/∂S = −S⁻¹ W S⁻¹.
-        let tr: f64 = (0..k)
-            .map(|i| (0..k).map(|j| s_inv[i + j * k] * w[j + i * k]).sum::<f64>())
-            .sum();
-        lp -= 0.5 * tr;
-        if let Some(wa) = w_adj.as_deref_mut() {
-            for (a, v) in wa[..k * k].iter_mut().zip(s_inv.iter()) {
-                *a -= 0.5 * v;
-            }
-        }
-        if let Some(sa) = &mut s_adj {
-            // t = S⁻¹ W S⁻¹
-            for j in 0..k {
-                for i in 0..k {
-                    let mut acc = 0.0;
-                    for a in 0..k {
-                        let sw: f64 = (0..k).map(|b| s_inv[i + b * k] * w[b + a * k]).sum();
-                        acc += sw * s_inv[a + j * k];
-                    }
-                    t[i + j * k] = acc;
-                }
-            }
-            for (a, v) in sa[..k * k].iter_mut().zip(t.iter()) {
-                *a += 0.5 * v;
-            }
-        }
+        lp -= 0.5 * trace_inverse_product(s_inv, w, k, w_adj.as_deref_mut(), s_adj, t);
     }
     if terms.include(0b011) && nu != kf + 1.0 {
         lp += 0.5 * (nu - kf - 1.0) * logdet_w;
         d_nu += 0.5 * logdet_w;
         if let Some(wa) = &mut w_adj {
-            for (a, v) in wa[..k * k].iter_mut().zip(w_inv.iter()) {
-                *a += 0.5 * (nu - kf - 1.0) * v;
-            }
+            add_scaled(&mut wa[..k * k], w_inv, 0.5 * (nu - kf - 1.0));
         }
     }
     if let Some(na) = nu_adj {
@@ -1338,51 +1297,57 @@ pub fn inv_wishart_lpdf(
         lp += 0.5 * nu * logdet_s - nu * kf * HALF_LOG_TWO;
         d_nu += 0.5 * logdet_s - kf * HALF_LOG_TWO;
         if let Some(sa) = s_adj.as_deref_mut() {
-            for (a, v) in sa[..k * k].iter_mut().zip(s_inv.iter()) {
-                *a += 0.5 * nu * v;
-            }
+            add_scaled(&mut sa[..k * k], s_inv, 0.5 * nu);
         }
     }
     if terms.include(0b111) {
         lp -= 0.5 * (nu + kf + 1.0) * logdet_w;
         d_nu -= 0.5 * logdet_w;
         if let Some(wa) = w_adj.as_deref_mut() {
-            for (a, v) in wa[..k * k].iter_mut().zip(w_inv.iter()) {
-                *a -= 0.5 * (nu + kf + 1.0) * v;
-            }
+            add_scaled(&mut wa[..k * k], w_inv, -(0.5 * (nu + kf + 1.0)));
         }
     }
     if terms.include(0b101) {
-        // tr(W⁻¹ S); ∂/∂S = W⁻¹, ∂/∂W = −W⁻¹ S W⁻¹.
-        let tr: f64 = (0..k)
-            .map(|i| (0..k).map(|j| w_inv[i + j * k] * s[j + i * k]).sum::<f64>())
-            .sum();
-        lp -= 0.5 * tr;
-        if let Some(sa) = &mut s_adj {
-            for (a, v) in sa[..k * k].iter_mut().zip(w_inv.iter()) {
-                *a -= 0.5 * v;
-            }
-        }
-        if let Some(wa) = &mut w_adj {
-            for j in 0..k {
-                for i in 0..k {
-                    let mut acc = 0.0;
-                    for a in 0..k {
-                        let ws_: f64 = (0..k).map(|b| w_inv[i + b * k] * s[b + a * k]).sum();
-                        acc += ws_ * w_inv[a + j * k];
-                    }
-                    t[i + j * k] = acc;
-                }
-            }
-            for (a, v) in wa[..k * k].iter_mut().zip(t.iter()) {
-                *a += 0.5 * v;
-            }
-        }
+        lp -= 0.5 * trace_inverse_product(w_inv, s, k, s_adj, w_adj, t);
     }
     if let Some(na) = nu_adj {
         *na += d_nu;
     }
     Ok(lp)
+}
+
+/// `tr(P⁻¹ Q)` for `k × k` matrices, given the symmetric `P⁻¹` as `p_inv`, adding the adjoints
+/// of `−½ tr(P⁻¹ Q)`: `Q̄ −= ½ P⁻¹` and `P̄ += ½ P⁻¹ Q P⁻¹` (the product built in `t`, `k²`
+/// entries). The trace of both [`wishart_lpdf`] (`tr(S⁻¹ W)`) and [`inv_wishart_lpdf`]
+/// (`tr(W⁻¹ S)`).
+fn trace_inverse_product(
+    p_inv: &[f64],
+    q: &[f64],
+    k: usize,
+    q_adj: Option<&mut [f64]>,
+    p_adj: Option<&mut [f64]>,
+    t: &mut [f64],
+) -> f64 {
+    let tr: f64 = (0..k)
+        .map(|i| (0..k).map(|j| p_inv[i + j * k] * q[j + i * k]).sum::<f64>())
+        .sum();
+    if let Some(qa) = q_adj {
+        add_scaled(&mut qa[..k * k], p_inv, -0.5);
+    }
+    if let Some(pa) = p_adj {
+        for j in 0..k {
+            for i in 0..k {
+                let mut acc = 0.0;
+                for a in 0..k {
+                    let pq: f64 = (0..k).map(|b| p_inv[i + b * k] * q[b + a * k]).sum();
+                    acc += pq * p_inv[a + j * k];
+                }
+                t[i + j * k] = acc;
+            }
+        }
+        add_scaled(&mut pa[..k * k], t, 0.5);
+    }
+    tr
 }
 
 /// `a = L⁻¹ B` for lower-triangular `L` and `B` (both `k × k`), into `a`.
@@ -1445,6 +1410,17 @@ fn half_frobenius(
     -0.5 * v
 }
 
+/// `k log 2 (1 − ν/2) − log Γ_k(ν/2)` and its `ν`-derivative: the constant of both
+/// [`wishart_cholesky_lpdf`] and [`inv_wishart_cholesky_lpdf`].
+fn wishart_cholesky_log_constant(k: usize, nu: f64) -> (f64, f64) {
+    let kf = k as f64;
+    let (lm, dlm) = lmgamma(k, 0.5 * nu);
+    (
+        kf * std::f64::consts::LN_2 * (1.0 - 0.5 * nu) - lm,
+        -0.5 * kf * std::f64::consts::LN_2 - 0.5 * dlm,
+    )
+}
+
 /// `wishart_cholesky_lpdf(L_W | nu, L_S)`: the density of the Cholesky factor of a Wishart
 /// matrix, `k log 2 (1 − ν/2) − log Γ_k(ν/2) + Σ_i [−½‖(L_S⁻¹L_W)_{i·}‖² − ν log L_S,ii
 /// + (ν − i − 1) log L_W,ii]` (0-based i). Terms (L_W = 0, nu = 1, L_S = 2): the first two
@@ -1464,13 +1440,12 @@ pub fn wishart_cholesky_lpdf(
     check_dof_greater(F, nu, k)?;
     check_cholesky_factor(F, "random variable", lw, k)?;
     check_cholesky_factor(F, "scale parameter", ls, k)?;
-    let kf = k as f64;
     let mut lp = 0.0;
     let mut d_nu = 0.0;
     if terms.include(1 << 1) {
-        let (lm, dlm) = lmgamma(k, 0.5 * nu);
-        lp += kf * std::f64::consts::LN_2 * (1.0 - 0.5 * nu) - lm;
-        d_nu += -0.5 * kf * std::f64::consts::LN_2 - 0.5 * dlm;
+        let (c, dc) = wishart_cholesky_log_constant(k, nu);
+        lp += c;
+        d_nu += dc;
     }
     if terms.include(0b111) {
         let (mut lw_adj, mut ls_adj) = (lw_adj, ls_adj);
@@ -1511,13 +1486,12 @@ pub fn inv_wishart_cholesky_lpdf(
     check_dof_greater(F, nu, k)?;
     check_cholesky_factor(F, "Cholesky random variable", lw, k)?;
     check_cholesky_factor(F, "Cholesky Scale matrix", ls, k)?;
-    let kf = k as f64;
     let mut lp = 0.0;
     let mut d_nu = 0.0;
     if terms.include(1 << 1) {
-        let (lm, dlm) = lmgamma(k, 0.5 * nu);
-        lp += kf * std::f64::consts::LN_2 * (1.0 - 0.5 * nu) - lm;
-        d_nu += -0.5 * kf * std::f64::consts::LN_2 - 0.5 * dlm;
+        let (c, dc) = wishart_cholesky_log_constant(k, nu);
+        lp += c;
+        d_nu += dc;
     }
     if terms.include(0b111) {
         let (mut lw_adj, mut ls_adj) = (lw_adj, ls_adj);
@@ -1684,10 +1658,7 @@ pub fn multi_gp_lpdf(
             return Ok(lp);
         }
         if terms.include(1 << 1) {
-            spd_inverse_from_cholesky(l, n, inv);
-            for (a, v) in sa[..n * n].iter_mut().zip(inv.iter()) {
-                *a -= 0.5 * m as f64 * v;
-            }
+            add_scaled_spd_inverse(sa, l, n, -(0.5 * m as f64), inv);
         }
         if terms.include(0b111) {
             let v = &mut inner[..n];

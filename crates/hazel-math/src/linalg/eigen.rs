@@ -14,7 +14,7 @@
 //! (infinite for repeated eigenvalues, where the eigenvectors are not differentiable).
 //! `matrix_exp`: `Ā` is the upper-right block of `exp([[Aᵀ, Ḡ], [0, Aᵀ]])` (Najfeld & Havel).
 
-use super::{check_symmetric, multiply, solve::lu_factor, solve::lu_solve};
+use super::{check_symmetric, multiply, set_identity, solve::lu_factor, solve::lu_solve};
 use crate::dist::MathError;
 
 /// Sweeps of the cyclic Jacobi method before giving up (convergence is quadratic; a few
@@ -39,11 +39,7 @@ pub fn eigen_sym(
     let w = &mut ws[..n * n];
     w.copy_from_slice(&a[..n * n]);
     let v = &mut vectors[..n * n];
-    for j in 0..n {
-        for i in 0..n {
-            v[i + j * n] = if i == j { 1.0 } else { 0.0 };
-        }
-    }
+    set_identity(v, n);
     for _ in 0..MAX_SWEEPS {
         let mut off = 0.0;
         let mut diag = 0.0;
@@ -64,19 +60,8 @@ pub fn eigen_sym(
                 }
                 // Rotation J (J_pp = J_qq = c, J_pq = s, J_qp = −s) with (Jᵀ W J)_pq = 0.
                 let theta = (w[q + q * n] - w[p + p * n]) / (2.0 * apq);
-                let t = if theta >= 0.0 {
-                    1.0 / (theta + (theta * theta + 1.0).sqrt())
-                } else {
-                    -1.0 / (-theta + (theta * theta + 1.0).sqrt())
-                };
-                let t = if theta.is_finite() { t } else { 0.0 };
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let s = t * c;
-                for k in 0..n {
-                    let (x, y) = (w[k + p * n], w[k + q * n]);
-                    w[k + p * n] = c * x - s * y;
-                    w[k + q * n] = s * x + c * y;
-                }
+                let (c, s) = jacobi_rotation(theta);
+                rotate_columns(w, n, p, q, c, s);
                 for k in 0..n {
                     let (x, y) = (w[p + k * n], w[q + k * n]);
                     w[p + k * n] = c * x - s * y;
@@ -84,11 +69,7 @@ pub fn eigen_sym(
                 }
                 w[p + q * n] = 0.0;
                 w[q + p * n] = 0.0;
-                for k in 0..n {
-                    let (x, y) = (v[k + p * n], v[k + q * n]);
-                    v[k + p * n] = c * x - s * y;
-                    v[k + q * n] = s * x + c * y;
-                }
+                rotate_columns(v, n, p, q, c, s);
             }
         }
     }
@@ -309,4 +290,28 @@ pub fn matrix_exp_adjoint(
         }
     }
     Ok(())
+}
+
+/// The Jacobi rotation `(cos, sin)` that zeroes the off-diagonal entry of a symmetric 2 × 2
+/// block with `θ = (a_qq − a_pp) / (2 a_pq)`: `t = sign(θ) / (|θ| + √(θ² + 1))` (the smaller
+/// root, 0 when θ overflows), `c = 1/√(t² + 1)`, `s = t c`.
+pub(super) fn jacobi_rotation(theta: f64) -> (f64, f64) {
+    let t = if theta >= 0.0 {
+        1.0 / (theta + (theta * theta + 1.0).sqrt())
+    } else {
+        -1.0 / (-theta + (theta * theta + 1.0).sqrt())
+    };
+    let t = if theta.is_finite() { t } else { 0.0 };
+    let c = 1.0 / (t * t + 1.0).sqrt();
+    (c, t * c)
+}
+
+/// Columns `p` and `q` of the column-major `a` (`rows` rows) become `c a_p − s a_q` and
+/// `s a_p + c a_q`.
+pub(super) fn rotate_columns(a: &mut [f64], rows: usize, p: usize, q: usize, c: f64, s: f64) {
+    for k in 0..rows {
+        let (x, y) = (a[k + p * rows], a[k + q * rows]);
+        a[k + p * rows] = c * x - s * y;
+        a[k + q * rows] = s * x + c * y;
+    }
 }

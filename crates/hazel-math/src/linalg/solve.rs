@@ -13,8 +13,8 @@
 //! (symmetric-pair) gradient, as the rest of this module does.
 
 use super::{
-    check_symmetric, cholesky_lower_unchecked, lu_in_place_with, solve_lower_in_place,
-    solve_lower_transpose_in_place,
+    add_scaled, check_symmetric, cholesky_lower_unchecked, lu_in_place_with, lu_substitute,
+    set_identity, solve_lower_in_place, solve_lower_transpose_in_place,
 };
 use crate::dist::MathError;
 
@@ -48,20 +48,7 @@ pub fn lu_solve(f: &[f64], n: usize, b: &mut [f64], m: usize) {
         for (k, &p) in piv.iter().enumerate() {
             col.swap(k, p as usize);
         }
-        for i in 0..n {
-            let mut s = col[i];
-            for k in 0..i {
-                s -= lu[i + k * n] * col[k];
-            }
-            col[i] = s;
-        }
-        for i in (0..n).rev() {
-            let mut s = col[i];
-            for k in (i + 1)..n {
-                s -= lu[i + k * n] * col[k];
-            }
-            col[i] = s / lu[i + i * n];
-        }
+        lu_substitute(lu, n, col);
     }
 }
 
@@ -176,9 +163,7 @@ pub fn mdivide_left_adjoint(
     bbar.copy_from_slice(&x_adj[..n * m]);
     kind.solve_transpose(f, n, bbar, m);
     if let Some(ba) = b_adj {
-        for (d, v) in ba.iter_mut().zip(bbar.iter()) {
-            *d += v;
-        }
+        add_scaled(ba, bbar, 1.0);
     }
     if let Some(aa) = a_adj {
         for j in 0..n {
@@ -252,9 +237,7 @@ pub fn mdivide_right_adjoint(
         }
     }
     if let Some(ba) = b_adj {
-        for (d, v) in ba.iter_mut().zip(bbar.iter()) {
-            *d += v;
-        }
+        add_scaled(ba, bbar, 1.0);
     }
     if let Some(aa) = a_adj {
         // Ā[i, j] −= Σ_r X[r, i] B̄[r, j].
@@ -301,15 +284,9 @@ pub fn add_scaled_inverse_transpose(
     tmp: &mut [f64],
 ) {
     let it = &mut tmp[..n * n];
-    for j in 0..n {
-        for i in 0..n {
-            it[i + j * n] = if i == j { 1.0 } else { 0.0 };
-        }
-    }
+    set_identity(it, n);
     kind.solve_transpose(f, n, it, n);
-    for (d, v) in a_adj[..n * n].iter_mut().zip(it.iter()) {
-        *d += scale * v;
-    }
+    add_scaled(&mut a_adj[..n * n], it, scale);
 }
 
 /// `log|det A|` from an LU factorisation into `f`; errors for a singular matrix.

@@ -10,6 +10,8 @@
 //! `Ā += U [diag(σ̄) + (F ∘ (UᵀŪ − ŪᵀU)) Σ + Σ (F ∘ (VᵀV̄ − V̄ᵀV))] Vᵀ
 //!      + (I − UUᵀ) Ū Σ⁻¹ Vᵀ + U Σ⁻¹ V̄ᵀ (I − VVᵀ)`.
 
+use super::eigen::{jacobi_rotation, rotate_columns};
+use super::set_identity;
 use crate::dist::MathError;
 
 const MAX_SWEEPS: usize = 60;
@@ -50,11 +52,7 @@ pub fn svd(
             w[r + c * p] = if tall { a[r + c * m] } else { a[c + r * m] };
         }
     }
-    for c in 0..q {
-        for r in 0..q {
-            j[r + c * q] = if r == c { 1.0 } else { 0.0 };
-        }
-    }
+    set_identity(j, q);
     for _ in 0..MAX_SWEEPS {
         let mut rotated = false;
         for ci in 0..q {
@@ -71,24 +69,9 @@ pub fn svd(
                 }
                 rotated = true;
                 let zeta = (beta - alpha) / (2.0 * gamma);
-                let t = if zeta >= 0.0 {
-                    1.0 / (zeta + (1.0 + zeta * zeta).sqrt())
-                } else {
-                    -1.0 / (-zeta + (1.0 + zeta * zeta).sqrt())
-                };
-                let t = if zeta.is_finite() { t } else { 0.0 };
-                let c = 1.0 / (1.0 + t * t).sqrt();
-                let s = c * t;
-                for r in 0..p {
-                    let (x, y) = (w[r + ci * p], w[r + cj * p]);
-                    w[r + ci * p] = c * x - s * y;
-                    w[r + cj * p] = s * x + c * y;
-                }
-                for r in 0..q {
-                    let (x, y) = (j[r + ci * q], j[r + cj * q]);
-                    j[r + ci * q] = c * x - s * y;
-                    j[r + cj * q] = s * x + c * y;
-                }
+                let (c, s) = jacobi_rotation(zeta);
+                rotate_columns(w, p, ci, cj, c, s);
+                rotate_columns(j, q, ci, cj, c, s);
             }
         }
         if !rotated {
