@@ -7,8 +7,8 @@
 //! Used by Laplace (the covariance at the mode) and by Newton's method. A Hessian by automatic
 //! differentiation would need second-order AD, which the log density interface does not offer.
 
-use hazel_math::linalg::symmetrise;
 use hazel_density::EvalError;
+use hazel_math::linalg::symmetrise;
 
 /// The relative finite-difference step, `ε^{1/5}`.
 pub(crate) fn step_scale() -> f64 {
