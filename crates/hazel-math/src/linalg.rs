@@ -280,13 +280,24 @@ pub fn mdivide_left_tri_low_adjoint(
 pub fn mdivide_right_tri_low(b: &[f64], m: usize, l: &[f64], n: usize, out: &mut [f64]) {
     // X L = B ⇔ Lᵀ Xᵀ = Bᵀ: solve row by row, columns of X from last to first.
     out[..m * n].copy_from_slice(&b[..m * n]);
+    solve_rows_upper_in_place(out, m, n, |j, k| l[k + j * n]);
+}
+
+/// Solves `X Uᵀ = B` in place in `b` (`m × n`): each row `x` solves `U xᵀ = bᵀ` by back
+/// substitution, for the upper-triangular `n × n` `U` whose entry `(j, k)` is `u(j, k)`.
+pub(crate) fn solve_rows_upper_in_place(
+    b: &mut [f64],
+    m: usize,
+    n: usize,
+    u: impl Fn(usize, usize) -> f64,
+) {
     for r in 0..m {
         for j in (0..n).rev() {
-            let mut s = out[r + j * m];
+            let mut s = b[r + j * m];
             for k in (j + 1)..n {
-                s -= out[r + k * m] * l[k + j * n];
+                s -= b[r + k * m] * u(j, k);
             }
-            out[r + j * m] = s / l[j + j * n];
+            b[r + j * m] = s / u(j, j);
         }
     }
 }

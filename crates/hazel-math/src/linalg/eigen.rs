@@ -217,28 +217,13 @@ pub fn matrix_exp(a: &[f64], n: usize, out: &mut [f64], ws: &mut [f64]) -> Resul
     let b = &PADE13;
     // U = X [X6 (b13 X6 + b11 X4 + b9 X2) + b7 X6 + b5 X4 + b3 X2 + b1 I]
     // V =    X6 (b12 X6 + b10 X4 + b8 X2) + b6 X6 + b4 X4 + b2 X2 + b0 I
-    for k in 0..nn {
-        out[k] = b[13] * x6[k] + b[11] * x4[k] + b[9] * x2[k];
-    }
-    multiply(x6, n, n, out, n, u);
-    for k in 0..nn {
-        u[k] += b[7] * x6[k] + b[5] * x4[k] + b[3] * x2[k];
-    }
-    for i in 0..n {
-        u[i + i * n] += b[1];
-    }
+    let powers = [x2 as &[f64], x4, x6];
+    let odd = [b[13], b[11], b[9], b[7], b[5], b[3], b[1]];
+    pade13_polynomial(&odd, powers, n, &mut out[..nn], u);
     multiply(x, n, n, u, n, out);
     u.copy_from_slice(&out[..nn]);
-    for k in 0..nn {
-        out[k] = b[12] * x6[k] + b[10] * x4[k] + b[8] * x2[k];
-    }
-    multiply(x6, n, n, out, n, vv);
-    for k in 0..nn {
-        vv[k] += b[6] * x6[k] + b[4] * x4[k] + b[2] * x2[k];
-    }
-    for i in 0..n {
-        vv[i + i * n] += b[0];
-    }
+    let even = [b[12], b[10], b[8], b[6], b[4], b[2], b[0]];
+    pade13_polynomial(&even, powers, n, &mut out[..nn], vv);
     // (V − U) R = V + U.
     for k in 0..nn {
         let (p, q) = (vv[k], u[k]);
@@ -252,6 +237,29 @@ pub fn matrix_exp(a: &[f64], n: usize, out: &mut [f64], ws: &mut [f64]) -> Resul
         multiply(x, n, n, x, n, out);
     }
     Ok(())
+}
+
+/// `X6 (c₀ X6 + c₁ X4 + c₂ X2) + c₃ X6 + c₄ X4 + c₅ X2 + c₆ I` into `dest` (`tmp`, `n²`, is
+/// scratch), with `powers = [X2, X4, X6]`: the polynomial in both halves of the degree-13 Padé
+/// approximant (U's without its final factor X, with the odd coefficients; V's with the even).
+fn pade13_polynomial(
+    c: &[f64; 7],
+    powers: [&[f64]; 3],
+    n: usize,
+    tmp: &mut [f64],
+    dest: &mut [f64],
+) {
+    let [x2, x4, x6] = powers;
+    for k in 0..n * n {
+        tmp[k] = c[0] * x6[k] + c[1] * x4[k] + c[2] * x2[k];
+    }
+    multiply(x6, n, n, tmp, n, dest);
+    for k in 0..n * n {
+        dest[k] += c[3] * x6[k] + c[4] * x4[k] + c[5] * x2[k];
+    }
+    for i in 0..n {
+        dest[i + i * n] += c[6];
+    }
 }
 
 /// Workspace [`matrix_exp_adjoint`] needs for an `n × n` matrix.

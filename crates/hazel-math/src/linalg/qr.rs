@@ -11,6 +11,7 @@
 //! `Ā += (Q̄ + Q copyltu(R R̄ᵀ − Q̄ᵀ Q)) R⁻ᵀ`; for `m < n`, `A = [A₁ A₂]`, `R = [R₁ R₂]`:
 //! `Ā₂ += Q R̄₂` and `Ā₁` is the square rule with `Q̄ + A₂ R̄₂ᵀ` in place of `Q̄`.
 
+use super::solve_rows_upper_in_place;
 use crate::dist::MathError;
 
 /// Workspace [`qr`] needs for an `m × n` matrix.
@@ -23,6 +24,28 @@ pub fn qr_workspace_len(m: usize, n: usize) -> usize {
 pub fn qr_thin_adjoint_workspace_len(m: usize, n: usize) -> usize {
     let k = m.min(n);
     k * k + 2 * m * k
+}
+
+/// Applies the reflection `I − τ v vᵀ` (`v` zero above row `j`) to the columns `cols` of the
+/// column-major `a` (`m` rows): each column `x` becomes `x − τ (vᵀx) v`.
+fn reflect_columns(
+    v: &[f64],
+    tau: f64,
+    j: usize,
+    a: &mut [f64],
+    m: usize,
+    cols: std::ops::Range<usize>,
+) {
+    for c in cols {
+        let mut s = 0.0;
+        for i in j..m {
+            s += v[i] * a[i + c * m];
+        }
+        s *= tau;
+        for i in j..m {
+            a[i + c * m] -= s * v[i];
+        }
+    }
 }
 
 /// Householder QR of the `m × n` matrix `a`: `q` receives `m × qcols` (`qcols` = k for the thin
@@ -67,16 +90,7 @@ pub fn qr(
         v[j] -= alpha;
         let vtv: f64 = v[j..].iter().map(|x| x * x).sum();
         tau[j] = if vtv > 0.0 { 2.0 / vtv } else { 0.0 };
-        for c in j..n {
-            let mut s = 0.0;
-            for i in j..m {
-                s += v[i] * w[i + c * m];
-            }
-            s *= tau[j];
-            for i in j..m {
-                w[i + c * m] -= s * v[i];
-            }
-        }
+        reflect_columns(v, tau[j], j, w, m, j..n);
     }
     // R: the upper triangle of w (rows beyond k are zero).
     for c in 0..n {
@@ -92,16 +106,7 @@ pub fn qr(
     }
     for j in (0..k).rev() {
         let v = &vs[j * m..(j + 1) * m];
-        for c in 0..qcols {
-            let mut s = 0.0;
-            for i in j..m {
-                s += v[i] * q[i + c * m];
-            }
-            s *= tau[j];
-            for i in j..m {
-                q[i + c * m] -= s * v[i];
-            }
-        }
+        reflect_columns(v, tau[j], j, q, m, 0..qcols);
     }
     for i in 0..k {
         if r[i + i * rrows] < 0.0 {
@@ -186,14 +191,8 @@ pub fn qr_thin_adjoint(
         }
     }
     // Ā₁ += B R₁⁻ᵀ: each row x of the result solves R₁ xᵀ = (row of B)ᵀ (back substitution).
+    solve_rows_upper_in_place(b, m, k, |c, l| r[c + l * k]);
     for i in 0..m {
-        for c in (0..k).rev() {
-            let mut s = b[i + c * m];
-            for l in (c + 1)..k {
-                s -= r[c + l * k] * b[i + l * m];
-            }
-            b[i + c * m] = s / r[c + c * k];
-        }
         for c in 0..k {
             a_adj[i + c * m] += b[i + c * m];
         }
