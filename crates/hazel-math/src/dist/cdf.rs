@@ -35,6 +35,8 @@ fn location_scale(z: f64, sigma: f64, value: f64, dz: f64, grad: &mut [f64]) -> 
     value
 }
 
+/// The checks and `z = (y − μ)/σ` of normal's cdfs: [`location_scale_args`]'s, except that σ
+/// may be infinite (Stan's `normal_lcdf` checks it only positive).
 fn normal_args(
     function: &'static str,
     args: &[f64],
@@ -113,29 +115,16 @@ fn cauchy_log_cdf(z: f64) -> (f64, f64) {
     }
 }
 
-fn cauchy_args(
-    function: &'static str,
-    args: &[f64],
-    grad: &[f64],
-) -> Result<(f64, f64), MathError> {
-    let check = Check { function };
-    let [y, mu, sigma] = check.args(args, grad)?;
-    check.not_nan("Random variable", y)?;
-    check.finite("Location parameter", mu)?;
-    check.positive_finite("Scale parameter", sigma)?;
-    Ok(((y - mu) / sigma, sigma))
-}
-
 /// cauchy_lcdf(y | mu, sigma)
 pub fn cauchy_lcdf(args: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
-    let (z, sigma) = cauchy_args("cauchy_lcdf", args, grad)?;
+    let (z, sigma) = location_scale_args("cauchy_lcdf", args, grad, false)?;
     let (value, dz) = cauchy_log_cdf(z);
     Ok(location_scale(z, sigma, value, dz, grad))
 }
 
 /// cauchy_lccdf(y | mu, sigma)
 pub fn cauchy_lccdf(args: &[f64], grad: &mut [f64]) -> Result<f64, MathError> {
-    let (z, sigma) = cauchy_args("cauchy_lccdf", args, grad)?;
+    let (z, sigma) = location_scale_args("cauchy_lccdf", args, grad, false)?;
     let (value, dz) = cauchy_log_cdf(-z);
     Ok(location_scale(z, sigma, value, -dz, grad))
 }
@@ -384,6 +373,8 @@ fn pareto_type_2_cdfs(
 }
 cdf_pair!(pareto_type_2_lcdf, pareto_type_2_lccdf, pareto_type_2_cdfs);
 
+/// A location-scale family's checks (the variate finite when `y_finite`, else not NaN; μ
+/// finite; σ positive and finite) and its `z = (y − μ)/σ` with σ.
 fn location_scale_args(
     function: &'static str,
     args: &[f64],

@@ -189,32 +189,8 @@ pub fn svd_adjoint(
         }
     }
     // T_U = (Ū − U UᵀŪ) Σ⁻¹ (m × k) and T_V = (V̄ − V VᵀV̄) Σ⁻¹ (n × k).
-    for c in 0..k {
-        for r in 0..m {
-            tu[r + c * m] = match u_adj {
-                Some(ub) => {
-                    let mut x = ub[r + c * m];
-                    for l in 0..k {
-                        x -= u[r + l * m] * utu[l + c * k];
-                    }
-                    x / sigma[c]
-                }
-                None => 0.0,
-            };
-        }
-        for r in 0..n {
-            tv[r + c * n] = match v_adj {
-                Some(vb) => {
-                    let mut x = vb[r + c * n];
-                    for l in 0..k {
-                        x -= v[r + l * n] * vtv[l + c * k];
-                    }
-                    x / sigma[c]
-                }
-                None => 0.0,
-            };
-        }
-    }
+    complement_over_sigma(u_adj, u, utu, sigma, m, k, tu);
+    complement_over_sigma(v_adj, v, vtv, sigma, n, k, tv);
     // Ā += (U inner + T_U) Vᵀ + U T_Vᵀ.
     for jx in 0..n {
         for ix in 0..m {
@@ -227,6 +203,33 @@ pub fn svd_adjoint(
                 x += ui * v[jx + c * n] + u[ix + c * m] * tv[jx + c * n];
             }
             a_adj[ix + jx * m] += x;
+        }
+    }
+}
+
+/// `T = (Ā − A (AᵀĀ)) Σ⁻¹` (`rows × k`) for the orthonormal columns `A` with `ata = AᵀĀ`; 0
+/// without `Ā`. The `T_U` and `T_V` of [`svd_adjoint`].
+fn complement_over_sigma(
+    a_adj: Option<&[f64]>,
+    a: &[f64],
+    ata: &[f64],
+    sigma: &[f64],
+    rows: usize,
+    k: usize,
+    out: &mut [f64],
+) {
+    for c in 0..k {
+        for r in 0..rows {
+            out[r + c * rows] = match a_adj {
+                Some(b) => {
+                    let mut x = b[r + c * rows];
+                    for l in 0..k {
+                        x -= a[r + l * rows] * ata[l + c * k];
+                    }
+                    x / sigma[c]
+                }
+                None => 0.0,
+            };
         }
     }
 }

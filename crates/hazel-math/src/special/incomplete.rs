@@ -278,71 +278,52 @@ pub fn gamma_q(a: f64, x: f64) -> f64 {
 
 /// P(a, x) with ∂P/∂a and ∂P/∂x.
 pub(crate) fn gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
-    match gamma_logs_full(a, x) {
-        None => IncGammaGrad {
-            value: f64::NAN,
-            da: f64::NAN,
-            dx: f64::NAN,
-        },
-        Some((pair, dlog_p_dx, _)) => {
-            let value = pair.log_lower.exp();
-            IncGammaGrad {
-                value,
-                da: value * pair.dlog_lower.0,
-                dx: value * dlog_p_dx,
-            }
-        }
-    }
+    inc_gamma_grad(a, x, false, false)
 }
 
 /// Q(a, x) with ∂Q/∂a and ∂Q/∂x.
 pub(crate) fn gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
-    match gamma_logs_full(a, x) {
-        None => IncGammaGrad {
-            value: f64::NAN,
-            da: f64::NAN,
-            dx: f64::NAN,
-        },
-        Some((pair, _, dlog_q_dx)) => {
-            let value = pair.log_upper.exp();
-            IncGammaGrad {
-                value,
-                da: value * pair.dlog_upper.0,
-                dx: value * dlog_q_dx,
-            }
-        }
-    }
+    inc_gamma_grad(a, x, true, false)
 }
 
 /// log P(a, x) with its derivatives (∂/∂a, ∂/∂x); accurate when P underflows.
 pub(crate) fn log_gamma_p_grad(a: f64, x: f64) -> IncGammaGrad {
-    match gamma_logs_full(a, x) {
-        None => IncGammaGrad {
-            value: f64::NAN,
-            da: f64::NAN,
-            dx: f64::NAN,
-        },
-        Some((pair, dlog_p_dx, _)) => IncGammaGrad {
-            value: pair.log_lower,
-            da: pair.dlog_lower.0,
-            dx: dlog_p_dx,
-        },
-    }
+    inc_gamma_grad(a, x, false, true)
 }
 
 /// log Q(a, x) with its derivatives (∂/∂a, ∂/∂x); accurate when Q underflows.
 pub(crate) fn log_gamma_q_grad(a: f64, x: f64) -> IncGammaGrad {
-    match gamma_logs_full(a, x) {
-        None => IncGammaGrad {
+    inc_gamma_grad(a, x, true, true)
+}
+
+/// P(a, x) (Q when `upper`), or its log when `log`, with the derivatives in `a` and `x`, from
+/// [`gamma_logs_full`]'s logs (NaN everywhere outside its domain).
+fn inc_gamma_grad(a: f64, x: f64, upper: bool, log: bool) -> IncGammaGrad {
+    let Some((pair, dlog_p_dx, dlog_q_dx)) = gamma_logs_full(a, x) else {
+        return IncGammaGrad {
             value: f64::NAN,
             da: f64::NAN,
             dx: f64::NAN,
-        },
-        Some((pair, _, dlog_q_dx)) => IncGammaGrad {
-            value: pair.log_upper,
-            da: pair.dlog_upper.0,
-            dx: dlog_q_dx,
-        },
+        };
+    };
+    let (log_value, dlog_da, dlog_dx) = if upper {
+        (pair.log_upper, pair.dlog_upper.0, dlog_q_dx)
+    } else {
+        (pair.log_lower, pair.dlog_lower.0, dlog_p_dx)
+    };
+    if log {
+        IncGammaGrad {
+            value: log_value,
+            da: dlog_da,
+            dx: dlog_dx,
+        }
+    } else {
+        let value = log_value.exp();
+        IncGammaGrad {
+            value,
+            da: value * dlog_da,
+            dx: value * dlog_dx,
+        }
     }
 }
 
