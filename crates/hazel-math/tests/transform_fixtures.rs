@@ -163,3 +163,17 @@ fn transforms_match_stanli() {
         }
     }
 }
+
+/// `cov_matrix_unconstrain` factors Σ as Eigen's LLT (Stan's `cov_matrix_free`) does: an
+/// infinite diagonal entry is an infinite pivot, accepted (its log is +∞), where the
+/// Cholesky of the densities and `cholesky_decompose` refuse it.
+#[test]
+fn cov_matrix_unconstrain_accepts_an_infinite_pivot() {
+    let sigma = [f64::INFINITY, 0.5, 0.5, 2.0];
+    let mut unc = [0.0; 3];
+    cov_matrix_unconstrain(&sigma, 2, &mut unc).expect("an infinite pivot is accepted");
+    assert_eq!(unc[0], f64::INFINITY);
+    assert!(unc[1..].iter().all(|u| u.is_finite()), "{unc:?}");
+    let mut l = [0.0; 4];
+    assert!(hazel_math::linalg::cholesky_decompose(&sigma, 2, &mut l).is_err());
+}
