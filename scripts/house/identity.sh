@@ -31,6 +31,8 @@ run() {
     bin=$(realpath "$1")
     out=$(realpath -m "$2")
     mkdir -p "$out"/sample "$out"/method "$out"/density "$out"/syntax
+    echo "$ROOT" >"$out"/.root
+    echo "$DB" >"$out"/.db
     cd "$ROOT"
     for model in examples/*/model.stan; do
         local ex
@@ -96,11 +98,16 @@ normalized() {
     cp -r "$from" "$to"
     # A run's lock file holds its process id.
     find "$to" -name .hazel.lock -delete
+    # The checkout and the posteriordb folder a run used (the CSVs record the working
+    # directory and data paths), so that two checkouts of the same code compare equal.
+    local root="" db=""
+    [ -f "$to/.root" ] && root=$(cat "$to/.root") && rm "$to/.root"
+    [ -f "$to/.db" ] && db=$(cat "$to/.db") && rm "$to/.db"
     # Wall-clock lines of the CSVs (CmdStan's `Elapsed Time`, Pathfinder's PSIS time), a
     # checkpoint's seconds, and its CSV byte count (which the width of those lines changes;
     # the CSVs themselves are compared).
     find "$to" -type f | while read -r file; do
-        sed -i -E -e "s|$from|OUT|g" -e '/^#.*[0-9] seconds \([A-Za-z -]+\)$/d' \
+        sed -i -E -e "s|$from|OUT|g" ${db:+-e "s|$db|DB|g"} ${root:+-e "s|$root|ROOT|g"} -e '/^#.*[0-9] seconds \([A-Za-z -]+\)$/d' \
             -e 's/"(warmup|sampling)_secs":[0-9.e+-]+/"\1_secs":T/g' \
             -e 's/"csv_bytes":[0-9]+/"csv_bytes":N/' "$file"
     done
