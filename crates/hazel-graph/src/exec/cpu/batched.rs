@@ -156,26 +156,54 @@ impl BatchedCpu {
     }
 }
 
+/// `out = M v` with a constant `M` and a varying `v`, the op the batched matvec rules take.
+struct ConstMatVec<'c> {
+    /// `M`'s values, column-major.
+    m: &'c [f64],
+    /// Offsets of `v` and `out` in a lane's values.
+    v0: usize,
+    o0: usize,
+    rows: usize,
+    cols: usize,
+}
+
+impl<'c> ConstMatVec<'c> {
+    fn of(op: &Op, consts: &'c [f64]) -> Option<Self> {
+        let &Op::MatVec {
+            m,
+            v,
+            rows,
+            cols,
+            out,
+        } = op
+        else {
+            return None;
+        };
+        (m.space == Space::Const && v.is_var()).then(|| ConstMatVec {
+            m: &consts[m.range()],
+            v0: v.off as usize,
+            o0: out.off as usize,
+            rows: rows as usize,
+            cols: cols as usize,
+        })
+    }
+}
+
 /// `out = M v` with a constant `M`, every live lane: row block by row block, each block of
 /// four columns applied to every lane while it is in cache. Per value, the reference order
 /// ([`kernels::matvec`]): `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
 fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
-    let &Op::MatVec {
-        m,
-        v,
+    let Some(ConstMatVec {
+        m: mv,
+        v0,
+        o0,
         rows,
         cols,
-        out,
-    } = op
+    }) = ConstMatVec::of(op, consts)
     else {
         return false;
     };
-    if m.space != Space::Const || !v.is_var() {
-        return false;
-    }
-    let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
-    let mv = &consts[m.range()];
-    let (o0, v0) = (out.off as usize, v.off as usize);
+    let nv = ws.n_vals;
     for r0 in (0..rows).step_by(ROW_BLOCK) {
         let r1 = (r0 + ROW_BLOCK).min(rows);
         for l in (0..k).filter(|&l| ws.alive[l]) {
@@ -276,21 +304,17 @@ fn glm_forward(
 /// (so each value is the reference's `dot`/`dot4` to the bit: a sum that starts at `+0.0`
 /// never becomes `-0.0`, so `t + (0 + s)` is `t + s`).
 fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
-    let &Op::MatVec {
-        m,
-        v,
+    let Some(ConstMatVec {
+        m: mv,
+        v0,
+        o0,
         rows,
         cols,
-        out,
-    } = op
+    }) = ConstMatVec::of(op, consts)
     else {
         return false;
     };
-    if m.space != Space::Const || !v.is_var() {
-        return false;
-    }
-    let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
-    let mv = &consts[m.range()];
+    let nv = ws.n_vals;
     let col = |c: usize, s: usize, e: usize| &mv[c * rows + s..c * rows + e];
     if ws.tmp.len() < k * cols {
         // Only when the workspace was sized for another graph.
@@ -298,7 +322,6 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
     }
     let tmp = &mut ws.tmp[..k * cols];
     tmp.iter_mut().for_each(|t| *t = 0.0);
-    let o0 = out.off as usize;
     let mut start = 0;
     while start < rows {
         let end = (start + CHUNK).min(rows);
@@ -329,7 +352,7 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
         start = end;
     }
     for l in (0..k).filter(|&l| ws.alive[l]) {
-        let d = &mut ws.adj[l * nv + v.off as usize..l * nv + v.off as usize + cols];
+        let d = &mut ws.adj[l * nv + v0..l * nv + v0 + cols];
         for (dc, t) in d.iter_mut().zip(&tmp[l * cols..(l + 1) * cols]) {
             *dc += t;
         }
