@@ -7,20 +7,14 @@
 //! Allocations are counted on the evaluating thread only (`counting_alloc`).
 
 use hazel_density::LogDensity;
-use hazel_graph::{CompileOptions, CompiledModel};
 
+mod common;
 mod counting_alloc;
+
+use common::build;
 
 #[global_allocator]
 static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
-
-/// The one place this file calls `compile`.
-fn compile_program(src: &str, data_json: &str) -> CompiledModel {
-    let parsed = hazel_check::check_source("model.stan", src);
-    let program = parsed.checked.as_ref().expect("program parses");
-    let data = hazel_data::DataFile::parse(data_json).expect("data parses");
-    hazel_graph::compile(program, &data, &CompileOptions::default()).expect("compiles")
-}
 
 #[test]
 fn complex_linear_algebra_evaluation_does_not_allocate() {
@@ -37,7 +31,7 @@ fn complex_linear_algebra_evaluation_does_not_allocate() {
                     + sum(get_real(complex_schur_decompose_u(Z)))
                     + sum(get_imag(complex_schur_decompose_t(A)));
         }";
-    let model = compile_program(src, "{}");
+    let model = build(src, "{}").expect("compiles");
     assert!(!model.is_dynamic());
     let q = [
         1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0, 0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25,

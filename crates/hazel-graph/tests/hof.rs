@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{build, rel, FdRule};
+use common::{build, eval, rel, FdRule};
 use hazel_density::{LogDensity, Model};
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 use hazel_rng::{Purpose, StreamRng};
@@ -29,15 +29,6 @@ fn compile_with(src: &str, data: &str, threads: usize) -> CompiledModel {
         },
     )
     .unwrap_or_else(|e| panic!("{}", e.render(&parsed.sources)))
-}
-
-fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
-    let mut ws = m.new_workspace();
-    let mut g = vec![0.0; m.dim()];
-    let lp = m
-        .log_density_gradient(&mut ws, q, &mut g)
-        .expect("evaluates");
-    (lp, g)
 }
 
 #[test]

@@ -156,51 +156,30 @@ impl BatchedCpu {
     }
 }
 
-/// `out = M v` with a constant `M` and a varying `v`, the op the batched matvec rules take.
-struct ConstMatVec<'c> {
-    /// `M`'s values, column-major.
-    m: &'c [f64],
-    /// Offsets of `v` and `out` in a lane's values.
-    v0: usize,
-    o0: usize,
-    rows: usize,
-    cols: usize,
-}
-
-impl<'c> ConstMatVec<'c> {
-    fn of(op: &Op, consts: &'c [f64]) -> Option<Self> {
-        let &Op::MatVec {
-            m,
-            v,
-            rows,
-            cols,
-            out,
-        } = op
-        else {
-            return None;
-        };
-        (m.space == Space::Const && v.is_var()).then(|| ConstMatVec {
-            m: &consts[m.range()],
-            v0: v.off as usize,
-            o0: out.off as usize,
-            rows: rows as usize,
-            cols: cols as usize,
-        })
-    }
+/// `out = M v` with a constant `M` and a varying `v`, the op the batched matvec rules take:
+/// (`M`'s values, column-major; the offsets of `v` and `out` in a lane's values; rows;
+/// columns).
+fn const_matvec<'c>(op: &Op, consts: &'c [f64]) -> Option<(&'c [f64], usize, usize, usize, usize)> {
+    let &Op::MatVec {
+        m,
+        v,
+        rows,
+        cols,
+        out,
+    } = op
+    else {
+        return None;
+    };
+    let (v0, o0) = (v.off as usize, out.off as usize);
+    (m.space == Space::Const && v.is_var())
+        .then(|| (&consts[m.range()], v0, o0, rows as usize, cols as usize))
 }
 
 /// `out = M v` with a constant `M`, every live lane: row block by row block, each block of
 /// four columns applied to every lane while it is in cache. Per value, the reference order
 /// ([`kernels::matvec`]): `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
 fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
-    let Some(ConstMatVec {
-        m: mv,
-        v0,
-        o0,
-        rows,
-        cols,
-    }) = ConstMatVec::of(op, consts)
-    else {
+    let Some((mv, v0, o0, rows, cols)) = const_matvec(op, consts) else {
         return false;
     };
     let nv = ws.n_vals;
@@ -304,14 +283,7 @@ fn glm_forward(
 /// (so each value is the reference's `dot`/`dot4` to the bit: a sum that starts at `+0.0`
 /// never becomes `-0.0`, so `t + (0 + s)` is `t + s`).
 fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
-    let Some(ConstMatVec {
-        m: mv,
-        v0,
-        o0,
-        rows,
-        cols,
-    }) = ConstMatVec::of(op, consts)
-    else {
+    let Some((mv, v0, o0, rows, cols)) = const_matvec(op, consts) else {
         return false;
     };
     let nv = ws.n_vals;
