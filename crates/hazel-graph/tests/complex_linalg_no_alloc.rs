@@ -6,8 +6,6 @@
 //!
 //! Allocations are counted on the evaluating thread only (`counting_alloc`).
 
-use hazel_density::LogDensity;
-
 mod common;
 mod counting_alloc;
 
@@ -37,16 +35,5 @@ fn complex_linear_algebra_evaluation_does_not_allocate() {
         1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0, 0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25,
         -0.8,
     ];
-    let mut grad = vec![0.0; model.dim()];
-    let mut ws = model.new_workspace();
-    let warm = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-    counting_alloc::start();
-    let mut all_equal = true;
-    for _ in 0..20 {
-        let lp = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-        all_equal &= lp.to_bits() == warm.to_bits();
-    }
-    let n = counting_alloc::stop();
-    assert!(all_equal, "evaluations are deterministic");
-    assert_eq!(n, 0, "{n} allocations in 20 evaluations");
+    counting_alloc::assert_evaluations_do_not_allocate("complex linear algebra", &model, &q);
 }

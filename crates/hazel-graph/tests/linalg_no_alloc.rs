@@ -4,7 +4,6 @@
 //!
 //! Allocations are counted on the evaluating thread only (`counting_alloc`).
 
-use hazel_density::LogDensity;
 use serde_json::Value;
 
 mod common;
@@ -33,17 +32,6 @@ fn matrix_algebra_evaluation_does_not_allocate() {
             .iter()
             .map(|v| v.as_f64().unwrap())
             .collect();
-        let mut grad = vec![0.0; model.dim()];
-        let mut ws = model.new_workspace();
-        let warm = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-        counting_alloc::start();
-        let mut all_equal = true;
-        for _ in 0..20 {
-            let lp = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-            all_equal &= lp.to_bits() == warm.to_bits();
-        }
-        let n = counting_alloc::stop();
-        assert!(all_equal, "{name}: evaluations are deterministic");
-        assert_eq!(n, 0, "{name}: {n} allocations in 20 evaluations");
+        counting_alloc::assert_evaluations_do_not_allocate(name, &model, &q);
     }
 }

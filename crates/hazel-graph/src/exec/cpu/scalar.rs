@@ -48,20 +48,20 @@ fn check_buffers(block: &ScalarBlock, vals: &[f64], consts: &[f64]) {
 macro_rules! operand_readers {
     ($d:tt, $vals:ident, $consts:ident) => {
         macro_rules! v {
-                                    ($d i:expr) => {
-                                        unsafe { *$vals.get_unchecked(*$d i as usize) }
-                                    };
-                                }
+                                            ($d i:expr) => {
+                                                unsafe { *$vals.get_unchecked(*$d i as usize) }
+                                            };
+                                        }
         macro_rules! k {
-                                    ($d i:expr) => {
-                                        unsafe { *$consts.get_unchecked(*$d i as usize) }
-                                    };
-                                }
+                                            ($d i:expr) => {
+                                                unsafe { *$consts.get_unchecked(*$d i as usize) }
+                                            };
+                                        }
         macro_rules! get {
-                                    ($d o:expr) => {
-                                        unsafe { get($d o, $vals, $consts) }
-                                    };
-                                }
+                                            ($d o:expr) => {
+                                                unsafe { get($d o, $vals, $consts) }
+                                            };
+                                        }
     };
 }
 
