@@ -11,10 +11,8 @@
 //! solution does not depend on it; see `hazel_math::dae`). So a model with a DAE stays static.
 //! Like [`crate::solve_op`], the forward rule allocates.
 
-use crate::lower::dae::TracedResidual;
-use crate::lower::fn_graph::{FnGraph, LeadArg, Shape, TracedFn};
+use crate::lower::fn_graph::{FnGraph, LeadArg, LeadFn, Replay, Shape, TracedFn};
 use crate::lower::value::Val;
-use crate::tape::Buffers;
 use hazel_density::EvalError;
 use hazel_math::dae::{solve_dae, DaeResidual, DaeTolerances};
 use hazel_syntax::Span;
@@ -95,34 +93,45 @@ impl DaeSpec {
     }
 }
 
-/// The replayed residual at fixed `θ`.
-pub(crate) struct ReplayResidual<'a> {
-    pub f: &'a FnGraph,
-    pub n: usize,
-    pub m: usize,
-    pub q: Vec<f64>,
-    pub buf: Buffers,
-    pub ja: Vec<f64>,
+/// A function of `[t, y, y']` (`t` passive, `y`, `y'` active) as a [`DaeResidual`].
+pub(crate) struct LeadResidual<F> {
+    f: F,
+    n: usize,
+    m: usize,
+    lead: Vec<f64>,
+    /// `∂F/∂[y, y']` (`n × 2n`), split by [`split_jac`].
+    ja: Vec<f64>,
 }
 
-impl ReplayResidual<'_> {
+impl<F> LeadResidual<F> {
+    /// `f` with `n` states and `m` parameters.
+    pub(crate) fn new(f: F, n: usize, m: usize) -> Self {
+        LeadResidual {
+            f,
+            n,
+            m,
+            lead: Vec::with_capacity(1 + 2 * n),
+            ja: vec![0.0; 2 * n * n],
+        }
+    }
+
     fn fill(&mut self, t: f64, y: &[f64], yp: &[f64]) {
-        let n = self.n;
-        self.q[0] = t;
-        self.q[1..1 + n].copy_from_slice(y);
-        self.q[1 + n..1 + 2 * n].copy_from_slice(yp);
+        self.lead.clear();
+        self.lead.push(t);
+        self.lead.extend_from_slice(y);
+        self.lead.extend_from_slice(yp);
     }
 }
 
 /// Splits the rows of `∂F/∂[y, y']` (`n × 2n`) into `∂F/∂y` and `∂F/∂y'`.
-pub(crate) fn split_jac(ja: &[f64], n: usize, jy: &mut [f64], jyp: &mut [f64]) {
+fn split_jac(ja: &[f64], n: usize, jy: &mut [f64], jyp: &mut [f64]) {
     for i in 0..n {
         jy[i * n..(i + 1) * n].copy_from_slice(&ja[i * 2 * n..i * 2 * n + n]);
         jyp[i * n..(i + 1) * n].copy_from_slice(&ja[i * 2 * n + n..(i + 1) * 2 * n]);
     }
 }
 
-impl DaeResidual for ReplayResidual<'_> {
+impl<F: LeadFn> DaeResidual for LeadResidual<F> {
     fn n_states(&self) -> usize {
         self.n
     }
@@ -131,11 +140,7 @@ impl DaeResidual for ReplayResidual<'_> {
     }
     fn eval(&mut self, t: f64, y: &[f64], yp: &[f64], res: &mut [f64]) -> Result<(), String> {
         self.fill(t, y, yp);
-        self.f
-            .forward(&self.q, &mut self.buf)
-            .map_err(|e| e.message)?;
-        self.f.read(&mut self.buf, res, None);
-        Ok(())
+        self.f.eval(&self.lead, res, None)
     }
     fn eval_jac(
         &mut self,
@@ -148,11 +153,7 @@ impl DaeResidual for ReplayResidual<'_> {
         jp: &mut [f64],
     ) -> Result<(), String> {
         self.fill(t, y, yp);
-        self.f
-            .forward(&self.q, &mut self.buf)
-            .map_err(|e| e.message)?;
-        self.f
-            .read(&mut self.buf, res, Some((&mut self.ja[..], jp)));
+        self.f.eval(&self.lead, res, Some((&mut self.ja, jp)))?;
         split_jac(&self.ja, self.n, jy, jyp);
         Ok(())
     }
@@ -176,28 +177,20 @@ pub fn forward(
             theta[i]
         )));
     }
+    // The residual `f` solved with the spec's times and tolerances.
+    let solve = |f: &mut dyn LeadFn| {
+        solve_dae(
+            &mut LeadResidual::new(f, n, m),
+            yy0,
+            yp0,
+            spec.y0_var,
+            spec.t0,
+            &spec.ts,
+            &spec.tol,
+        )
+    };
     let sol = match &spec.f {
-        ResidualSource::Static(g) => {
-            let mut q = vec![0.0; 1 + 2 * n + m];
-            q[1 + 2 * n..].copy_from_slice(theta);
-            let mut res = ReplayResidual {
-                f: g,
-                n,
-                m,
-                q,
-                buf: Buffers::for_graph(&g.graph),
-                ja: vec![0.0; 2 * n * n],
-            };
-            solve_dae(
-                &mut res,
-                yy0,
-                yp0,
-                spec.y0_var,
-                spec.t0,
-                &spec.ts,
-                &spec.tol,
-            )
-        }
+        ResidualSource::Static(g) => solve(&mut Replay::new(g, theta)),
         ResidualSource::PerCall(pc) => {
             let mut f = TracedFn::new(
                 &pc.prog,
@@ -210,16 +203,7 @@ pub fn forward(
                 theta.to_vec(),
             );
             f.set_guarded();
-            let mut res = TracedResidual::new(&mut f, n, m);
-            solve_dae(
-                &mut res,
-                yy0,
-                yp0,
-                spec.y0_var,
-                spec.t0,
-                &spec.ts,
-                &spec.tol,
-            )
+            solve(&mut f)
         }
     }
     .map_err(|e| EvalError::domain(format!("{}: {e}", spec.name)))?;

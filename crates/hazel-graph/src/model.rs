@@ -723,6 +723,19 @@ fn finish_eval(lp: f64, grad: &[f64]) -> Result<f64, EvalError> {
     Ok(lp)
 }
 
+/// Copies a traced output row into `out`, which must be as long.
+fn copy_row(v: &[f64], out: &mut [f64]) -> Result<(), EvalError> {
+    if v.len() != out.len() {
+        return Err(EvalError::reject(format!(
+            "output row has {} values, expected {}",
+            v.len(),
+            out.len()
+        )));
+    }
+    out.copy_from_slice(v);
+    Ok(())
+}
+
 impl CompiledModel {
     /// The executor's workspace for the static graph, its kernels set to this model's
     /// instruction set.
@@ -845,13 +858,7 @@ impl CompiledModel {
         jacobian: bool,
         propto: bool,
     ) -> Result<f64, EvalError> {
-        if q.len() != self.dim || grad.len() != self.dim {
-            return Err(EvalError::reject(format!(
-                "expected {} unconstrained values, got {}",
-                self.dim,
-                q.len()
-            )));
-        }
+        self.check_dims(q, grad)?;
         let mut b = std::mem::take(&mut ws.dyn_builder);
         b.reset(q);
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -1084,15 +1091,7 @@ impl CompiledModel {
             bound.push((Arc::from(d.name.as_str()), v));
         }
         let v = self.trace_output_blocks(&[], rng, OutputBlocks::FromParameters(bound))?;
-        if v.len() != out.len() {
-            return Err(EvalError::reject(format!(
-                "output row has {} values, expected {}",
-                v.len(),
-                out.len()
-            )));
-        }
-        out.copy_from_slice(&v);
-        Ok(())
+        copy_row(&v, out)
     }
 
     /// Whether output rows come from a compiled graph: `Some(false)` when the whole row does,
@@ -1113,15 +1112,7 @@ impl CompiledModel {
         out: &mut [f64],
     ) -> Result<(), EvalError> {
         let v = self.trace_output(q, rng)?;
-        if v.len() != out.len() {
-            return Err(EvalError::reject(format!(
-                "output row has {} values, expected {}",
-                v.len(),
-                out.len()
-            )));
-        }
-        out.copy_from_slice(&v);
-        Ok(())
+        copy_row(&v, out)
     }
 
     /// Builds the output plan and checks it against the re-traced rows at two points (the

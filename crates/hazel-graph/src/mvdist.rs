@@ -127,58 +127,51 @@ impl MvSpec {
         let [g0, g1, g2, g3] = grads;
         let (n, n_obs) = (self.n, self.n_obs);
         match self.family {
-            MvFamily::OrderedLogistic => la::ordered_logistic_lpmf(
-                &self.ints,
-                args[0],
-                args[1],
-                n,
-                terms,
-                g0.as_deref_mut(),
-                g1.as_deref_mut(),
-            ),
-            MvFamily::OrderedProbit => la::ordered_probit_lpmf(
-                &self.ints,
-                args[0],
-                args[1],
-                n,
-                terms,
-                g0.as_deref_mut(),
-                g1.as_deref_mut(),
-            ),
-            MvFamily::Multinomial => {
-                la::multinomial_lpmf(&self.ints, args[0], terms, g0.as_deref_mut())
+            MvFamily::OrderedLogistic | MvFamily::OrderedProbit => {
+                let f = if self.family == MvFamily::OrderedLogistic {
+                    la::ordered_logistic_lpmf
+                } else {
+                    la::ordered_probit_lpmf
+                };
+                f(
+                    &self.ints,
+                    args[0],
+                    args[1],
+                    n,
+                    terms,
+                    g0.as_deref_mut(),
+                    g1.as_deref_mut(),
+                )
             }
-            MvFamily::MultinomialLogit => {
-                la::multinomial_logit_lpmf(&self.ints, args[0], terms, g0.as_deref_mut())
+            MvFamily::Multinomial | MvFamily::MultinomialLogit => {
+                let f = if self.family == MvFamily::Multinomial {
+                    la::multinomial_lpmf
+                } else {
+                    la::multinomial_logit_lpmf
+                };
+                f(&self.ints, args[0], terms, g0.as_deref_mut())
             }
-            MvFamily::MultiStudentT => la::multi_student_t_lpdf(
-                args[0],
-                args[1][0],
-                args[2],
-                args[3],
-                n,
-                n_obs,
-                terms,
-                g0.as_deref_mut(),
-                first(g1),
-                g2.as_deref_mut(),
-                g3.as_deref_mut(),
-                ws,
-            ),
-            MvFamily::MultiStudentTCholesky => la::multi_student_t_cholesky_lpdf(
-                args[0],
-                args[1][0],
-                args[2],
-                args[3],
-                n,
-                n_obs,
-                terms,
-                g0.as_deref_mut(),
-                first(g1),
-                g2.as_deref_mut(),
-                g3.as_deref_mut(),
-                ws,
-            ),
+            MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky => {
+                let f = if self.family == MvFamily::MultiStudentT {
+                    la::multi_student_t_lpdf
+                } else {
+                    la::multi_student_t_cholesky_lpdf
+                };
+                f(
+                    args[0],
+                    args[1][0],
+                    args[2],
+                    args[3],
+                    n,
+                    n_obs,
+                    terms,
+                    g0.as_deref_mut(),
+                    first(g1),
+                    g2.as_deref_mut(),
+                    g3.as_deref_mut(),
+                    ws,
+                )
+            }
             MvFamily::MultiNormalPrec => la::multi_normal_prec_lpdf(
                 args[0],
                 args[1],

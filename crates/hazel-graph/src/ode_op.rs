@@ -12,12 +12,11 @@
 //! Per evaluation the solver allocates its work arrays and the right-hand side's buffers
 //! (the engine's scratch is `f64` only); the op is not allocation-free.
 
-use crate::lower::fn_graph::FnGraph;
-use crate::lower::ode::TracedRhs;
+use crate::lower::fn_graph::{FnGraph, LeadFn, Replay};
+use crate::lower::ode::{traced_rhs, LeadRhs};
 use crate::lower::value::Val;
-use crate::tape::Buffers;
 use hazel_density::EvalError;
-use hazel_math::ode::{solve, OdeMethod, OdeRhs, OdeTolerances};
+use hazel_math::ode::{solve, OdeMethod, OdeTolerances};
 use hazel_syntax::Span;
 use std::sync::Arc;
 
@@ -79,56 +78,6 @@ impl OdeSpec {
 }
 
 /// The traced right-hand side with its buffers, as an [`OdeRhs`].
-struct GraphRhs<'a> {
-    f: &'a FnGraph,
-    n: usize,
-    p: &'a [f64],
-    q: Vec<f64>,
-    buf: Buffers,
-}
-
-impl GraphRhs<'_> {
-    fn run(
-        &mut self,
-        t: f64,
-        y: &[f64],
-        dydt: &mut [f64],
-        jac: Option<(&mut [f64], &mut [f64])>,
-    ) -> Result<(), String> {
-        self.q.clear();
-        self.q.push(t);
-        self.q.extend_from_slice(y);
-        self.q.extend_from_slice(self.p);
-        self.f
-            .forward(&self.q, &mut self.buf)
-            .map_err(|e| e.message)?;
-        self.f.read(&mut self.buf, dydt, jac);
-        Ok(())
-    }
-}
-
-impl OdeRhs for GraphRhs<'_> {
-    fn n_states(&self) -> usize {
-        self.n
-    }
-    fn n_params(&self) -> usize {
-        self.p.len()
-    }
-    fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) -> Result<(), String> {
-        self.run(t, y, dydt, None)
-    }
-    fn eval_jac(
-        &mut self,
-        t: f64,
-        y: &[f64],
-        dydt: &mut [f64],
-        jy: &mut [f64],
-        jp: &mut [f64],
-    ) -> Result<(), String> {
-        self.run(t, y, dydt, Some((jy, jp)))
-    }
-}
-
 /// Forward rule: `out` gets the states, `sens` (`out.len() × v.len()`, in
 /// `hazel_math::ode::OdeSolution::sens` layout) the sensitivities.
 pub fn forward(
@@ -143,27 +92,22 @@ pub fn forward(
     } else {
         (&spec.y0[..], v)
     };
+    // The right-hand side `f` solved with the spec's method, times and tolerances.
+    let solve_with = |f: &mut dyn LeadFn| {
+        solve(
+            spec.method,
+            &mut LeadRhs::new(f, n, p.len()),
+            y0,
+            spec.y0_var(),
+            spec.t0,
+            &spec.ts,
+            &spec.tol,
+        )
+    };
     let sol = match &spec.rhs {
-        RhsSource::Static(g) => {
-            let mut rhs = GraphRhs {
-                f: g,
-                n,
-                p,
-                q: Vec::with_capacity(1 + n + p.len()),
-                buf: Buffers::for_graph(&g.graph),
-            };
-            solve(
-                spec.method,
-                &mut rhs,
-                y0,
-                spec.y0_var(),
-                spec.t0,
-                &spec.ts,
-                &spec.tol,
-            )
-        }
+        RhsSource::Static(g) => solve_with(&mut Replay::new(g, p)),
         RhsSource::PerCall(pc) => {
-            let mut rhs = TracedRhs::new(
+            let mut f = traced_rhs(
                 &pc.prog,
                 pc.function,
                 pc.span,
@@ -172,16 +116,8 @@ pub fn forward(
                 &pc.args,
                 p.to_vec(),
             );
-            rhs.f.set_guarded();
-            solve(
-                spec.method,
-                &mut rhs,
-                y0,
-                spec.y0_var(),
-                spec.t0,
-                &spec.ts,
-                &spec.tol,
-            )
+            f.set_guarded();
+            solve_with(&mut f)
         }
     }
     .map_err(|e| EvalError::reject(format!("{}: {e}", spec.name)))?;

@@ -4,26 +4,11 @@
 //! column naming. Gradients through complex expressions of parameters: central finite
 //! differences, and the same density written with real arithmetic by hand.
 
+mod common;
+
+use common::{compiled, eval};
 use hazel_density::{LogDensity, Model, StreamRng};
-use hazel_graph::{compile, CompileOptions, CompiledModel};
 use hazel_rng::Purpose;
-
-fn build(src: &str, data: &str) -> CompiledModel {
-    let parsed = hazel_check::check_source("m.stan", src);
-    let Some(program) = &parsed.checked else {
-        panic!("check: {}", parsed.render_diagnostics());
-    };
-    let data = hazel_data::DataFile::parse(data).expect("data");
-    compile(program, &data, &CompileOptions::default())
-        .unwrap_or_else(|e| panic!("compile: {}", e.render(&parsed.sources)))
-}
-
-fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
-    let mut ws = m.new_workspace();
-    let mut g = vec![0.0; q.len()];
-    let lp = m.log_density_gradient(&mut ws, q, &mut g).expect("finite");
-    (lp, g)
-}
 
 #[test]
 fn complex_functions_match_numpy() {
@@ -31,7 +16,7 @@ fn complex_functions_match_numpy() {
     let fixture: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json");
     let program = fixture["program"].as_str().expect("program");
-    let m = build(program, &fixture["data"].to_string());
+    let m = compiled(program, &fixture["data"].to_string());
     let names = m.output_names();
     let mut row = vec![0.0; names.len()];
     let mut ws = m.new_workspace();
@@ -53,7 +38,7 @@ fn complex_functions_match_numpy() {
 #[test]
 fn gradients_through_complex_expressions() {
     // The same density written with complex numbers and with real arithmetic.
-    let with_complex = build(
+    let with_complex = compiled(
         "parameters { real a; real b; }
          model {
            complex z = to_complex(a, b);
@@ -63,7 +48,7 @@ fn gradients_through_complex_expressions() {
          }",
         "{}",
     );
-    let by_hand = build(
+    let by_hand = compiled(
         "parameters { real a; real b; }
          model {
            // exp(z) conj(z) = e^a (cos b + i sin b)(a − ib): real part e^a (a cos b + b sin b)
@@ -99,7 +84,7 @@ fn gradients_through_complex_expressions() {
 
 #[test]
 fn complex_generated_quantities_and_data_columns() {
-    let m = build(
+    let m = compiled(
         "data { array[2] complex zs; }
          parameters { real a; }
          model { a ~ normal(0, 1); }

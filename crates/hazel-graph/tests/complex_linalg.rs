@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{build, rel};
+use common::{build, eval, rel};
 use hazel_density::{LogDensity, Model, StreamRng};
 use hazel_graph::CompiledModel;
 use hazel_rng::Purpose;
@@ -149,13 +149,6 @@ fn hermitian_eigenvectors_and_singular_vectors_have_a_real_positive_largest_entr
     }
 }
 
-fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
-    let mut ws = m.new_workspace();
-    let mut g = vec![0.0; q.len()];
-    let lp = m.log_density_gradient(&mut ws, q, &mut g).expect("finite");
-    (lp, g)
-}
-
 fn check_fd(m: &CompiledModel, q: &[f64]) {
     let (_, g) = eval(m, q);
     for k in 0..q.len() {
@@ -169,6 +162,39 @@ fn check_fd(m: &CompiledModel, q: &[f64]) {
             "coordinate {k}: {g:?} vs fd {fd}"
         );
     }
+}
+
+/// Column-major entries of [[1, -2, 0.5], [3, 0.25, -1], [0.5, 1.5, 2]]: the real point of
+/// [`check_fd_real_and_complex`], and the real part of its complex point.
+const FD_A: [f64; 9] = [1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0];
+/// The imaginary part of the complex point.
+const FD_Y: [f64; 9] = [0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25, -0.8];
+
+/// Builds the model block `real_model` over a real parameter matrix `A` and `complex_model`
+/// over `to_complex(X, Y)`, both static, and checks their gradients by finite differences:
+/// the real one at [`FD_A`] and at `second`, the complex one at `X` = [`FD_A`],
+/// `Y` = [`FD_Y`]. Returns the real model.
+fn check_fd_real_and_complex(
+    real_model: &str,
+    complex_model: &str,
+    second: &[f64],
+) -> CompiledModel {
+    let real = build(
+        &format!("parameters {{ matrix[3, 3] A; }} model {{ {real_model} }}"),
+        "{}",
+    )
+    .expect("build");
+    let complex = build(
+        &format!("parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }} model {{ {complex_model} }}"),
+        "{}",
+    )
+    .expect("build");
+    assert!(!real.is_dynamic() && !complex.is_dynamic());
+    check_fd(&real, &FD_A);
+    check_fd(&real, second);
+    let xy: Vec<f64> = FD_A.iter().chain(&FD_Y).copied().collect();
+    check_fd(&complex, &xy);
+    real
 }
 
 #[test]
@@ -269,38 +295,17 @@ fn eigenvalues_of_parameter_matrices_differentiate_and_equal_the_data_path() {
     // complex one; the loss weighs real and imaginary parts of every eigenvalue.
     let loss = "target += dot_product(get_real(l), [0.3, -1.2, 0.7]') \
                 + dot_product(get_imag(l), [1.1, 0.4, -0.6]');";
-    let real = build(
-        &format!(
-            "parameters {{ matrix[3, 3] A; }}
-             model {{ complex_vector[3] l = eigenvalues(A); {loss} }}"
-        ),
-        "{}",
-    )
-    .expect("build");
-    let complex = build(
-        &format!(
-            "parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }}
-             model {{ complex_vector[3] l = eigenvalues(to_complex(X, Y)); {loss} }}"
-        ),
-        "{}",
-    )
-    .expect("build");
-    assert!(!real.is_dynamic() && !complex.is_dynamic());
-    // column-major entries of [[1, -2, 0.5], [3, 0.25, -1], [0.5, 1.5, 2]]
-    let a = [1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0];
-    check_fd(&real, &a);
+    let a = FD_A;
     let a2: Vec<f64> = a
         .iter()
         .enumerate()
         .map(|(i, x)| x + 0.1 * i as f64)
         .collect();
-    check_fd(&real, &a2);
-    let xy: Vec<f64> = a
-        .iter()
-        .chain(&[0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25, -0.8])
-        .copied()
-        .collect();
-    check_fd(&complex, &xy);
+    let real = check_fd_real_and_complex(
+        &format!("complex_vector[3] l = eigenvalues(A); {loss}"),
+        &format!("complex_vector[3] l = eigenvalues(to_complex(X, Y)); {loss}"),
+        &a2,
+    );
     // The parameter path's values are the data path's.
     let data = build(
         &format!(
@@ -324,35 +329,18 @@ fn eigenvectors_of_parameter_matrices_differentiate() {
         "target += sum(get_real(V) .* {w}) + sum(get_imag(V) .* {w}') \
          + dot_product(get_real(l), [0.2, 0.1, -0.3]');"
     );
-    let real = build(
+    check_fd_real_and_complex(
         &format!(
-            "parameters {{ matrix[3, 3] A; }}
-             model {{ complex_matrix[3, 3] V = eigenvectors(A);
-                      complex_vector[3] l = eigendecompose(A).2; {loss} }}"
+            "complex_matrix[3, 3] V = eigenvectors(A);
+             complex_vector[3] l = eigendecompose(A).2; {loss}"
         ),
-        "{}",
-    )
-    .expect("build");
-    let complex = build(
         &format!(
-            "parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }}
-             model {{ complex_matrix[3, 3] V = eigendecompose(to_complex(X, Y)).1;
-                      complex_vector[3] l = eigenvalues(to_complex(X, Y)); {loss} }}"
+            "complex_matrix[3, 3] V = eigendecompose(to_complex(X, Y)).1;
+             complex_vector[3] l = eigenvalues(to_complex(X, Y)); {loss}"
         ),
-        "{}",
-    )
-    .expect("build");
-    assert!(!real.is_dynamic() && !complex.is_dynamic());
-    let a = [1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0];
-    check_fd(&real, &a);
-    // all eigenvalues real
-    check_fd(&real, &[2.0, 0.3, 0.1, 0.5, -1.0, 0.2, 0.4, 0.6, 3.0]);
-    let xy: Vec<f64> = a
-        .iter()
-        .chain(&[0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25, -0.8])
-        .copied()
-        .collect();
-    check_fd(&complex, &xy);
+        // all eigenvalues real
+        &[2.0, 0.3, 0.1, 0.5, -1.0, 0.2, 0.4, 0.6, 3.0],
+    );
 }
 
 #[test]
@@ -474,35 +462,17 @@ fn complex_schur_of_parameters_differentiates() {
         "target += sum(get_real(T) .* {w}) + sum(get_imag(T) .* {w}') \
                    + sum(get_real(U) .* {w}') - sum(get_imag(U) .* {w});"
     );
-    let real = build(
+    check_fd_real_and_complex(
         &format!(
-            "parameters {{ matrix[3, 3] A; }}
-             model {{ complex_matrix[3, 3] T = complex_schur_decompose_t(A);
-                      complex_matrix[3, 3] U = complex_schur_decompose(A).1; {loss} }}"
+            "complex_matrix[3, 3] T = complex_schur_decompose_t(A);
+             complex_matrix[3, 3] U = complex_schur_decompose(A).1; {loss}"
         ),
-        "{}",
-    )
-    .expect("build");
-    let complex = build(
         &format!(
-            "parameters {{ matrix[3, 3] X; matrix[3, 3] Y; }}
-             model {{ complex_matrix[3, 3] T = complex_schur_decompose(to_complex(X, Y)).2;
-                      complex_matrix[3, 3] U = complex_schur_decompose_u(to_complex(X, Y));
-                      {loss} }}"
+            "complex_matrix[3, 3] T = complex_schur_decompose(to_complex(X, Y)).2;
+             complex_matrix[3, 3] U = complex_schur_decompose_u(to_complex(X, Y)); {loss}"
         ),
-        "{}",
-    )
-    .expect("build");
-    assert!(!real.is_dynamic() && !complex.is_dynamic());
-    let a = [1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0];
-    check_fd(&real, &a);
-    check_fd(&real, &[2.0, 0.3, 0.1, 0.5, -1.0, 0.2, 0.4, 0.6, 3.0]);
-    let xy: Vec<f64> = a
-        .iter()
-        .chain(&[0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25, -0.8])
-        .copied()
-        .collect();
-    check_fd(&complex, &xy);
+        &[2.0, 0.3, 0.1, 0.5, -1.0, 0.2, 0.4, 0.6, 3.0],
+    );
 }
 
 #[test]

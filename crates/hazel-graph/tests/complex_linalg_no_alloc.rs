@@ -6,21 +6,13 @@
 //!
 //! Allocations are counted on the evaluating thread only (`counting_alloc`).
 
-use hazel_density::LogDensity;
-use hazel_graph::{CompileOptions, CompiledModel};
-
+mod common;
 mod counting_alloc;
+
+use common::build;
 
 #[global_allocator]
 static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
-
-/// The one place this file calls `compile`.
-fn compile_program(src: &str, data_json: &str) -> CompiledModel {
-    let parsed = hazel_check::check_source("model.stan", src);
-    let program = parsed.checked.as_ref().expect("program parses");
-    let data = hazel_data::DataFile::parse(data_json).expect("data parses");
-    hazel_graph::compile(program, &data, &CompileOptions::default()).expect("compiles")
-}
 
 #[test]
 fn complex_linear_algebra_evaluation_does_not_allocate() {
@@ -37,22 +29,11 @@ fn complex_linear_algebra_evaluation_does_not_allocate() {
                     + sum(get_real(complex_schur_decompose_u(Z)))
                     + sum(get_imag(complex_schur_decompose_t(A)));
         }";
-    let model = compile_program(src, "{}");
+    let model = build(src, "{}").expect("compiles");
     assert!(!model.is_dynamic());
     let q = [
         1.0, 3.0, 0.5, -2.0, 0.25, 1.5, 0.5, -1.0, 2.0, 0.2, -0.5, 0.1, 0.7, 0.0, -0.3, 0.4, 0.25,
         -0.8,
     ];
-    let mut grad = vec![0.0; model.dim()];
-    let mut ws = model.new_workspace();
-    let warm = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-    counting_alloc::start();
-    let mut all_equal = true;
-    for _ in 0..20 {
-        let lp = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-        all_equal &= lp.to_bits() == warm.to_bits();
-    }
-    let n = counting_alloc::stop();
-    assert!(all_equal, "evaluations are deterministic");
-    assert_eq!(n, 0, "{n} allocations in 20 evaluations");
+    counting_alloc::assert_evaluations_do_not_allocate("complex linear algebra", &model, &q);
 }

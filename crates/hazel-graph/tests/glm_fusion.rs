@@ -12,20 +12,13 @@
 //! Blind spot: the bit comparison is against hazel's own unfused kernels (their agreement
 //! with stanli is covered by the library fixtures); the finite differences check at 1e-6.
 
+mod common;
+
+use common::Xorshift;
 use hazel_density::LogDensity;
 use hazel_graph::dists::DistKind;
 use hazel_graph::kernels::BinaryFn;
 use hazel_graph::{compile, Arg, Buffers, CompileOptions, Graph, GraphBuilder, Op, SimdLevel};
-
-struct Xorshift(u64);
-impl Xorshift {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Intercept {

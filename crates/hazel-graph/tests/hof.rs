@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{build, rel, FdRule};
+use common::{build, eval, rel, FdRule};
 use hazel_density::{LogDensity, Model};
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 use hazel_rng::{Purpose, StreamRng};
@@ -31,13 +31,18 @@ fn compile_with(src: &str, data: &str, threads: usize) -> CompiledModel {
     .unwrap_or_else(|e| panic!("{}", e.render(&parsed.sources)))
 }
 
-fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
-    let mut ws = m.new_workspace();
-    let mut g = vec![0.0; m.dim()];
-    let lp = m
-        .log_density_gradient(&mut ws, q, &mut g)
-        .expect("evaluates");
-    (lp, g)
+/// The build error, or else the error of evaluating the (3-parameter) model at 0.
+fn error_at_origin(m: Result<CompiledModel, String>) -> String {
+    match m {
+        Ok(m) => {
+            let mut ws = m.new_workspace();
+            let mut g = vec![0.0; 3];
+            m.log_density_gradient(&mut ws, &[0.0; 3], &mut g)
+                .unwrap_err()
+                .to_string()
+        }
+        Err(e) => e,
+    }
 }
 
 #[test]
@@ -143,16 +148,7 @@ fn reduce_sum_and_map_rect_argument_errors_name_the_function() {
         SLICED,
         &sliced_data(1).replace("\"grain\": 1", "\"grain\": 0"),
     );
-    let e = match m {
-        Ok(m) => {
-            let mut ws = m.new_workspace();
-            let mut g = vec![0.0; 3];
-            m.log_density_gradient(&mut ws, &[0.0; 3], &mut g)
-                .unwrap_err()
-                .to_string()
-        }
-        Err(e) => e,
-    };
+    let e = error_at_origin(m);
     assert!(e.contains("reduce_sum: grainsize is 0"), "{e}");
 
     let src = r#"
@@ -166,16 +162,7 @@ parameters { vector[1] phi; array[J] vector[1] theta; }
 model { target += sum(map_rect(job, phi, theta, xr, xi)); }
 "#;
     let data = r#"{"J": 2, "xr": [[1.0], [2.0]], "xi": [[1], [2], [3]]}"#;
-    let e = match build(src, data) {
-        Ok(m) => {
-            let mut ws = m.new_workspace();
-            let mut g = vec![0.0; 3];
-            m.log_density_gradient(&mut ws, &[0.0; 3], &mut g)
-                .unwrap_err()
-                .to_string()
-        }
-        Err(e) => e,
-    };
+    let e = error_at_origin(build(src, data));
     assert!(
         e.contains("map_rect: size of job parameters (2) and size of int data (3)"),
         "{e}"

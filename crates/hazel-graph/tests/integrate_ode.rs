@@ -9,8 +9,11 @@
 //! - a data-only call is a build-time constant equal to the closed form;
 //! - a right-hand side of the wrong shape is an error, not a panic.
 
+mod common;
+
+use common::{build, eval, rel};
 use hazel_density::LogDensity;
-use hazel_graph::{compile, CompileOptions, CompiledModel};
+use hazel_graph::CompiledModel;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -18,25 +21,10 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integrate_ode")
 }
 
-/// Checks `src` and compiles it with `data` (JSON text): the only call of `compile` here.
-fn build(src: &str, data: &str) -> Result<CompiledModel, String> {
-    let parsed = hazel_check::check_source("model.stan", src);
-    let program = parsed
-        .checked
-        .as_ref()
-        .ok_or_else(|| parsed.render_diagnostics())?;
-    let data = hazel_data::DataFile::parse(data).map_err(|e| e.to_string())?;
-    compile(program, &data, &CompileOptions::default()).map_err(|e| e.render(&parsed.sources))
-}
-
 fn build_file(program: &str, data_path: &Path) -> CompiledModel {
     let src = std::fs::read_to_string(dir().join(program)).expect("read program");
     let data = std::fs::read_to_string(data_path).expect("read data");
     build(&src, &data).unwrap_or_else(|e| panic!("{program}: {e}"))
-}
-
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / a.abs().max(b.abs()).max(1.0)
 }
 
 fn numbers(v: &Value) -> Vec<f64> {
@@ -50,16 +38,6 @@ fn numbers(v: &Value) -> Vec<f64> {
 fn oracle() -> Value {
     let text = std::fs::read_to_string(dir().join("oracle.json")).expect("read oracle.json");
     serde_json::from_str(&text).expect("oracle.json")
-}
-
-/// Log density and gradient at `q`.
-fn eval(model: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
-    let mut ws = model.new_workspace();
-    let mut g = vec![0.0; q.len()];
-    let lp = model
-        .log_density_gradient(&mut ws, q, &mut g)
-        .unwrap_or_else(|e| panic!("evaluation at {q:?} failed: {e}"));
-    (lp, g)
 }
 
 const SOLVERS: [&str; 3] = ["rk45", "bdf", "adams"];

@@ -4,22 +4,15 @@
 //!
 //! Allocations are counted on the evaluating thread only (`counting_alloc`).
 
-use hazel_density::LogDensity;
-use hazel_graph::{CompileOptions, CompiledModel};
 use serde_json::Value;
 
+mod common;
 mod counting_alloc;
+
+use common::build;
 
 #[global_allocator]
 static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
-
-/// The one place this file calls `compile`.
-fn compile_program(src: &str, data_json: &str) -> CompiledModel {
-    let parsed = hazel_check::check_source("model.stan", src);
-    let program = parsed.checked.as_ref().expect("program parses");
-    let data = hazel_data::DataFile::parse(data_json).expect("data parses");
-    hazel_graph::compile(program, &data, &CompileOptions::default()).expect("compiles")
-}
 
 #[test]
 fn matrix_algebra_evaluation_does_not_allocate() {
@@ -31,7 +24,7 @@ fn matrix_algebra_evaluation_does_not_allocate() {
     let fixture: Value = serde_json::from_str(&text).unwrap();
     for p in fixture["programs"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap();
-        let model = compile_program(p["code"].as_str().unwrap(), &p["data"].to_string());
+        let model = build(p["code"].as_str().unwrap(), &p["data"].to_string()).expect("compiles");
         assert!(!model.is_dynamic(), "{name}");
         let q: Vec<f64> = p["points"][0]["q"]
             .as_array()
@@ -39,17 +32,6 @@ fn matrix_algebra_evaluation_does_not_allocate() {
             .iter()
             .map(|v| v.as_f64().unwrap())
             .collect();
-        let mut grad = vec![0.0; model.dim()];
-        let mut ws = model.new_workspace();
-        let warm = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-        counting_alloc::start();
-        let mut all_equal = true;
-        for _ in 0..20 {
-            let lp = model.log_density_gradient(&mut ws, &q, &mut grad).unwrap();
-            all_equal &= lp.to_bits() == warm.to_bits();
-        }
-        let n = counting_alloc::stop();
-        assert!(all_equal, "{name}: evaluations are deterministic");
-        assert_eq!(n, 0, "{name}: {n} allocations in 20 evaluations");
+        counting_alloc::assert_evaluations_do_not_allocate(name, &model, &q);
     }
 }

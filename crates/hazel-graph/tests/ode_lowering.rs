@@ -2,8 +2,10 @@
 //! `y' = -k y` solved at build time (data only) and with a parameter-dependent rate and
 //! initial state (log density and gradient), plus the errors a bad call must give.
 
+mod common;
+
 use hazel_density::LogDensity;
-use hazel_graph::{compile, CompileOptions, CompiledModel};
+use hazel_graph::CompiledModel;
 
 const DECAY_FN: &str = r#"
 functions {
@@ -14,14 +16,7 @@ functions {
 "#;
 
 fn build(body: &str, data: &str) -> Result<CompiledModel, String> {
-    let src = format!("{DECAY_FN}{body}");
-    let parsed = hazel_check::check_source("model.stan", &src);
-    let program = parsed
-        .checked
-        .as_ref()
-        .ok_or_else(|| parsed.render_diagnostics())?;
-    let data = hazel_data::DataFile::parse(data).map_err(|e| e.to_string())?;
-    compile(program, &data, &CompileOptions::default()).map_err(|e| e.render(&parsed.sources))
+    common::build(&format!("{DECAY_FN}{body}"), data)
 }
 
 #[test]

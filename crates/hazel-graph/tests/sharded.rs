@@ -13,22 +13,13 @@
 
 mod common;
 
+use common::Xorshift;
 use hazel_comm::fake::FakeWorld;
 use hazel_comm::Comm;
 use hazel_density::{EvalError, EvalErrorKind, LogDensity};
 use hazel_graph::{CompileOptions, CompiledModel, SimdLevel};
 use std::sync::Arc;
 use std::thread;
-
-struct Xorshift(u64);
-impl Xorshift {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
 
 fn list(v: impl Iterator<Item = String>) -> String {
     format!("[{}]", v.collect::<Vec<_>>().join(","))

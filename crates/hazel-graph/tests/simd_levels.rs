@@ -8,18 +8,14 @@
 //! Blind spot: levels the CPU lacks are not run (the list is printed); an SSE2-only machine
 //! checks only the executors.
 
+mod common;
+
+use common::Xorshift;
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, ExecutorKind, SimdLevel};
 
 /// A fixed pseudo-random sequence in (−0.5, 0.5) (no RNG crate needed).
-struct Xorshift(u64);
 impl Xorshift {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
     fn vec(&mut self, n: usize, scale: f64) -> String {
         let v: Vec<String> = (0..n)
             .map(|_| format!("{:.17e}", scale * self.next()))

@@ -2,28 +2,10 @@
 //! the normaliser computed once for a loop of scalar-parameter statements equals the
 //! per-statement form written out by hand with `normal_lpdf` and `normal_lcdf`.
 
+mod common;
+
+use common::{compiled, eval};
 use hazel_density::LogDensity;
-use hazel_graph::{compile, CompileOptions, CompiledModel};
-
-fn build(src: &str, data: &str) -> CompiledModel {
-    let parsed = hazel_check::check_source("m.stan", src);
-    let program = parsed
-        .checked
-        .clone()
-        .unwrap_or_else(|| panic!("parse: {}", parsed.render_diagnostics()));
-    let data = hazel_data::DataFile::parse(data).expect("data");
-    compile(&program, &data, &CompileOptions::default())
-        .unwrap_or_else(|e| panic!("compile: {}", e.render(&parsed.sources)))
-}
-
-fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
-    let mut ws = m.new_workspace();
-    let mut g = vec![0.0; q.len()];
-    let lp = m
-        .log_density_gradient(&mut ws, q, &mut g)
-        .expect("evaluates");
-    (lp, g)
-}
 
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / a.abs().max(b.abs()).max(1.0)
@@ -55,12 +37,12 @@ const POINTS: &[[f64; 2]] = &[
 #[test]
 fn truncated_normal_example_is_static_and_matches_the_hand_written_normaliser() {
     let data = example_data();
-    let m = build(TRUNCATED, &data);
+    let m = compiled(TRUNCATED, &data);
     assert!(
         !m.is_dynamic(),
         "truncation must not force the dynamic path"
     );
-    let hand = build(BY_HAND, &data);
+    let hand = compiled(BY_HAND, &data);
     for q in POINTS {
         let (lp, g) = eval(&m, q);
         let (lp_hand, g_hand) = eval(&hand, q);
@@ -107,8 +89,8 @@ model { mu ~ normal(1.5, 1); sigma ~ normal(0, 1); b ~ normal(0, 1);\n";
         ),
     ];
     for (tilde, hand) in cases {
-        let m = build(&format!("{header}{tilde} }}"), data);
-        let h = build(&format!("{header}{hand} }}"), data);
+        let m = compiled(&format!("{header}{tilde} }}"), data);
+        let h = compiled(&format!("{header}{hand} }}"), data);
         // A parameter bound is compared with the data variate at every evaluation.
         assert_eq!(m.is_dynamic(), tilde.contains("T[b"), "{tilde}");
         for q in [[0.3, -0.4, 0.2], [1.6, 0.7, -1.0], [-0.5, 0.1, 0.5]] {
@@ -135,11 +117,11 @@ model { mu ~ normal(1.5, 1); sigma ~ normal(0, 1); b ~ normal(0, 1);\n";
 fn a_normaliser_in_the_far_tail_is_finite_and_accurate() {
     let data = r#"{"N": 3, "y": [1.05, 1.2, 1.01]}"#;
     let header = "data { int N; array[N] real y; } parameters { real mu; real<lower=0> sigma; }\n";
-    let m = build(
+    let m = compiled(
         &format!("{header}model {{ for (n in 1:N) y[n] ~ normal(mu, sigma) T[1, 2]; }}"),
         data,
     );
-    let tail = build(
+    let tail = compiled(
         &format!(
             "{header}model {{ for (n in 1:N) target += normal_lupdf(y[n] | mu, sigma) - normal_lccdf(1 | mu, sigma); }}"
         ),
@@ -165,7 +147,7 @@ fn a_normaliser_in_the_far_tail_is_finite_and_accurate() {
 fn a_variate_outside_the_truncation_bounds_has_zero_density() {
     let src = "data { int N; array[N] real y; } parameters { real mu; }
 model { for (n in 1:N) y[n] ~ normal(mu, 1) T[1, 2]; }";
-    let m = build(src, r#"{"N": 3, "y": [1.5, 2.5, 1.2]}"#);
+    let m = compiled(src, r#"{"N": 3, "y": [1.5, 2.5, 1.2]}"#);
     let mut ws = m.new_workspace();
     let mut g = [0.0];
     assert!(m.log_density_gradient(&mut ws, &[0.3], &mut g).is_err());
@@ -192,8 +174,8 @@ fn vectorised_truncation_equals_the_loop_of_scalar_statements() {
         let looped = format!(
             "{head} model {{ for (n in 1:N) y[n] ~ normal({mu_s}, s) T[{lo_s}, {hi_s}]; }}"
         );
-        let v = build(&vectorised, data);
-        let l = build(&looped, data);
+        let v = compiled(&vectorised, data);
+        let l = compiled(&looped, data);
         assert!(!v.is_dynamic(), "{vectorised}");
         let dim = v.dim();
         for k in 0..3 {
@@ -206,7 +188,7 @@ fn vectorised_truncation_equals_the_loop_of_scalar_statements() {
             }
         }
     }
-    let first = build(
+    let first = compiled(
         "data { int N; vector[N] y; vector[N] L; } parameters { vector[N] mu; real<lower=0> s; }
          model { y ~ normal(mu, s) T[0, 10]; }",
         data,

@@ -5,26 +5,12 @@
 //! columns follow CmdStan's layout (`bar:1, bar:2.1, bar:2.2` — the CmdStan guide's "Stan CSV
 //! File Format").
 
+mod common;
+
+use common::{compiled, eval};
 use hazel_density::{LogDensity, Model, StreamRng};
-use hazel_graph::{compile, CompileOptions, CompiledModel};
+use hazel_graph::CompiledModel;
 use hazel_rng::Purpose;
-
-fn build(src: &str, data: &str) -> CompiledModel {
-    let parsed = hazel_check::check_source("m.stan", src);
-    let Some(program) = &parsed.checked else {
-        panic!("check: {}", parsed.render_diagnostics());
-    };
-    let data = hazel_data::DataFile::parse(data).expect("data");
-    compile(program, &data, &CompileOptions::default())
-        .unwrap_or_else(|e| panic!("compile: {}", e.render(&parsed.sources)))
-}
-
-fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
-    let mut ws = m.new_workspace();
-    let mut g = vec![0.0; q.len()];
-    let lp = m.log_density_gradient(&mut ws, q, &mut g).expect("finite");
-    (lp, g)
-}
 
 fn output(m: &CompiledModel, q: &[f64]) -> Vec<(String, f64)> {
     let mut ws = m.new_workspace();
@@ -48,7 +34,7 @@ fn points(dim: usize) -> Vec<Vec<f64>> {
 
 #[test]
 fn tuple_data_reads_like_separate_variables() {
-    let with_tuples = build(
+    let with_tuples = compiled(
         "data { tuple(int, array[2] real, matrix[2, 3]) d;
                 array[2] tuple(vector[2], tuple(real, int)) e; }
          parameters { real mu; }
@@ -60,7 +46,7 @@ fn tuple_data_reads_like_separate_variables() {
             "e": [{"1": [1, 2], "2": {"1": 0.25, "2": 3}},
                   {"1": [3, 4], "2": {"1": 0.75, "2": 5}}]}"#,
     );
-    let separate = build(
+    let separate = compiled(
         "data { int d1; array[2] real d2; matrix[2, 3] d3;
                 array[2] vector[2] e1; array[2] real e21; array[2] int e22; }
          parameters { real mu; }
@@ -78,7 +64,7 @@ fn tuple_data_reads_like_separate_variables() {
 
 #[test]
 fn tuple_parameters_have_stan_layout_and_columns() {
-    let with_tuples = build(
+    let with_tuples = compiled(
         "parameters { tuple(real, real<lower=0>) p; array[2] tuple(simplex[3], real) a; }
          model {
            p.1 ~ normal(0, 1); p.2 ~ exponential(1);
@@ -86,7 +72,7 @@ fn tuple_parameters_have_stan_layout_and_columns() {
          }",
         "{}",
     );
-    let separate = build(
+    let separate = compiled(
         "parameters { real p1; real<lower=0> p2; simplex[3] a11; real a12; simplex[3] a21;
                       real a22; }
          model {
@@ -118,7 +104,7 @@ fn tuple_parameters_have_stan_layout_and_columns() {
 
 #[test]
 fn tuples_in_generated_quantities_and_unpacking() {
-    let m = build(
+    let m = compiled(
         "parameters { real x; }
          transformed parameters { tuple(real, vector[2]) tp = (x, [x, 2 * x]'); }
          model { x ~ normal(tp.2[2], 1); }
@@ -150,7 +136,7 @@ fn tuples_in_generated_quantities_and_unpacking() {
 
 #[test]
 fn tuple_initial_values_round_trip() {
-    let m = build(
+    let m = compiled(
         "parameters { array[2] tuple(real<lower=0>, simplex[3]) a; }
          model { for (i in 1:2) { a[i].1 ~ exponential(1); a[i].2 ~ dirichlet([1, 1, 1]'); } }",
         "{}",

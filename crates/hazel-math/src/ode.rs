@@ -566,6 +566,23 @@ pub fn solve_sensitivities<R: OdeRhs>(
     solve(OdeMethod::Rk45, rhs, y0, y0_sens, t0, ts, tol)
 }
 
+/// `(n, n_y0, m)`: the states of `rhs` (which `y0` must match), the sensitivity columns for
+/// the initial state (`n` when `y0_sens`, else 0) and those for the parameters.
+fn sens_dims<R: OdeRhs + ?Sized>(
+    rhs: &R,
+    y0: &[f64],
+    y0_sens: bool,
+) -> Result<(usize, usize, usize), OdeError> {
+    let n = rhs.n_states();
+    if y0.len() != n {
+        return Err(OdeError::Input(format!(
+            "initial state has {} elements, the right-hand side {n}",
+            y0.len()
+        )));
+    }
+    Ok((n, if y0_sens { n } else { 0 }, rhs.n_params()))
+}
+
 /// [`solve_sensitivities`] with the integrator `method`. The explicit methods integrate the
 /// coupled system (so their step control sees the sensitivities, as Stan's does); the stiff
 /// method propagates the sensitivities of its own discrete steps ([`stiff::solve_stiff`]).
@@ -585,15 +602,7 @@ pub fn solve<R: OdeRhs>(
         OdeMethod::CashKarp => integrate_ckrk(f, x0, t0, ts, tol),
         _ => integrate(f, x0, t0, ts, tol),
     };
-    let n = rhs.n_states();
-    let m = rhs.n_params();
-    if y0.len() != n {
-        return Err(OdeError::Input(format!(
-            "initial state has {} elements, the right-hand side {n}",
-            y0.len()
-        )));
-    }
-    let n_y0 = if y0_sens { n } else { 0 };
+    let (n, n_y0, m) = sens_dims(rhs, y0, y0_sens)?;
     let n_sens = n_y0 + m;
     let mut x0 = vec![0.0; n * (1 + n_sens)];
     x0[..n].copy_from_slice(y0);

@@ -13,13 +13,13 @@
 //! executors only reorder work *between* independent chunks, rows or lanes
 //! (`tests/executors.rs`).
 
-pub mod cpu;
+pub(crate) mod cpu;
 pub mod sharded;
 
 pub use cpu::batched::{BatchWorkspace, BatchedCpu};
 pub use cpu::par::{ThreadedCpu, ThreadedWorkspace};
 pub use cpu::{Buffers, SerialCpu};
-pub use sharded::{ShardPlan, ShardedCpu, ShardedWorkspace};
+pub use sharded::ShardPlan;
 
 use crate::ir::{Arg, Graph};
 use hazel_density::EvalError;

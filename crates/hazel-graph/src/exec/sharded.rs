@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 /// Ops over fewer rows are computed by every rank: at least two chunks, or there is nothing to
 /// split.
-pub const SHARD_MIN_ROWS: usize = 2 * CHUNK;
+pub(crate) const SHARD_MIN_ROWS: usize = 2 * CHUNK;
 
 /// How the sharded executor runs one op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,7 +204,7 @@ fn reads_rows(op: &Op) -> bool {
 }
 
 /// The chunks of `n` rows that rank `rank` of `ranks` owns: a contiguous run, in rank order.
-pub fn owned_chunks(n: usize, rank: usize, ranks: usize) -> Range<usize> {
+pub(crate) fn owned_chunks(n: usize, rank: usize, ranks: usize) -> Range<usize> {
     let chunks = n.div_ceil(CHUNK);
     rank * chunks / ranks..(rank + 1) * chunks / ranks
 }
@@ -222,7 +222,7 @@ fn chunk_rows(n: usize, c: usize) -> Range<usize> {
 
 /// Splits one chain's evaluations over the ranks of a run by [`ShardPlan`].
 #[derive(Debug, Clone)]
-pub struct ShardedCpu {
+pub(crate) struct ShardedCpu {
     pub plan: Arc<ShardPlan>,
 }
 
@@ -234,7 +234,7 @@ pub struct ShardLink {
 
 /// The sharded executor's workspace: the reference buffers, and for a chain of a distributed
 /// run its link to the other ranks (without one, evaluation is the reference executor's).
-pub struct ShardedWorkspace {
+pub(crate) struct ShardedWorkspace {
     pub(crate) buf: Buffers,
     link: Option<ShardLink>,
     /// The running value of a fold, its message, this rank's chunk records.
@@ -435,10 +435,13 @@ impl ShardedCpu {
         ws
     }
 
-    fn rank_of(ws: &ShardedWorkspace) -> (usize, usize) {
-        ws.link
+    /// The rows and chunks of an `n`-row op that this workspace's rank owns.
+    fn owned(ws: &ShardedWorkspace, n: usize) -> (Range<usize>, Range<usize>) {
+        let (rank, ranks) = ws
+            .link
             .as_ref()
-            .map_or((0, 1), |l| (l.comm.rank(), l.comm.size()))
+            .map_or((0, 1), |l| (l.comm.rank(), l.comm.size()));
+        (owned_rows(n, rank, ranks), owned_chunks(n, rank, ranks))
     }
 
     /// Forward rule of a row op: this rank's rows, and folds for what every rank needs.
@@ -449,9 +452,7 @@ impl ShardedCpu {
         n: usize,
         ws: &mut ShardedWorkspace,
     ) -> Result<(), EvalError> {
-        let (rank, ranks) = Self::rank_of(ws);
-        let rows = owned_rows(n, rank, ranks);
-        let chunks = owned_chunks(n, rank, ranks);
+        let (rows, chunks) = Self::owned(ws, n);
         let consts = &g.consts;
         let ShardedWorkspace {
             buf,
@@ -593,9 +594,7 @@ impl ShardedCpu {
         n: usize,
         ws: &mut ShardedWorkspace,
     ) -> Result<(), EvalError> {
-        let (rank, ranks) = Self::rank_of(ws);
-        let rows = owned_rows(n, rank, ranks);
-        let chunks = owned_chunks(n, rank, ranks);
+        let (rows, chunks) = Self::owned(ws, n);
         let consts = &g.consts;
         let ShardedWorkspace {
             buf,

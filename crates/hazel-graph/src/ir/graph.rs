@@ -301,6 +301,71 @@ pub enum Op {
     },
 }
 
+/// The one walk over an op's arguments, in reading order, behind [`Op::inputs`] and
+/// [`Op::for_each_input_mut`]: `$iter` is `iter` or `iter_mut`, and the caller adds the arms of
+/// the ops that own a nested walk (`Glm`, `Scalars`).
+macro_rules! visit_inputs {
+    ($op:expr, $f:ident, $iter:ident, $($nested:tt)*) => {
+        match $op {
+            Op::Unary { x, .. }
+            | Op::Constrain { x, .. }
+            | Op::CumSum { x, .. }
+            | Op::Sum { x, .. }
+            | Op::LogSumExp { x, .. }
+            | Op::Sd { x, .. }
+            | Op::Sort { x, .. }
+            | Op::Ode { v: x, .. }
+            | Op::Integrate { v: x, .. }
+            | Op::Gather { x, .. } => $f(x),
+            Op::Binary { a, b, .. }
+            | Op::Dot { a, b, .. }
+            | Op::MatMul { a, b, .. }
+            | Op::Linalg { a, b, .. }
+            | Op::Solve {
+                guess: a, theta: b, ..
+            } => {
+                $f(a);
+                $f(b)
+            }
+            Op::MulAdd { a, b, c, .. } => {
+                $f(a);
+                $f(b);
+                $f(c)
+            }
+            Op::MulAddChain { c, terms, .. } => {
+                $f(c);
+                terms.$iter().flatten().for_each($f)
+            }
+            Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.$iter().for_each($f),
+            Op::MatVec { m, v, .. } => {
+                $f(m);
+                $f(v)
+            }
+            Op::Dist { args, .. } | Op::MvDist { args, .. } | Op::Nary { args, .. } => {
+                args.$iter().for_each($f)
+            }
+            Op::Cholesky { a, .. } => $f(a),
+            Op::TriSolve { l, b, .. } => {
+                $f(l);
+                $f(b)
+            }
+            Op::Check { x, bound, .. } => {
+                $f(x);
+                $f(bound)
+            }
+            Op::Reject { .. } => {}
+            Op::Dae {
+                yy0, yp0, theta, ..
+            } => {
+                $f(yy0);
+                $f(yp0);
+                $f(theta)
+            }
+            $($nested)*
+        }
+    };
+}
+
 impl Op {
     pub fn out(&self) -> Slot {
         match self {
@@ -339,101 +404,21 @@ impl Op {
 
     /// Calls `f` on every argument the op reads, allowing it to be redirected.
     pub fn for_each_input_mut(&mut self, mut f: impl FnMut(&mut Arg)) {
-        match self {
-            Op::Unary { x, .. }
-            | Op::Constrain { x, .. }
-            | Op::CumSum { x, .. }
-            | Op::Sum { x, .. }
-            | Op::LogSumExp { x, .. }
-            | Op::Sd { x, .. }
-            | Op::Sort { x, .. }
-            | Op::Ode { v: x, .. }
-            | Op::Integrate { v: x, .. }
-            | Op::Gather { x, .. } => f(x),
-            Op::Binary { a, b, .. }
-            | Op::Dot { a, b, .. }
-            | Op::MatMul { a, b, .. }
-            | Op::Linalg { a, b, .. }
-            | Op::Solve {
-                guess: a, theta: b, ..
-            } => {
-                f(a);
-                f(b)
-            }
-            Op::MulAdd { a, b, c, .. } => {
-                f(a);
-                f(b);
-                f(c)
-            }
-            Op::MulAddChain { c, terms, .. } => {
-                f(c);
-                terms.iter_mut().flatten().for_each(f)
-            }
-            Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.iter_mut().for_each(f),
-            Op::MatVec { m, v, .. } => {
-                f(m);
-                f(v)
-            }
-            Op::Dist { args, .. } | Op::MvDist { args, .. } | Op::Nary { args, .. } => {
-                args.iter_mut().for_each(f)
-            }
-            Op::Cholesky { a, .. } => f(a),
-            Op::TriSolve { l, b, .. } => {
-                f(l);
-                f(b)
-            }
-            Op::Check { x, bound, .. } => {
-                f(x);
-                f(bound)
-            }
-            Op::Reject { .. } => {}
+        visit_inputs!(self, f, iter_mut,
             Op::Glm { spec, .. } => spec.for_each_input_mut(f),
             Op::Scalars { block, .. } => block.for_each_input_mut(f),
-            Op::Dae {
-                yy0, yp0, theta, ..
-            } => {
-                f(yy0);
-                f(yp0);
-                f(theta)
-            }
-        }
+        )
     }
 
     /// The arguments an op reads (used by the builder to check the layout invariant).
     pub fn inputs(&self) -> Vec<Arg> {
-        match self {
-            Op::Unary { x, .. }
-            | Op::Constrain { x, .. }
-            | Op::CumSum { x, .. }
-            | Op::Sum { x, .. }
-            | Op::LogSumExp { x, .. }
-            | Op::Sd { x, .. }
-            | Op::Sort { x, .. }
-            | Op::Ode { v: x, .. }
-            | Op::Integrate { v: x, .. }
-            | Op::Gather { x, .. } => vec![*x],
-            Op::Binary { a, b, .. } | Op::Dot { a, b, .. } => vec![*a, *b],
-            Op::MulAdd { a, b, c, .. } => vec![*a, *b, *c],
-            Op::MulAddChain { c, terms, .. } => std::iter::once(*c)
-                .chain(terms.iter().flatten().copied())
-                .collect(),
-            Op::SumScalars { xs, .. } | Op::Pack { xs, .. } => xs.to_vec(),
-            Op::MatVec { m, v, .. } => vec![*m, *v],
-            Op::MatMul { a, b, .. } | Op::Linalg { a, b, .. } => vec![*a, *b],
-            Op::Solve { guess, theta, .. } => vec![*guess, *theta],
-            Op::Dae {
-                yy0, yp0, theta, ..
-            } => vec![*yy0, *yp0, *theta],
-            Op::Dist { args, .. } | Op::MvDist { args, .. } | Op::Nary { args, .. } => {
-                args.to_vec()
-            }
-            Op::Cholesky { a, .. } => vec![*a],
-            Op::TriSolve { l, b, .. } => vec![*l, *b],
-            Op::Check { x, bound, .. } => vec![*x, *bound],
-            Op::Reject { .. } => vec![],
-            Op::Glm { spec, .. } => spec.inputs(),
-            Op::Scalars { block, .. } => block.inputs(),
-        }
+        let mut v = Vec::new();
+        let mut f = |a: &Arg| v.push(*a);
+        visit_inputs!(self, f, iter,
+            Op::Glm { spec, .. } => spec.inputs().iter().for_each(f),
+            Op::Scalars { block, .. } => block.inputs().iter().for_each(f),
+        );
+        v
     }
 }
 

@@ -599,20 +599,7 @@ impl<'p> Tracer<'p> {
             "cumulative_sum" => {
                 self.n_args(name, &args, 1, span)?;
                 let e = self.to_elems(&args[0]);
-                let out = if let Some(c) = e.consts() {
-                    let mut acc = 0.0;
-                    Elems::C(Arc::new(
-                        c.iter()
-                            .map(|v| {
-                                acc += v;
-                                acc
-                            })
-                            .collect(),
-                    ))
-                } else {
-                    let a = self.elems_arg(&e);
-                    Elems::V(self.b.cumsum(a))
-                };
+                let out = self.elems_cumsum(&e);
                 Ok(match &args[0] {
                     Val::Array(xs) if xs.iter().all(|x| matches!(x, Val::Int(_))) => Val::array(
                         (0..out.len())

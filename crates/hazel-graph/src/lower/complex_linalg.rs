@@ -194,6 +194,34 @@ impl<'p> Tracer<'p> {
     /// `eigenvalues` or `eigenvectors` of a parameter-dependent (real or complex) matrix:
     /// one `Op::Linalg` whose output is the real parts then the imaginary parts.
     fn eigen_op(&mut self, name: &str, re: &Val, im: &Val, real_input: bool, span: Span) -> R<Val> {
+        let vectors = name == "eigenvectors";
+        let f = crate::tape::LinalgFn::EigenGeneral {
+            complex: !real_input,
+            vectors,
+        };
+        let (n, out) = self.square_linalg_op(name, f, re, im, real_input, span)?;
+        Ok(if vectors {
+            complex_square(n, &out)
+        } else {
+            Val::complex(
+                Val::Vector(out.slice(0, n)),
+                Val::Vector(out.slice(n, 2 * n)),
+            )
+        })
+    }
+
+    /// One `Op::Linalg` `f` of `name`'s argument `m` (real part `re`, imaginary part `im`,
+    /// left out when `real_input`), which must be a non-empty square matrix: its size and the
+    /// op's output.
+    fn square_linalg_op(
+        &mut self,
+        name: &str,
+        f: crate::tape::LinalgFn,
+        re: &Val,
+        im: &Val,
+        real_input: bool,
+        span: Span,
+    ) -> R<(usize, Elems)> {
         let (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) = (re, im) else {
             return cerr(format!("{name}: m must be a matrix"), span);
         };
@@ -213,23 +241,7 @@ impl<'p> Tracer<'p> {
         } else {
             self.elems_arg(ei)
         };
-        let vectors = name == "eigenvectors";
-        let f = crate::tape::LinalgFn::EigenGeneral {
-            complex: !real_input,
-            vectors,
-        };
-        let out = Elems::V(self.b.linalg(f, a, b, n, n));
-        Ok(if vectors {
-            Val::complex(
-                Val::Matrix(n, n, out.slice(0, n * n)),
-                Val::Matrix(n, n, out.slice(n * n, 2 * n * n)),
-            )
-        } else {
-            Val::complex(
-                Val::Vector(out.slice(0, n)),
-                Val::Vector(out.slice(n, 2 * n)),
-            )
-        })
+        Ok((n, Elems::V(self.b.linalg(f, a, b, n, n))))
     }
 
     /// `svd_U`, `svd_V`, `svd` of a parameter-dependent complex matrix `Z` (`m × n`, `k =
@@ -282,61 +294,22 @@ impl<'p> Tracer<'p> {
     /// `complex_schur_decompose_t` (`_u` when `u`) of a parameter-dependent real or complex
     /// matrix: one `Op::Linalg`.
     fn schur_op(&mut self, u: bool, re: &Val, im: &Val, real_input: bool, span: Span) -> R<Val> {
-        let (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) = (re, im) else {
-            return cerr("complex_schur_decompose: m must be a matrix", span);
-        };
-        let (n, c) = (*r, *c);
-        if n != c || n == 0 {
-            return super::trace::eerr(
-                format!(
-                    "complex_schur_decompose: Expecting a square matrix with a non-zero size; \
-                     rows of m ({n}) and columns of m ({c}) must match in size"
-                ),
-                span,
-            );
-        }
-        let a = self.elems_arg(er);
-        let b = if real_input {
-            self.elems_arg(&Elems::C(Arc::new(vec![])))
-        } else {
-            self.elems_arg(ei)
-        };
         let f = crate::tape::LinalgFn::ComplexSchur {
             complex: !real_input,
             u,
         };
-        let out = Elems::V(self.b.linalg(f, a, b, n, n));
-        Ok(Val::complex(
-            Val::Matrix(n, n, out.slice(0, n * n)),
-            Val::Matrix(n, n, out.slice(n * n, 2 * n * n)),
-        ))
+        let name = "complex_schur_decompose";
+        let (n, out) = self.square_linalg_op(name, f, re, im, real_input, span)?;
+        Ok(complex_square(n, &out))
     }
 
     /// `eigenvectors_sym` of a parameter-dependent complex (Hermitian) matrix: one
     /// `Op::Linalg` (values and vectors as the data path computes them, the adjoint of
     /// `eigen_general_adjoint`).
     fn hermitian_vectors_op(&mut self, re: &Val, im: &Val, span: Span) -> R<Val> {
-        let (Val::Matrix(r, c, er), Val::Matrix(_, _, ei)) = (re, im) else {
-            return cerr("eigenvectors_sym: m must be a matrix", span);
-        };
-        let (n, c) = (*r, *c);
-        if n != c || n == 0 {
-            return super::trace::eerr(
-                format!(
-                    "eigenvectors_sym: Expecting a square matrix with a non-zero size; rows \
-                     of m ({n}) and columns of m ({c}) must match in size"
-                ),
-                span,
-            );
-        }
-        let a = self.elems_arg(er);
-        let b = self.elems_arg(ei);
         let f = crate::tape::LinalgFn::EigenvectorsHermitian;
-        let out = Elems::V(self.b.linalg(f, a, b, n, n));
-        Ok(Val::complex(
-            Val::Matrix(n, n, out.slice(0, n * n)),
-            Val::Matrix(n, n, out.slice(n * n, 2 * n * n)),
-        ))
+        let (n, out) = self.square_linalg_op("eigenvectors_sym", f, re, im, false, span)?;
+        Ok(complex_square(n, &out))
     }
 
     /// The decompositions computed on data only (see the module notes).
@@ -456,4 +429,12 @@ impl<'p> Tracer<'p> {
             }
         }
     }
+}
+
+/// The complex `n × n` matrix whose real parts lead `out` and whose imaginary parts follow.
+fn complex_square(n: usize, out: &Elems) -> Val {
+    Val::complex(
+        Val::Matrix(n, n, out.slice(0, n * n)),
+        Val::Matrix(n, n, out.slice(n * n, 2 * n * n)),
+    )
 }

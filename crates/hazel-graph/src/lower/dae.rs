@@ -21,8 +21,8 @@ use super::fn_graph::{split_params, Shape, TracedFn};
 use super::solve::vector_arg;
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
-use crate::dae_op::{residual_lead, split_jac, DaeSpec, PerCallResidual, ResidualSource};
-use hazel_math::dae::{solve_dae, DaeResidual, DaeTolerances};
+use crate::dae_op::{residual_lead, DaeSpec, LeadResidual, PerCallResidual, ResidualSource};
+use hazel_math::dae::{solve_dae, DaeTolerances};
 use hazel_syntax::ast::Expr;
 use hazel_syntax::Span;
 use std::sync::Arc;
@@ -30,62 +30,6 @@ use std::sync::Arc;
 /// Whether `name` is one of Stan's DAE solvers.
 pub fn is_dae_solver(name: &str) -> bool {
     matches!(name, "dae" | "dae_tol")
-}
-
-/// A [`TracedFn`] over `[t, y, y']` as a [`DaeResidual`].
-pub(crate) struct TracedResidual<'f, 'a, 'p> {
-    f: &'f mut TracedFn<'a, 'p>,
-    n: usize,
-    m: usize,
-    lead: Vec<f64>,
-    ja: Vec<f64>,
-}
-
-impl<'f, 'a, 'p> TracedResidual<'f, 'a, 'p> {
-    pub(crate) fn new(f: &'f mut TracedFn<'a, 'p>, n: usize, m: usize) -> Self {
-        TracedResidual {
-            f,
-            n,
-            m,
-            lead: Vec::with_capacity(1 + 2 * n),
-            ja: vec![0.0; 2 * n * n],
-        }
-    }
-
-    fn fill(&mut self, t: f64, y: &[f64], yp: &[f64]) {
-        self.lead.clear();
-        self.lead.push(t);
-        self.lead.extend_from_slice(y);
-        self.lead.extend_from_slice(yp);
-    }
-}
-
-impl DaeResidual for TracedResidual<'_, '_, '_> {
-    fn n_states(&self) -> usize {
-        self.n
-    }
-    fn n_params(&self) -> usize {
-        self.m
-    }
-    fn eval(&mut self, t: f64, y: &[f64], yp: &[f64], res: &mut [f64]) -> Result<(), String> {
-        self.fill(t, y, yp);
-        self.f.eval(&self.lead, res, None)
-    }
-    fn eval_jac(
-        &mut self,
-        t: f64,
-        y: &[f64],
-        yp: &[f64],
-        res: &mut [f64],
-        jy: &mut [f64],
-        jyp: &mut [f64],
-        jp: &mut [f64],
-    ) -> Result<(), String> {
-        self.fill(t, y, yp);
-        self.f.eval(&self.lead, res, Some((&mut self.ja, jp)))?;
-        split_jac(&self.ja, self.n, jy, jyp);
-        Ok(())
-    }
 }
 
 impl<'p> Tracer<'p> {
@@ -251,7 +195,7 @@ impl<'p> Tracer<'p> {
             }
         }
         // Data only, or a residual that branches (dynamic model): solve here.
-        let mut res = TracedResidual::new(&mut f, n, m);
+        let mut res = LeadResidual::new(&mut f, n, m);
         let sol = match solve_dae(&mut res, &y0_vals, &yp0_vals, y0_var, t0, ts, &tol) {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),

@@ -336,27 +336,18 @@ impl<'p> Tracer<'p> {
     /// Matrix products: matrix × vector, row_vector × vector, vector × row_vector,
     /// matrix × matrix, row_vector × matrix.
     pub fn matmul(&mut self, a: &Val, b: &Val, span: Span) -> R<Val> {
-        let (ar, ac, ae) = match a {
-            Val::Matrix(r, c, e) => (*r, *c, e.clone()),
-            Val::RowVector(e) => (1, e.len(), e.clone()),
-            Val::Vector(e) => (e.len(), 1, e.clone()),
-            _ => {
-                return cerr(
-                    format!("cannot multiply {} by {}", a.type_name(), b.type_name()),
-                    span,
-                )
-            }
+        // (rows, columns, elements) of a matrix, row vector or vector.
+        let dims = |v: &Val| match v {
+            Val::Matrix(r, c, e) => Some((*r, *c, e.clone())),
+            Val::RowVector(e) => Some((1, e.len(), e.clone())),
+            Val::Vector(e) => Some((e.len(), 1, e.clone())),
+            _ => None,
         };
-        let (br, bc, be) = match b {
-            Val::Matrix(r, c, e) => (*r, *c, e.clone()),
-            Val::RowVector(e) => (1, e.len(), e.clone()),
-            Val::Vector(e) => (e.len(), 1, e.clone()),
-            _ => {
-                return cerr(
-                    format!("cannot multiply {} by {}", a.type_name(), b.type_name()),
-                    span,
-                )
-            }
+        let (Some((ar, ac, ae)), Some((br, bc, be))) = (dims(a), dims(b)) else {
+            return cerr(
+                format!("cannot multiply {} by {}", a.type_name(), b.type_name()),
+                span,
+            );
         };
         if ac != br {
             return eerr(
@@ -423,6 +414,20 @@ impl<'p> Tracer<'p> {
             }
         }
         Ok(())
+    }
+
+    /// Runs a loop's body once with `var` bound to `value`: `Some(flow)` when the loop ends
+    /// here with the statement's flow (`Normal` after a `break`), `None` to go on.
+    fn loop_iteration(&mut self, var: &str, value: Val, body: &Stmt) -> R<Option<Flow>> {
+        let mark = self.env_len();
+        self.bind(var, value);
+        let flow = self.stmt(body)?;
+        self.truncate_env(mark);
+        Ok(match flow {
+            Flow::Break => Some(Flow::Normal),
+            Flow::Return(v) => Some(Flow::Return(v)),
+            _ => None,
+        })
     }
 
     /// Runs one statement; the ops it emits (and its errors) carry its location.
@@ -527,14 +532,8 @@ impl<'p> Tracer<'p> {
                     if i > hi {
                         break;
                     }
-                    let mark = self.env_len();
-                    self.bind(&var.name, Val::Int(i));
-                    let flow = self.stmt(body)?;
-                    self.truncate_env(mark);
-                    match flow {
-                        Flow::Break => break,
-                        Flow::Return(v) => return Ok(Flow::Return(v)),
-                        _ => {}
+                    if let Some(flow) = self.loop_iteration(&var.name, Val::Int(i), body)? {
+                        return Ok(flow);
                     }
                     i += 1;
                 }
@@ -554,14 +553,8 @@ impl<'p> Tracer<'p> {
                     _ => return cerr("foreach over a non-container", span),
                 };
                 for item in items {
-                    let mark = self.env_len();
-                    self.bind(&var.name, item);
-                    let flow = self.stmt(body)?;
-                    self.truncate_env(mark);
-                    match flow {
-                        Flow::Break => break,
-                        Flow::Return(v) => return Ok(Flow::Return(v)),
-                        _ => {}
+                    if let Some(flow) = self.loop_iteration(&var.name, item, body)? {
+                        return Ok(flow);
                     }
                 }
                 Ok(Flow::Normal)

@@ -237,6 +237,77 @@ impl<'p> Tracer<'p> {
     }
 }
 
+/// A function of its leading arguments at fixed parameters, with its Jacobians: the ODE
+/// solvers' right-hand side and the DAE solvers' residual, a [`FnGraph`] replayed
+/// ([`Replay`]) or a [`TracedFn`].
+pub(crate) trait LeadFn {
+    /// The value at `lead` into `out`; with `jac`, the Jacobian rows `(∂f/∂active, ∂f/∂p)`,
+    /// row-major.
+    fn eval(
+        &mut self,
+        lead: &[f64],
+        out: &mut [f64],
+        jac: Option<(&mut [f64], &mut [f64])>,
+    ) -> Result<(), String>;
+}
+
+impl<F: LeadFn + ?Sized> LeadFn for &mut F {
+    fn eval(
+        &mut self,
+        lead: &[f64],
+        out: &mut [f64],
+        jac: Option<(&mut [f64], &mut [f64])>,
+    ) -> Result<(), String> {
+        (**self).eval(lead, out, jac)
+    }
+}
+
+impl LeadFn for TracedFn<'_, '_> {
+    fn eval(
+        &mut self,
+        lead: &[f64],
+        out: &mut [f64],
+        jac: Option<(&mut [f64], &mut [f64])>,
+    ) -> Result<(), String> {
+        TracedFn::eval(self, lead, out, jac)
+    }
+}
+
+/// A static trace replayed at fixed parameters: its slot `[lead, p]` and buffers.
+pub(crate) struct Replay<'g> {
+    f: &'g FnGraph,
+    q: Vec<f64>,
+    buf: Buffers,
+}
+
+impl<'g> Replay<'g> {
+    pub(crate) fn new(f: &'g FnGraph, p: &[f64]) -> Self {
+        let mut q = vec![0.0; f.p_offset];
+        q.extend_from_slice(p);
+        Replay {
+            f,
+            q,
+            buf: Buffers::for_graph(&f.graph),
+        }
+    }
+}
+
+impl LeadFn for Replay<'_> {
+    fn eval(
+        &mut self,
+        lead: &[f64],
+        out: &mut [f64],
+        jac: Option<(&mut [f64], &mut [f64])>,
+    ) -> Result<(), String> {
+        self.q[..lead.len()].copy_from_slice(lead);
+        self.f
+            .forward(&self.q, &mut self.buf)
+            .map_err(|e| e.message)?;
+        self.f.read(&mut self.buf, out, jac);
+        Ok(())
+    }
+}
+
 impl FnGraph {
     /// Runs the graph at `q` (`buf` is fitted to the graph first).
     pub fn forward(&self, q: &[f64], buf: &mut Buffers) -> Result<(), EvalError> {
@@ -413,10 +484,6 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         }
     }
 
-    /// Number of parameter-dependent scalars.
-    pub fn n_params(&self) -> usize {
-        self.p.len()
-    }
     /// The static trace, when one was made (after a first [`TracedFn::eval`]); `None` when
     /// the body's control flow reads values.
     pub fn static_graph(&self) -> Option<&FnGraph> {

@@ -178,7 +178,7 @@ impl<'p> Tracer<'p> {
                 _ => cerr(format!("{name}: {what} must be a scalar"), span),
             }
         };
-        let (spec, elems): (MvSpec, Vec<Elems>) = match family {
+        let (ints, n, n_obs, elems): (Box<[i64]>, usize, usize, Vec<Elems>) = match family {
             // Not a density: lowered by `hof::hmm_call`.
             MvFamily::HmmMarginal => return Ok(None),
             MvFamily::OrderedLogistic | MvFamily::OrderedProbit => {
@@ -210,57 +210,25 @@ impl<'p> Tracer<'p> {
                 }
                 let ce = self.mv_elems(&cuts);
                 let n_obs = ys.len();
-                (
-                    MvSpec {
-                        family,
-                        ints: ys.into(),
-                        n: k1,
-                        n_obs,
-                    },
-                    vec![eta, ce],
-                )
+                (ys.into(), k1, n_obs, vec![eta, ce])
             }
             MvFamily::Multinomial | MvFamily::MultinomialLogit | MvFamily::DirichletMultinomial => {
                 let ns = self.mv_ints(&args[0], name, span)?;
                 let th = self.to_elems(&args[1]);
-                (
-                    MvSpec {
-                        family,
-                        ints: ns.into(),
-                        n: th.len(),
-                        n_obs: 1,
-                    },
-                    vec![th],
-                )
+                (ns.into(), th.len(), 1, vec![th])
             }
             MvFamily::MultiStudentT | MvFamily::MultiStudentTCholesky => {
                 let n = self.mv_square(&args[3], name, "scale parameter", span)?;
                 let nu = scalar_elems(self, &args[1], "Degrees of freedom parameter")?;
                 let (y, mu, n_obs) = self.mv_obs(&args[0], &args[2], n, name, span)?;
                 let m = self.to_elems(&args[3]);
-                (
-                    MvSpec {
-                        family,
-                        ints: Box::new([]),
-                        n,
-                        n_obs,
-                    },
-                    vec![y, nu, mu, m],
-                )
+                (Box::new([]), n, n_obs, vec![y, nu, mu, m])
             }
             MvFamily::MultiNormalPrec => {
                 let n = self.mv_square(&args[2], name, "precision parameter", span)?;
                 let (y, mu, n_obs) = self.mv_obs(&args[0], &args[1], n, name, span)?;
                 let m = self.to_elems(&args[2]);
-                (
-                    MvSpec {
-                        family,
-                        ints: Box::new([]),
-                        n,
-                        n_obs,
-                    },
-                    vec![y, mu, m],
-                )
+                (Box::new([]), n, n_obs, vec![y, mu, m])
             }
             MvFamily::Wishart
             | MvFamily::InvWishart
@@ -273,15 +241,7 @@ impl<'p> Tracer<'p> {
                 }
                 let nu = scalar_elems(self, &args[1], "Degrees of freedom parameter")?;
                 let (w, s) = (self.to_elems(&args[0]), self.to_elems(&args[2]));
-                (
-                    MvSpec {
-                        family,
-                        ints: Box::new([]),
-                        n: k,
-                        n_obs: 1,
-                    },
-                    vec![w, nu, s],
-                )
+                (Box::new([]), k, 1, vec![w, nu, s])
             }
             MvFamily::MultiGp | MvFamily::MultiGpCholesky => {
                 let (m, n) = match &args[0] {
@@ -302,15 +262,7 @@ impl<'p> Tracer<'p> {
                     self.to_elems(&args[1]),
                     self.to_elems(&args[2]),
                 );
-                (
-                    MvSpec {
-                        family,
-                        ints: Box::new([]),
-                        n,
-                        n_obs: m,
-                    },
-                    vec![y, k, w],
-                )
+                (Box::new([]), n, m, vec![y, k, w])
             }
             MvFamily::LkjCov => {
                 let k = self.mv_square(&args[0], name, "random variable", span)?;
@@ -320,15 +272,7 @@ impl<'p> Tracer<'p> {
                     self.to_elems(&args[1]),
                     self.to_elems(&args[2]),
                 );
-                (
-                    MvSpec {
-                        family,
-                        ints: Box::new([]),
-                        n: k,
-                        n_obs: 1,
-                    },
-                    vec![y, mu, sigma, eta],
-                )
+                (Box::new([]), k, 1, vec![y, mu, sigma, eta])
             }
             MvFamily::Hypergeometric => return Ok(None),
             MvFamily::PoissonBinomial(_) => {
@@ -348,30 +292,20 @@ impl<'p> Tracer<'p> {
                     return eerr(format!("{name}: probability vectors differ in size"), span);
                 }
                 let n_obs = thetas.len();
-                (
-                    MvSpec {
-                        family,
-                        ints: ys.into(),
-                        n,
-                        n_obs,
-                    },
-                    vec![self.mv_elems(&thetas)],
-                )
+                (ys.into(), n, n_obs, vec![self.mv_elems(&thetas)])
             }
             MvFamily::LkjCorrCholesky | MvFamily::LkjCorr => {
                 let k = self.mv_square(&args[0], name, "random variable", span)?;
                 let eta = scalar_elems(self, &args[1], "Shape parameter")?;
                 let m = self.to_elems(&args[0]);
-                (
-                    MvSpec {
-                        family,
-                        ints: Box::new([]),
-                        n: k,
-                        n_obs: 1,
-                    },
-                    vec![m, eta],
-                )
+                (Box::new([]), k, 1, vec![m, eta])
             }
+        };
+        let spec = MvSpec {
+            family,
+            ints,
+            n,
+            n_obs,
         };
         debug_assert!(elems.len() <= MAX_ARGS);
         // All data: evaluate now (this also reports invalid data at the statement).

@@ -37,7 +37,7 @@
 //!   checkpoint spacing and the interpolation polynomial are checked as Stan checks them and
 //!   otherwise unused.
 
-use super::fn_graph::{split_params, LeadArg, Shape, TracedFn};
+use super::fn_graph::{split_params, LeadArg, LeadFn, Shape, TracedFn};
 use super::solve::vector_arg;
 use super::trace::{cerr, eerr, TraceErr, Tracer, R};
 use super::value::{Elems, Sc, Val};
@@ -88,54 +88,21 @@ fn solver_of(name: &str) -> (OdeMethod, f64) {
 /// runs, so aim inside its error).
 const STIFF_TIGHTEN: f64 = 1e-2;
 
-/// The user function as an [`OdeRhs`]: a [`TracedFn`] over `[t, y, p]` with `t` passive and
-/// `y` active.
-pub(crate) struct TracedRhs<'a, 'p> {
-    pub(crate) f: TracedFn<'a, 'p>,
+/// A function of `[t, y]` (`t` passive, `y` active) as an [`OdeRhs`].
+pub(crate) struct LeadRhs<F> {
+    pub(crate) f: F,
     n: usize,
-    lead: Vec<f64>,
+    m: usize,
+    pub(crate) lead: Vec<f64>,
 }
 
-impl<'a, 'p> TracedRhs<'a, 'p> {
-    /// The right-hand side `function(t, y, args...)` with `n` states (`array[] real` ones when
-    /// `array_state`); `p`: the current values of `args`'s parameter-dependent scalars.
-    pub(crate) fn new(
-        prog: &'p hazel_check::CheckedProgram,
-        function: usize,
-        span: Span,
-        n: usize,
-        array_state: bool,
-        args: &'a [Val],
-        p: Vec<f64>,
-    ) -> Self {
-        let state = if array_state {
-            Shape::RealArray(n)
-        } else {
-            Shape::Vector(n)
-        };
-        let lead = vec![
-            LeadArg {
-                shape: Shape::Real,
-                active: false,
-            },
-            LeadArg {
-                shape: state,
-                active: true,
-            },
-        ];
-        let f = TracedFn::new(
-            prog,
-            function,
-            span,
-            "the ODE right-hand side",
-            lead,
-            state,
-            args,
-            p,
-        );
-        TracedRhs {
+impl<F> LeadRhs<F> {
+    /// `f` with `n` states and `m` parameters.
+    pub(crate) fn new(f: F, n: usize, m: usize) -> Self {
+        LeadRhs {
             f,
             n,
+            m,
             lead: Vec::with_capacity(1 + n),
         }
     }
@@ -147,12 +114,12 @@ impl<'a, 'p> TracedRhs<'a, 'p> {
     }
 }
 
-impl OdeRhs for TracedRhs<'_, '_> {
+impl<F: LeadFn> OdeRhs for LeadRhs<F> {
     fn n_states(&self) -> usize {
         self.n
     }
     fn n_params(&self) -> usize {
-        self.f.n_params()
+        self.m
     }
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) -> Result<(), String> {
         self.fill(t, y);
@@ -169,6 +136,45 @@ impl OdeRhs for TracedRhs<'_, '_> {
         self.fill(t, y);
         self.f.eval(&self.lead, dydt, Some((jy, jp)))
     }
+}
+
+/// The user function `function(t, y, args...)` traced over `[t, y, p]` (for a [`LeadRhs`]),
+/// with `n` states (`array[] real` ones when `array_state`); `p`: the current values of
+/// `args`'s parameter-dependent scalars.
+pub(crate) fn traced_rhs<'a, 'p>(
+    prog: &'p hazel_check::CheckedProgram,
+    function: usize,
+    span: Span,
+    n: usize,
+    array_state: bool,
+    args: &'a [Val],
+    p: Vec<f64>,
+) -> TracedFn<'a, 'p> {
+    let state = if array_state {
+        Shape::RealArray(n)
+    } else {
+        Shape::Vector(n)
+    };
+    let lead = vec![
+        LeadArg {
+            shape: Shape::Real,
+            active: false,
+        },
+        LeadArg {
+            shape: state,
+            active: true,
+        },
+    ];
+    TracedFn::new(
+        prog,
+        function,
+        span,
+        "the ODE right-hand side",
+        lead,
+        state,
+        args,
+        p,
+    )
 }
 
 impl<'p> Tracer<'p> {
@@ -476,7 +482,7 @@ impl<'p> Tracer<'p> {
         };
         let y0_vals: Vec<f64> = y0.to_scalars().into_iter().map(now).collect();
         let p_vals: Vec<f64> = p_scalars.iter().map(|s| now(*s)).collect();
-        let mut rhs = TracedRhs::new(
+        let f = traced_rhs(
             self.prog,
             function,
             span,
@@ -485,6 +491,7 @@ impl<'p> Tracer<'p> {
             extra,
             p_vals.clone(),
         );
+        let mut rhs = LeadRhs::new(f, n, p_vals.len());
         let n_t = ts.len();
         if !var_scalars.is_empty() {
             // One graph op when the right-hand side traces statically.

@@ -508,23 +508,7 @@ impl<'p> Tracer<'p> {
         }
         parts.extend(ex.to_scalars());
         let steps = Elems::from_scalars(parts);
-        let x = match steps.consts() {
-            Some(c) => {
-                let mut acc = 0.0;
-                Elems::C(Arc::new(
-                    c.iter()
-                        .map(|v| {
-                            acc += v;
-                            acc
-                        })
-                        .collect(),
-                ))
-            }
-            None => {
-                let a = self.elems_arg(&steps);
-                Elems::V(self.b.cumsum(a))
-            }
-        };
+        let x = self.elems_cumsum(&steps);
         self.add_jacobian(&rest);
         x
     }

@@ -379,6 +379,23 @@ impl<'p> Tracer<'p> {
         Elems::V(self.b.unary(f, a))
     }
 
+    /// The running sums of `e` (`cumulative_sum`), left to right.
+    pub fn elems_cumsum(&mut self, e: &Elems) -> Elems {
+        if let Some(c) = e.consts() {
+            let mut acc = 0.0;
+            return Elems::C(Arc::new(
+                c.iter()
+                    .map(|v| {
+                        acc += v;
+                        acc
+                    })
+                    .collect(),
+            ));
+        }
+        let a = self.elems_arg(e);
+        Elems::V(self.b.cumsum(a))
+    }
+
     /// Elementwise binary with broadcasting of length-1 operands.
     pub fn elems_binary(&mut self, f: BinaryFn, a: &Elems, b: &Elems) -> Elems {
         let n = if a.len() == 1 { b.len() } else { a.len() };

@@ -35,6 +35,33 @@ pub fn build_with(
     compile(program, &data, options).map_err(|e| format!("compile: {}", e.render(&parsed.sources)))
 }
 
+/// [`build`] of a program that must compile.
+pub fn compiled(src: &str, data: &str) -> CompiledModel {
+    build(src, data).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Log density and gradient at `q`, which must evaluate.
+pub fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
+    let mut ws = m.new_workspace();
+    let mut g = vec![0.0; q.len()];
+    let lp = m
+        .log_density_gradient(&mut ws, q, &mut g)
+        .unwrap_or_else(|e| panic!("evaluation at {q:?} failed: {e}"));
+    (lp, g)
+}
+
+/// The tests' reproducible data: xorshift64, uniform on [-0.5, 0.5).
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    pub fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+}
+
 /// `|a − b|` relative to the larger magnitude, absolute below 1.
 pub fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / a.abs().max(b.abs()).max(1.0)

@@ -55,3 +55,26 @@ pub fn stop() -> usize {
     MEASURING.with(|m| m.set(false));
     ALLOCATIONS.load(Ordering::SeqCst)
 }
+
+/// Asserts that, after a first evaluation, 20 more gradient evaluations of `model` at `q`
+/// allocate nothing on this thread and give the first one's bits (`name`: for messages).
+#[allow(dead_code)] // not every test binary uses it
+pub fn assert_evaluations_do_not_allocate(
+    name: &str,
+    model: &hazel_graph::CompiledModel,
+    q: &[f64],
+) {
+    use hazel_density::LogDensity;
+    let mut grad = vec![0.0; model.dim()];
+    let mut ws = model.new_workspace();
+    let warm = model.log_density_gradient(&mut ws, q, &mut grad).unwrap();
+    start();
+    let mut all_equal = true;
+    for _ in 0..20 {
+        let lp = model.log_density_gradient(&mut ws, q, &mut grad).unwrap();
+        all_equal &= lp.to_bits() == warm.to_bits();
+    }
+    let n = stop();
+    assert!(all_equal, "{name}: evaluations are deterministic");
+    assert_eq!(n, 0, "{name}: {n} allocations in 20 evaluations");
+}

@@ -21,7 +21,7 @@
 //!   values, and `S_{n+1} = S_5` (stiffly accurate). So the gradient is the exact derivative
 //!   of the computed solution for the step sequence taken.
 
-use super::{check_times, OdeError, OdeRhs, OdeSolution, OdeTolerances};
+use super::{check_times, sens_dims, OdeError, OdeRhs, OdeSolution, OdeTolerances};
 use crate::linalg::{factor_len, lu_factor, lu_solve};
 
 const GAMMA: f64 = 0.25;
@@ -79,15 +79,7 @@ pub(crate) fn solve_stiff<R: OdeRhs + ?Sized>(
     tol: &OdeTolerances,
 ) -> Result<OdeSolution, OdeError> {
     check_times(t0, ts, tol)?;
-    let n = rhs.n_states();
-    let m = rhs.n_params();
-    if y0.len() != n {
-        return Err(OdeError::Input(format!(
-            "initial state has {} elements, the right-hand side {n}",
-            y0.len()
-        )));
-    }
-    let n_y0 = if y0_sens { n } else { 0 };
+    let (n, n_y0, m) = sens_dims(rhs, y0, y0_sens)?;
     let ns = n_y0 + m;
     let sens_on = ns > 0;
     let mut values = Vec::with_capacity(ts.len() * n);

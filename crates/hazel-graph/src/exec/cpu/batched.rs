@@ -156,10 +156,10 @@ impl BatchedCpu {
     }
 }
 
-/// `out = M v` with a constant `M`, every live lane: row block by row block, each block of
-/// four columns applied to every lane while it is in cache. Per value, the reference order
-/// ([`kernels::matvec`]): `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
-fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
+/// `out = M v` with a constant `M` and a varying `v`, the op the batched matvec rules take:
+/// (`M`'s values, column-major; the offsets of `v` and `out` in a lane's values; rows;
+/// columns).
+fn const_matvec<'c>(op: &Op, consts: &'c [f64]) -> Option<(&'c [f64], usize, usize, usize, usize)> {
     let &Op::MatVec {
         m,
         v,
@@ -168,14 +168,21 @@ fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) ->
         out,
     } = op
     else {
+        return None;
+    };
+    let (v0, o0) = (v.off as usize, out.off as usize);
+    (m.space == Space::Const && v.is_var())
+        .then(|| (&consts[m.range()], v0, o0, rows as usize, cols as usize))
+}
+
+/// `out = M v` with a constant `M`, every live lane: row block by row block, each block of
+/// four columns applied to every lane while it is in cache. Per value, the reference order
+/// ([`kernels::matvec`]): `((0 + m₀v₀) + m₁v₁) + …`. Returns `false` (nothing done) for other ops.
+fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
+    let Some((mv, v0, o0, rows, cols)) = const_matvec(op, consts) else {
         return false;
     };
-    if m.space != Space::Const || !v.is_var() {
-        return false;
-    }
-    let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
-    let mv = &consts[m.range()];
-    let (o0, v0) = (out.off as usize, v.off as usize);
+    let nv = ws.n_vals;
     for r0 in (0..rows).step_by(ROW_BLOCK) {
         let r1 = (r0 + ROW_BLOCK).min(rows);
         for l in (0..k).filter(|&l| ws.alive[l]) {
@@ -276,21 +283,10 @@ fn glm_forward(
 /// (so each value is the reference's `dot`/`dot4` to the bit: a sum that starts at `+0.0`
 /// never becomes `-0.0`, so `t + (0 + s)` is `t + s`).
 fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -> bool {
-    let &Op::MatVec {
-        m,
-        v,
-        rows,
-        cols,
-        out,
-    } = op
-    else {
+    let Some((mv, v0, o0, rows, cols)) = const_matvec(op, consts) else {
         return false;
     };
-    if m.space != Space::Const || !v.is_var() {
-        return false;
-    }
-    let (rows, cols, nv) = (rows as usize, cols as usize, ws.n_vals);
-    let mv = &consts[m.range()];
+    let nv = ws.n_vals;
     let col = |c: usize, s: usize, e: usize| &mv[c * rows + s..c * rows + e];
     if ws.tmp.len() < k * cols {
         // Only when the workspace was sized for another graph.
@@ -298,7 +294,6 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
     }
     let tmp = &mut ws.tmp[..k * cols];
     tmp.iter_mut().for_each(|t| *t = 0.0);
-    let o0 = out.off as usize;
     let mut start = 0;
     while start < rows {
         let end = (start + CHUNK).min(rows);
@@ -329,7 +324,7 @@ fn matvec_backward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) -
         start = end;
     }
     for l in (0..k).filter(|&l| ws.alive[l]) {
-        let d = &mut ws.adj[l * nv + v.off as usize..l * nv + v.off as usize + cols];
+        let d = &mut ws.adj[l * nv + v0..l * nv + v0 + cols];
         for (dc, t) in d.iter_mut().zip(&tmp[l * cols..(l + 1) * cols]) {
             *dc += t;
         }

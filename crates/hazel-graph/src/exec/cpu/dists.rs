@@ -186,7 +186,7 @@ impl DistKind {
 pub const NO_SCRATCH: u32 = u32::MAX;
 
 /// The argument runs of one density op, resolved against the buffers.
-pub struct DistArgs<'a> {
+pub(crate) struct DistArgs<'a> {
     pub kind: DistKind,
     pub slices: [&'a [f64]; 4],
     pub nargs: usize,
@@ -519,7 +519,7 @@ impl<'a> DistArgs<'a> {
 
 /// Combines chunk results in chunk order (the fixed reduction order) and stores the scalar
 /// arguments' partials.
-pub fn combine(
+pub(crate) fn combine(
     parts: impl Iterator<Item = (f64, [f64; 4])>,
     nargs: usize,
     slices: &[&[f64]; 4],
@@ -598,7 +598,7 @@ pub fn backward(
 }
 
 /// Log density of constant arguments (for data-only calls folded at build time).
-pub fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, String> {
+pub(crate) fn eval_const(kind: DistKind, args: &[&[f64]], propto: bool) -> Result<f64, String> {
     let len = args.iter().map(|a| a.len()).max().unwrap_or(1);
     let inc = Inc {
         all: !propto,

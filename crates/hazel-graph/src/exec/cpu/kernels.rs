@@ -221,7 +221,7 @@ pub fn chunked_sum(isa: Isa, x: &[f64]) -> f64 {
 /// the last `n mod 8` to [`ChunkSum::finish`]. Loops that produce the summands themselves (a
 /// density's terms, block by block) sum them with it and so keep the one shape.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ChunkSum {
+pub(crate) struct ChunkSum {
     lanes: [f64; 8],
 }
 
@@ -253,7 +253,7 @@ impl ChunkSum {
 /// with shuffles in the loop; with the lanes handed to a call, it keeps them as one 8-wide
 /// (AVX-512) or two 4-wide (AVX2) accumulators. One call per chunk.
 #[inline(never)]
-pub fn lane_tree(l: &[f64; 8]) -> f64 {
+pub(crate) fn lane_tree(l: &[f64; 8]) -> f64 {
     ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
 }
 
@@ -274,7 +274,7 @@ fn scalar_at(a: Arg, vals: &[f64], consts: &[f64]) -> f64 {
 
 /// The order that sorts `xs` (ascending, or descending), as indices stored in `perm`
 /// (f64 scratch); ties keep their order.
-pub fn sort_permutation(xs: &[f64], descending: bool, perm: &mut [f64]) {
+pub(crate) fn sort_permutation(xs: &[f64], descending: bool, perm: &mut [f64]) {
     for (k, p) in perm.iter_mut().enumerate() {
         *p = k as f64;
     }
@@ -1158,7 +1158,7 @@ fn chunk_dot(isa: Isa, ca: &[f64], cb: &[f64]) -> f64 {
 /// so that each chunk of `b` is read from memory once for the four columns (the adjoint of a
 /// matrix–vector product's vector, four columns at a time).
 #[inline(always)]
-pub fn dot4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
+pub(crate) fn dot4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     let mut total = [0.0f64; 4];
     let mut start = 0;
     while start < b.len() {
@@ -1205,7 +1205,14 @@ pub fn matvec(m: &[f64], v: &[f64], rows: usize, cols: usize, out: &mut [f64]) {
 // baseline level).
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, out: &mut [f64]) {
+pub(crate) fn matvec_rows(
+    m: &[f64],
+    v: &[f64],
+    rows: usize,
+    cols: usize,
+    r0: usize,
+    out: &mut [f64],
+) {
     out.iter_mut().for_each(|o| *o = 0.0);
     let nr = out.len();
     let col = |c: usize| &m[c * rows + r0..c * rows + r0 + nr];
@@ -1237,7 +1244,14 @@ pub fn matvec_rows(m: &[f64], v: &[f64], rows: usize, cols: usize, r0: usize, ou
 // baseline level).
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-pub fn matvec_t_add(isa: Isa, m: &[f64], g: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
+pub(crate) fn matvec_t_add(
+    isa: Isa,
+    m: &[f64],
+    g: &[f64],
+    rows: usize,
+    cols: usize,
+    d: &mut [f64],
+) {
     let col = |c: usize| &m[c * rows..(c + 1) * rows];
     let mut c = 0;
     while c + 4 <= cols {
@@ -1260,7 +1274,7 @@ pub fn matvec_t_add(isa: Isa, m: &[f64], g: &[f64], rows: usize, cols: usize, d:
 // baseline level).
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-pub fn block_dots(
+pub(crate) fn block_dots(
     isa: Isa,
     m: &[f64],
     g: &[f64],
@@ -1284,7 +1298,7 @@ pub fn block_dots(
 
 /// `D += g vᵀ` for column-major `D` (`rows × cols`): the adjoint of `M` in `M v`.
 #[inline(always)]
-pub fn outer_add(g: &[f64], v: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
+pub(crate) fn outer_add(g: &[f64], v: &[f64], rows: usize, cols: usize, d: &mut [f64]) {
     for c in 0..cols {
         let vc = v[c];
         for (dr, gr) in d[c * rows..(c + 1) * rows].iter_mut().zip(g) {
@@ -1354,7 +1368,7 @@ pub fn matmul(a: &[f64], b: &[f64], n: usize, k: usize, m: usize, out: &mut [f64
 /// `dA += G Bᵀ` for `C = A B` (`G` is `n × m`): each `dA[r, l]` adds `g[r, j] b[l, j]` over
 /// `j` in order, blocked by rows so a block of `G` stays in cache for every `l`.
 #[inline(always)]
-pub fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut [f64]) {
+pub(crate) fn matmul_adj_a(g: &[f64], b: &[f64], n: usize, k: usize, m: usize, d: &mut [f64]) {
     let mut r0 = 0;
     while r0 < n {
         let nr = MM_ROWS.min(n - r0);
@@ -1647,7 +1661,7 @@ fn binary_backward_with(
 
 /// (sample sd, mean, sum of squared deviations) of `x`, summed in chunked order like every
 /// reduction; one element has sd 0.
-pub fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
+pub(crate) fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
     let n = x.len();
     if n < 2 {
         return (0.0, x.first().copied().unwrap_or(0.0), 0.0);

@@ -41,6 +41,27 @@ impl SendPtr {
     }
 }
 
+/// Runs `f(i, &mut out[i])` for every element, one parallel task per [`CHUNK`] elements.
+#[inline(always)]
+fn par_elementwise(out: &mut [f64], f: impl Fn(usize, &mut f64) + Sync) {
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
+        let i0 = c * CHUNK;
+        for (j, d) in o.iter_mut().enumerate() {
+            f(i0 + j, d);
+        }
+    });
+}
+
+/// `v[i]`, or `v`'s one value when it is a broadcast scalar.
+#[inline(always)]
+fn at(v: &[f64], i: usize) -> f64 {
+    if v.len() == 1 {
+        v[0]
+    } else {
+        v[i]
+    }
+}
+
 fn forward_op(
     op: &Op,
     consts: &[f64],
@@ -69,18 +90,9 @@ fn forward_op(
             let av = read(*a, lo, consts);
             let bv = read(*b, lo, consts);
             let f = *f;
-            hi[..out.len as usize]
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(c, o)| {
-                    let i0 = c * CHUNK;
-                    for (j, d) in o.iter_mut().enumerate() {
-                        let i = i0 + j;
-                        let x = if av.len() == 1 { av[0] } else { av[i] };
-                        let y = if bv.len() == 1 { bv[0] } else { bv[i] };
-                        *d = f.value(x, y);
-                    }
-                });
+            par_elementwise(&mut hi[..out.len as usize], |i, d| {
+                *d = f.value(at(av, i), at(bv, i))
+            });
             Ok(())
         }
         Op::Dist {
@@ -157,17 +169,10 @@ fn backward_op(
             let xs = read(*x, lo, consts);
             let ys = &vals[out.range()];
             let f = *f;
-            adj_lo[x.range()]
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(c, d)| {
-                    let i0 = c * CHUNK;
-                    for (j, dj) in d.iter_mut().enumerate() {
-                        let i = i0 + j;
-                        let p = f.deriv(xs[i], ys[i]);
-                        *dj += if p == 0.0 { 0.0 } else { g[i] * p };
-                    }
-                });
+            par_elementwise(&mut adj_lo[x.range()], |i, d| {
+                let p = f.deriv(xs[i], ys[i]);
+                *d += if p == 0.0 { 0.0 } else { g[i] * p };
+            });
         }
         Op::Binary { f, a, b, .. }
             if out.len as usize >= PAR_MIN
@@ -184,20 +189,11 @@ fn backward_op(
             let y = &vals[out.range()];
             let f = *f;
             let (target, first): (Arg, bool) = if a.is_var() { (*a, true) } else { (*b, false) };
-            adj_lo[target.range()]
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(c, d)| {
-                    let i0 = c * CHUNK;
-                    for (j, dj) in d.iter_mut().enumerate() {
-                        let i = i0 + j;
-                        let x = if av.len() == 1 { av[0] } else { av[i] };
-                        let z = if bv.len() == 1 { bv[0] } else { bv[i] };
-                        let (pa, pb) = f.partials(x, z, y[i]);
-                        let p = if first { pa } else { pb };
-                        *dj += if p == 0.0 { 0.0 } else { g[i] * p };
-                    }
-                });
+            par_elementwise(&mut adj_lo[target.range()], |i, d| {
+                let (pa, pb) = f.partials(at(av, i), at(bv, i), y[i]);
+                let p = if first { pa } else { pb };
+                *d += if p == 0.0 { 0.0 } else { g[i] * p };
+            });
         }
         Op::Dist {
             args,

@@ -41,6 +41,30 @@ fn check_buffers(block: &ScalarBlock, vals: &[f64], consts: &[f64]) {
     );
 }
 
+/// Defines, in the loop of [`forward`] or [`backward`], the readers of the block's operands
+/// from the buffers `$vals` and `$consts`, unchecked (see the SAFETY notes there): `v!(i)`,
+/// value slot `i`; `k!(i)`, constant `i`; `get!(o)`, operand `o`. (`$d` is `$`, for the inner
+/// macros' own parameters.)
+macro_rules! operand_readers {
+    ($d:tt, $vals:ident, $consts:ident) => {
+        macro_rules! v {
+                                            ($d i:expr) => {
+                                                unsafe { *$vals.get_unchecked(*$d i as usize) }
+                                            };
+                                        }
+        macro_rules! k {
+                                            ($d i:expr) => {
+                                                unsafe { *$consts.get_unchecked(*$d i as usize) }
+                                            };
+                                        }
+        macro_rules! get {
+                                            ($d o:expr) => {
+                                                unsafe { get($d o, $vals, $consts) }
+                                            };
+                                        }
+    };
+}
+
 /// Forward rule of a block.
 pub fn forward(
     block: &ScalarBlock,
@@ -53,27 +77,13 @@ pub fn forward(
     // SAFETY (every unchecked access below): every slot and constant index of the block's
     // instructions is below `vals_len()` / `consts_len()`, checked against the buffers above.
     for instr in block.code() {
-        // `v!(i)`: value slot `i`; `k!(i)`: constant `i`; `set!(i, y)`: slot `i` = `y`.
-        macro_rules! v {
-            ($i:expr) => {
-                unsafe { *vals.get_unchecked(*$i as usize) }
-            };
-        }
-        macro_rules! k {
-            ($i:expr) => {
-                unsafe { *consts.get_unchecked(*$i as usize) }
-            };
-        }
+        // `set!(i, y)`: slot `i` = `y`.
+        operand_readers!($, vals, consts);
         macro_rules! set {
             ($i:expr, $y:expr) => {{
                 let y = $y;
                 unsafe { *vals.get_unchecked_mut($i as usize) = y }
             }};
-        }
-        macro_rules! get {
-            ($o:expr) => {
-                unsafe { get($o, vals, consts) }
-            };
         }
         macro_rules! bin {
             ($f:ident, $x:expr, $y:expr, $out:expr) => {
@@ -229,21 +239,7 @@ pub fn backward(
     // instructions is below `vals_len()` / `consts_len()`, checked against the buffers above
     // (and `adj` is at least as long as `vals`).
     for instr in block.code().iter().rev() {
-        macro_rules! v {
-            ($i:expr) => {
-                unsafe { *vals.get_unchecked(*$i as usize) }
-            };
-        }
-        macro_rules! k {
-            ($i:expr) => {
-                unsafe { *consts.get_unchecked(*$i as usize) }
-            };
-        }
-        macro_rules! get {
-            ($o:expr) => {
-                unsafe { get($o, vals, consts) }
-            };
-        }
+        operand_readers!($, vals, consts);
         // `adj!(i)`: the adjoint of slot `i`, as a place.
         macro_rules! adj {
             ($i:expr) => {

@@ -119,7 +119,7 @@ impl Isa {
 /// kernel) stays out of the op interpreters' `forward`/`backward`, whose size would otherwise
 /// slow the small ops of scalar-heavy models.
 #[inline(never)]
-pub fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
@@ -170,7 +170,7 @@ pub(crate) use dispatch;
 /// sometimes, depending on what is inlined around it. Inside a [`dispatch!`] copy of the same
 /// level the op's `#[target_feature]` function inlines.
 #[inline(always)]
-pub fn with_isa<Op: pulp::WithSimd>(isa: Isa, op: Op) -> Op::Output {
+pub(crate) fn with_isa<Op: pulp::WithSimd>(isa: Isa, op: Op) -> Op::Output {
     use pulp::Simd;
     match isa {
         #[cfg(target_arch = "x86_64")]
@@ -236,14 +236,14 @@ impl pulp::WithSimd for Lanes<'_> {
 
 /// `lanes` plus the lane sums of `a` (its first `len − len mod 8` values).
 #[inline(always)]
-pub fn add_lanes(isa: Isa, lanes: [f64; 8], a: &[f64]) -> [f64; 8] {
+pub(crate) fn add_lanes(isa: Isa, lanes: [f64; 8], a: &[f64]) -> [f64; 8] {
     with_isa(isa, Lanes { a, b: None, lanes })
 }
 
 /// The lane sums of `a[i] · b[i]` over the first `len − len mod 8` values (`b` at least as
 /// long as `a`).
 #[inline(always)]
-pub fn dot_lanes(isa: Isa, a: &[f64], b: &[f64]) -> [f64; 8] {
+pub(crate) fn dot_lanes(isa: Isa, a: &[f64], b: &[f64]) -> [f64; 8] {
     with_isa(
         isa,
         Lanes {
