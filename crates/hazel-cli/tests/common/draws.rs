@@ -71,3 +71,23 @@ pub fn assert_within_mcse(what: &str, estimate: f64, reference: f64, mcse: f64, 
         error / mcse
     );
 }
+
+/// Every line of a chain file has the header's number of fields (no torn row).
+pub fn assert_whole_rows(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "{}: ends inside a line",
+        path.display()
+    );
+    let mut width = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let n = line.split(',').count();
+        assert_eq!(
+            *width.get_or_insert(n),
+            n,
+            "{}: torn row {line:?}",
+            path.display()
+        );
+    }
+}
