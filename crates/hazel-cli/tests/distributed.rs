@@ -16,7 +16,7 @@ mod common;
 
 use clap::Parser;
 use common::draws::{
-    assert_whole_rows, assert_within_mcse, column_draws, first_difference, mean, sd, without_timing,
+    assert_same_files, assert_whole_rows, assert_within_mcse, column_draws, mean, sd,
 };
 use common::{logistic_files, repo};
 use hazel_cli::distribute::{run_ranks, RankContext};
@@ -101,22 +101,6 @@ fn ranks(
         .into_iter()
         .map(|h| h.join().expect("a rank panicked"))
         .collect()
-}
-
-fn assert_same_files(reference: &Path, other: &Path, chains: usize, what: &str) {
-    for id in 1..=chains {
-        let read = |dir: &Path| {
-            let text = std::fs::read_to_string(dir.join(format!("model-{id}.csv")))
-                .unwrap_or_else(|e| panic!("{what}: chain {id}: {e}"));
-            without_timing(&text, dir)
-        };
-        let (a, b) = (read(reference), read(other));
-        assert!(
-            a == b,
-            "{what}: chain {id} differs from the plain run; first difference at {}",
-            first_difference(&a, &b)
-        );
-    }
 }
 
 #[test]

@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::draws::{assert_whole_rows, first_difference, without_timing};
+use common::draws::{assert_same_files, assert_whole_rows};
 use common::{logistic_files, repo};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -119,22 +119,6 @@ fn mpirun(np: usize, argv: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output 
         .env("NO_COLOR", "1")
         .output()
         .expect("run mpirun")
-}
-
-fn assert_same_files(reference: &Path, other: &Path, chains: usize, what: &str) {
-    for id in 1..=chains {
-        let read = |dir: &Path| {
-            let text = std::fs::read_to_string(dir.join(format!("model-{id}.csv")))
-                .unwrap_or_else(|e| panic!("{what}: chain {id}: {e}"));
-            without_timing(&text, dir)
-        };
-        let (a, b) = (read(reference), read(other));
-        assert!(
-            a == b,
-            "{what}: chain {id} differs from the plain run; first difference at {}",
-            first_difference(&a, &b)
-        );
-    }
 }
 
 fn check_modes(label: &str, argv: &[&str], chains: usize, counts: &[usize], modes: &[&str]) {
