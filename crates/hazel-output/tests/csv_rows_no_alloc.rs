@@ -5,13 +5,57 @@
 use hazel_draws::{Columns, Draw, DrawSink};
 use hazel_nuts::{DrawStats, RunConfig};
 use hazel_output::{CsvHeaderInfo, StanCsvWriter};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-// hazel-graph's counting allocator: only the measuring thread's allocations count.
-#[path = "../../hazel-graph/tests/counting_alloc/mod.rs"]
-mod counting_alloc;
+/// Counts the allocations of the thread that is measuring (the harness's own threads allocate
+/// at times that depend on the machine's load), as hazel-graph's `tests/counting_alloc`.
+struct CountingAlloc;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    // Const-initialised and without a destructor: reading it never allocates.
+    static MEASURING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if MEASURING.try_with(Cell::get).unwrap_or(false) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
 
 #[global_allocator]
-static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Allocations this thread makes while `f` runs.
+fn count_allocations(f: impl FnOnce()) -> usize {
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    MEASURING.with(|m| m.set(true));
+    f();
+    MEASURING.with(|m| m.set(false));
+    ALLOCATIONS.load(Ordering::SeqCst)
+}
 
 #[test]
 fn csv_rows_allocate_nothing() {
@@ -53,10 +97,10 @@ fn csv_rows_allocate_nothing() {
         values,
     };
     w.draw(&draw(&rows[0])).expect("warm-up row");
-    counting_alloc::start();
-    for r in &rows {
-        w.draw(&draw(r)).expect("row");
-    }
-    let n_alloc = counting_alloc::stop();
+    let n_alloc = count_allocations(|| {
+        for r in &rows {
+            w.draw(&draw(r)).expect("row");
+        }
+    });
     assert_eq!(n_alloc, 0, "allocations while writing {} rows", rows.len());
 }
