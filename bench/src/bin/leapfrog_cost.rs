@@ -12,7 +12,7 @@
 //! Run: `cargo run --release -p hazel-bench --bin leapfrog_cost`
 
 use hazel_bench::thread_cpu_ns;
-use hazel_density::{EvalError, LogDensity, Unconstrained};
+use hazel_density::{IndependentNormal, LogDensity, Unconstrained};
 use hazel_nuts::{Chain, SamplerConfig};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -46,27 +46,8 @@ unsafe impl GlobalAlloc for CountingAllocator {
 static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// Standard normal in `dim` dimensions: `log p = −½|q|²`, `∇ = −q`.
-struct IidNormal(usize);
-
-impl LogDensity for IidNormal {
-    type Workspace = ();
-    fn dim(&self) -> usize {
-        self.0
-    }
-    fn new_workspace(&self) {}
-    fn log_density_gradient(
-        &self,
-        _: &mut (),
-        q: &[f64],
-        grad: &mut [f64],
-    ) -> Result<f64, EvalError> {
-        let mut lp = 0.0;
-        for (g, &x) in grad.iter_mut().zip(q) {
-            *g = -x;
-            lp -= 0.5 * x * x;
-        }
-        Ok(lp)
-    }
+fn iid_normal(dim: usize) -> IndependentNormal {
+    IndependentNormal::unit(vec![0.0; dim])
 }
 
 struct Measurement {
@@ -80,7 +61,7 @@ struct Measurement {
 }
 
 fn measure(dim: usize, num_warmup: usize, num_samples: usize) -> Measurement {
-    let model = Unconstrained::new(IidNormal(dim), "x");
+    let model = Unconstrained::new(iid_normal(dim), "x");
     let config = SamplerConfig {
         num_warmup,
         num_samples,
@@ -105,7 +86,7 @@ fn measure(dim: usize, num_warmup: usize, num_samples: usize) -> Measurement {
     };
 
     // The density alone, evaluated as often as the sampler stepped, at a fixed set of points.
-    let density = IidNormal(dim);
+    let density = iid_normal(dim);
     let points: Vec<Vec<f64>> = (0..8)
         .map(|k| {
             (0..dim)

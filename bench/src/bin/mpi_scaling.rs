@@ -40,6 +40,7 @@ use hazel_comm::Comm;
 use hazel_density::LogDensity;
 use hazel_graph::exec::sharded::{fold_terms, ShardLink};
 use hazel_graph::{compile, CompileOptions, CompiledModel};
+use hazel_testdata::Xorshift;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -69,17 +70,6 @@ impl Comm for Counting {
     }
 }
 
-/// A pseudo-random stream (no RNG crate needed).
-struct Xorshift(u64);
-impl Xorshift {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
-
 fn matrix_json(r: &mut Xorshift, n: usize, k: usize) -> String {
     let mut s = String::with_capacity(n * k * 8);
     s.push('[');
@@ -92,7 +82,7 @@ fn matrix_json(r: &mut Xorshift, n: usize, k: usize) -> String {
             if j > 0 {
                 s.push(',');
             }
-            s.push_str(&format!("{:.3}", 2.0 * r.next()));
+            s.push_str(&format!("{:.3}", 2.0 * r.centred()));
         }
         s.push(']');
     }
@@ -125,7 +115,7 @@ fn logistic_data(n: usize) -> String {
     let mut r = Xorshift(0x9e37_79b9_7f4a_7c15);
     let x = matrix_json(&mut r, n, 20);
     let y: Vec<&str> = (0..n)
-        .map(|_| if r.next() > 0.0 { "1" } else { "0" })
+        .map(|_| if r.centred() > 0.0 { "1" } else { "0" })
         .collect();
     format!(r#"{{"N": {n}, "K": 20, "X": {x}, "y": [{}]}}"#, y.join(","))
 }
@@ -134,7 +124,9 @@ fn hierarchical_data(n: usize) -> String {
     let mut r = Xorshift(0x2545_f491_4f6c_dd1d);
     let x = matrix_json(&mut r, n, 5);
     let g: Vec<String> = (0..n).map(|i| (1 + (i * 37) % 100).to_string()).collect();
-    let y: Vec<String> = (0..n).map(|_| format!("{:.3}", 3.0 * r.next())).collect();
+    let y: Vec<String> = (0..n)
+        .map(|_| format!("{:.3}", 3.0 * r.centred()))
+        .collect();
     format!(
         r#"{{"N": {n}, "J": 100, "K": 5, "X": {x}, "g": [{}], "y": [{}]}}"#,
         g.join(","),

@@ -3,6 +3,7 @@
 //! reach the checker with unusual trees; the test passes when none of them panics and every
 //! rejected mutant's diagnostics render.
 
+use hazel_testdata::Xorshift;
 use std::path::{Path, PathBuf};
 
 fn corpus_files() -> Vec<PathBuf> {
@@ -28,20 +29,6 @@ fn corpus_files() -> Vec<PathBuf> {
     files
 }
 
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 fn words(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let bytes = text.as_bytes();
@@ -60,7 +47,7 @@ fn words(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-fn mutate(text: &str, rng: &mut Rng) -> String {
+fn mutate(text: &str, rng: &mut Xorshift) -> String {
     let ws = words(text);
     match rng.below(3) {
         0 | 1 if ws.len() > 1 => {
@@ -84,7 +71,7 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
 
 #[test]
 fn mutated_programs_never_panic() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Xorshift(0x9E37_79B9_7F4A_7C15);
     let mut checked = 0;
     let mut rejected = 0;
     for file in corpus_files() {

@@ -643,13 +643,7 @@ fn run_data(
     let lead = rank0.is_some();
     let (sinks, starts, progress) = match rank0 {
         Some((sinks, starts)) => {
-            let progress = progress_for_run(
-                args.quiet,
-                args.refresh,
-                &config.info().chain_ids(),
-                config.sampler.num_warmup,
-                config.sampler.num_samples,
-            );
+            let progress = progress_for_run(args.quiet, args.refresh, config);
             (sinks, starts, progress)
         }
         None => (
@@ -749,13 +743,7 @@ fn run_chains(
         .iter_mut()
         .map(|s| s.take().expect("each sink once"))
         .collect();
-    let progress = progress_for_run(
-        args.quiet,
-        args.refresh,
-        &config.info().chain_ids(),
-        config.sampler.num_warmup,
-        config.sampler.num_samples,
-    );
+    let progress = progress_for_run(args.quiet, args.refresh, config);
     let progress = progress.as_ref();
     let (own_outcomes, received) = std::thread::scope(|scope| {
         let receiver = scope.spawn(|| receive(&**comm, &mut sinks, progress));

@@ -9,22 +9,23 @@
 //! None of this influences the draws.
 
 use hazel_draws::{NoProgress, Progress};
+use hazel_nuts::RunConfig;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The observer for a run: bars on a terminal, lines otherwise, nothing when `quiet`.
-/// `chain_ids` are the CmdStan ids shown to the user (index `k` is chain `k` of the run).
-/// `refresh` is `--refresh` (CmdStan's: iterations between progress lines, 0 for none).
+/// The observer for the run `config`: bars on a terminal, lines otherwise, nothing when
+/// `quiet`; chains are shown by their CmdStan ids. `refresh` is `--refresh` (CmdStan's:
+/// iterations between progress lines, 0 for none).
 pub fn progress_for_run(
     quiet: bool,
     refresh: Option<usize>,
-    chain_ids: &[u64],
-    num_warmup: usize,
-    num_samples: usize,
+    config: &RunConfig,
 ) -> Box<dyn Progress> {
+    let chain_ids = &config.info().chain_ids();
+    let (num_warmup, num_samples) = (config.sampler.num_warmup, config.sampler.num_samples);
     if quiet || refresh == Some(0) {
         Box::new(NoProgress)
     } else if std::io::stderr().is_terminal() {
@@ -63,6 +64,12 @@ impl MessageLimiter {
         MessageLimiter {
             chains: Mutex::new(vec![MessageState::default(); chains]),
         }
+    }
+
+    /// [`Self::admit`] now, for the run's `chain`-th chain, whose id is `chain_ids[chain]`.
+    fn admit_now(&self, chain_ids: &[u64], chain: usize, message: &str) -> Option<String> {
+        let chain_id = chain_ids.get(chain).copied().unwrap_or(chain as u64 + 1);
+        self.admit(chain, chain_id, message, Instant::now())
     }
 
     /// The text to show for this message, if any.
@@ -148,15 +155,7 @@ impl Progress for BarProgress {
     }
 
     fn message(&self, chain: usize, message: &str) {
-        let chain_id = self
-            .chain_ids
-            .get(chain)
-            .copied()
-            .unwrap_or(chain as u64 + 1);
-        if let Some(text) = self
-            .messages
-            .admit(chain, chain_id, message, Instant::now())
-        {
+        if let Some(text) = self.messages.admit_now(&self.chain_ids, chain, message) {
             // Printed above the bars; if the terminal went away there is nowhere to report to.
             let _ = self.multi.println(text);
         }
@@ -230,15 +229,7 @@ impl Progress for LineProgress {
     }
 
     fn message(&self, chain: usize, message: &str) {
-        let chain_id = self
-            .chain_ids
-            .get(chain)
-            .copied()
-            .unwrap_or(chain as u64 + 1);
-        if let Some(text) = self
-            .messages
-            .admit(chain, chain_id, message, Instant::now())
-        {
+        if let Some(text) = self.messages.admit_now(&self.chain_ids, chain, message) {
             (self.emit)(&text);
         }
     }

@@ -752,13 +752,7 @@ fn sample(
     let prepared = prepare(args, seed, resuming.as_ref(), Voice::Speak)?;
     let (_lock, sampling) = open_output(args, &prepared, resuming.as_ref())?;
     let config = sampling.config().clone();
-    let progress = progress_for_run(
-        args.quiet,
-        args.refresh,
-        &config.info().chain_ids(),
-        config.sampler.num_warmup,
-        config.sampler.num_samples,
-    );
+    let progress = progress_for_run(args.quiet, args.refresh, &config);
     let abort = abort_hook(progress.as_ref(), true);
     let progress_used: &dyn Progress = match &abort {
         Some(abort) => abort,

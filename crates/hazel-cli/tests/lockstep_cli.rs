@@ -5,20 +5,11 @@
 //! K, either lockstep mode and any thread count.
 
 mod common;
+use common::draws::file_without_timing;
 use common::*;
 
 use hazel_output::read_stan_csv;
 use std::path::{Path, PathBuf};
-
-/// The file without CmdStan's timing lines (the only wall-clock-dependent content).
-fn without_timing(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|line| !(line.starts_with('#') && line.contains(" seconds (")))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// Centred eight schools, which diverges, with a `reject` on a parameter (so the model is
 /// re-traced at every evaluation) and a generated quantity drawn from the chain's stream.
@@ -109,7 +100,7 @@ fn check(name: &str, args: &[&str], chains: usize) -> Vec<PathBuf> {
         let batched = run(&dir, &format!("batched-{k}"), args, chains, lockstep);
         for (a, b) in alone.iter().zip(&batched) {
             assert!(
-                without_timing(a) == without_timing(b),
+                file_without_timing(a) == file_without_timing(b),
                 "{name}: {} differs from {} ({lockstep:?})",
                 b.display(),
                 a.display()

@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::draws::{first_difference, without_timing};
+use common::draws::{assert_same_files, assert_whole_rows};
 use common::{logistic_files, repo};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -121,22 +121,6 @@ fn mpirun(np: usize, argv: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output 
         .expect("run mpirun")
 }
 
-fn assert_same_files(reference: &Path, other: &Path, chains: usize, what: &str) {
-    for id in 1..=chains {
-        let read = |dir: &Path| {
-            let text = std::fs::read_to_string(dir.join(format!("model-{id}.csv")))
-                .unwrap_or_else(|e| panic!("{what}: chain {id}: {e}"));
-            without_timing(&text, dir)
-        };
-        let (a, b) = (read(reference), read(other));
-        assert!(
-            a == b,
-            "{what}: chain {id} differs from the plain run; first difference at {}",
-            first_difference(&a, &b)
-        );
-    }
-}
-
 fn check_modes(label: &str, argv: &[&str], chains: usize, counts: &[usize], modes: &[&str]) {
     let base = scratch(label);
     let reference = base.join("plain");
@@ -231,26 +215,6 @@ fn mpirun_poisson_gamma_equals_the_plain_run_for_one_two_and_three_ranks() {
     let mut counts = vec![1];
     counts.extend(rank_counts());
     check_modes("poisson-gamma", &argv, 4, &counts, &["chains", "data"]);
-}
-
-/// Every line of a chain file has the header's number of fields (no torn row).
-fn assert_whole_rows(path: &Path) {
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(
-        text.ends_with('\n'),
-        "{}: ends inside a line",
-        path.display()
-    );
-    let mut width = None;
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let n = line.split(',').count();
-        assert_eq!(
-            *width.get_or_insert(n),
-            n,
-            "{}: torn row {line:?}",
-            path.display()
-        );
-    }
 }
 
 /// The line of rank 0's error that says why the run stopped (mpirun's own report, which names

@@ -6,21 +6,12 @@
 //! intact.
 
 mod common;
+use common::draws::file_without_timing;
 use common::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The file without CmdStan's timing lines (the only wall-clock-dependent content).
-fn without_timing(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|line| !(line.starts_with('#') && line.contains(" seconds (")))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// `hazel sample` of eight schools with `extra` options into `out` below `cwd`.
 fn sample_args(extra: &[&str]) -> Vec<String> {
@@ -79,7 +70,7 @@ fn reference(root: &Path, extra: &[&str]) -> PathBuf {
 
 fn assert_same_files(reference: &Path, resumed: &Path, what: &str) {
     for (a, b) in chain_files(reference).iter().zip(chain_files(resumed)) {
-        let (a, b) = (without_timing(a), without_timing(&b));
+        let (a, b) = (file_without_timing(a), file_without_timing(&b));
         assert!(a == b, "{what}: {} differs from the uninterrupted run", b);
     }
 }

@@ -3,21 +3,12 @@
 //! `bernoulli` example), and the errors it reports.
 
 mod common;
+use common::draws::file_without_timing;
 use common::*;
 
 use hazel_diagnostics::{mcse_mean, mcse_sd, ChainDraws};
 use hazel_output::{read_stan_csv, read_stan_csvs};
-use std::path::{Path, PathBuf};
-
-/// The file without CmdStan's timing lines (the only wall-clock-dependent content).
-fn without_timing(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .expect("output file")
-        .lines()
-        .filter(|line| !(line.starts_with('#') && line.contains(" seconds (")))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+use std::path::PathBuf;
 
 #[test]
 fn bernoulli_draws_match_the_exact_beta_posterior() {
@@ -127,7 +118,7 @@ fn files_do_not_depend_on_thread_counts_and_options_reach_the_files() {
     let three = run("3", "2", "three");
     for (a, b) in one.iter().zip(&three) {
         assert!(
-            without_timing(a) == without_timing(b),
+            file_without_timing(a) == file_without_timing(b),
             "{} and {} differ",
             a.display(),
             b.display()

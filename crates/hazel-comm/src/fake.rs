@@ -24,6 +24,24 @@ struct State {
     sends_left: Vec<Option<u64>>,
 }
 
+impl State {
+    /// Moves the oldest message from `from` to `to` on `tag` into `buf`; false if none waits.
+    fn take(&mut self, from: usize, to: usize, tag: u32, buf: &mut Vec<u8>) -> bool {
+        match self
+            .queues
+            .get_mut(&(from, to, tag))
+            .and_then(|q| q.pop_front())
+        {
+            Some(msg) => {
+                buf.clear();
+                buf.extend_from_slice(&msg);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 struct Office {
     size: usize,
     state: Mutex<State>,
@@ -169,13 +187,7 @@ impl Comm for FakeComm {
             if s.dead[self.rank] {
                 return Err(Self::lost(self.rank));
             }
-            if let Some(msg) = s
-                .queues
-                .get_mut(&(from, self.rank, tag))
-                .and_then(|q| q.pop_front())
-            {
-                buf.clear();
-                buf.extend_from_slice(&msg);
+            if s.take(from, self.rank, tag, buf) {
                 return Ok(());
             }
             if s.dead[from] {
@@ -192,13 +204,7 @@ impl Comm for FakeComm {
                 return Err(Self::lost(self.rank));
             }
             for from in 0..self.office.size {
-                if let Some(msg) = s
-                    .queues
-                    .get_mut(&(from, self.rank, tag))
-                    .and_then(|q| q.pop_front())
-                {
-                    buf.clear();
-                    buf.extend_from_slice(&msg);
+                if s.take(from, self.rank, tag, buf) {
                     return Ok(from);
                 }
             }

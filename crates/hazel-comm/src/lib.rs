@@ -19,6 +19,9 @@
 //! [`wire`] encodes the messages; [`broadcast`] and [`gather`] are the two collectives hazel
 //! needs, written on the point-to-point calls so that every backend has them.
 
+#![cfg_attr(not(feature = "mpi"), forbid(unsafe_code))]
+#![cfg_attr(feature = "mpi", deny(unsafe_code))]
+
 pub mod fake;
 #[cfg(feature = "mpi")]
 pub mod mpi_world;
@@ -131,32 +134,4 @@ pub fn gather(
         }
     }
     Ok(Some(all))
-}
-
-/// A world of one rank: every send is an error (there is no one to send to).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SingleRank;
-
-impl Comm for SingleRank {
-    fn rank(&self) -> usize {
-        0
-    }
-    fn size(&self) -> usize {
-        1
-    }
-    fn send(&self, to: usize, _: u32, _: &[u8]) -> Result<(), CommError> {
-        Err(CommError::Failed(format!(
-            "a run of one rank has no rank {to} to send to"
-        )))
-    }
-    fn recv(&self, from: usize, _: u32, _: &mut Vec<u8>) -> Result<(), CommError> {
-        Err(CommError::Failed(format!(
-            "a run of one rank has no rank {from} to receive from"
-        )))
-    }
-    fn recv_any(&self, _: u32, _: &mut Vec<u8>) -> Result<usize, CommError> {
-        Err(CommError::Failed(
-            "a run of one rank has no other rank to receive from".into(),
-        ))
-    }
 }

@@ -72,7 +72,9 @@ pub struct MpiComm {
 // SAFETY: MPI was initialised with MPI_THREAD_MULTIPLE (checked in `MpiSession::init`), under
 // which any thread may call MPI on the world communicator at any time; `MpiComm` holds no
 // other state than atomics.
+#[allow(unsafe_code)]
 unsafe impl Send for MpiComm {}
+#[allow(unsafe_code)]
 unsafe impl Sync for MpiComm {}
 
 /// Counts a receive as in progress while it lives.

@@ -280,3 +280,36 @@ impl<D: LogDensity> Model for Unconstrained<D> {
         Ok(())
     }
 }
+
+/// Independent normals with means `mean` and standard deviations `sd`: the simplest density
+/// with known moments, the model of the sampler's, the outputs' and the jobs' tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndependentNormal {
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+}
+
+impl IndependentNormal {
+    /// Means `mean`, standard deviations 1.
+    pub fn unit(mean: Vec<f64>) -> Self {
+        let sd = vec![1.0; mean.len()];
+        IndependentNormal { mean, sd }
+    }
+}
+
+impl LogDensity for IndependentNormal {
+    type Workspace = ();
+    fn dim(&self) -> usize {
+        self.mean.len()
+    }
+    fn new_workspace(&self) {}
+    fn log_density_gradient(&self, _: &mut (), q: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+        let mut lp = 0.0;
+        for i in 0..q.len() {
+            let z = (q[i] - self.mean[i]) / self.sd[i];
+            lp -= 0.5 * z * z;
+            g[i] = -z / self.sd[i];
+        }
+        Ok(lp)
+    }
+}

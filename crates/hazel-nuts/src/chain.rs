@@ -161,7 +161,7 @@ enum Phase {
 /// Checks the settings that do not depend on the model; returns a message naming the setting.
 // Negated comparisons so that NaN settings are refused too.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
-pub fn validate_config(config: &SamplerConfig) -> Result<(), String> {
+pub(crate) fn validate_config(config: &SamplerConfig) -> Result<(), String> {
     let a = &config.adapt;
     if config.thin == 0 {
         return Err("thin must be at least 1".into());

@@ -23,7 +23,7 @@ pub fn validate(config: &SamplerConfig) -> Result<(), String> {
 /// The statistics of one fixed_param iteration, as CmdStan writes them (`lp__` = 0,
 /// `accept_stat__` = 0). The NUTS-only fields are 0 too; sinks get only the first two
 /// ([`crate::Algorithm::stat_columns`]).
-pub fn transition_stats() -> DrawStats {
+pub(crate) fn transition_stats() -> DrawStats {
     DrawStats {
         lp: 0.0,
         accept_stat: 0.0,

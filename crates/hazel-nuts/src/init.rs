@@ -80,7 +80,7 @@ impl std::error::Error for InitError {}
 
 /// A description of why `(logp, gradient)` is unusable as a starting point, or `None` if both
 /// are finite. Components are numbered from 1 (Stan's convention for users).
-pub fn non_finite_problem(logp: f64, gradient: &[f64]) -> Option<String> {
+pub(crate) fn non_finite_problem(logp: f64, gradient: &[f64]) -> Option<String> {
     if !logp.is_finite() {
         return Some(format!("log density is {}", describe(logp)));
     }
@@ -137,7 +137,7 @@ pub fn initialize<M: LogDensity + ?Sized>(
 /// [`initialize`] screening up to `candidates` random points (see the module documentation);
 /// `candidates` ≤ 1 is Stan's first-success rule, and explicit points are never screened.
 #[allow(clippy::too_many_arguments)]
-pub fn initialize_screened<M: LogDensity + ?Sized>(
+pub(crate) fn initialize_screened<M: LogDensity + ?Sized>(
     model: &M,
     ws: &mut M::Workspace,
     init: &Init,

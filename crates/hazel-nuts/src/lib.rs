@@ -48,6 +48,8 @@
 //! [`DrawStats::columns`] order. The contract's types (`DrawSink`, `Progress`, `Timing`,
 //! `InverseMetric`) are re-exported here for convenience.
 
+#![forbid(unsafe_code)]
+
 pub mod adapt;
 pub mod chain;
 pub mod checkpoint;

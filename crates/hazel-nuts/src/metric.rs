@@ -25,11 +25,11 @@ pub const LANES: usize = 8;
 
 /// The most eigen-directions a low-rank metric keeps (their coefficients live on the stack in
 /// every leapfrog step, so the hot path never allocates).
-pub const MAX_RANK: usize = 128;
+pub(crate) const MAX_RANK: usize = 128;
 
 /// Sum of the partial sums in a fixed order.
 #[inline]
-pub fn sum_lanes(partial: &[f64; LANES]) -> f64 {
+pub(crate) fn sum_lanes(partial: &[f64; LANES]) -> f64 {
     ((partial[0] + partial[1]) + (partial[2] + partial[3]))
         + ((partial[4] + partial[5]) + (partial[6] + partial[7]))
 }
@@ -540,26 +540,7 @@ impl Metric {
     #[inline]
     pub fn velocity(&self, p: &[f64], velocity: &mut [f64]) -> f64 {
         match &self.storage {
-            MetricStorage::Diag { inv, .. } => {
-                let mut twice_kinetic = [0.0; LANES];
-                let n = p.len();
-                let body = n - n % LANES;
-                for ((v, pc), m) in velocity[..body]
-                    .chunks_exact_mut(LANES)
-                    .zip(p[..body].chunks_exact(LANES))
-                    .zip(inv[..body].chunks_exact(LANES))
-                {
-                    for l in 0..LANES {
-                        v[l] = m[l] * pc[l];
-                        twice_kinetic[l] += v[l] * pc[l];
-                    }
-                }
-                for i in body..n {
-                    velocity[i] = inv[i] * p[i];
-                    twice_kinetic[0] += velocity[i] * p[i];
-                }
-                0.5 * sum_lanes(&twice_kinetic)
-            }
+            MetricStorage::Diag { inv, .. } => scaled_velocity(velocity, p, inv, |_, pi| pi),
             MetricStorage::Dense { inv, .. } => {
                 let n = self.dim;
                 let mut twice_kinetic = 0.0;
@@ -584,24 +565,7 @@ impl Metric {
                 let mut c = [0.0; MAX_RANK];
                 Self::project(vectors, values, *rank, velocity, |l| l - 1.0, &mut c);
                 Self::expand(vectors, *rank, &c, velocity);
-                let mut twice_kinetic = [0.0; LANES];
-                let n = p.len();
-                let body = n - n % LANES;
-                for ((v, pc), s) in velocity[..body]
-                    .chunks_exact_mut(LANES)
-                    .zip(p[..body].chunks_exact(LANES))
-                    .zip(scale[..body].chunks_exact(LANES))
-                {
-                    for l in 0..LANES {
-                        v[l] *= s[l];
-                        twice_kinetic[l] += v[l] * pc[l];
-                    }
-                }
-                for i in body..n {
-                    velocity[i] *= scale[i];
-                    twice_kinetic[0] += velocity[i] * p[i];
-                }
-                0.5 * sum_lanes(&twice_kinetic)
+                scaled_velocity(velocity, p, scale, |vi, _| vi)
             }
         }
     }
@@ -679,6 +643,36 @@ impl Metric {
             }
         }
     }
+}
+
+/// `velocity[i] = scale[i] · from(velocity[i], p[i])` for every `i`; returns the kinetic energy
+/// `½ Σ velocityᵢ pᵢ`, summed in `LANES` partial sums (the order of every diagonal pass, which
+/// fixes the bits).
+#[inline(always)]
+fn scaled_velocity(
+    velocity: &mut [f64],
+    p: &[f64],
+    scale: &[f64],
+    from: impl Fn(f64, f64) -> f64,
+) -> f64 {
+    let mut twice_kinetic = [0.0; LANES];
+    let n = p.len();
+    let body = n - n % LANES;
+    for ((v, pc), s) in velocity[..body]
+        .chunks_exact_mut(LANES)
+        .zip(p[..body].chunks_exact(LANES))
+        .zip(scale[..body].chunks_exact(LANES))
+    {
+        for l in 0..LANES {
+            v[l] = s[l] * from(v[l], pc[l]);
+            twice_kinetic[l] += v[l] * pc[l];
+        }
+    }
+    for i in body..n {
+        velocity[i] = scale[i] * from(velocity[i], p[i]);
+        twice_kinetic[0] += velocity[i] * p[i];
+    }
+    0.5 * sum_lanes(&twice_kinetic)
 }
 
 #[cfg(test)]

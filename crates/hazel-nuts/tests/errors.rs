@@ -286,24 +286,6 @@ fn fatal_error_stops_the_run() {
     }
 }
 
-/// A sink that fails at its 10th draw.
-struct FailingSink(usize);
-impl DrawSink for FailingSink {
-    fn begin(&mut self, _: &hazel_draws::Columns<'_>) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn draw(&mut self, _: &hazel_draws::Draw<'_>) -> std::io::Result<()> {
-        self.0 += 1;
-        if self.0 == 10 {
-            return Err(std::io::Error::other("disk full"));
-        }
-        Ok(())
-    }
-    fn finish(&mut self, _: &hazel_nuts::Timing) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn sink_failure_stops_only_its_chain() {
     let model = Unconstrained::new(

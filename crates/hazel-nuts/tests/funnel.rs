@@ -6,31 +6,7 @@
 mod common;
 
 use common::*;
-use hazel_density::{EvalError, LogDensity};
 use hazel_nuts::{RunConfig, SamplerConfig};
-
-/// v ~ N(0, 3), x_i | v ~ N(0, exp(v/2)), i = 1..9.
-struct Funnel;
-
-impl LogDensity for Funnel {
-    type Workspace = ();
-    fn dim(&self) -> usize {
-        10
-    }
-    fn new_workspace(&self) {}
-    fn log_density_gradient(&self, _: &mut (), q: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
-        let v = q[0];
-        let mut lp = -v * v / 18.0 - 9.0 * v / 2.0;
-        g[0] = -v / 9.0 - 4.5;
-        let precision = (-v).exp();
-        for i in 1..10 {
-            lp -= 0.5 * q[i] * q[i] * precision;
-            g[i] = -q[i] * precision;
-            g[0] += 0.5 * q[i] * q[i] * precision;
-        }
-        Ok(lp)
-    }
-}
 
 #[test]
 fn funnel_divergences_are_detected_and_reported() {
@@ -48,7 +24,7 @@ fn funnel_divergences_are_detected_and_reported() {
         ..RunConfig::default()
     };
     let progress = RecordingProgress::default();
-    let (report, chains) = run_in_memory(Funnel, &config, &progress);
+    let (report, chains) = run_in_memory(FUNNEL, &config, &progress);
     assert!(report.all_ok());
     let mut total = 0;
     let mut cut_mid_merge = 0;

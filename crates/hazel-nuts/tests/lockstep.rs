@@ -133,7 +133,7 @@ fn lockstep_batched_chains_match_single_chains() {
 // ---------------------------------------------------------------------------------------------
 // The runner's lockstep groups (`RunConfig::batch_chains`): whole runs, every sink call compared.
 
-use common::{MemorySink, Received};
+use common::{FailingSink, MemorySink, Received};
 use hazel_density::{EvalErrorKind, Unconstrained};
 use hazel_nuts::{
     Algorithm, ChainError, DrawSink, Init, InitError, Lockstep, NoProgress, RunConfig, RunReport,
@@ -235,18 +235,7 @@ fn run_model<M: hazel_density::Model>(model: &M, config: &RunConfig) -> (RunRepo
 fn bits(r: &Received) -> Vec<u64> {
     let mut v: Vec<u64> = vec![r.finished as u64, r.names.len() as u64];
     for d in &r.draws {
-        let s = d.stats;
-        v.extend([
-            d.warmup as u64,
-            s.lp.to_bits(),
-            s.accept_stat.to_bits(),
-            s.stepsize.to_bits(),
-            s.treedepth as u64,
-            s.n_leapfrog as u64,
-            s.divergent as u64,
-            s.energy.to_bits(),
-        ]);
-        v.extend(d.values.iter().map(|x| x.to_bits()));
+        v.extend(d.bits());
     }
     if let Some((stepsize, metric)) = &r.adaptation {
         v.push(stepsize.to_bits());
@@ -367,22 +356,6 @@ fn a_failing_chain_leaves_its_group() {
     );
 
     // A sink failing at its 10th draw, in a group of three.
-    struct FailingSink(usize);
-    impl DrawSink for FailingSink {
-        fn begin(&mut self, _: &hazel_draws::Columns<'_>) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn draw(&mut self, _: &hazel_draws::Draw<'_>) -> std::io::Result<()> {
-            self.0 += 1;
-            if self.0 == 10 {
-                return Err(std::io::Error::other("disk full"));
-            }
-            Ok(())
-        }
-        fn finish(&mut self, _: &hazel_nuts::Timing) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let config = run_config(3, 3, Lockstep::Desynchronised);
     let (_, alone) = run_model(&model, &config);
     let handles: Vec<Arc<Mutex<Received>>> = (0..3).map(|_| Arc::default()).collect();

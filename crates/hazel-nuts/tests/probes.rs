@@ -4,33 +4,8 @@
 mod common;
 
 use common::*;
-use hazel_density::{EvalError, LogDensity};
 use hazel_nuts::{AdaptConfig, Algorithm, Progress, RunConfig, SamplerConfig};
 use std::sync::Mutex;
-
-/// Neal's funnel (v ~ N(0, 3), x_i | v ~ N(0, exp(v/2)), i = 1..9): divergent in warmup and
-/// after.
-struct Funnel;
-
-impl LogDensity for Funnel {
-    type Workspace = ();
-    fn dim(&self) -> usize {
-        10
-    }
-    fn new_workspace(&self) {}
-    fn log_density_gradient(&self, _: &mut (), q: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
-        let v = q[0];
-        let mut lp = -v * v / 18.0 - 9.0 * v / 2.0;
-        g[0] = -v / 9.0 - 4.5;
-        let precision = (-v).exp();
-        for i in 1..10 {
-            lp -= 0.5 * q[i] * q[i] * precision;
-            g[i] = -q[i] * precision;
-            g[0] += 0.5 * q[i] * q[i] * precision;
-        }
-        Ok(lp)
-    }
-}
 
 /// Every `(warmup, divergences)` the runner reported for chain 0, in order.
 #[derive(Default)]
@@ -63,7 +38,7 @@ fn progress_counts_the_divergences_of_each_phase_apart() {
         ..RunConfig::default()
     };
     let progress = DivergenceLog::default();
-    let (report, chains) = run_in_memory(Funnel, &config, &progress);
+    let (report, chains) = run_in_memory(FUNNEL, &config, &progress);
     assert!(report.all_ok());
     let log = progress.0.into_inner().unwrap();
     let draws = &chains[0].draws;
@@ -135,7 +110,7 @@ fn fixed_param_refuses_warmup() {
         },
         ..RunConfig::default()
     };
-    let model = hazel_density::Unconstrained::new(Funnel, "x");
+    let model = hazel_density::Unconstrained::new(FUNNEL, "x");
     let sinks: Vec<Box<dyn hazel_nuts::DrawSink>> = vec![Box::new(MemorySink(Default::default()))];
     let report =
         hazel_nuts::run(&model, &config, sinks, &hazel_nuts::NoProgress).expect("the run starts");

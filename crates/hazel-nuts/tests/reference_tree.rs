@@ -10,6 +10,9 @@
 //! agree. Distributional tests cannot see the U-turn checks (a sampler with fewer checks is still
 //! correct, only differently efficient); this test can.
 
+mod common;
+
+use common::Funnel;
 use hazel_density::{EvalError, LogDensity};
 use hazel_nuts::{nuts_step, Metric, MetricKind, NutsSettings, NutsState};
 use hazel_rng::{Purpose, StreamRng};
@@ -251,31 +254,6 @@ impl LogDensity for Scaled {
     }
 }
 
-/// Neal's funnel in 5 dimensions (divergences), rejecting where v > 6 (errors on trajectories).
-struct Funnel;
-impl LogDensity for Funnel {
-    type Workspace = ();
-    fn dim(&self) -> usize {
-        5
-    }
-    fn new_workspace(&self) {}
-    fn log_density_gradient(&self, _: &mut (), q: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
-        let v = q[0];
-        if v > 6.0 {
-            return Err(EvalError::reject("v too large"));
-        }
-        let mut lp = -v * v / 18.0 - 2.0 * v;
-        g[0] = -v / 9.0 - 2.0;
-        let precision = (-v).exp();
-        for i in 1..5 {
-            lp -= 0.5 * q[i] * q[i] * precision;
-            g[i] = -q[i] * precision;
-            g[0] += 0.5 * q[i] * q[i] * precision;
-        }
-        Ok(lp)
-    }
-}
-
 fn compare<D: LogDensity<Workspace = ()>>(
     model: &D,
     metric: &Metric,
@@ -360,6 +338,15 @@ fn iterative_tree_matches_recursive_reference() {
     compare(&Scaled(3), &metric, 0.3, 10, 4);
     // Divergences and model errors.
     let metric = Metric::identity(MetricKind::Diag, 5);
-    let (divergences, _) = compare(&Funnel, &metric, 0.5, 10, 5);
+    let (divergences, _) = compare(
+        &Funnel {
+            dim: 5,
+            reject_above: Some(6.0),
+        },
+        &metric,
+        0.5,
+        10,
+        5,
+    );
     assert!(divergences > 0);
 }

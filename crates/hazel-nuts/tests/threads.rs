@@ -9,26 +9,7 @@ use hazel_nuts::{NoProgress, RunConfig, SamplerConfig};
 fn bits(chains: &[Received]) -> Vec<Vec<Vec<u64>>> {
     chains
         .iter()
-        .map(|c| {
-            c.draws
-                .iter()
-                .map(|d| {
-                    let s = d.stats;
-                    let mut row = vec![
-                        s.lp.to_bits(),
-                        s.accept_stat.to_bits(),
-                        s.stepsize.to_bits(),
-                        s.treedepth as u64,
-                        s.n_leapfrog as u64,
-                        s.divergent as u64,
-                        s.energy.to_bits(),
-                        d.warmup as u64,
-                    ];
-                    row.extend(d.values.iter().map(|v| v.to_bits()));
-                    row
-                })
-                .collect()
-        })
+        .map(|c| c.draws.iter().map(Draw::bits).collect())
         .collect()
 }
 

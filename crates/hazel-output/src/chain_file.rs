@@ -77,9 +77,8 @@ pub fn read_checkpoint<C: DeserializeOwned>(
 }
 
 /// One chain's CSV file and its checkpoints.
-pub struct ChainCsvFile {
+pub(crate) struct ChainCsvFile {
     csv: StanCsvWriter<File>,
-    csv_path: PathBuf,
     checkpoint_path: PathBuf,
 }
 
@@ -97,7 +96,6 @@ impl ChainCsvFile {
         })?;
         Ok(ChainCsvFile {
             csv,
-            csv_path: path.to_path_buf(),
             checkpoint_path,
         })
     }
@@ -127,14 +125,8 @@ impl ChainCsvFile {
         file.seek(SeekFrom::End(0)).map_err(context)?;
         Ok(ChainCsvFile {
             csv: StanCsvWriter::continuing(file, header, names, csv_bytes),
-            csv_path: path.to_path_buf(),
             checkpoint_path: checkpoint_path(path),
         })
-    }
-
-    /// The CSV's path.
-    pub fn path(&self) -> &Path {
-        &self.csv_path
     }
 }
 

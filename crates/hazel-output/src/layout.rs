@@ -138,7 +138,8 @@ fn complete_array(
 /// columns get the names ArviZ's `from_cmdstan` gives them (`accept_stat__` → `acceptance_rate`,
 /// `n_leapfrog__` → `n_steps`, …); any other column loses its trailing `__` (`lp_approx__` →
 /// `lp_approx`, `log_g__` → `log_g`).
-pub fn arviz_stat_name(column: &str) -> &str {
+#[cfg(any(feature = "zarr", test))]
+pub(crate) fn arviz_stat_name(column: &str) -> &str {
     match column {
         "lp__" => "lp",
         "accept_stat__" => "acceptance_rate",

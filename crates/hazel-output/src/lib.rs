@@ -11,7 +11,7 @@
 //!   configuration block (built from a [`CsvHeaderInfo`]), header line, adaptation block, draws
 //!   and timing block, so cmdstanpy, ArviZ and R's posterior read hazel's output unchanged.
 //!   Numbers are exact (shortest round-trip decimal) rather than CmdStan's 6 significant digits.
-//! * [`ChainCsvFile`] is one chain's CSV on disk with atomic checkpoints beside it, and resumes
+//! * `chain_file::ChainCsvFile` is one chain's CSV on disk with atomic checkpoints beside it, and resumes
 //!   an interrupted chain's file (see [`chain_file`] for the format).
 //! * [`read_stan_csv`] reads any sampler Stan CSV (hazel's or CmdStan's, with or without saved
 //!   warmup, possibly truncated by a killed run) into column names, post-warmup draws and the
@@ -36,8 +36,7 @@ pub(crate) mod writer;
 #[cfg(feature = "zarr")]
 pub mod zarr_sink;
 
-pub use chain_file::{checkpoint_path, read_checkpoint, ChainCsvFile, StoredCheckpoint};
-pub use layout::arviz_stat_name;
+pub use chain_file::{checkpoint_path, read_checkpoint, StoredCheckpoint};
 pub use outputs::{
     FileNaming, FileOutput, FileStart, HeaderNotes, MemoryOutput, OutputConfig, Outputs,
 };

@@ -59,11 +59,8 @@ pub fn write_number(out: &mut String, value: f64) {
     }
 }
 
-/// Whether positive finite `a` could be an exact midpoint between two shortest candidates:
-/// `a = n × 10^p` with `n` odd and at most 19 digits needs `a`'s odd binary significand times
-/// `5^-e` (for `a = m_odd × 2^e`, `e < 0`) below 10^19, or `a` an integer (`e ≥ 0`) within 27
-/// binary orders of its odd part. Random doubles fail this at once.
-fn tie_possible(a: f64) -> bool {
+/// Positive finite `a` as `m_odd × 2^twos` with `m_odd` odd: `(m_odd, twos)`; `None` for zero.
+fn odd_binary(a: f64) -> Option<(u128, i32)> {
     let bits = a.to_bits();
     let biased = ((bits >> 52) & 0x7ff) as i32;
     let frac = bits & ((1u64 << 52) - 1);
@@ -73,11 +70,20 @@ fn tie_possible(a: f64) -> bool {
         (frac | (1u64 << 52), biased - 1075)
     };
     if m == 0 {
-        return false;
+        return None;
     }
     let tz = m.trailing_zeros() as i32;
-    let m_odd = u128::from(m >> tz);
-    let twos = e + tz;
+    Some((u128::from(m >> tz), e + tz))
+}
+
+/// Whether positive finite `a` could be an exact midpoint between two shortest candidates:
+/// `a = n × 10^p` with `n` odd and at most 19 digits needs `a`'s odd binary significand times
+/// `5^-e` (for `a = m_odd × 2^e`, `e < 0`) below 10^19, or `a` an integer (`e ≥ 0`) within 27
+/// binary orders of its odd part. Random doubles fail this at once.
+fn tie_possible(a: f64) -> bool {
+    let Some((m_odd, twos)) = odd_binary(a) else {
+        return false;
+    };
     if !(-27..=27).contains(&twos) {
         return false;
     }
@@ -100,21 +106,10 @@ pub fn write_number_std(out: &mut String, value: f64) {
 
 /// Whether positive finite `a` equals `n × 10^p` exactly (`n` odd, at most 18 digits).
 fn is_midpoint(a: f64, n: u64, p: i32) -> bool {
-    let bits = a.to_bits();
-    let biased = ((bits >> 52) & 0x7ff) as i32;
-    let frac = bits & ((1u64 << 52) - 1);
-    let (m, e) = if biased == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1u64 << 52), biased - 1075)
-    };
-    if m == 0 {
+    let Some((m_odd, twos)) = odd_binary(a) else {
         return false;
-    }
-    let tz = m.trailing_zeros() as i32;
-    let m_odd = u128::from(m >> tz);
-    let twos = e + tz; // a = m_odd × 2^twos
-                       // n × 10^p = (n × 5^p) × 2^p with n × 5^p odd; 5^28 > 2^64 > n, 5^28 > 2^53 > m_odd.
+    };
+    // n × 10^p = (n × 5^p) × 2^p with n × 5^p odd; 5^28 > 2^64 > n, 5^28 > 2^53 > m_odd.
     if !(-27..=27).contains(&p) {
         return false;
     }
@@ -316,13 +311,8 @@ mod tests {
     /// integers, subnormals.
     #[test]
     fn fast_formatter_matches_std_spelling() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = hazel_testdata::Xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next_u64();
         let check = |v: f64| {
             assert_eq!(text(v), std_text(v), "bits {:#018x}", v.to_bits());
         };

@@ -5,7 +5,7 @@
 //! the CSV's two sampler columns in every format.
 #![cfg(all(feature = "parquet", feature = "zarr"))]
 
-use hazel_density::{EvalError, LogDensity, Unconstrained};
+use hazel_density::{IndependentNormal, Unconstrained};
 use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, FanOut, InverseMetric, Timing};
 use hazel_nuts::{run, Algorithm, DrawStats, NoProgress, RunConfig};
 use hazel_output::layout::variables;
@@ -14,29 +14,9 @@ use hazel_output::zarr_sink::ZarrRun;
 use hazel_output::{read_draws, CsvHeaderInfo, StanCsv, StanCsvWriter};
 use std::path::{Path, PathBuf};
 
-/// Independent normals (output `x.1` … `x.5`).
-struct Normals;
-
-impl LogDensity for Normals {
-    type Workspace = ();
-    fn dim(&self) -> usize {
-        5
-    }
-    fn new_workspace(&self) {}
-    fn log_density_gradient(
-        &self,
-        _: &mut (),
-        q: &[f64],
-        grad: &mut [f64],
-    ) -> Result<f64, EvalError> {
-        let mut lp = 0.0;
-        for (i, (&x, g)) in q.iter().zip(grad.iter_mut()).enumerate() {
-            let z = x - i as f64;
-            lp -= 0.5 * z * z;
-            *g = -z;
-        }
-        Ok(lp)
-    }
+/// Independent normals with means 0, 1, …, 4 (output `x.1` … `x.5`).
+fn normals() -> IndependentNormal {
+    IndependentNormal::unit((0..5).map(f64::from).collect())
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -53,7 +33,7 @@ struct Outputs {
 }
 
 fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
-    let model = Unconstrained::new(Normals, "x");
+    let model = Unconstrained::new(normals(), "x");
     let ids: Vec<u64> = (0..config.chains as u64).map(|k| 1 + k).collect();
     let csv: Vec<PathBuf> = ids
         .iter()

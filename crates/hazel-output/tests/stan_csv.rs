@@ -33,6 +33,20 @@ fn synthetic_draw(i: usize) -> (DrawStats, Vec<f64>) {
     (stats, vec![(x * 0.1).sin(), 1e-9 * x, -1e20 / (x + 1.0)])
 }
 
+/// Writes synthetic draw `i` into `sink`; returns its row (the statistics, then the values).
+fn write_synthetic(sink: &mut dyn DrawSink, i: usize, warmup: bool) -> Vec<f64> {
+    let (stats, values) = synthetic_draw(i);
+    sink.draw(&Draw {
+        warmup,
+        stats: &stats.values(),
+        values: &values,
+    })
+    .expect("draw");
+    let mut row = stats.values().to_vec();
+    row.extend(values);
+    row
+}
+
 fn names() -> Vec<String> {
     vec!["mu".into(), "beta.1".into(), "Sigma.2.1".into()]
 }
@@ -59,13 +73,7 @@ fn write_chain(path: &Path, run: &RunConfig, inv_metric: &InverseMetric) -> Vec<
         0
     };
     for i in 0..warmup_kept {
-        let (stats, values) = synthetic_draw(1000 + i);
-        sink.draw(&Draw {
-            warmup: true,
-            stats: &stats.values(),
-            values: &values,
-        })
-        .expect("warmup draw");
+        write_synthetic(&mut sink, 1000 + i, true);
     }
     sink.adaptation_done(&AdaptationInfo::Hmc {
         stepsize: 0.5,
@@ -74,24 +82,7 @@ fn write_chain(path: &Path, run: &RunConfig, inv_metric: &InverseMetric) -> Vec<
     .expect("adaptation");
     let mut rows = Vec::new();
     for i in 0..s.num_samples.div_ceil(s.thin) {
-        let (stats, values) = synthetic_draw(i);
-        sink.draw(&Draw {
-            warmup: false,
-            stats: &stats.values(),
-            values: &values,
-        })
-        .expect("draw");
-        let mut row = vec![
-            stats.lp,
-            stats.accept_stat,
-            stats.stepsize,
-            f64::from(stats.treedepth),
-            f64::from(stats.n_leapfrog),
-            f64::from(u8::from(stats.divergent)),
-            stats.energy,
-        ];
-        row.extend(values);
-        rows.push(row);
+        rows.push(write_synthetic(&mut sink, i, false));
     }
     sink.finish(&Timing {
         warmup: Duration::from_millis(1500),
@@ -333,13 +324,7 @@ fn every_draw_is_on_disk_as_soon_as_it_is_written() {
     })
     .expect("adaptation");
     for i in 0..5 {
-        let (stats, values) = synthetic_draw(i);
-        sink.draw(&Draw {
-            warmup: false,
-            stats: &stats.values(),
-            values: &values,
-        })
-        .expect("draw");
+        write_synthetic(&mut sink, i, false);
         // Read while the writer is still open, as a reader of a running (or killed) run would.
         let csv = read_stan_csv(&path).expect("readable mid-run");
         assert_eq!((csv.draws.len(), csv.truncated), (i + 1, false));

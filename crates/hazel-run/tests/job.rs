@@ -3,31 +3,16 @@
 //! a model without parameters runs fixed_param with CmdStan's message, and an interrupted job
 //! resumed from its checkpoints writes the uninterrupted job's files and returns its draws.
 
-use hazel_density::{EvalError, LogDensity, Unconstrained};
+use hazel_density::{IndependentNormal, Unconstrained};
 use hazel_draws::{ChainDraws, NoProgress, Progress};
 use hazel_nuts::{Algorithm, ChainError, CheckpointPolicy, RunConfig};
 use hazel_output::{read_stan_csv, FileOutput, Format, HeaderNotes, MemoryOutput, OutputConfig};
 use hazel_run::{sample, SampleJob, NO_PARAMETERS};
 use std::path::{Path, PathBuf};
 
-/// Independent normals with means 0, 1, 2.
-struct Normals(usize);
-
-impl LogDensity for Normals {
-    type Workspace = ();
-    fn dim(&self) -> usize {
-        self.0
-    }
-    fn new_workspace(&self) {}
-    fn log_density_gradient(&self, _: &mut (), q: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
-        let mut lp = 0.0;
-        for (i, (&x, g)) in q.iter().zip(g.iter_mut()).enumerate() {
-            let z = x - i as f64;
-            lp -= 0.5 * z * z;
-            *g = -z;
-        }
-        Ok(lp)
-    }
+/// `dim` independent normals with means 0, 1, 2, …
+fn normals(dim: usize) -> IndependentNormal {
+    IndependentNormal::unit((0..dim).map(|i| i as f64).collect())
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -86,7 +71,7 @@ fn without_timing(path: &Path) -> String {
 
 #[test]
 fn the_outputs_chosen_never_change_the_draws() {
-    let model = Unconstrained::new(Normals(3), "x");
+    let model = Unconstrained::new(normals(3), "x");
     let dir = scratch("outputs");
     let job = |files| SampleJob {
         run: run_config(),
@@ -131,7 +116,7 @@ fn the_outputs_chosen_never_change_the_draws() {
 
 #[test]
 fn a_model_without_parameters_runs_fixed_param() {
-    let model = Unconstrained::new(Normals(0), "x");
+    let model = Unconstrained::new(normals(0), "x");
     let outcome = sample(
         &model,
         SampleJob {
@@ -153,7 +138,7 @@ fn a_model_without_parameters_runs_fixed_param() {
     assert_eq!(chain.sampling.len(), 80);
     assert_eq!(chain.stepsize, None, "fixed_param reports no adaptation");
     // The note is CmdStan's wording.
-    let model = Unconstrained::new(Normals(0), "x");
+    let model = Unconstrained::new(normals(0), "x");
     let prepared = hazel_run::Sampling::prepare(
         &model,
         SampleJob {
@@ -181,7 +166,7 @@ impl Progress for CrashAt {
 
 #[test]
 fn an_interrupted_job_resumes_to_the_uninterrupted_files_and_draws() {
-    let model = Unconstrained::new(Normals(3), "x");
+    let model = Unconstrained::new(normals(3), "x");
     let mut config = run_config();
     config.sampler.save_warmup = true;
     config.sampler.thin = 3;
@@ -226,7 +211,7 @@ fn an_interrupted_job_resumes_to_the_uninterrupted_files_and_draws() {
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_output_holds_the_same_draws() {
-    let model = Unconstrained::new(Normals(3), "x");
+    let model = Unconstrained::new(normals(3), "x");
     let dir = scratch("parquet");
     let outcome = sample(
         &model,

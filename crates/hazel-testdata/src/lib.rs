@@ -47,6 +47,37 @@ pub fn skip(test: &str) {
     );
 }
 
+/// Xorshift64 (Marsaglia's 13/7/17 triple): the small deterministic generator of test and
+/// bench inputs, so data and fuzzed cases are the same on every machine and need no RNG crate.
+/// Not a sampler's stream (those are `hazel_rng`'s).
+#[derive(Debug, Clone)]
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    /// The next 64 random bits (the state must not start at 0).
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in [0, 1), from the top 53 bits.
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [−½, ½).
+    pub fn centred(&mut self) -> f64 {
+        self.uniform() - 0.5
+    }
+
+    /// Uniform in `0..n` (0 when `n` is 0), by remainder.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

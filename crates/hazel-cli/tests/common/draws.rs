@@ -33,10 +33,25 @@ pub fn sd(values: &[f64]) -> f64 {
 /// name is part of the configuration block).
 pub fn without_timing(text: &str, output_dir: &Path) -> String {
     text.lines()
-        .filter(|line| !(line.starts_with('#') && line.contains(" seconds (")))
+        .filter(|line| !is_timing_line(line))
         .map(|line| line.replace(&output_dir.display().to_string(), "<output-dir>"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The file at `path` without CmdStan's timing lines (the only wall-clock-dependent content).
+pub fn file_without_timing(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|line| !is_timing_line(line))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `line` is one of the timing block's lines (wall-clock seconds).
+fn is_timing_line(line: &str) -> bool {
+    line.starts_with('#') && line.contains(" seconds (")
 }
 
 /// The first line where two texts differ, for a readable failure message.
@@ -70,4 +85,42 @@ pub fn assert_within_mcse(what: &str, estimate: f64, reference: f64, mcse: f64, 
          (MCSE {mcse:.3e}, bound {z} MCSE)",
         error / mcse
     );
+}
+
+/// Every line of a chain file has the header's number of fields (no torn row).
+pub fn assert_whole_rows(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "{}: ends inside a line",
+        path.display()
+    );
+    let mut width = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let n = line.split(',').count();
+        assert_eq!(
+            *width.get_or_insert(n),
+            n,
+            "{}: torn row {line:?}",
+            path.display()
+        );
+    }
+}
+
+/// The chain files `model-1.csv` … `model-<chains>.csv` of `other` equal those of `reference`
+/// but for their timing lines.
+pub fn assert_same_files(reference: &Path, other: &Path, chains: usize, what: &str) {
+    for id in 1..=chains {
+        let read = |dir: &Path| {
+            let text = std::fs::read_to_string(dir.join(format!("model-{id}.csv")))
+                .unwrap_or_else(|e| panic!("{what}: chain {id}: {e}"));
+            without_timing(&text, dir)
+        };
+        let (a, b) = (read(reference), read(other));
+        assert!(
+            a == b,
+            "{what}: chain {id} differs from the plain run; first difference at {}",
+            first_difference(&a, &b)
+        );
+    }
 }

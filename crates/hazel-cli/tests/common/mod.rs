@@ -61,13 +61,8 @@ pub fn logistic_files(dir: &Path) -> (String, String) {
     )
     .unwrap();
     let (n, k) = (4_500, 3);
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
+    let mut rng = hazel_testdata::Xorshift(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || rng.centred();
     let beta = [1.0, -0.5, 0.25];
     let mut rows = Vec::new();
     let mut ys = Vec::new();

@@ -15,14 +15,14 @@
 //! Each chain owns its adaptation state (a field of the chain, in its checkpoint): nothing is
 //! shared between chains, so lockstep batches and threads never change what a chain learns.
 
-pub mod fisher;
-pub mod gradient;
-pub mod stepsize;
-pub mod windowed;
+pub(crate) mod fisher;
+pub(crate) mod gradient;
+pub(crate) mod stepsize;
+pub(crate) mod windowed;
 
-pub use gradient::GradientAdaptation;
-pub use stepsize::StepSizeAdaptation;
-pub use windowed::{CovarianceEstimator, WindowSchedule, WindowedAdaptation};
+pub(crate) use gradient::GradientAdaptation;
+pub(crate) use stepsize::StepSizeAdaptation;
+pub(crate) use windowed::WindowedAdaptation;
 
 use crate::metric::{Metric, MetricError};
 use crate::types::{AdaptConfig, AdaptMethod, MetricKind};

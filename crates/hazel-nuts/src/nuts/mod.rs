@@ -257,28 +257,12 @@ mod tests {
     use super::proposal::log_sum_exp;
     use super::*;
     use crate::types::MetricKind;
+    use hazel_density::IndependentNormal;
     use hazel_rng::Purpose;
 
-    struct StdNormal(usize);
-    impl LogDensity for StdNormal {
-        type Workspace = ();
-        fn dim(&self) -> usize {
-            self.0
-        }
-        fn new_workspace(&self) {}
-        fn log_density_gradient(
-            &self,
-            _: &mut (),
-            q: &[f64],
-            g: &mut [f64],
-        ) -> Result<f64, EvalError> {
-            let mut lp = 0.0;
-            for (gi, &qi) in g.iter_mut().zip(q) {
-                *gi = -qi;
-                lp -= 0.5 * qi * qi;
-            }
-            Ok(lp)
-        }
+    /// `dim` standard normals.
+    fn std_normal(dim: usize) -> IndependentNormal {
+        IndependentNormal::unit(vec![0.0; dim])
     }
 
     #[test]
@@ -292,7 +276,7 @@ mod tests {
     /// The leapfrog integrator is time reversible: forward then backward returns to the start.
     #[test]
     fn leapfrog_is_reversible() {
-        let model = StdNormal(3);
+        let model = std_normal(3);
         let metric = Metric::identity(MetricKind::Diag, 3);
         let mut z = PhasePoint {
             q: vec![0.3, -1.0, 2.0],
@@ -339,7 +323,7 @@ mod tests {
     /// error is tiny, so accept_stat ≈ 1, and the reported energy is the Hamiltonian.
     #[test]
     fn statistics_of_a_short_transition() {
-        let model = StdNormal(2);
+        let model = std_normal(2);
         let metric = Metric::identity(MetricKind::Diag, 2);
         let mut state = NutsState::new(&model, &mut (), &[0.5, -0.5], 1).unwrap();
         let mut rng = StreamRng::new(1, 0, Purpose::Sampler);
@@ -369,7 +353,7 @@ mod tests {
     /// Tree depth never exceeds max_depth and n_leapfrog never exceeds 2^max_depth − 1.
     #[test]
     fn depth_and_steps_are_bounded() {
-        let model = StdNormal(5);
+        let model = std_normal(5);
         let metric = Metric::identity(MetricKind::Diag, 5);
         let mut state = NutsState::new(&model, &mut (), &[0.1; 5], 4).unwrap();
         let mut rng = StreamRng::new(2, 0, Purpose::Sampler);
@@ -400,7 +384,7 @@ mod tests {
 
     #[test]
     fn stepsize_heuristic_brackets_acceptance() {
-        let model = StdNormal(10);
+        let model = std_normal(10);
         let metric = Metric::identity(MetricKind::Diag, 10);
         let mut state = NutsState::new(&model, &mut (), &[0.2; 10], 10).unwrap();
         let mut rng = StreamRng::new(5, 0, Purpose::Sampler);

@@ -1,8 +1,10 @@
 //! Shared pieces of the sampler's integration tests: test densities, an in-memory sink, and a
 //! self-contained effective sample size estimator (Geyer's initial positive and monotone
 //! sequence), so these tests do not depend on `hazel-diagnostics`.
-#![allow(dead_code)]
+// Each test file uses a different subset.
+#![allow(dead_code, unused_imports)]
 
+pub use hazel_density::IndependentNormal;
 use hazel_density::{EvalError, LogDensity, Unconstrained};
 use hazel_draws::{AdaptationInfo, Columns};
 use hazel_nuts::{DrawSink, DrawStats, InverseMetric, Progress, RunConfig, RunReport, Timing};
@@ -10,24 +12,40 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Independent normals with the given means and standard deviations.
-pub struct IndependentNormal {
-    pub mean: Vec<f64>,
-    pub sd: Vec<f64>,
+/// Neal's funnel in `dim` dimensions: v ~ N(0, 3), x_i | v ~ N(0, exp(v/2)), i = 1..dim−1;
+/// divergent in warmup and after. With `reject_above`, a rejection where v exceeds it (errors
+/// on trajectories).
+pub struct Funnel {
+    pub dim: usize,
+    pub reject_above: Option<f64>,
 }
 
-impl LogDensity for IndependentNormal {
+/// The 10-dimensional funnel without rejections.
+pub const FUNNEL: Funnel = Funnel {
+    dim: 10,
+    reject_above: None,
+};
+
+impl LogDensity for Funnel {
     type Workspace = ();
     fn dim(&self) -> usize {
-        self.mean.len()
+        self.dim
     }
     fn new_workspace(&self) {}
     fn log_density_gradient(&self, _: &mut (), q: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
-        let mut lp = 0.0;
-        for i in 0..q.len() {
-            let z = (q[i] - self.mean[i]) / self.sd[i];
-            lp -= 0.5 * z * z;
-            g[i] = -z / self.sd[i];
+        let v = q[0];
+        if self.reject_above.is_some_and(|limit| v > limit) {
+            return Err(EvalError::reject("v too large"));
+        }
+        // The log normalising constants of the x_i: −(dim − 1)/2 · v.
+        let half_count = (self.dim - 1) as f64 / 2.0;
+        let mut lp = -v * v / 18.0 - half_count * v;
+        g[0] = -v / 9.0 - half_count;
+        let precision = (-v).exp();
+        for i in 1..self.dim {
+            lp -= 0.5 * q[i] * q[i] * precision;
+            g[i] = -q[i] * precision;
+            g[0] += 0.5 * q[i] * q[i] * precision;
         }
         Ok(lp)
     }
@@ -63,6 +81,25 @@ pub struct Draw {
     pub warmup: bool,
     pub stats: DrawStats,
     pub values: Vec<f64>,
+}
+
+impl Draw {
+    /// The draw as bits (NaN-safe equality): its statistics, the phase, its values.
+    pub fn bits(&self) -> Vec<u64> {
+        let s = self.stats;
+        let mut v = vec![
+            s.lp.to_bits(),
+            s.accept_stat.to_bits(),
+            s.stepsize.to_bits(),
+            s.treedepth as u64,
+            s.n_leapfrog as u64,
+            s.divergent as u64,
+            s.energy.to_bits(),
+            self.warmup as u64,
+        ];
+        v.extend(self.values.iter().map(|x| x.to_bits()));
+        v
+    }
 }
 
 /// Everything one chain's sink received.
@@ -247,4 +284,23 @@ pub fn check_moments(
         ));
     }
     Ok(())
+}
+
+/// A sink that fails at its 10th draw (the count starts at the field's value).
+pub struct FailingSink(pub usize);
+
+impl DrawSink for FailingSink {
+    fn begin(&mut self, _: &Columns<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    fn draw(&mut self, _: &hazel_draws::Draw<'_>) -> io::Result<()> {
+        self.0 += 1;
+        if self.0 == 10 {
+            return Err(io::Error::other("disk full"));
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _: &Timing) -> io::Result<()> {
+        Ok(())
+    }
 }

@@ -153,7 +153,7 @@ impl MethodCommon {
 
 /// Output rows (parameters, transformed parameters, generated quantities) of unconstrained
 /// points, generated quantities from the `GeneratedQuantities` stream of one id.
-pub struct OutputRows<'m> {
+pub(crate) struct OutputRows<'m> {
     model: &'m CompiledModel,
     ws: <CompiledModel as LogDensity>::Workspace,
     rng: StreamRng,
@@ -262,7 +262,7 @@ pub(crate) fn tolerance_settings(
 }
 
 /// Checks CmdStan's tolerance options: finite and ≥ 0, `init_alpha` > 0.
-pub fn check_tolerances(
+pub(crate) fn check_tolerances(
     init_alpha: f64,
     c: &hazel_approx::ConvergenceOptions,
 ) -> Result<(), MethodError> {

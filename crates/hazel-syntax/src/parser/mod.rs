@@ -267,10 +267,7 @@ impl<'a> Parser<'a> {
         self.recursion += 1;
         if self.recursion > MAX_RECURSION {
             let span = self.span();
-            return Err(self.error(Diagnostic::error(
-                span,
-                format!("program is nested too deeply (more than {MAX_NESTING} levels)"),
-            )));
+            return Err(self.error(too_deep(span, "program is", MAX_NESTING)));
         }
         Ok(())
     }
@@ -287,10 +284,7 @@ impl<'a> Parser<'a> {
             let span = self.span();
             self.type_depth -= 1;
             self.exit();
-            return Err(self.error(Diagnostic::error(
-                span,
-                format!("type is nested too deeply (more than {MAX_TYPE_NESTING} levels)"),
-            )));
+            return Err(self.error(too_deep(span, "type is", MAX_TYPE_NESTING)));
         }
         Ok(())
     }
@@ -359,11 +353,8 @@ impl<'a> Parser<'a> {
         let depth = child_depth.saturating_add(1);
         if depth as usize > MAX_NESTING {
             return Err(self.error(
-                Diagnostic::error(
-                    span,
-                    format!("expression is nested too deeply (more than {MAX_NESTING} levels)"),
-                )
-                .with_hint("split it into several statements with intermediate variables"),
+                too_deep(span, "expression is", MAX_NESTING)
+                    .with_hint("split it into several statements with intermediate variables"),
             ));
         }
         let id = self.fresh_id();
@@ -537,4 +528,13 @@ impl<'a> Parser<'a> {
             )),
         }
     }
+}
+
+/// The error for a construct nested past its limit: `what` is the subject and its verb
+/// ("type is").
+fn too_deep(span: Span, what: &str, limit: usize) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!("{what} nested too deeply (more than {limit} levels)"),
+    )
 }

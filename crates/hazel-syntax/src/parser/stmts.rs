@@ -37,10 +37,7 @@ impl Parser<'_> {
         self.stmt_depth += 1;
         let result = if self.stmt_depth > MAX_NESTING {
             let span = self.span();
-            Err(self.error(Diagnostic::error(
-                span,
-                format!("statements are nested too deeply (more than {MAX_NESTING} levels)"),
-            )))
+            Err(self.error(too_deep(span, "statements are", MAX_NESTING)))
         } else {
             self.parse_stmt_inner()
         };
