@@ -289,29 +289,19 @@ mod tests {
             .unwrap();
         let start = z.clone();
         let (mut velocity, mut scratch) = (vec![0.0; 3], vec![0.0; 3]);
-        for _ in 0..7 {
-            leapfrog(
-                &model,
-                &mut (),
-                &metric,
-                &mut z,
-                0.3,
-                &mut velocity,
-                &mut scratch,
-            )
-            .unwrap();
-        }
-        for _ in 0..7 {
-            leapfrog(
-                &model,
-                &mut (),
-                &metric,
-                &mut z,
-                -0.3,
-                &mut velocity,
-                &mut scratch,
-            )
-            .unwrap();
+        for epsilon in [0.3, -0.3] {
+            for _ in 0..7 {
+                leapfrog(
+                    &model,
+                    &mut (),
+                    &metric,
+                    &mut z,
+                    epsilon,
+                    &mut velocity,
+                    &mut scratch,
+                )
+                .unwrap();
+            }
         }
         for i in 0..3 {
             assert!((z.q[i] - start.q[i]).abs() < 1e-12);

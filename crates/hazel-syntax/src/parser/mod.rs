@@ -38,8 +38,9 @@ pub const MAX_TYPE_NESTING: usize = 64;
 /// Parser recursion allowed before giving up (several parser frames per nesting level).
 const MAX_RECURSION: usize = 3 * MAX_NESTING;
 
-/// Words that cannot name variables or functions (stanc 2.37's list; `transformed`,
-/// `generated` and `quantities` are only keywords in block headers).
+/// Words that cannot name variables or functions besides the type words ([`is_type_word`]):
+/// stanc 2.37's list is these and those (`transformed`, `generated` and `quantities` are only
+/// keywords in block headers).
 const RESERVED: &[&str] = &[
     "functions",
     "data",
@@ -54,38 +55,15 @@ const RESERVED: &[&str] = &[
     "break",
     "continue",
     "void",
-    "int",
-    "real",
-    "complex",
-    "vector",
-    "row_vector",
-    "matrix",
-    "complex_vector",
-    "complex_row_vector",
-    "complex_matrix",
-    "ordered",
-    "positive_ordered",
-    "simplex",
-    "unit_vector",
-    "sum_to_zero_vector",
-    "sum_to_zero_matrix",
-    "cholesky_factor_corr",
-    "cholesky_factor_cov",
-    "corr_matrix",
-    "cov_matrix",
-    "column_stochastic_matrix",
-    "row_stochastic_matrix",
     "print",
     "reject",
     "fatal_error",
     "target",
     "profile",
-    "tuple",
     "offset",
     "multiplier",
     "lower",
     "upper",
-    "array",
 ];
 
 /// Words that start a declaration, besides the constrained type keywords
@@ -107,6 +85,11 @@ const TYPE_WORDS: &[&str] = &[
 /// Whether `word` starts a declaration.
 fn is_type_word(word: &str) -> bool {
     TYPE_WORDS.contains(&word) || CONSTRAINED_TYPES.iter().any(|t| t.keyword == word)
+}
+
+/// Whether `word` cannot name a variable or a function.
+fn is_reserved(word: &str) -> bool {
+    RESERVED.contains(&word) || is_type_word(word)
 }
 
 /// Marker for "an error was reported; unwind to a recovery point".
@@ -251,7 +234,7 @@ impl<'a> Parser<'a> {
         match self.peek().clone() {
             TokenKind::Ident(name) => {
                 let span = self.bump();
-                if RESERVED.contains(&name.as_str()) {
+                if is_reserved(name) {
                     return Err(self.error(Diagnostic::error(
                         span,
                         format!("`{name}` is a reserved word and cannot be used as {what}"),
