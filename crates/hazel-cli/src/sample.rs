@@ -87,9 +87,12 @@ pub struct SampleArgs {
     pub seed: Option<Seed>,
     /// How warmup learns the metric: Stan's windowed scheme (`stan`), nutpie's gradient-based
     /// diagonal (`diag-grad`), or its low-rank plus diagonal metric (`low-rank`); see the
-    /// sampler's documentation for each.
-    #[arg(long, value_enum, default_value_t = AdaptationArg::Stan)]
-    pub adaptation: AdaptationArg,
+    /// sampler's documentation for each. Default: low-rank (median 7.5× Stan's ESS per gradient
+    /// on posteriordb tiers 1–3 and the examples, with the default Pathfinder inits); stan when
+    /// --metric or --metric-file is given, or nothing is adapted (--adapt-engaged 0, --warmup 0,
+    /// fixed_param), as in CmdStan.
+    #[arg(long, value_enum)]
+    pub adaptation: Option<AdaptationArg>,
     /// Whether warmup adapts the step size and metric (CmdStan's `adapt engaged`; 0 or false
     /// samples with --stepsize and --metric-file, or the identity, as they are).
     #[arg(long, default_value = "1", value_parser = parse_switch, action = clap::ArgAction::Set)]
@@ -130,8 +133,9 @@ pub struct SampleArgs {
     #[arg(long)]
     pub fixed_param: bool,
     /// The metric: unit_e (the identity; only the step size adapts), diag_e or dense_e (`diag`
-    /// and `dense` are accepted too). Default: diag_e, or the form of --metric-file's matrix;
-    /// --adaptation low-rank learns its own low-rank plus diagonal metric.
+    /// and `dense` are accepted too), learnt by Stan's adaptation unless --adaptation says
+    /// otherwise. Default: the low-rank plus diagonal metric of the default --adaptation
+    /// low-rank; with --metric-file, the form of its matrix.
     #[arg(long, value_enum)]
     pub metric: Option<MetricArg>,
     /// A CmdStan JSON file whose `inv_metric` (a vector: diagonal; a matrix: dense) starts
@@ -139,15 +143,18 @@ pub struct SampleArgs {
     /// exist beside it (FILE.json without its extension), chain <id> reads its own.
     #[arg(long, value_name = "FILE")]
     pub metric_file: Option<PathBuf>,
-    /// Initial values: a radius R (uniform in (-R, R) on the unconstrained scale; 0 starts at
-    /// the origin), `pathfinder` (one draw of a multi-path Pathfinder run per chain), or a
+    /// Initial values: `pathfinder` (one draw of a multi-path Pathfinder run per chain, the
+    /// default; where Pathfinder finds none, a warning and the radius 2), a radius R (uniform
+    /// in (-R, R) on the unconstrained scale, Stan's default 2; 0 starts at the origin), or a
     /// CmdStan JSON file of constrained parameter values used by every chain (parameters it
     /// leaves out start uniformly in (-2, 2) on the unconstrained scale). When FILE_<id>.json
     /// files exist beside FILE.json, chain <id> starts from its own (CmdStan's convention).
-    #[arg(long, default_value = "2", allow_negative_numbers = true)]
-    pub init: String,
+    /// fixed_param's default is the radius 2.
+    #[arg(long, allow_negative_numbers = true)]
+    pub init: Option<String>,
     /// Random starting points screened per chain (the one with the highest log density is
-    /// kept; 1 takes the first finite one, as Stan does). Not used with explicit inits.
+    /// kept; 1 takes the first finite one, as Stan does): with --init R, or where Pathfinder
+    /// found no initial values.
     #[arg(long, default_value_t = hazel_nuts::DEFAULT_INIT_CANDIDATES as u64, value_parser = positive_count)]
     pub init_candidates: u64,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
@@ -393,6 +400,17 @@ fn chain_files(path: &Path, chain_ids: &[u64]) -> Vec<PathBuf> {
     files
 }
 
+/// What `--init` asks for; without it, Pathfinder's points for NUTS (see
+/// [`hazel_run::defaults`]) and Stan's radius 2 for fixed_param. `run` is the run's settings
+/// with its algorithm set.
+pub(crate) fn requested_init(args: &SampleArgs, run: &RunConfig) -> Result<InitArg, String> {
+    match &args.init {
+        Some(text) => parse_init(text),
+        None if hazel_run::defaults::pathfinder_by_default(run) => Ok(InitArg::Pathfinder),
+        None => Ok(InitArg::Radius(2.0)),
+    }
+}
+
 /// Parses the `--init` value: a radius, or the path of an existing JSON file (or of per-chain
 /// files `FILE_<id>.json` beside it).
 pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
@@ -483,7 +501,6 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     sampler.max_depth = args.max_depth;
     sampler.init_candidates = args.init_candidates as usize;
     sampler.adapt.engaged = args.adapt_engaged;
-    sampler.adapt.method = args.adaptation.method();
     sampler.adapt.init_buffer = args.init_buffer;
     sampler.adapt.term_buffer = args.term_buffer;
     sampler.adapt.window = args.window;
@@ -501,6 +518,16 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         ));
     }
     sampler.stepsize_jitter = args.stepsize_jitter;
+    if args.algorithm == AlgorithmArg::FixedParam || args.fixed_param {
+        config.use_fixed_param();
+    }
+    let metric_chosen = args.metric.is_some() || args.metric_file.is_some();
+    config.sampler.adapt.method = match args.adaptation {
+        Some(adaptation) => adaptation.method(),
+        None => hazel_run::defaults::default_adaptation(&config, metric_chosen),
+    };
+    let init = requested_init(args, &config)?;
+    let sampler = &mut config.sampler;
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
@@ -536,7 +563,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
             return Err(format!(
                 "--metric {}: --adaptation {} learns {}; leave --metric out",
                 metric_value(metric),
-                adaptation_value(args.adaptation),
+                sampler.adapt.method.name(),
                 match sampler.adapt.method {
                     AdaptMethod::LowRank => "its own low-rank plus diagonal metric",
                     _ => "a diagonal metric",
@@ -559,7 +586,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         return Err("--metric-file holds a dense matrix: use --metric dense_e".into());
     }
     sampler.adapt.delta = args.adapt_delta;
-    if let InitArg::Radius(radius) = parse_init(&args.init)? {
+    if let InitArg::Radius(radius) = init {
         sampler.init = Init::Radius(radius);
     }
     if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
@@ -567,9 +594,6 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
             "--adapt-delta {}: must be strictly between 0 and 1",
             args.adapt_delta
         ));
-    }
-    if args.algorithm == AlgorithmArg::FixedParam || args.fixed_param {
-        config.use_fixed_param();
     }
     if !(args.checkpoint_every_secs.is_finite() && args.checkpoint_every_secs >= 0.0) {
         return Err(format!(
@@ -599,14 +623,6 @@ fn executor_kind(args: &SampleArgs) -> hazel_graph::ExecutorKind {
 /// The `--metric` value as written.
 fn metric_value(metric: MetricArg) -> String {
     metric
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
-
-/// The `--adaptation` value as written.
-fn adaptation_value(adaptation: AdaptationArg) -> String {
-    adaptation
         .to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default()
@@ -815,6 +831,9 @@ pub(crate) struct Prepared {
     pub(crate) settings: Option<RunSettings>,
     /// Content hashes of the program (with its includes), the data and the init file.
     pub(crate) inputs: [String; 3],
+    /// What the chains start from, as the files' headers say: `--init` (or its default) as
+    /// it was used.
+    pub(crate) init: InitArg,
 }
 
 /// Reads, checks and compiles the program with its data and turns the options into the run's
@@ -836,12 +855,13 @@ pub(crate) fn prepare(
     }
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
+    let init = requested_init(args, &config)?;
     let source = check_program_as(model_path, &args.include_paths, speak)?;
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
-    let init_file = match parse_init(&args.init)? {
-        InitArg::File(path) => Some(files_input(&path, &chain_ids)?),
+    let init_file = match &init {
+        InitArg::File(path) => Some(files_input(path, &chain_ids)?),
         InitArg::Radius(_) | InitArg::Pathfinder => None,
     };
     let metric_file = args
@@ -877,7 +897,7 @@ pub(crate) fn prepare(
     if config.sampler.num_samples == 0 && speak && !args.quiet {
         eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
     }
-    match parse_init(&args.init)? {
+    let init = match init {
         InitArg::File(path) => {
             // CmdStan's rule: chain <id> reads FILE_<id>.json when it exists.
             let points = chain_ids
@@ -891,16 +911,23 @@ pub(crate) fn prepare(
                 })
                 .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
             config.sampler.init = Init::Unconstrained(points);
+            InitArg::File(path)
         }
-        InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
-            let ids = config.info().chain_ids();
-            config.sampler.init = Init::Unconstrained(
-                hazel_run::methods::pathfinder::pathfinder_inits(&model, seed, &ids, args.threads)
-                    .map_err(|e| format!("--init pathfinder: {e}"))?,
-            );
+        InitArg::Pathfinder => {
+            if let Some(warning) = hazel_run::defaults::start_at_pathfinder(&model, &mut config) {
+                if speak {
+                    eprintln!("warning: {warning}");
+                }
+            }
+            // What the chains start from: Pathfinder's points, or (a model without
+            // parameters, a Pathfinder that found none) the radius.
+            match config.sampler.init {
+                Init::Unconstrained(_) => InitArg::Pathfinder,
+                Init::Radius(radius) => InitArg::Radius(radius),
+            }
         }
-        _ => {}
-    }
+        radius @ InitArg::Radius(_) => radius,
+    };
     Ok(Prepared {
         seed,
         config,
@@ -908,6 +935,7 @@ pub(crate) fn prepare(
         name: model_name(model_path),
         settings,
         inputs,
+        init,
     })
 }
 
@@ -952,9 +980,10 @@ pub(crate) fn open_output<'m>(
             .collect()
     };
     let header = HeaderNotes {
-        init_files: match parse_init(&args.init)? {
-            InitArg::File(path) => chain_file_names(&path),
-            InitArg::Radius(_) | InitArg::Pathfinder => Vec::new(),
+        inits: match &prepared.init {
+            InitArg::File(path) => chain_file_names(path),
+            InitArg::Pathfinder => vec![Some("pathfinder".to_string()); chain_ids.len()],
+            InitArg::Radius(_) => Vec::new(),
         },
         metric_files: args
             .metric_file
