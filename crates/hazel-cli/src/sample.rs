@@ -89,7 +89,8 @@ pub struct SampleArgs {
     /// diagonal (`diag-grad`), or its low-rank plus diagonal metric (`low-rank`); see the
     /// sampler's documentation for each. Default: low-rank (median 7.5× Stan's ESS per gradient
     /// on posteriordb tiers 1–3 and the examples, with the default Pathfinder inits); stan when
-    /// --metric or --metric-file is given, or nothing is adapted (--adapt-engaged 0, --warmup 0,
+    /// an option of Stan's adaptation is given (--metric, --metric-file, --init-buffer,
+    /// --term-buffer, --window) or nothing is adapted (--adapt-engaged 0, --warmup 0,
     /// fixed_param), as in CmdStan.
     #[arg(long, value_enum)]
     pub adaptation: Option<AdaptationArg>,
@@ -100,15 +101,18 @@ pub struct SampleArgs {
     /// Target acceptance statistic of step-size adaptation, in (0, 1).
     #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
     pub adapt_delta: f64,
-    /// Stan's windowed adaptation: iterations of the initial fast buffer (step size only).
-    #[arg(long, visible_alias = "adapt-init-phase", default_value_t = 75, value_parser = iteration_count)]
-    pub init_buffer: usize,
-    /// Stan's windowed adaptation: iterations of the terminal fast buffer (step size only).
-    #[arg(long, visible_alias = "adapt-step-size", default_value_t = 50, value_parser = iteration_count)]
-    pub term_buffer: usize,
-    /// Stan's windowed adaptation: iterations of the first slow (metric) window.
-    #[arg(long, visible_alias = "adapt-metric-window", default_value_t = 25, value_parser = iteration_count)]
-    pub window: usize,
+    /// Stan's windowed adaptation: iterations of the initial fast buffer (step size only;
+    /// default 75). Given without --adaptation, it selects Stan's adaptation.
+    #[arg(long, visible_alias = "adapt-init-phase", value_parser = iteration_count)]
+    pub init_buffer: Option<usize>,
+    /// Stan's windowed adaptation: iterations of the terminal fast buffer (step size only;
+    /// default 50). Given without --adaptation, it selects Stan's adaptation.
+    #[arg(long, visible_alias = "adapt-step-size", value_parser = iteration_count)]
+    pub term_buffer: Option<usize>,
+    /// Stan's windowed adaptation: iterations of the first slow (metric) window (default 25).
+    /// Given without --adaptation, it selects Stan's adaptation.
+    #[arg(long, visible_alias = "adapt-metric-window", value_parser = iteration_count)]
+    pub window: Option<usize>,
     /// Initial step size (re-tuned during warmup when adaptation is engaged).
     #[arg(
         long,
@@ -153,10 +157,11 @@ pub struct SampleArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub init: Option<String>,
     /// Random starting points screened per chain (the one with the highest log density is
-    /// kept; 1 takes the first finite one, as Stan does): with --init R, or where Pathfinder
-    /// found no initial values.
-    #[arg(long, default_value_t = hazel_nuts::DEFAULT_INIT_CANDIDATES as u64, value_parser = positive_count)]
-    pub init_candidates: u64,
+    /// kept; 1 takes the first finite one, as Stan does; default 4): with --init R, or where
+    /// Pathfinder found no initial values. Given without --init, the chains start from random
+    /// points (--init 2).
+    #[arg(long, value_parser = positive_count)]
+    pub init_candidates: Option<u64>,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
     /// `<model>.zarr` (created if needed).
     #[arg(long, default_value = ".")]
@@ -401,12 +406,16 @@ fn chain_files(path: &Path, chain_ids: &[u64]) -> Vec<PathBuf> {
 }
 
 /// What `--init` asks for; without it, Pathfinder's points for NUTS (see
-/// [`hazel_run::defaults`]) and Stan's radius 2 for fixed_param. `run` is the run's settings
-/// with its algorithm set.
+/// [`hazel_run::defaults`]), and Stan's radius 2 for fixed_param or when `--init-candidates`
+/// asks for random starts. `run` is the run's settings with its algorithm set.
 pub(crate) fn requested_init(args: &SampleArgs, run: &RunConfig) -> Result<InitArg, String> {
     match &args.init {
         Some(text) => parse_init(text),
-        None if hazel_run::defaults::pathfinder_by_default(run) => Ok(InitArg::Pathfinder),
+        None if args.init_candidates.is_none()
+            && hazel_run::defaults::pathfinder_by_default(run) =>
+        {
+            Ok(InitArg::Pathfinder)
+        }
         None => Ok(InitArg::Radius(2.0)),
     }
 }
@@ -499,11 +508,14 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     sampler.thin = args.thin as usize;
     sampler.save_warmup = args.save_warmup;
     sampler.max_depth = args.max_depth;
-    sampler.init_candidates = args.init_candidates as usize;
+    if let Some(candidates) = args.init_candidates {
+        sampler.init_candidates = candidates as usize;
+    }
     sampler.adapt.engaged = args.adapt_engaged;
-    sampler.adapt.init_buffer = args.init_buffer;
-    sampler.adapt.term_buffer = args.term_buffer;
-    sampler.adapt.window = args.window;
+    let adapt = &mut sampler.adapt;
+    adapt.init_buffer = args.init_buffer.unwrap_or(adapt.init_buffer);
+    adapt.term_buffer = args.term_buffer.unwrap_or(adapt.term_buffer);
+    adapt.window = args.window.unwrap_or(adapt.window);
     if !(args.stepsize.is_finite() && args.stepsize > 0.0) {
         return Err(format!(
             "--stepsize {}: must be a finite number > 0",
@@ -521,10 +533,15 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     if args.algorithm == AlgorithmArg::FixedParam || args.fixed_param {
         config.use_fixed_param();
     }
-    let metric_chosen = args.metric.is_some() || args.metric_file.is_some();
+    // Options only Stan's adaptation serves: given, they choose it, as in CmdStan.
+    let stan_options = args.metric.is_some()
+        || args.metric_file.is_some()
+        || args.init_buffer.is_some()
+        || args.term_buffer.is_some()
+        || args.window.is_some();
     config.sampler.adapt.method = match args.adaptation {
         Some(adaptation) => adaptation.method(),
-        None => hazel_run::defaults::default_adaptation(&config, metric_chosen),
+        None => hazel_run::defaults::default_adaptation(&config, stan_options),
     };
     let init = requested_init(args, &config)?;
     let sampler = &mut config.sampler;

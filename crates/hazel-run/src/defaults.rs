@@ -20,14 +20,15 @@ use hazel_nuts::{AdaptMethod, Algorithm, Init, RunConfig};
 pub const DEFAULT_ADAPTATION: AdaptMethod = AdaptMethod::LowRank;
 
 /// The adaptation for `run` when its caller asked for none: [`DEFAULT_ADAPTATION`], unless
-/// `metric_chosen` (the caller named the metric's form, or gave a metric to start from) or the
-/// run adapts nothing (adaptation off, no warmup, fixed_param). Then Stan's windowed
-/// adaptation, which learns any form and which the files then name: what CmdStan would do.
-/// Call it once `run`'s warmup, adaptation switch and algorithm are set.
-pub fn default_adaptation(run: &RunConfig, metric_chosen: bool) -> AdaptMethod {
+/// `stan_options` (the caller set what only Stan's adaptation serves: the metric's form, a
+/// metric to start from, the windows) or the run adapts nothing (adaptation off, no warmup,
+/// fixed_param). Then Stan's windowed adaptation, which learns any form and which the files
+/// then name: what CmdStan would do. Call it once `run`'s warmup, adaptation switch and
+/// algorithm are set.
+pub fn default_adaptation(run: &RunConfig, stan_options: bool) -> AdaptMethod {
     let s = &run.sampler;
     let adapting = s.adapt.engaged && s.num_warmup > 0 && s.algorithm == Algorithm::Nuts;
-    if adapting && !metric_chosen {
+    if adapting && !stan_options {
         DEFAULT_ADAPTATION
     } else {
         AdaptMethod::Stan
