@@ -173,11 +173,7 @@ fn run_config(
     sampler.metric = match metric {
         None | Some("diag" | "diag_e") => MetricKind::Diag,
         Some("dense" | "dense_e") => MetricKind::Dense,
-        Some(other) => {
-            return Err(format!(
-                "metric {other:?}: expected \"diag\" or \"dense\""
-            ))
-        }
+        Some(other) => return Err(format!("metric {other:?}: expected \"diag\" or \"dense\"")),
     };
     sampler.adapt.delta = adapt_delta;
     match algorithm {
@@ -322,7 +318,10 @@ impl CompiledStan {
                 let mut job = job;
                 let mut notes: Vec<String> = Vec::new();
                 if pathfinder {
-                    notes.extend(hazel_run::defaults::start_at_pathfinder(&*model, &mut job.run));
+                    notes.extend(hazel_run::defaults::start_at_pathfinder(
+                        &*model,
+                        &mut job.run,
+                    ));
                 }
                 let sampling = Sampling::prepare(&*model, job).map_err(|e| e.to_string())?;
                 notes.extend(sampling.notes().iter().cloned());
