@@ -287,8 +287,9 @@ class Model:
         adapt_delta: float = 0.8,
         max_depth: int = 10,
         thin: int = 1,
-        metric: str = "diag",
-        init: float = 2.0,
+        metric: Optional[str] = None,
+        adaptation: Optional[str] = None,
+        init: Union[float, str, None] = None,
         inits: Any = None,
         save_warmup: bool = False,
         algorithm: str = "nuts",
@@ -311,11 +312,22 @@ class Model:
         :param adapt_delta: Target acceptance statistic of step-size adaptation.
         :param max_depth: Maximum tree depth.
         :param thin: Keep every ``thin``-th iteration.
-        :param metric: ``"diag"`` or ``"dense"`` mass matrix.
-        :param init: Chains start uniformly in ``(-init, init)`` on the unconstrained scale.
+        :param metric: ``"diag"`` or ``"dense"`` mass matrix, learnt by Stan's windowed
+            adaptation unless ``adaptation`` says otherwise (``None``: the default
+            adaptation's own metric).
+        :param adaptation: How warmup learns the metric: ``"stan"`` (Stan's windowed
+            scheme), ``"diag-grad"`` or ``"low-rank"`` (nutpie's, from draws and gradients).
+            ``None``: ``"low-rank"`` (the default of ``hazel sample``, median 7.5× Stan's
+            ESS per gradient on posteriordb tiers 1–3 with Pathfinder inits), or ``"stan"``
+            when ``metric`` is given or nothing is adapted.
+        :param init: Where chains start without ``inits``: ``"pathfinder"`` (a draw of a
+            multi-path Pathfinder run per chain; where Pathfinder finds none, a warning and the
+            radius 2), or a radius R (uniformly in ``(-R, R)`` on the unconstrained scale,
+            Stan's default 2). ``None``: ``"pathfinder"``, or 2 for fixed_param.
         :param inits: Initial values (constrained): a mapping, JSON text or a JSON file for
-            every chain, or a list of those, one per chain; parameters left out start as
-            ``init`` says, from each chain's own stream.
+            every chain, or a list of those, one per chain; parameters left out start
+            uniformly in ``(-2, 2)`` on the unconstrained scale, from each chain's own
+            stream.
         :param save_warmup: Keep the warmup draws (``warmup_posterior``,
             ``warmup_sample_stats``).
         :param algorithm: ``"nuts"`` or ``"fixed_param"`` (a model without parameters always
@@ -362,8 +374,9 @@ class Model:
             adapt_delta=float(adapt_delta),
             max_depth=int(max_depth),
             thin=int(thin),
-            metric=str(metric),
-            init_radius=float(init),
+            metric=None if metric is None else str(metric),
+            adaptation=None if adaptation is None else str(adaptation),
+            init=None if init is None else str(init),
             inits=init_values,
             save_warmup=bool(save_warmup),
             algorithm=str(algorithm),

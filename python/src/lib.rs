@@ -409,7 +409,7 @@ impl CompiledStan {
 
     /// Starts sampling on a thread of its own and returns the running job
     /// (`sampling::SampleRun`).
-    #[pyo3(signature = (*, chains, warmup, draws, seed, threads, adapt_delta, max_depth, thin, metric, init_radius, inits, save_warmup, algorithm))]
+    #[pyo3(signature = (*, chains, warmup, draws, seed, threads, adapt_delta, max_depth, thin, metric, adaptation, init, inits, save_warmup, algorithm))]
     #[allow(clippy::too_many_arguments)]
     fn sample(
         &self,
@@ -421,8 +421,9 @@ impl CompiledStan {
         adapt_delta: f64,
         max_depth: u32,
         thin: usize,
-        metric: &str,
-        init_radius: f64,
+        metric: Option<&str>,
+        adaptation: Option<&str>,
+        init: Option<&str>,
         inits: Option<Vec<String>>,
         save_warmup: bool,
         algorithm: &str,
@@ -437,7 +438,8 @@ impl CompiledStan {
             max_depth,
             thin,
             metric,
-            init_radius,
+            adaptation,
+            init,
             inits,
             save_warmup,
             algorithm,

@@ -7,7 +7,7 @@ use hazel_data::DataFile;
 use hazel_density::EVALUATION_STACK_BYTES;
 use hazel_draws::{ChainDraws, InverseMetric, Progress};
 use hazel_graph::CompiledModel;
-use hazel_nuts::{Algorithm, Init, MetricKind, RunConfig};
+use hazel_nuts::{AdaptMethod, Algorithm, Init, MetricKind, RunConfig};
 use hazel_output::{MemoryOutput, OutputConfig};
 use hazel_rng::{Purpose, StreamRng};
 use hazel_run::{SampleJob, SampleOutcome, Sampling};
@@ -101,8 +101,33 @@ pub struct SampleRun {
     num_samples: usize,
 }
 
+/// Where the chains start when no initial values are given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Start {
+    /// Uniform in (-radius, radius) on the unconstrained scale.
+    Radius(f64),
+    /// A draw of a multi-path Pathfinder run per chain.
+    Pathfinder,
+}
+
+/// `init`: a radius, `"pathfinder"`, or `None` for `hazel sample`'s default (Pathfinder for
+/// NUTS, the radius 2 for fixed_param; see `hazel_run::defaults`).
+fn start(init: Option<&str>, run: &RunConfig) -> Result<Start, String> {
+    match init.map(str::trim) {
+        None if hazel_run::defaults::pathfinder_by_default(run) => Ok(Start::Pathfinder),
+        None => Ok(Start::Radius(2.0)),
+        Some("pathfinder") => Ok(Start::Pathfinder),
+        Some(text) => match text.parse::<f64>() {
+            Ok(radius) if radius.is_finite() && radius >= 0.0 => Ok(Start::Radius(radius)),
+            _ => Err(format!(
+                "init {text}: expected a radius (a finite number ≥ 0) or \"pathfinder\""
+            )),
+        },
+    }
+}
+
 /// The run's settings from `Model.sample`'s arguments (the fields `hazel sample`'s options
-/// set, with the same checks).
+/// set, with the same checks and defaults), and where its chains start.
 #[allow(clippy::too_many_arguments)]
 fn run_config(
     chains: usize,
@@ -113,11 +138,12 @@ fn run_config(
     adapt_delta: f64,
     max_depth: u32,
     thin: usize,
-    metric: &str,
-    init_radius: f64,
+    metric: Option<&str>,
+    adaptation: Option<&str>,
+    init: Option<&str>,
     save_warmup: bool,
     algorithm: &str,
-) -> Result<RunConfig, String> {
+) -> Result<(RunConfig, Start), String> {
     if chains == 0 {
         return Err("chains must be at least 1".into());
     }
@@ -132,11 +158,6 @@ fn run_config(
     if !(1..=62).contains(&max_depth) {
         return Err("max_depth must be a whole number between 1 and 62".into());
     }
-    if !(init_radius.is_finite() && init_radius >= 0.0) {
-        return Err(format!(
-            "init {init_radius}: the radius must be a finite number ≥ 0"
-        ));
-    }
     let mut config = RunConfig {
         seed,
         chains,
@@ -150,12 +171,11 @@ fn run_config(
     sampler.save_warmup = save_warmup;
     sampler.max_depth = max_depth;
     sampler.metric = match metric {
-        "diag" | "diag_e" => MetricKind::Diag,
-        "dense" | "dense_e" => MetricKind::Dense,
-        other => return Err(format!("metric {other:?}: expected \"diag\" or \"dense\"")),
+        None | Some("diag" | "diag_e") => MetricKind::Diag,
+        Some("dense" | "dense_e") => MetricKind::Dense,
+        Some(other) => return Err(format!("metric {other:?}: expected \"diag\" or \"dense\"")),
     };
     sampler.adapt.delta = adapt_delta;
-    sampler.init = Init::Radius(init_radius);
     match algorithm {
         "nuts" => {}
         "fixed_param" => config.use_fixed_param(),
@@ -165,7 +185,40 @@ fn run_config(
             ))
         }
     }
-    Ok(config)
+    let method = match adaptation {
+        None => hazel_run::defaults::default_adaptation(&config, metric.is_some()),
+        Some("stan") => AdaptMethod::Stan,
+        Some("diag-grad" | "diag_grad") => AdaptMethod::DiagGrad,
+        Some("low-rank" | "low_rank") => AdaptMethod::LowRank,
+        Some(other) => {
+            return Err(format!(
+                "adaptation {other:?}: expected \"stan\", \"diag-grad\" or \"low-rank\""
+            ))
+        }
+    };
+    let sampler = &mut config.sampler;
+    sampler.adapt.method = method;
+    if sampler.adapt.engaged && sampler.num_warmup > 0 && method != AdaptMethod::Stan {
+        // The gradient adaptations learn their own form, as with `hazel sample`.
+        let learnt = method.metric_kind(sampler.metric);
+        if metric.is_some() && learnt != sampler.metric {
+            return Err(format!(
+                "metric {:?}: adaptation {:?} learns {}; leave metric out",
+                metric.unwrap_or_default(),
+                method.name(),
+                match method {
+                    AdaptMethod::LowRank => "its own low-rank plus diagonal metric",
+                    _ => "a diagonal metric",
+                }
+            ));
+        }
+        sampler.metric = learnt;
+    }
+    let start = start(init, &config)?;
+    if let Start::Radius(radius) = start {
+        config.sampler.init = Init::Radius(radius);
+    }
+    Ok((config, start))
 }
 
 /// Each chain's unconstrained start from constrained initial values: one JSON text for every
@@ -212,13 +265,14 @@ impl CompiledStan {
         adapt_delta: f64,
         max_depth: u32,
         thin: usize,
-        metric: &str,
-        init_radius: f64,
+        metric: Option<&str>,
+        adaptation: Option<&str>,
+        init: Option<&str>,
         inits: Option<Vec<String>>,
         save_warmup: bool,
         algorithm: &str,
     ) -> PyResult<SampleRun> {
-        let mut run = run_config(
+        let (mut run, start) = run_config(
             chains,
             warmup,
             draws,
@@ -228,14 +282,20 @@ impl CompiledStan {
             max_depth,
             thin,
             metric,
-            init_radius,
+            adaptation,
+            init,
             save_warmup,
             algorithm,
         )
         .map_err(HazelError::new_err)?;
-        if let Some(texts) = &inits {
-            run.sampler.init = Init::Unconstrained(initial_points(&self.model, texts, &run)?);
-        }
+        // Given initial values come first; Pathfinder runs on the sampling thread.
+        let pathfinder = match &inits {
+            Some(texts) => {
+                run.sampler.init = Init::Unconstrained(initial_points(&self.model, texts, &run)?);
+                false
+            }
+            None => start == Start::Pathfinder,
+        };
         let chain_ids: Vec<u64> = (0..run.chains as u64)
             .map(|k| run.first_chain_id + k)
             .collect();
@@ -255,8 +315,16 @@ impl CompiledStan {
             .name("hazel-sample".into())
             .stack_size(EVALUATION_STACK_BYTES)
             .spawn(move || {
+                let mut job = job;
+                let mut notes: Vec<String> = Vec::new();
+                if pathfinder {
+                    notes.extend(hazel_run::defaults::start_at_pathfinder(
+                        &*model,
+                        &mut job.run,
+                    ));
+                }
                 let sampling = Sampling::prepare(&*model, job).map_err(|e| e.to_string())?;
-                let notes = sampling.notes().to_vec();
+                notes.extend(sampling.notes().iter().cloned());
                 let outcome = sampling.run(&*progress).map_err(|e| e.to_string())?;
                 Ok((outcome, notes))
             })

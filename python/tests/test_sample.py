@@ -36,7 +36,9 @@ def assert_same_draws(idata, cli, warmup=False):
 @pytest.mark.parametrize(
     "settings",
     [
+        # The defaults (low-rank adaptation from Pathfinder's points), and CmdStan's.
         dict(chains=2, warmup=150, draws=100, seed=7),
+        dict(chains=2, warmup=150, draws=100, seed=7, adaptation="stan", init=2),
         dict(chains=3, warmup=120, draws=60, seed=8, thin=2, metric="dense", save_warmup=True,
              adapt_delta=0.9, max_depth=6),
     ],
@@ -145,5 +147,12 @@ def test_bad_settings():
         model.sample(seed=-5, progress=False)
     with pytest.raises(hazel.HazelError, match="adapt"):
         model.sample(adapt_delta=1.5, chains=1, warmup=10, draws=10, seed=1, progress=False)
+    with pytest.raises(hazel.HazelError, match="adaptation"):
+        model.sample(adaptation="nutpie", chains=1, warmup=10, draws=10, seed=1, progress=False)
+    with pytest.raises(hazel.HazelError, match="learns its own low-rank"):
+        model.sample(adaptation="low-rank", metric="dense", chains=1, warmup=10, draws=10,
+                     seed=1, progress=False)
+    with pytest.raises(hazel.HazelError, match="init"):
+        model.sample(init="somewhere", chains=1, warmup=10, draws=10, seed=1, progress=False)
     with pytest.raises(hazel.DataError, match="did you mean"):
         model.sample(inits={"muu": 1.0}, chains=1, warmup=10, draws=10, seed=1, progress=False)

@@ -1,22 +1,26 @@
-//! Whether default sampling leaves chains stuck (issue 12, item 4): runs a posterior for many
-//! seeds with `hazel sample`'s default settings (4 chains × (1000 warmup + 1000 draws), Stan's
-//! adaptation and radius-2 inits, hazel's default init screening), once per number of init
-//! candidates asked for, and prints per seed the largest rank-normalised split R̂ over the
-//! judged quantities, the chains stuck at the maximum tree depth and the reference verdict.
+//! Whether sampling leaves chains stuck (issue 12, item 4): runs a posterior for many seeds with
+//! 4 chains × (1000 warmup + 1000 draws), once per number of init candidates asked for, and
+//! prints per seed the largest rank-normalised split R̂ over the judged quantities, the chains
+//! stuck at the maximum tree depth and the reference verdict.
 //!
 //! ```text
 //! cargo build --release -p hazel-bench --bin init_robustness
 //! target/release/init_robustness [--seeds 20] [--first-seed 1] [--init-candidates 1,4]
 //!     [--threads 2] [--tiers 1,2,3] [--exclude NAME,...]
-//!     [--adaptation stan|diag-grad|low-rank] [--pathfinder-init] [NAME ...]   (default NAME: arma11)
+//!     [--defaults | --adaptation stan|diag-grad|low-rank [--pathfinder-init]] [NAME ...]
+//!     (default NAME: arma11)
 //! ```
 //!
-//! `--adaptation` and `--pathfinder-init` (chains start from `hazel sample --init pathfinder`'s
-//! points) try a candidate default other than today's.
+//! `--defaults` runs what `hazel sample` does without options: the adaptation and the starts
+//! `hazel_run::defaults` chooses (low-rank, chains started from Pathfinder's points, random
+//! screened starts where Pathfinder finds none), through the same functions. Without it the
+//! chains start from Stan's random inits with `--adaptation` (default stan), or from
+//! `hazel sample --init pathfinder`'s points with `--pathfinder-init`.
 //!
 //! `--init-candidates 1` is Stan's rule (the first finite random start), the figure before
 //! screening; the default list is `1,<hazel's default>`, so each line compares the two on the
-//! same seeds. A chain is stuck when more than half of its draws hit the maximum tree depth
+//! same seeds (with `--defaults`, only hazel's default: the candidates matter only where
+//! Pathfinder finds no starts). A chain is stuck when more than half of its draws hit the maximum tree depth
 //! while the run's median chain does not. A seed passes when its R̂ is below 1.01. The figures
 //! do not depend on the machine or its load (draws are bit-reproducible).
 
@@ -26,10 +30,12 @@ use hazel_diagnostics::reference::{compare, CompareOptions, Verdict};
 use hazel_diagnostics::{rhat_rank, ChainDraws};
 use hazel_draws::{DrawSink, KeptDraws, MemorySink, NoProgress};
 use hazel_nuts::{AdaptMethod, RunConfig};
+use hazel_run::defaults;
 
 /// How the chains adapt and start, and the worker threads.
 struct Start {
-    method: AdaptMethod,
+    /// `None`: `hazel sample`'s default for the run.
+    method: Option<AdaptMethod>,
     pathfinder_init: bool,
     threads: usize,
 }
@@ -55,20 +61,14 @@ fn run_seed(
         ..RunConfig::default()
     };
     config.sampler.init_candidates = candidates;
-    config.sampler.adapt.method = start.method;
-    config.sampler.metric = start.method.metric_kind(config.sampler.metric);
+    let method = start
+        .method
+        .unwrap_or_else(|| defaults::default_adaptation(&config, false));
+    config.sampler.adapt.method = method;
+    config.sampler.metric = method.metric_kind(config.sampler.metric);
     if start.pathfinder_init {
-        let ids = config.info().chain_ids();
-        match hazel_run::methods::pathfinder::pathfinder_inits(model, seed, &ids, start.threads) {
-            Ok(points) => config.sampler.init = hazel_nuts::Init::Unconstrained(points),
-            Err(e) => {
-                return SeedResult {
-                    max_rhat: f64::NAN,
-                    stuck: 0,
-                    verdict: '-',
-                    error: Some(format!("pathfinder inits: {e}")),
-                }
-            }
+        if let Some(warning) = defaults::start_at_pathfinder(model, &mut config) {
+            eprintln!("seed {seed}: warning: {warning}");
         }
     }
     let info = config.info();
@@ -144,10 +144,11 @@ fn run_seed(
 fn main() {
     let mut seeds = 20u64;
     let mut first_seed = 1u64;
-    let mut candidates = vec![1, hazel_nuts::DEFAULT_INIT_CANDIDATES];
+    let mut candidates: Option<Vec<usize>> = None;
     let mut threads = 2;
-    let mut method = hazel_nuts::RunConfig::default().sampler.adapt.method;
+    let mut method = Some(AdaptMethod::Stan);
     let mut pathfinder_init = false;
+    let mut sample_defaults = false;
     let mut tiers: Vec<u64> = vec![1, 2, 3];
     let mut exclude: Vec<String> = Vec::new();
     let mut names: Vec<String> = Vec::new();
@@ -169,10 +170,12 @@ fn main() {
             "--first-seed" => first_seed = number(args.next(), "--first-seed"),
             "--threads" => threads = number(args.next(), "--threads") as usize,
             "--init-candidates" => {
-                candidates = list(args.next())
-                    .iter()
-                    .map(|c| c.parse().expect("--init-candidates: numbers"))
-                    .collect()
+                candidates = Some(
+                    list(args.next())
+                        .iter()
+                        .map(|c| c.parse().expect("--init-candidates: numbers"))
+                        .collect(),
+                )
             }
             "--tiers" => {
                 tiers = list(args.next())
@@ -182,16 +185,17 @@ fn main() {
             }
             "--exclude" => exclude.extend(list(args.next())),
             "--adaptation" => {
-                method = match args.next().as_deref() {
+                method = Some(match args.next().as_deref() {
                     Some("stan") => AdaptMethod::Stan,
                     Some("diag-grad") => AdaptMethod::DiagGrad,
                     Some("low-rank") => AdaptMethod::LowRank,
                     other => panic!("--adaptation: unknown method {other:?}"),
-                }
+                })
             }
             "--pathfinder-init" => pathfinder_init = true,
+            "--defaults" => sample_defaults = true,
             "--help" | "-h" => {
-                eprintln!("usage: init_robustness [--seeds 20] [--first-seed 1] [--init-candidates 1,4] [--threads 2] [--tiers 1,2,3] [--exclude NAME,...] [--adaptation stan|diag-grad|low-rank] [--pathfinder-init] [NAME ...]");
+                eprintln!("usage: init_robustness [--seeds 20] [--first-seed 1] [--init-candidates 1,4] [--threads 2] [--tiers 1,2,3] [--exclude NAME,...] [--defaults | --adaptation stan|diag-grad|low-rank [--pathfinder-init]] [NAME ...]");
                 return;
             }
             name => names.push(name.to_string()),
@@ -200,6 +204,18 @@ fn main() {
     if names.is_empty() {
         names.push("arma11".into());
     }
+    if sample_defaults {
+        // What `hazel sample` does without options (a NUTS run: Pathfinder starts).
+        method = None;
+        pathfinder_init = defaults::pathfinder_by_default(&RunConfig::default());
+    }
+    let candidates = candidates.unwrap_or_else(|| {
+        if sample_defaults {
+            vec![hazel_nuts::DEFAULT_INIT_CANDIDATES]
+        } else {
+            vec![1, hazel_nuts::DEFAULT_INIT_CANDIDATES]
+        }
+    });
     let all = targets(&repo_root(), &tiers, true).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(1)
@@ -218,10 +234,23 @@ fn main() {
         pathfinder_init,
         threads,
     };
+    let described = match method {
+        None => format!(
+            "`hazel sample`'s defaults ({} adaptation, Pathfinder inits)",
+            defaults::DEFAULT_ADAPTATION.name()
+        ),
+        Some(method) => format!(
+            "{} adaptation{}",
+            method.name(),
+            if pathfinder_init {
+                " and Pathfinder inits"
+            } else {
+                ""
+            }
+        ),
+    };
     println!(
-        "init_robustness: default settings (4 chains × (1000 + 1000)) with {} adaptation{}, seeds {first_seed}..{}; per init-candidate count: max R̂ / stuck chains / verdict",
-        method.name(),
-        if pathfinder_init { " and Pathfinder inits" } else { "" },
+        "init_robustness: 4 chains × (1000 + 1000) with {described}, seeds {first_seed}..{}; per init-candidate count: max R̂ / stuck chains / verdict",
         first_seed + seeds - 1
     );
     for target in chosen {

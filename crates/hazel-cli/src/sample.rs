@@ -87,9 +87,13 @@ pub struct SampleArgs {
     pub seed: Option<Seed>,
     /// How warmup learns the metric: Stan's windowed scheme (`stan`), nutpie's gradient-based
     /// diagonal (`diag-grad`), or its low-rank plus diagonal metric (`low-rank`); see the
-    /// sampler's documentation for each.
-    #[arg(long, value_enum, default_value_t = AdaptationArg::Stan)]
-    pub adaptation: AdaptationArg,
+    /// sampler's documentation for each. Default: low-rank (median 7.5× Stan's ESS per gradient
+    /// on posteriordb tiers 1–3 and the examples, with the default Pathfinder inits); stan when
+    /// an option of Stan's adaptation is given (--metric, --metric-file, --init-buffer,
+    /// --term-buffer, --window) or nothing is adapted (--adapt-engaged 0, --warmup 0,
+    /// fixed_param), as in CmdStan.
+    #[arg(long, value_enum)]
+    pub adaptation: Option<AdaptationArg>,
     /// Whether warmup adapts the step size and metric (CmdStan's `adapt engaged`; 0 or false
     /// samples with --stepsize and --metric-file, or the identity, as they are).
     #[arg(long, default_value = "1", value_parser = parse_switch, action = clap::ArgAction::Set)]
@@ -97,15 +101,18 @@ pub struct SampleArgs {
     /// Target acceptance statistic of step-size adaptation, in (0, 1).
     #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
     pub adapt_delta: f64,
-    /// Stan's windowed adaptation: iterations of the initial fast buffer (step size only).
-    #[arg(long, visible_alias = "adapt-init-phase", default_value_t = 75, value_parser = iteration_count)]
-    pub init_buffer: usize,
-    /// Stan's windowed adaptation: iterations of the terminal fast buffer (step size only).
-    #[arg(long, visible_alias = "adapt-step-size", default_value_t = 50, value_parser = iteration_count)]
-    pub term_buffer: usize,
-    /// Stan's windowed adaptation: iterations of the first slow (metric) window.
-    #[arg(long, visible_alias = "adapt-metric-window", default_value_t = 25, value_parser = iteration_count)]
-    pub window: usize,
+    /// Stan's windowed adaptation: iterations of the initial fast buffer (step size only;
+    /// default 75). Given without --adaptation, it selects Stan's adaptation.
+    #[arg(long, visible_alias = "adapt-init-phase", value_parser = iteration_count)]
+    pub init_buffer: Option<usize>,
+    /// Stan's windowed adaptation: iterations of the terminal fast buffer (step size only;
+    /// default 50). Given without --adaptation, it selects Stan's adaptation.
+    #[arg(long, visible_alias = "adapt-step-size", value_parser = iteration_count)]
+    pub term_buffer: Option<usize>,
+    /// Stan's windowed adaptation: iterations of the first slow (metric) window (default 25).
+    /// Given without --adaptation, it selects Stan's adaptation.
+    #[arg(long, visible_alias = "adapt-metric-window", value_parser = iteration_count)]
+    pub window: Option<usize>,
     /// Initial step size (re-tuned during warmup when adaptation is engaged).
     #[arg(
         long,
@@ -130,8 +137,9 @@ pub struct SampleArgs {
     #[arg(long)]
     pub fixed_param: bool,
     /// The metric: unit_e (the identity; only the step size adapts), diag_e or dense_e (`diag`
-    /// and `dense` are accepted too). Default: diag_e, or the form of --metric-file's matrix;
-    /// --adaptation low-rank learns its own low-rank plus diagonal metric.
+    /// and `dense` are accepted too), learnt by Stan's adaptation unless --adaptation says
+    /// otherwise. Default: the low-rank plus diagonal metric of the default --adaptation
+    /// low-rank; with --metric-file, the form of its matrix.
     #[arg(long, value_enum)]
     pub metric: Option<MetricArg>,
     /// A CmdStan JSON file whose `inv_metric` (a vector: diagonal; a matrix: dense) starts
@@ -139,17 +147,21 @@ pub struct SampleArgs {
     /// exist beside it (FILE.json without its extension), chain <id> reads its own.
     #[arg(long, value_name = "FILE")]
     pub metric_file: Option<PathBuf>,
-    /// Initial values: a radius R (uniform in (-R, R) on the unconstrained scale; 0 starts at
-    /// the origin), `pathfinder` (one draw of a multi-path Pathfinder run per chain), or a
+    /// Initial values: `pathfinder` (one draw of a multi-path Pathfinder run per chain, the
+    /// default; where Pathfinder finds none, a warning and the radius 2), a radius R (uniform
+    /// in (-R, R) on the unconstrained scale, Stan's default 2; 0 starts at the origin), or a
     /// CmdStan JSON file of constrained parameter values used by every chain (parameters it
     /// leaves out start uniformly in (-2, 2) on the unconstrained scale). When FILE_<id>.json
     /// files exist beside FILE.json, chain <id> starts from its own (CmdStan's convention).
-    #[arg(long, default_value = "2", allow_negative_numbers = true)]
-    pub init: String,
+    /// fixed_param's default is the radius 2.
+    #[arg(long, allow_negative_numbers = true)]
+    pub init: Option<String>,
     /// Random starting points screened per chain (the one with the highest log density is
-    /// kept; 1 takes the first finite one, as Stan does). Not used with explicit inits.
-    #[arg(long, default_value_t = hazel_nuts::DEFAULT_INIT_CANDIDATES as u64, value_parser = positive_count)]
-    pub init_candidates: u64,
+    /// kept; 1 takes the first finite one, as Stan does; default 4): with --init R, or where
+    /// Pathfinder found no initial values. Given without --init, the chains start from random
+    /// points (--init 2).
+    #[arg(long, value_parser = positive_count)]
+    pub init_candidates: Option<u64>,
     /// Directory for the output: `<model>-<chain>.csv` or `.parquet` files, or the store
     /// `<model>.zarr` (created if needed).
     #[arg(long, default_value = ".")]
@@ -393,6 +405,21 @@ fn chain_files(path: &Path, chain_ids: &[u64]) -> Vec<PathBuf> {
     files
 }
 
+/// What `--init` asks for; without it, Pathfinder's points for NUTS (see
+/// [`hazel_run::defaults`]), and Stan's radius 2 for fixed_param or when `--init-candidates`
+/// asks for random starts. `run` is the run's settings with its algorithm set.
+pub(crate) fn requested_init(args: &SampleArgs, run: &RunConfig) -> Result<InitArg, String> {
+    match &args.init {
+        Some(text) => parse_init(text),
+        None if args.init_candidates.is_none()
+            && hazel_run::defaults::pathfinder_by_default(run) =>
+        {
+            Ok(InitArg::Pathfinder)
+        }
+        None => Ok(InitArg::Radius(2.0)),
+    }
+}
+
 /// Parses the `--init` value: a radius, or the path of an existing JSON file (or of per-chain
 /// files `FILE_<id>.json` beside it).
 pub(crate) fn parse_init(text: &str) -> Result<InitArg, String> {
@@ -481,12 +508,14 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
     sampler.thin = args.thin as usize;
     sampler.save_warmup = args.save_warmup;
     sampler.max_depth = args.max_depth;
-    sampler.init_candidates = args.init_candidates as usize;
+    if let Some(candidates) = args.init_candidates {
+        sampler.init_candidates = candidates as usize;
+    }
     sampler.adapt.engaged = args.adapt_engaged;
-    sampler.adapt.method = args.adaptation.method();
-    sampler.adapt.init_buffer = args.init_buffer;
-    sampler.adapt.term_buffer = args.term_buffer;
-    sampler.adapt.window = args.window;
+    let adapt = &mut sampler.adapt;
+    adapt.init_buffer = args.init_buffer.unwrap_or(adapt.init_buffer);
+    adapt.term_buffer = args.term_buffer.unwrap_or(adapt.term_buffer);
+    adapt.window = args.window.unwrap_or(adapt.window);
     if !(args.stepsize.is_finite() && args.stepsize > 0.0) {
         return Err(format!(
             "--stepsize {}: must be a finite number > 0",
@@ -501,6 +530,21 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         ));
     }
     sampler.stepsize_jitter = args.stepsize_jitter;
+    if args.algorithm == AlgorithmArg::FixedParam || args.fixed_param {
+        config.use_fixed_param();
+    }
+    // Options only Stan's adaptation serves: given, they choose it, as in CmdStan.
+    let stan_options = args.metric.is_some()
+        || args.metric_file.is_some()
+        || args.init_buffer.is_some()
+        || args.term_buffer.is_some()
+        || args.window.is_some();
+    config.sampler.adapt.method = match args.adaptation {
+        Some(adaptation) => adaptation.method(),
+        None => hazel_run::defaults::default_adaptation(&config, stan_options),
+    };
+    let init = requested_init(args, &config)?;
+    let sampler = &mut config.sampler;
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
@@ -536,7 +580,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
             return Err(format!(
                 "--metric {}: --adaptation {} learns {}; leave --metric out",
                 metric_value(metric),
-                adaptation_value(args.adaptation),
+                sampler.adapt.method.name(),
                 match sampler.adapt.method {
                     AdaptMethod::LowRank => "its own low-rank plus diagonal metric",
                     _ => "a diagonal metric",
@@ -559,7 +603,7 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
         return Err("--metric-file holds a dense matrix: use --metric dense_e".into());
     }
     sampler.adapt.delta = args.adapt_delta;
-    if let InitArg::Radius(radius) = parse_init(&args.init)? {
+    if let InitArg::Radius(radius) = init {
         sampler.init = Init::Radius(radius);
     }
     if !(args.adapt_delta > 0.0 && args.adapt_delta < 1.0) {
@@ -567,9 +611,6 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
             "--adapt-delta {}: must be strictly between 0 and 1",
             args.adapt_delta
         ));
-    }
-    if args.algorithm == AlgorithmArg::FixedParam || args.fixed_param {
-        config.use_fixed_param();
     }
     if !(args.checkpoint_every_secs.is_finite() && args.checkpoint_every_secs >= 0.0) {
         return Err(format!(
@@ -599,14 +640,6 @@ fn executor_kind(args: &SampleArgs) -> hazel_graph::ExecutorKind {
 /// The `--metric` value as written.
 fn metric_value(metric: MetricArg) -> String {
     metric
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
-
-/// The `--adaptation` value as written.
-fn adaptation_value(adaptation: AdaptationArg) -> String {
-    adaptation
         .to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default()
@@ -809,6 +842,9 @@ pub(crate) struct Prepared {
     pub(crate) settings: Option<RunSettings>,
     /// Content hashes of the program (with its includes), the data and the init file.
     pub(crate) inputs: [String; 3],
+    /// What the chains start from, as the files' headers say: `--init` (or its default) as
+    /// it was used.
+    pub(crate) init: InitArg,
 }
 
 /// Reads, checks and compiles the program with its data and turns the options into the run's
@@ -830,12 +866,13 @@ pub(crate) fn prepare(
     }
     // Settings first: a typo in an option should not wait for the model to compile.
     let mut config = run_config(args, seed)?;
+    let init = requested_init(args, &config)?;
     let source = check_program_as(model_path, &args.include_paths, speak)?;
     let chain_ids: Vec<u64> = (0..config.chains as u64)
         .map(|k| config.first_chain_id + k)
         .collect();
-    let init_file = match parse_init(&args.init)? {
-        InitArg::File(path) => Some(files_input(&path, &chain_ids)?),
+    let init_file = match &init {
+        InitArg::File(path) => Some(files_input(path, &chain_ids)?),
         InitArg::Radius(_) | InitArg::Pathfinder => None,
     };
     let metric_file = args
@@ -871,7 +908,7 @@ pub(crate) fn prepare(
     if config.sampler.num_samples == 0 && speak && !args.quiet {
         eprintln!("warning: --draws 0: the chains run warmup only and the files hold no draws");
     }
-    match parse_init(&args.init)? {
+    let init = match init {
         InitArg::File(path) => {
             // CmdStan's rule: chain <id> reads FILE_<id>.json when it exists.
             let points = chain_ids
@@ -885,16 +922,23 @@ pub(crate) fn prepare(
                 })
                 .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
             config.sampler.init = Init::Unconstrained(points);
+            InitArg::File(path)
         }
-        InitArg::Pathfinder if hazel_density::LogDensity::dim(&model) > 0 => {
-            let ids = config.info().chain_ids();
-            config.sampler.init = Init::Unconstrained(
-                hazel_run::methods::pathfinder::pathfinder_inits(&model, seed, &ids, args.threads)
-                    .map_err(|e| format!("--init pathfinder: {e}"))?,
-            );
+        InitArg::Pathfinder => {
+            if let Some(warning) = hazel_run::defaults::start_at_pathfinder(&model, &mut config) {
+                if speak {
+                    eprintln!("warning: {warning}");
+                }
+            }
+            // What the chains start from: Pathfinder's points, or (a model without
+            // parameters, a Pathfinder that found none) the radius.
+            match config.sampler.init {
+                Init::Unconstrained(_) => InitArg::Pathfinder,
+                Init::Radius(radius) => InitArg::Radius(radius),
+            }
         }
-        _ => {}
-    }
+        radius @ InitArg::Radius(_) => radius,
+    };
     Ok(Prepared {
         seed,
         config,
@@ -902,6 +946,7 @@ pub(crate) fn prepare(
         name: model_name(model_path),
         settings,
         inputs,
+        init,
     })
 }
 
@@ -946,9 +991,10 @@ pub(crate) fn open_output<'m>(
             .collect()
     };
     let header = HeaderNotes {
-        init_files: match parse_init(&args.init)? {
-            InitArg::File(path) => chain_file_names(&path),
-            InitArg::Radius(_) | InitArg::Pathfinder => Vec::new(),
+        inits: match &prepared.init {
+            InitArg::File(path) => chain_file_names(path),
+            InitArg::Pathfinder => vec![Some("pathfinder".to_string()); chain_ids.len()],
+            InitArg::Radius(_) => Vec::new(),
         },
         metric_files: args
             .metric_file

@@ -252,6 +252,9 @@ fn draws_made_before_a_fatal_error_are_kept() {
             "--draws",
             "2000",
             "--save-warmup",
+            // The seeds were searched with Stan's adaptation from the origin.
+            "--adaptation",
+            "stan",
             "--init",
             "0",
             "--quiet",

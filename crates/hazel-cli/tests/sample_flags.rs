@@ -162,6 +162,88 @@ fn control_options_round_trip_into_the_header() {
     assert!(steps.iter().any(|s| (s / adapted - 1.0).abs() > 0.01));
 }
 
+/// Without `--adaptation` and `--init`, the chains start from Pathfinder's points and learn
+/// the low-rank metric, and the header says so; an option only Stan's adaptation serves (or
+/// nothing to adapt) selects Stan's, as in CmdStan; fixed_param and `--init-candidates` keep
+/// random starts. `(Default)` marks CmdStan's defaults, so they flag the new ones.
+#[test]
+fn defaults_and_the_options_that_change_them_round_trip() {
+    for (extra, adaptation, metric, init) in [
+        (vec![], "low-rank", "dense_e", "pathfinder"),
+        (vec!["--metric", "diag_e"], "stan", "diag_e", "pathfinder"),
+        (vec!["--metric", "dense_e"], "stan", "dense_e", "pathfinder"),
+        (vec!["--window", "20"], "stan", "diag_e", "pathfinder"),
+        (vec!["--adapt-engaged", "0"], "stan", "diag_e", "pathfinder"),
+        (vec!["--warmup", "0"], "stan", "diag_e", "pathfinder"),
+        (vec!["--init", "2"], "low-rank", "dense_e", "2"),
+        (vec!["--init-candidates", "2"], "low-rank", "dense_e", "2"),
+        (vec!["--fixed-param"], "stan", "diag_e", "2"),
+        (
+            vec!["--adaptation", "stan", "--init", "pathfinder"],
+            "stan",
+            "diag_e",
+            "pathfinder",
+        ),
+    ] {
+        let dir = scratch_dir(&format!("flags-defaults-{}", extra.join("")));
+        let mut args = vec!["--chains", "2", "--draws", "30", "--seed", "3"];
+        args.extend(extra.iter().copied());
+        let chains = sample(&dir, &args);
+        for csv in &chains {
+            assert_eq!(setting(csv, "adaptation"), adaptation, "{extra:?}");
+            assert_eq!(setting(csv, "init"), init, "{extra:?}");
+            if !extra.contains(&"--fixed-param") {
+                assert_eq!(setting(csv, "metric"), metric, "{extra:?}");
+            }
+            assert_eq!(csv.draws.len(), 30);
+        }
+        let first = dir.join("model-1.csv");
+        assert_eq!(is_default(&first, "adaptation"), adaptation == "stan");
+        assert_eq!(is_default(&first, "init"), init == "2");
+    }
+}
+
+/// Where Pathfinder finds no initial values (a density flat around every start: L-BFGS never
+/// takes a step), the chains start from random points with a warning, and the header says so.
+#[test]
+fn a_failed_pathfinder_falls_back_to_random_starts() {
+    let dir = scratch_dir("flags-pathfinder-fails");
+    let model = dir.join("box.stan");
+    std::fs::write(
+        &model,
+        "parameters { real x; }\nmodel { x ~ uniform(-10, 10); }\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let output = hazel(&[
+        "sample",
+        model.to_str().unwrap(),
+        "--chains",
+        "2",
+        "--warmup",
+        "100",
+        "--draws",
+        "20",
+        "--seed",
+        "1",
+        "--quiet",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: Pathfinder found no initial values")
+            && stderr.contains("uniformly in (-2, 2)"),
+        "{stderr}"
+    );
+    for id in 1..=2 {
+        let csv = read_stan_csv(&out.join(format!("box-{id}.csv"))).unwrap();
+        assert_eq!(setting(&csv, "init"), "2");
+        assert_eq!(csv.draws.len(), 20);
+    }
+}
+
 #[test]
 fn metrics_and_adaptations_round_trip_into_the_header() {
     for (extra, metric, adaptation) in [

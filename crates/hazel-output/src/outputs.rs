@@ -45,8 +45,10 @@ pub struct FileOutput {
 /// input files each chain read (CmdStan writes their names) and the output options.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeaderNotes {
-    /// Per chain (in chain order), the init file it read; `None`: the run's `init` as it is.
-    pub init_files: Vec<Option<String>>,
+    /// Per chain (in chain order), what `init` says in place of the run's own setting (which
+    /// for given points is `user`): the init file the chain read, or `pathfinder`; `None`: the
+    /// run's `init` as it is.
+    pub inits: Vec<Option<String>>,
     /// Per chain, the metric file it read (`metric_file`); `None`: none.
     pub metric_files: Vec<Option<String>>,
     /// CmdStan's `refresh`.
@@ -58,7 +60,7 @@ pub struct HeaderNotes {
 impl Default for HeaderNotes {
     fn default() -> Self {
         HeaderNotes {
-            init_files: Vec::new(),
+            inits: Vec::new(),
             metric_files: Vec::new(),
             refresh: crate::writer::DEFAULT_REFRESH,
             sig_figs: crate::writer::EXACT_SIG_FIGS,
@@ -143,8 +145,8 @@ impl FileOutput {
             index,
         );
         let notes = &self.header;
-        if let Some(Some(file)) = notes.init_files.get(index) {
-            header.run.init = SettingValue::Text(file.clone().into());
+        if let Some(Some(init)) = notes.inits.get(index) {
+            header.run.init = SettingValue::Text(init.clone().into());
         }
         if let Some(Some(file)) = notes.metric_files.get(index) {
             header.run.set_setting(

@@ -13,7 +13,9 @@
 //!
 //! [`sample`] is both steps at once; [`Sampling`] lets a caller say something between them
 //! (`hazel sample` prints what is being resumed). [`initial_points`] turns constrained initial
-//! values (a CmdStan JSON file, a Python dict) into each chain's unconstrained starting point.
+//! values (a CmdStan JSON file, a Python dict) into each chain's unconstrained starting point;
+//! [`defaults`] decides what a run its caller left open uses (the adaptation, Pathfinder
+//! starts).
 //!
 //! Invariants: the draws depend only on the model, the data and the [`SampleJob`]'s run
 //! configuration — never on the outputs chosen; every draw a chain made is in its outputs when
@@ -22,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod defaults;
 pub mod methods;
 
 use hazel_data::DataFile;
