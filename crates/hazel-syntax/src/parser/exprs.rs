@@ -255,7 +255,7 @@ impl Parser<'_> {
                 if self.peek_at(1) == &TokenKind::LParen {
                     return self.parse_call(name);
                 }
-                if is_reserved(name) {
+                if is_reserved(&name) {
                     return Err(self.expected("an expression"));
                 }
                 self.bump();
@@ -397,7 +397,7 @@ impl Parser<'_> {
             }
             _ => {}
         }
-        if is_reserved(name) {
+        if is_reserved(&name) {
             return Err(self.error(Diagnostic::error(
                 name_span,
                 format!("`{name}` is a reserved word, not a function"),

@@ -234,7 +234,7 @@ impl<'a> Parser<'a> {
         match self.peek().clone() {
             TokenKind::Ident(name) => {
                 let span = self.bump();
-                if is_reserved(name) {
+                if is_reserved(&name) {
                     return Err(self.error(Diagnostic::error(
                         span,
                         format!("`{name}` is a reserved word and cannot be used as {what}"),
