@@ -317,7 +317,7 @@ class Model:
             adaptation's own metric).
         :param adaptation: How warmup learns the metric: ``"stan"`` (Stan's windowed
             scheme), ``"diag-grad"`` or ``"low-rank"`` (nutpie's, from draws and gradients).
-            ``None``: ``"low-rank"`` (the default of ``hazel sample``, median 7.5× Stan's
+            ``None``: ``"low-rank"`` (the default of ``hazel sample``, median 9.1× Stan's
             ESS per gradient on posteriordb tiers 1–3 with Pathfinder inits), or ``"stan"``
             when ``metric`` is given or nothing is adapted.
         :param init: Where chains start without ``inits``: ``"pathfinder"`` (a draw of a

@@ -87,7 +87,7 @@ pub struct SampleArgs {
     pub seed: Option<Seed>,
     /// How warmup learns the metric: Stan's windowed scheme (`stan`), nutpie's gradient-based
     /// diagonal (`diag-grad`), or its low-rank plus diagonal metric (`low-rank`); see the
-    /// sampler's documentation for each. Default: low-rank (median 7.5× Stan's ESS per gradient
+    /// sampler's documentation for each. Default: low-rank (median 9.1× Stan's ESS per gradient
     /// on posteriordb tiers 1–3 and the examples, with the default Pathfinder inits); stan when
     /// an option of Stan's adaptation is given (--metric, --metric-file, --init-buffer,
     /// --term-buffer, --window) or nothing is adapted (--adapt-engaged 0, --warmup 0,

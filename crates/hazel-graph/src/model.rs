@@ -1130,13 +1130,9 @@ impl CompiledModel {
             n_upper_vars: self.n_upper_vars,
             check_bounds,
         })?;
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut uniform = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-        };
+        // The fixed point: a stream of its own (no run's seed), uniform in (-2, 2).
+        let mut point_rng = StreamRng::new(0x2545_F491_4F6C_DD1D, 0, Purpose::Init);
+        let mut uniform = move || point_rng.uniform_range(-2.0, 2.0);
         let points = [
             vec![0.0; self.dim],
             (0..self.dim).map(|_| uniform()).collect(),

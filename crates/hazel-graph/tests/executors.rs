@@ -247,13 +247,8 @@ model {
 "#;
 
 fn glm_data(n: usize, k: usize) -> hazel_data::DataFile {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
+    let mut rng = hazel_testdata::Xorshift(0x2545_f491_4f6c_dd1d);
+    let mut next = || rng.centred();
     let x: Vec<String> = (0..n)
         .map(|_| {
             let r: Vec<String> = (0..k).map(|_| format!("{:.6}", next())).collect();

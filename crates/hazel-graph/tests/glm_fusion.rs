@@ -31,12 +31,12 @@ enum Intercept {
 /// `q = [alpha, beta, aux, X]` when `X` varies (`q.len() > k + 2`).
 fn build(kind: DistKind, intercept: Intercept, n: usize, k: usize, q: &[f64]) -> (Graph, Arg) {
     let mut r = Xorshift(0x9e37_79b9_7f4a_7c15 ^ (n * 31 + k) as u64);
-    let x: Vec<f64> = (0..n * k).map(|_| 2.0 * r.next()).collect();
+    let x: Vec<f64> = (0..n * k).map(|_| 2.0 * r.centred()).collect();
     let y: Vec<f64> = (0..n)
         .map(|_| match kind {
-            DistKind::BernoulliLogit => (r.next() > 0.0) as u8 as f64,
-            DistKind::PoissonLog | DistKind::NegBinomial2Log => ((r.next() + 0.5) * 6.0).floor(),
-            _ => 3.0 * r.next(),
+            DistKind::BernoulliLogit => (r.centred() > 0.0) as u8 as f64,
+            DistKind::PoissonLog | DistKind::NegBinomial2Log => ((r.centred() + 0.5) * 6.0).floor(),
+            _ => 3.0 * r.centred(),
         })
         .collect();
     let mut b = GraphBuilder::new(q);
@@ -104,7 +104,7 @@ fn fused_glm_gives_the_unfused_bits() {
             ] {
                 let mut r = Xorshift(n as u64 + 17);
                 let dim = if x_varies { k + 2 + n * k } else { k + 2 };
-                let q: Vec<f64> = (0..dim).map(|_| 0.6 * r.next()).collect();
+                let q: Vec<f64> = (0..dim).map(|_| 0.6 * r.centred()).collect();
                 let (unfused, out) = build(kind, intercept, n, k, &q);
                 let mut fused = unfused.clone();
                 assert_eq!(fused.fuse_glm(out), 1, "{kind:?} {intercept:?} fused");
@@ -195,20 +195,22 @@ fn glm_data(n: usize, k: usize, counts: bool) -> String {
     let mut r = Xorshift(5);
     let rows: Vec<String> = (0..n)
         .map(|_| {
-            let v: Vec<String> = (0..k).map(|_| format!("{:.6}", r.next())).collect();
+            let v: Vec<String> = (0..k).map(|_| format!("{:.6}", r.centred())).collect();
             format!("[{}]", v.join(","))
         })
         .collect();
     let y: Vec<String> = (0..n)
         .map(|_| {
             if counts {
-                (((r.next() + 0.5) * 5.0).floor() as i64).to_string()
+                (((r.centred() + 0.5) * 5.0).floor() as i64).to_string()
             } else {
-                ((r.next() > 0.0) as i64).to_string()
+                ((r.centred() > 0.0) as i64).to_string()
             }
         })
         .collect();
-    let w: Vec<String> = (0..n).map(|_| format!("{:.6}", 2.0 * r.next())).collect();
+    let w: Vec<String> = (0..n)
+        .map(|_| format!("{:.6}", 2.0 * r.centred()))
+        .collect();
     format!(
         r#"{{"N": {n}, "K": {k}, "X": [{}], "y": [{}], "w": [{}]}}"#,
         rows.join(","),

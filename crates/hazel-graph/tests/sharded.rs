@@ -38,16 +38,16 @@ fn cases() -> Vec<Case> {
     let n = 10_007; // five chunks, the last one short
     let k = 5;
     let x: Vec<Vec<f64>> = (0..n)
-        .map(|_| (0..k).map(|_| 2.0 * r.next()).collect())
+        .map(|_| (0..k).map(|_| 2.0 * r.centred()).collect())
         .collect();
     let xs = list(
         x.iter()
             .map(|row| list(row.iter().map(|v| format!("{v:.6}")))),
     );
-    let z = list((0..n).map(|_| ((r.next() > 0.0) as u8).to_string()));
-    let y = list((0..n).map(|_| format!("{:.6}", 3.0 * r.next())));
-    let x1 = list((0..n).map(|_| format!("{:.6}", 4.0 * r.next())));
-    let counts = list((0..n).map(|_| (((r.next() + 0.5) * 9.0) as u32).to_string()));
+    let z = list((0..n).map(|_| ((r.centred() > 0.0) as u8).to_string()));
+    let y = list((0..n).map(|_| format!("{:.6}", 3.0 * r.centred())));
+    let x1 = list((0..n).map(|_| format!("{:.6}", 4.0 * r.centred())));
+    let counts = list((0..n).map(|_| (((r.centred() + 0.5) * 9.0) as u32).to_string()));
     let groups = list((0..n).map(|i| (1 + (i * 7) % 23).to_string()));
     vec![
         Case {
@@ -122,7 +122,7 @@ model {
 fn points(dim: usize, count: usize, seed: u64) -> Vec<Vec<f64>> {
     let mut r = Xorshift(seed);
     (0..count)
-        .map(|_| (0..dim).map(|_| 1.5 * r.next()).collect())
+        .map(|_| (0..dim).map(|_| 1.5 * r.centred()).collect())
         .collect()
 }
 

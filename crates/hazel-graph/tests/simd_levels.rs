@@ -14,11 +14,17 @@ use common::Xorshift;
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, ExecutorKind, SimdLevel};
 
-/// A fixed pseudo-random sequence in (−0.5, 0.5) (no RNG crate needed).
-impl Xorshift {
+/// Data text from the tests' pseudo-random sequence.
+trait DataText {
+    fn vec(&mut self, n: usize, scale: f64) -> String;
+    fn matrix(&mut self, rows: usize, cols: usize) -> String;
+    fn bits(&mut self, n: usize) -> String;
+}
+
+impl DataText for Xorshift {
     fn vec(&mut self, n: usize, scale: f64) -> String {
         let v: Vec<String> = (0..n)
-            .map(|_| format!("{:.17e}", scale * self.next()))
+            .map(|_| format!("{:.17e}", scale * self.centred()))
             .collect();
         format!("[{}]", v.join(","))
     }
@@ -28,7 +34,7 @@ impl Xorshift {
     }
     fn bits(&mut self, n: usize) -> String {
         let v: Vec<&str> = (0..n)
-            .map(|_| if self.next() > 0.0 { "1" } else { "0" })
+            .map(|_| if self.centred() > 0.0 { "1" } else { "0" })
             .collect();
         format!("[{}]", v.join(","))
     }
@@ -242,8 +248,8 @@ fn kernels_match_the_documented_fixed_shape_at_every_level() {
         total
     };
     for n in [0, 1, 7, 8, 9, 31, 2047, 2048, 2049, 6001] {
-        let a: Vec<f64> = (0..n).map(|_| r.next()).collect();
-        let b: Vec<f64> = (0..n).map(|_| r.next()).collect();
+        let a: Vec<f64> = (0..n).map(|_| r.centred()).collect();
+        let b: Vec<f64> = (0..n).map(|_| r.centred()).collect();
         let ones = vec![1.0; n];
         for level in L::available() {
             let isa = level.resolve().expect("available");
@@ -262,8 +268,8 @@ fn kernels_match_the_documented_fixed_shape_at_every_level() {
     // Blocked matrix × matrix: column j has the bits of the matrix × vector of column j,
     // which adds the products over the inner index in order.
     for (n, k, m) in [(1, 1, 1), (5, 3, 4), (513, 7, 9), (1100, 5, 16)] {
-        let a: Vec<f64> = (0..n * k).map(|_| r.next()).collect();
-        let b: Vec<f64> = (0..k * m).map(|_| r.next()).collect();
+        let a: Vec<f64> = (0..n * k).map(|_| r.centred()).collect();
+        let b: Vec<f64> = (0..k * m).map(|_| r.centred()).collect();
         let mut by_column = vec![0.0; n * m];
         for j in 0..m {
             for i in 0..n {

@@ -30,14 +30,8 @@ model {
 "#;
 
 fn data_json(n: usize, k: usize) -> String {
-    // A fixed pseudo-random sequence (no RNG crate needed).
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
+    let mut rng = hazel_testdata::Xorshift(0x2545_f491_4f6c_dd1d);
+    let mut next = || rng.centred();
     let x: Vec<String> = (0..n)
         .map(|_| {
             format!(

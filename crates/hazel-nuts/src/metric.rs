@@ -602,7 +602,8 @@ impl Metric {
     }
 
     /// The second half of a leapfrog step, `p += half · grad`, followed by `velocity = M⁻¹ p`;
-    /// returns the kinetic energy (fused into one pass for the diagonal metric).
+    /// returns the kinetic energy. (The kick is its own pass: one pass over `p`, small beside
+    /// the gradient, for one velocity rule per metric.)
     #[inline]
     pub fn kick_velocity(
         &self,
@@ -611,37 +612,10 @@ impl Metric {
         p: &mut [f64],
         velocity: &mut [f64],
     ) -> f64 {
-        match &self.storage {
-            MetricStorage::Diag { inv, .. } => {
-                let mut twice_kinetic = [0.0; LANES];
-                let n = p.len();
-                let body = n - n % LANES;
-                for (((v, pc), m), g) in velocity[..body]
-                    .chunks_exact_mut(LANES)
-                    .zip(p[..body].chunks_exact_mut(LANES))
-                    .zip(inv[..body].chunks_exact(LANES))
-                    .zip(grad[..body].chunks_exact(LANES))
-                {
-                    for l in 0..LANES {
-                        pc[l] += half * g[l];
-                        v[l] = m[l] * pc[l];
-                        twice_kinetic[l] += v[l] * pc[l];
-                    }
-                }
-                for i in body..n {
-                    p[i] += half * grad[i];
-                    velocity[i] = inv[i] * p[i];
-                    twice_kinetic[0] += velocity[i] * p[i];
-                }
-                0.5 * sum_lanes(&twice_kinetic)
-            }
-            MetricStorage::Dense { .. } | MetricStorage::LowRank { .. } => {
-                for (pi, &g) in p.iter_mut().zip(grad) {
-                    *pi += half * g;
-                }
-                self.velocity(p, velocity)
-            }
+        for (pi, &g) in p.iter_mut().zip(grad) {
+            *pi += half * g;
         }
+        self.velocity(p, velocity)
     }
 }
 

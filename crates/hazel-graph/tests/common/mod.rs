@@ -50,17 +50,8 @@ pub fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
     (lp, g)
 }
 
-/// The tests' reproducible data: xorshift64, uniform on [-0.5, 0.5).
-pub struct Xorshift(pub u64);
-
-impl Xorshift {
-    pub fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
+/// The tests' reproducible data (`centred()`: uniform on [-0.5, 0.5)).
+pub use hazel_testdata::Xorshift;
 
 /// `|a − b|` relative to the larger magnitude, absolute below 1.
 pub fn rel(a: f64, b: f64) -> f64 {

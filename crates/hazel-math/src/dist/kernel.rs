@@ -178,14 +178,6 @@ const NONE: Derived = [0.0; 3];
 const ZERO: ElementValue = (0.0, [0.0; 4]);
 const NEG_INF: ElementValue = (f64::NEG_INFINITY, [0.0; 4]);
 
-macro_rules! check {
-    ($function:literal) => {
-        Check {
-            function: $function,
-        }
-    };
-}
-
 /// A location-scale family's scale σ, checked positive and finite, and what derives from it:
 /// `[1/σ, log σ (when kept), _]` (cauchy, lognormal, double_exponential, logistic).
 #[inline]
@@ -239,7 +231,9 @@ impl UnivariateKernel for Normal {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("normal_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.not_nan("Random variable", x)?,
             1 => check.finite("Location parameter", x)?,
@@ -301,9 +295,11 @@ impl UnivariateKernel for StdNormal {
     }
     #[inline]
     fn prepare(&self, _k: usize, x: f64) -> Result<Derived, MathError> {
-        check!("std_normal_lpdf")
-            .not_nan("Random variable", x)
-            .map(|_| NONE)
+        Check {
+            function: Self::FUNCTION,
+        }
+        .not_nan("Random variable", x)
+        .map(|_| NONE)
     }
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
@@ -349,7 +345,9 @@ impl UnivariateKernel for Cauchy {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("cauchy_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.not_nan("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
@@ -403,7 +401,9 @@ impl UnivariateKernel for StudentT {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("student_t_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.not_nan("Random variable", x).map(|_| NONE),
             1 => {
@@ -478,7 +478,9 @@ impl UnivariateKernel for Lognormal {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("lognormal_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => {
                 check.nonnegative("Random variable", x)?;
@@ -534,7 +536,9 @@ impl UnivariateKernel for Exponential {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("exponential_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.nonnegative("Random variable", x).map(|_| NONE),
             _ => {
@@ -585,7 +589,9 @@ impl UnivariateKernel for Gamma {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("gamma_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => {
                 check.positive_finite("Random variable", x)?;
@@ -664,7 +670,9 @@ impl UnivariateKernel for InvGamma {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("inv_gamma_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.not_nan("Random variable", x).map(|_| NONE),
             1 => {
@@ -747,7 +755,9 @@ impl UnivariateKernel for Beta {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("beta_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => {
                 check.bounded("Random variable", x, 0.0, 1.0)?;
@@ -831,7 +841,9 @@ impl UnivariateKernel for Uniform {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("uniform_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.not_nan("Random variable", x),
             1 => check.finite("Lower bound parameter", x),
@@ -842,7 +854,10 @@ impl UnivariateKernel for Uniform {
     #[inline]
     fn element(&self, x: &[f64; 4], _d: &[Derived; 4]) -> Result<ElementValue, MathError> {
         let [y, alpha, beta, _] = *x;
-        check!("uniform_lpdf").greater("Upper bound parameter", beta, alpha)?;
+        Check {
+            function: Self::FUNCTION,
+        }
+        .greater("Upper bound parameter", beta, alpha)?;
         if !self.any {
             return Ok(ZERO);
         }
@@ -878,7 +893,9 @@ impl UnivariateKernel for DoubleExponential {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("double_exponential_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
@@ -925,7 +942,9 @@ impl UnivariateKernel for Logistic {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("logistic_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => check.finite("Location parameter", x).map(|_| NONE),
@@ -974,7 +993,9 @@ impl UnivariateKernel for Weibull {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("weibull_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.finite("Random variable", x).map(|_| NONE),
             1 => {
@@ -1048,7 +1069,9 @@ impl UnivariateKernel for ChiSquare {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("chi_square_lpdf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check.nonnegative("Random variable", x).map(|_| NONE),
             _ => {
@@ -1173,7 +1196,9 @@ impl UnivariateKernel for Poisson {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("poisson_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check_count(check, "Random variable", x),
             _ => {
@@ -1229,7 +1254,9 @@ impl UnivariateKernel for PoissonLog {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("poisson_log_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => {
                 check_count(check, "Random variable", x)?;
@@ -1304,7 +1331,9 @@ impl UnivariateKernel for Binomial {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("binomial_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 | 1 => check_binomial_count(check, k, x),
             _ => {
@@ -1320,7 +1349,9 @@ impl UnivariateKernel for Binomial {
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
         let [n, big_n, theta, _] = *x;
-        let check = check!("binomial_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         check_binomial_counts(check, n, big_n)?;
         if !self.any {
             return Ok(ZERO);
@@ -1369,7 +1400,9 @@ impl UnivariateKernel for BinomialLogit {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("binomial_logit_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 | 1 => check_binomial_count(check, k, x),
             _ => {
@@ -1387,7 +1420,9 @@ impl UnivariateKernel for BinomialLogit {
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
         let [n, big_n, _, _] = *x;
-        let check = check!("binomial_logit_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         check_binomial_counts(check, n, big_n)?;
         if !self.any {
             return Ok(ZERO);
@@ -1424,7 +1459,9 @@ impl UnivariateKernel for Bernoulli {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("bernoulli_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check_binary(check, x),
             _ => {
@@ -1487,7 +1524,9 @@ impl UnivariateKernel for BernoulliLogit {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("bernoulli_logit_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check_binary(check, x),
             _ => check
@@ -1542,7 +1581,9 @@ impl UnivariateKernel for NegBinomial2 {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("neg_binomial_2_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => check_count(check, "Failures variable", x),
             1 => {
@@ -1602,7 +1643,9 @@ impl UnivariateKernel for NegBinomial2Log {
     }
     #[inline]
     fn prepare(&self, k: usize, x: f64) -> Result<Derived, MathError> {
-        let check = check!("neg_binomial_2_log_lpmf");
+        let check = Check {
+            function: Self::FUNCTION,
+        };
         match k {
             0 => {
                 check_count(check, "Failures variable", x)?;

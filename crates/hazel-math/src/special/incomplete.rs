@@ -469,26 +469,30 @@ pub(crate) fn inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
 
 /// log I_x(a, b) with the partials of the log.
 pub(crate) fn log_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
-    match beta_logs_full(a, b, x) {
-        None => NAN_BETA,
-        Some((pair, dx, _)) => IncBetaGrad {
-            value: pair.log_lower,
-            da: pair.dlog_lower.0,
-            db: pair.dlog_lower.1,
-            dx,
-        },
-    }
+    log_inc_beta_tail_grad(a, b, x, false)
 }
 
 /// log(1 - I_x(a, b)) with the partials of the log.
 pub(crate) fn log1m_inc_beta_grad(a: f64, b: f64, x: f64) -> IncBetaGrad {
+    log_inc_beta_tail_grad(a, b, x, true)
+}
+
+/// The log of one tail of the incomplete beta function, `log I_x(a, b)` or (`upper`)
+/// `log(1 - I_x(a, b))`, with the partials of the log; NaN outside the domain.
+fn log_inc_beta_tail_grad(a: f64, b: f64, x: f64, upper: bool) -> IncBetaGrad {
     match beta_logs_full(a, b, x) {
         None => NAN_BETA,
-        Some((pair, _, dx)) => IncBetaGrad {
+        Some((pair, _, dx_upper)) if upper => IncBetaGrad {
             value: pair.log_upper,
             da: pair.dlog_upper.0,
             db: pair.dlog_upper.1,
-            dx,
+            dx: dx_upper,
+        },
+        Some((pair, dx_lower, _)) => IncBetaGrad {
+            value: pair.log_lower,
+            da: pair.dlog_lower.0,
+            db: pair.dlog_lower.1,
+            dx: dx_lower,
         },
     }
 }

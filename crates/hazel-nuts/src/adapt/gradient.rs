@@ -18,9 +18,10 @@
 //!   dual averaging restarts there; later metric changes, the last one at 0.85 W included, leave
 //!   it running (nutpie's rule). Their changes are small, and the average `x̄` weighs recent
 //!   step sizes most. Re-running the heuristic at 0.85 W as well, as Stan does after its last
-//!   window, was measured worse: over posteriordb tiers 1–3 (2 seeds, `adaptation_ess`) the
-//!   median ESS per gradient against Stan's adaptation was 1.23 with it and 1.36 without for
-//!   the diagonal metric, and 9.7 against 10.4 for low-rank with Pathfinder inits (one seed).
+//!   window, was measured worse: over posteriordb tiers 1–3 and the examples (42 posteriors,
+//!   `adaptation_ess`) the median ESS per gradient against Stan's adaptation was 1.24 with it
+//!   and 1.32 without for the diagonal metric (2 seeds), and 7.50 against 9.09 for low-rank
+//!   with Pathfinder inits (1 seed).
 //! * Iterations `[0.85 W, W)`: the metric is fixed and only the step size adapts; warmup ends
 //!   with the dual-averaging average `exp(x̄)`, as Stan's.
 

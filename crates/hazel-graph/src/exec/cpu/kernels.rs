@@ -1706,13 +1706,8 @@ mod tests {
 
     #[test]
     fn scatter_add_keeps_each_slots_order() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % m) as u32
-        };
+        let mut rng = hazel_testdata::Xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move |m: u64| rng.below(m as usize) as u32;
         let slots = 13;
         let mut patterns: Vec<Vec<u32>> = vec![
             vec![],
