@@ -51,6 +51,7 @@ pub fn eval(m: &CompiledModel, q: &[f64]) -> (f64, Vec<f64>) {
 }
 
 /// The tests' reproducible data (`centred()`: uniform on [-0.5, 0.5)).
+#[allow(unused_imports)] // not every test file that includes this module uses it
 pub use hazel_testdata::Xorshift;
 
 /// `|a − b|` relative to the larger magnitude, absolute below 1.
