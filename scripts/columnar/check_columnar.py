@@ -97,7 +97,13 @@ def main():
         check(meta["id"] == config["id"], "chain id metadata")
         check(float(meta["adaptation.step_size"]) == stepsize, "step size metadata")
         check(int(meta["hazel.warmup_rows"]) == WARMUP, "warmup_rows metadata")
-        check(len(meta["adaptation.inv_metric"].split(",")) == 9, "inverse metric metadata")
+        # 9 parameters: a diagonal metric, or a dense one (the default low-rank metric is
+        # written in CmdStan's dense_e form).
+        entries = {"diag_e": 9, "dense_e": 81}[config["metric"]]
+        check(
+            len(meta["adaptation.inv_metric"].split(",")) == entries,
+            f"inverse metric metadata ({config['metric']})",
+        )
 
     # Zarr through xarray and ArviZ.
     tree = xr.open_datatree(work / "zarr" / "model.zarr", engine="zarr")
