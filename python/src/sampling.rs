@@ -198,22 +198,15 @@ fn run_config(
     };
     let sampler = &mut config.sampler;
     sampler.adapt.method = method;
-    if sampler.adapt.engaged && sampler.num_warmup > 0 && method != AdaptMethod::Stan {
-        // The gradient adaptations learn their own form, as with `hazel sample`.
-        let learnt = method.metric_kind(sampler.metric);
-        if metric.is_some() && learnt != sampler.metric {
-            return Err(format!(
-                "metric {:?}: adaptation {:?} learns {}; leave metric out",
+    // The gradient adaptations learn their own form, as with `hazel sample`.
+    sampler.metric = hazel_run::defaults::adapted_metric(sampler, sampler.metric, metric.is_some())
+        .map_err(|learns| {
+            format!(
+                "metric {:?}: adaptation {:?} learns {learns}; leave metric out",
                 metric.unwrap_or_default(),
                 method.name(),
-                match method {
-                    AdaptMethod::LowRank => "its own low-rank plus diagonal metric",
-                    _ => "a diagonal metric",
-                }
-            ));
-        }
-        sampler.metric = learnt;
-    }
+            )
+        })?;
     let start = start(init, &config)?;
     if let Start::Radius(radius) = start {
         config.sampler.init = Init::Radius(radius);

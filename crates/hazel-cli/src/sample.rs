@@ -567,36 +567,30 @@ fn run_config(args: &SampleArgs, seed: u64) -> Result<RunConfig, String> {
                 .collect()
         };
     }
-    let learnt = |requested: MetricKind| sampler.adapt.method.metric_kind(requested);
-    sampler.metric = match (args.metric, sampler.inv_metric.first()) {
+    let requested = match (args.metric, sampler.inv_metric.first()) {
         (Some(metric), _) => metric.kind(),
         // The metric file's form, as cmdstanpy infers it.
         (None, Some(InverseMetric::Dense { .. })) => MetricKind::Dense,
         (None, _) => MetricKind::Diag,
     };
-    let adapting = sampler.adapt.engaged && sampler.num_warmup > 0;
-    if adapting && sampler.adapt.method != AdaptMethod::Stan {
-        if let Some(metric) = args.metric.filter(|m| learnt(m.kind()) != m.kind()) {
-            return Err(format!(
-                "--metric {}: --adaptation {} learns {}; leave --metric out",
-                metric_value(metric),
+    let metric = hazel_run::defaults::adapted_metric(sampler, requested, args.metric.is_some())
+        .map_err(|learns| {
+            format!(
+                "--metric {}: --adaptation {} learns {learns}; leave --metric out",
+                args.metric.map(metric_value).unwrap_or_default(),
                 sampler.adapt.method.name(),
-                match sampler.adapt.method {
-                    AdaptMethod::LowRank => "its own low-rank plus diagonal metric",
-                    _ => "a diagonal metric",
-                }
-            ));
-        }
-        if let (AdaptMethod::LowRank, Some(InverseMetric::Dense { .. })) =
-            (sampler.adapt.method, sampler.inv_metric.first())
-        {
-            return Err(
-                "--metric-file: --adaptation low-rank starts from a diagonal metric, not a dense one"
-                    .into(),
-            );
-        }
-        sampler.metric = learnt(sampler.metric);
+            )
+        })?;
+    let adapting = sampler.adapt.engaged && sampler.num_warmup > 0;
+    if let (true, AdaptMethod::LowRank, Some(InverseMetric::Dense { .. })) =
+        (adapting, sampler.adapt.method, sampler.inv_metric.first())
+    {
+        return Err(
+            "--metric-file: --adaptation low-rank starts from a diagonal metric, not a dense one"
+                .into(),
+        );
     }
+    sampler.metric = metric;
     if let (MetricKind::Diag | MetricKind::Unit, Some(InverseMetric::Dense { .. })) =
         (sampler.metric, sampler.inv_metric.first())
     {

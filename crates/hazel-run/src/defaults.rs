@@ -14,7 +14,7 @@
 
 use crate::methods::pathfinder::pathfinder_inits;
 use hazel_density::LogDensity;
-use hazel_nuts::{AdaptMethod, Algorithm, Init, RunConfig};
+use hazel_nuts::{AdaptMethod, Algorithm, Init, MetricKind, RunConfig, SamplerConfig};
 
 /// The adaptation when none was asked for and warmup learns the metric freely.
 pub const DEFAULT_ADAPTATION: AdaptMethod = AdaptMethod::LowRank;
@@ -33,6 +33,30 @@ pub fn default_adaptation(run: &RunConfig, stan_options: bool) -> AdaptMethod {
     } else {
         AdaptMethod::Stan
     }
+}
+
+/// The metric form `sampler`'s warmup ends with when `requested` was asked for (`explicit`:
+/// by the caller, rather than by default): Stan's adaptation, or a run that adapts nothing,
+/// keeps `requested`; the gradient adaptations learn their own form. `Err` holds what the
+/// method learns when the caller asked explicitly for another form, for the caller's message.
+pub fn adapted_metric(
+    sampler: &SamplerConfig,
+    requested: MetricKind,
+    explicit: bool,
+) -> Result<MetricKind, &'static str> {
+    let method = sampler.adapt.method;
+    let adapting = sampler.adapt.engaged && sampler.num_warmup > 0;
+    if !adapting || method == AdaptMethod::Stan {
+        return Ok(requested);
+    }
+    let learnt = method.metric_kind(requested);
+    if explicit && learnt != requested {
+        return Err(match method {
+            AdaptMethod::LowRank => "its own low-rank plus diagonal metric",
+            _ => "a diagonal metric",
+        });
+    }
+    Ok(learnt)
 }
 
 /// Whether `run`'s chains start from Pathfinder when its caller gave no initial values: NUTS
