@@ -206,6 +206,17 @@ pub(crate) fn strong_mul(g: f64, partial: f64) -> f64 {
 /// bits: see `crate::simd`.)
 #[inline(always)]
 pub fn chunked_sum(isa: Isa, x: &[f64]) -> f64 {
+    if x.len() < 8 {
+        // One chunk with no full group of eight: the lanes stay 0, so their tree is +0 and
+        // the sum is that plus the values in order, then added to the zero total: the same
+        // additions without the lane machinery, which costs more than the sum at these lengths
+        // (a broadcast operand's adjoint in a short op).
+        let mut s = 0.0;
+        for v in x {
+            s += v;
+        }
+        return 0.0 + s;
+    }
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
         let n8 = c.len() / 8 * 8;
@@ -362,7 +373,12 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             let av = read(*a, lo, consts);
             let bv = read(*b, lo, consts);
-            dispatch!(isa, binary_forward(*f, av, bv, o));
+            if out.len <= SHORT_BINARY && f.is_arithmetic() {
+                // Too short for vector code to pay for its dispatch (the same bits anyway).
+                binary_forward(*f, av, bv, o);
+            } else {
+                dispatch!(isa, binary_forward(*f, av, bv, o));
+            }
         }
         Op::Sum { x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
@@ -644,6 +660,10 @@ pub fn backward(
             }
             return;
         }
+        Op::Binary { f, a, b, out } if out.len <= SHORT_BINARY && f.is_arithmetic() => {
+            binary_backward_short(*f, *a, *b, *out, consts, vals, adj);
+            return;
+        }
         Op::Scalars { block, .. } => {
             super::scalar::backward(block, consts, vals, adj, scratch);
             return;
@@ -763,9 +783,11 @@ pub fn backward(
                 let xs = read(*x, lo, consts);
                 let g0 = g[0];
                 let d = &mut adj_lo[x.range()];
-                for i in 0..d.len() {
-                    d[i] += g0 * vmath::exp(xs[i] - y);
-                }
+                let mut i = 0;
+                for_each_exp(xs, y, |e| {
+                    d[i] += g0 * e;
+                    i += 1;
+                });
             }
         }
         Op::Pack { xs, .. } => {
@@ -1180,12 +1202,38 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
         let mut s = 0.0;
-        for v in c {
-            s += vmath::exp(v - m);
-        }
+        for_each_exp(c, m, |e| s += e);
         total += s;
     }
     m + vmath::ln(total)
+}
+
+/// How many `exp`s [`for_each_exp`] computes together.
+const EXP_GROUP: usize = 4;
+
+/// Calls `f` with `exp(x[i] − shift)` for each `i` in order. The exponentials are computed
+/// [`EXP_GROUP`] at a time from a fixed-length array (a short final group padded with zeros,
+/// whose results are dropped), a loop the compiler turns into vector code even at the
+/// baseline level, where an element loop as short as a `log_sum_exp` of a few values (one
+/// per observation in categorical and rating models) stays one scalar `exp` after another.
+/// `vmath::exp` rounds the same in every lane, so the values, and `f`'s order, are those of
+/// the plain loop.
+#[inline(always)]
+pub(crate) fn for_each_exp(x: &[f64], shift: f64, mut f: impl FnMut(f64)) {
+    for group in x.chunks(EXP_GROUP) {
+        let mut z = [0.0; EXP_GROUP];
+        for (zi, v) in z.iter_mut().zip(group) {
+            *zi = v - shift;
+        }
+        // (An index loop: `z.map(vmath::exp)` stays a call per element.)
+        let mut e = [0.0; EXP_GROUP];
+        for k in 0..EXP_GROUP {
+            e[k] = vmath::exp(z[k]);
+        }
+        for &ei in &e[..group.len()] {
+            f(ei);
+        }
+    }
 }
 
 /// `out = M v` for column-major `M`: each row accumulates `m[r, c] * v[c]` over the columns
@@ -1495,7 +1543,10 @@ fn binary_backward(
             continue;
         }
         let mut total = 0.0;
-        for c0 in (0..n).step_by(CHUNK) {
+        // (A `while` rather than `step_by`: the iterator's setup cost more than the rows of
+        // the short ops scalar blocks hold.)
+        let mut c0 = 0;
+        while c0 < n {
             total += binary_backward_rows(
                 isa,
                 f,
@@ -1510,8 +1561,99 @@ fn binary_backward(
                 c0,
                 n.min(c0 + CHUNK),
             );
+            c0 += CHUNK;
         }
         binary_backward_finish(f, operand, a, b, n, total, adj_lo);
+    }
+}
+
+/// The longest elementwise arithmetic op whose gradient rule runs as
+/// [`binary_backward_short`] (and whose forward runs undispatched).
+const SHORT_BINARY: u32 = 8;
+
+/// [`binary_backward`] at the baseline level for an arithmetic op (`+ − × ÷`) of at most
+/// [`SHORT_BINARY`] elements, in direct loops: the same partials, updates and sums in the same
+/// order (one chunk: a broadcast operand's total is `0 + ` its rows' sum, [`chunked_sum`]'s
+/// for `+`/`−`), so the same bits. The general rule's chunk loop, operand dispatch and slice
+/// set-up cost several times these few elements' arithmetic, and models with a short vector
+/// op per observation (rating-scale and categorical likelihoods, in scalar blocks) run one per
+/// element of their data.
+fn binary_backward_short(
+    f: BinaryFn,
+    a: Arg,
+    b: Arg,
+    out: crate::ir::Slot,
+    consts: &[f64],
+    vals: &[f64],
+    adj: &mut [f64],
+) {
+    let (n, o) = (out.len as usize, out.off as usize);
+    // The inputs' adjoints lie below the output's (the layout invariant).
+    let (adj_lo, adj_hi) = adj.split_at_mut(o);
+    let g = &adj_hi[..n];
+    let y = &vals[o..o + n];
+    let (av, bv) = (read(a, vals, consts), read(b, vals, consts));
+    if a.is_var() {
+        short_operand(f, Operand::A, a, av, bv, y, g, adj_lo);
+    }
+    if b.is_var() {
+        short_operand(f, Operand::B, b, av, bv, y, g, adj_lo);
+    }
+}
+
+/// One operand's part of [`binary_backward_short`].
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+#[inline(always)]
+fn short_operand(
+    f: BinaryFn,
+    operand: Operand,
+    target: Arg,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+) {
+    let n = g.len();
+    let off = target.off as usize;
+    let full = target.len() == n;
+    if let BinaryFn::Add | BinaryFn::Sub = f {
+        let negate = operand == Operand::B && matches!(f, BinaryFn::Sub);
+        if full {
+            let d = &mut adj_lo[off..off + n];
+            for (d, gi) in d.iter_mut().zip(g) {
+                *d += if negate { -1.0 * gi } else { *gi };
+            }
+        } else {
+            let total = 0.0 + chunked_sum(Isa::Baseline, g);
+            adj_lo[off] += if negate { -1.0 } else { 1.0 } * total;
+        }
+        return;
+    }
+    // `binary_backward_rows`'s `×` and `÷` partials.
+    let (ia, ib) = (av.len() == n, bv.len() == n);
+    let partial = |i: usize| {
+        let (x, z) = (av[if ia { i } else { 0 }], bv[if ib { i } else { 0 }]);
+        let (pa, pb) = match f {
+            BinaryFn::Mul => (z, x),
+            _ => (1.0 / z, -y[i] / z),
+        };
+        match operand {
+            Operand::A => pa,
+            Operand::B => pb,
+        }
+    };
+    if full {
+        let d = &mut adj_lo[off..off + n];
+        for i in 0..n {
+            d[i] += strong_mul(g[i], partial(i));
+        }
+    } else {
+        let mut s = 0.0;
+        for i in 0..n {
+            s += strong_mul(g[i], partial(i));
+        }
+        adj_lo[off] += 0.0 + s;
     }
 }
 
@@ -1686,6 +1828,78 @@ pub(crate) fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::scatter_add;
+    use super::{binary_backward, binary_backward_short, BinaryFn, Isa, SHORT_BINARY};
+    use crate::ir::{Arg, Slot};
+
+    /// The short ops' gradient rule gives the general rule's bits: every arithmetic function,
+    /// each operand full-length, broadcast or constant, the same slot on both sides, every
+    /// length up to the limit, adjoints with a start value and adjoints of mixed scales.
+    #[test]
+    fn short_binary_backward_matches_the_general_rule() {
+        let mut rng = hazel_testdata::Xorshift(0x2545_f491_4f6c_dd1d);
+        let mut draw = move || {
+            let u = rng.below(1 << 20) as f64 / (1 << 20) as f64;
+            (u - 0.5) * 10f64.powi(rng.below(7) as i32 - 3)
+        };
+        let fs = [BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul, BinaryFn::Div];
+        let mut cases = 0;
+        for n in 2..=SHORT_BINARY {
+            // (a's length, b's length, a constant, b constant, b is a's slot)
+            for (la, lb, ca, cb, same) in [
+                (n, n, false, false, false),
+                (1, n, false, false, false),
+                (n, 1, false, false, false),
+                (1, n, true, false, false),
+                (n, 1, false, true, false),
+                (n, n, true, false, false),
+                (n, n, false, false, true),
+            ] {
+                for f in fs {
+                    // Values: a at 0, b after it, the output last; constants alike.
+                    let vals_len = (la + lb + n) as usize;
+                    let vals: Vec<f64> = (0..vals_len).map(|_| draw() + 2.0).collect();
+                    let consts: Vec<f64> = (0..vals_len).map(|_| draw() + 2.0).collect();
+                    let arg = |c: bool, off: u32, len: u32| Arg {
+                        space: if c {
+                            crate::ir::Space::Const
+                        } else {
+                            crate::ir::Space::Var
+                        },
+                        off,
+                        len,
+                    };
+                    let a = arg(ca, 0, la);
+                    let b = if same { a } else { arg(cb, la, lb) };
+                    let out = Slot {
+                        off: la + lb,
+                        len: n,
+                    };
+                    let adj0: Vec<f64> = (0..vals_len).map(|_| draw()).collect();
+                    let mut want = adj0.clone();
+                    let (lo, hi) = want.split_at_mut(out.off as usize);
+                    let g = hi.to_vec();
+                    let y = &vals[out.range()];
+                    binary_backward(
+                        Isa::Baseline,
+                        f,
+                        a,
+                        b,
+                        &vals[..out.off as usize],
+                        &consts,
+                        y,
+                        &g,
+                        lo,
+                    );
+                    let mut got = adj0;
+                    binary_backward_short(f, a, b, out, &consts, &vals, &mut got);
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{f:?} n {n} a {a:?} b {b:?}");
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 7 * 7 * 4);
+    }
 
     /// The plain loop whose order `scatter_add` must keep.
     fn scatter_add_plain(d: &mut [f64], idx: &[u32], g: &[f64]) {
