@@ -1208,8 +1208,11 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     m + vmath::ln(total)
 }
 
-/// How many `exp`s [`for_each_exp`] computes together.
-const EXP_GROUP: usize = 4;
+/// How many `exp`s [`for_each_exp`] computes together: the baseline's (SSE2's) two lanes, at
+/// which `log_sum_exp` runs. (Four lanes cost two SSE2 vectors a group, and an odd length's
+/// padded last group one vector of wasted work more: a `log_sum_exp` of five values, a
+/// five-component mixture's row, took four vector `exp`s instead of three.)
+const EXP_GROUP: usize = 2;
 
 /// Calls `f` with `exp(x[i] − shift)` for each `i` in order. The exponentials are computed
 /// [`EXP_GROUP`] at a time from a fixed-length array (a short final group padded with zeros,
