@@ -783,11 +783,9 @@ pub fn backward(
                 let xs = read(*x, lo, consts);
                 let g0 = g[0];
                 let d = &mut adj_lo[x.range()];
-                let mut i = 0;
-                for_each_exp(xs, y, |e| {
-                    d[i] += g0 * e;
-                    i += 1;
-                });
+                for i in 0..d.len() {
+                    d[i] += g0 * vmath::exp(xs[i] - y);
+                }
             }
         }
         Op::Pack { xs, .. } => {
@@ -1202,41 +1200,12 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
         let mut s = 0.0;
-        for_each_exp(c, m, |e| s += e);
+        for v in c {
+            s += vmath::exp(v - m);
+        }
         total += s;
     }
     m + vmath::ln(total)
-}
-
-/// How many `exp`s [`for_each_exp`] computes together: the baseline's (SSE2's) two lanes, at
-/// which `log_sum_exp` runs. (Four lanes cost two SSE2 vectors a group, and an odd length's
-/// padded last group one vector of wasted work more: a `log_sum_exp` of five values, a
-/// five-component mixture's row, took four vector `exp`s instead of three.)
-const EXP_GROUP: usize = 2;
-
-/// Calls `f` with `exp(x[i] − shift)` for each `i` in order. The exponentials are computed
-/// [`EXP_GROUP`] at a time from a fixed-length array (a short final group padded with zeros,
-/// whose results are dropped), a loop the compiler turns into vector code even at the
-/// baseline level, where an element loop as short as a `log_sum_exp` of a few values (one
-/// per observation in categorical and rating models) stays one scalar `exp` after another.
-/// `vmath::exp` rounds the same in every lane, so the values, and `f`'s order, are those of
-/// the plain loop.
-#[inline(always)]
-pub(crate) fn for_each_exp(x: &[f64], shift: f64, mut f: impl FnMut(f64)) {
-    for group in x.chunks(EXP_GROUP) {
-        let mut z = [0.0; EXP_GROUP];
-        for (zi, v) in z.iter_mut().zip(group) {
-            *zi = v - shift;
-        }
-        // (An index loop: `z.map(vmath::exp)` stays a call per element.)
-        let mut e = [0.0; EXP_GROUP];
-        for k in 0..EXP_GROUP {
-            e[k] = vmath::exp(z[k]);
-        }
-        for &ei in &e[..group.len()] {
-            f(ei);
-        }
-    }
 }
 
 /// `out = M v` for column-major `M`: each row accumulates `m[r, c] * v[c]` over the columns
