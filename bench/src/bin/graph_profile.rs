@@ -89,6 +89,8 @@ fn main() {
         eprintln!("usage: graph_profile NAME [EVALS]");
         std::process::exit(2);
     };
+    // `graph_profile model.stan data.json [EVALS]`: any program, at a fixed point.
+    let data_path = name.ends_with(".stan").then(|| args.next()).flatten();
     let evals: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     if name == ":chain" {
         scalar_chain(evals);
@@ -98,6 +100,35 @@ fn main() {
         corpus_bits();
         return;
     }
+    let (src, data, q) = match data_path {
+        Some(data_path) => program_at_fixed_point(&name, &data_path),
+        None => corpus_posterior(&name),
+    };
+    let prog = hazel_check::check_source("model.stan", &src)
+        .checked
+        .expect("program checks");
+    let d = hazel_data::DataFile::parse(&data).expect("data parses");
+    let model = compile(&prog, &d, &CompileOptions::default()).expect("compiles");
+    // Without an oracle point: a fixed point of the unconstrained space, spread over
+    // (−1, 1) so that no two coordinates are equal.
+    let q = q.unwrap_or_else(|| {
+        (0..model.dim())
+            .map(|i| ((i as f64 + 1.0) * 0.618_033_988_749_895).fract() * 2.0 - 1.0)
+            .collect()
+    });
+    profile(&model, &q, evals);
+}
+
+/// A program and data named by path (no oracle point).
+fn program_at_fixed_point(program: &str, data: &str) -> (String, String, Option<Vec<f64>>) {
+    let src = std::fs::read_to_string(program).expect("program");
+    let data = std::fs::read_to_string(data).expect("data");
+    (src, data, None)
+}
+
+/// The corpus posterior whose name is or contains `name`: its program, data and first
+/// oracle point.
+fn corpus_posterior(name: &str) -> (String, String, Option<Vec<f64>>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let corpus = root.join("corpus/posteriordb");
     let mut dirs: Vec<_> = std::fs::read_dir(&corpus)
@@ -107,7 +138,7 @@ fn main() {
         .filter(|p| p.join("oracle.json").is_file())
         .filter(|p| {
             p.file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(&name))
+                .is_some_and(|n| n.to_string_lossy().contains(name))
         })
         .collect();
     dirs.sort();
@@ -132,11 +163,11 @@ fn main() {
         .as_array()
         .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
         .unwrap_or_default();
-    let prog = hazel_check::check_source("model.stan", &src)
-        .checked
-        .expect("program checks");
-    let d = hazel_data::DataFile::parse(&data).expect("data parses");
-    let model = compile(&prog, &d, &CompileOptions::default()).expect("compiles");
+    (src, data, Some(q))
+}
+
+/// The op census of `model`'s static graph, then `evals` timed evaluations at `q`.
+fn profile(model: &hazel_graph::CompiledModel, q: &[f64], evals: usize) {
     match model.graph() {
         None => println!("dynamic model (no static graph)"),
         Some(g) => {
@@ -209,7 +240,7 @@ fn main() {
         }
     }
     if evals > 0 {
-        let per = run_evals(&model, &q, evals);
+        let per = run_evals(model, q, evals);
         println!("{evals} evaluations, median {:.2} µs", per * 1e6);
     }
 }

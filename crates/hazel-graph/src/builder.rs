@@ -258,6 +258,7 @@ impl GraphBuilder {
         self.push(Op::MatMul {
             a,
             b,
+            bias: None,
             n: n as u32,
             k: k as u32,
             m: m as u32,

@@ -28,7 +28,8 @@
 //! Then [`Graph::fuse_glm`] turns `X β + α → density` into one [`Op::Glm`] that reads `X`
 //! once per gradient ([`ir::glm`]; same bits, `tests/glm_fusion.rs`), and
 //! [`Graph::packs_as_gathers`] turns long packs from one short run (a traced `rep_matrix`)
-//! into [`Op::Gather`]s (same bits). Last,
+//! into [`Op::Gather`]s (same bits), and [`Graph::fuse_matmul_bias`] folds a dense layer's
+//! `+ rep_matrix(b', N)` into its [`Op::MatMul`] (same bits). Last,
 //! [`Graph::fuse_scalar_blocks`] re-encodes runs of scalar and short ops as one
 //! [`Op::Scalars`] of compact instructions run in one loop ([`ir::scalar`]; same bits): the
 //! interpreter's cost per scalar op falls several times over.

@@ -637,6 +637,7 @@ fn static_density(model: &CompiledModel, terms: DensityTerms) -> Result<(Graph, 
     graph.fuse_mul_add_chains(out);
     graph.fuse_glm(out);
     graph.packs_as_gathers();
+    graph.fuse_matmul_bias(out);
     graph.fuse_scalar_blocks();
     Ok((graph, out))
 }

@@ -504,3 +504,88 @@ fn long_packs_become_gathers_with_the_same_bits() {
         }
     }
 }
+
+/// A dense layer, `tanh(X W + rep_matrix(b', rows))`, with `X` data (`rows × 3`), `W` (3 × 4)
+/// and `b` (4) parameters, the broadcast traced element by element; the bias run traced
+/// before the product and added on the left when `bias_first`. `W` has a prior too, so its
+/// adjoint gathers terms from two ops. With `leak`, the product is also read elsewhere.
+fn dense_layer_graph(q: &[f64], bias_first: bool, leak: bool) -> (Graph, Arg) {
+    let (rows, k, m) = (20, 3, 4);
+    let x: Vec<f64> = (0..rows * k)
+        .map(|i| ((i * 5) % 7) as f64 * 0.3 - 0.8)
+        .collect();
+    let y: Vec<f64> = (0..rows * m)
+        .map(|i| ((i * 3) % 4) as f64 * 0.4 - 0.5)
+        .collect();
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let xs = b.konst(&x);
+    let w = Arg { len: 12, ..p };
+    let bias_of = |b: &mut GraphBuilder| {
+        let spread: Vec<Arg> = (0..m)
+            .flat_map(|j| std::iter::repeat_n(p.at(12 + j), rows))
+            .collect();
+        b.pack(spread)
+    };
+    let (spread, product) = if bias_first {
+        let spread = bias_of(&mut b);
+        (spread, b.matmul(xs, w, rows, k, m))
+    } else {
+        let product = b.matmul(xs, w, rows, k, m);
+        (bias_of(&mut b), product)
+    };
+    let pre = if bias_first {
+        b.binary(BinaryFn::Add, spread, product)
+    } else {
+        b.binary(BinaryFn::Add, product, spread)
+    };
+    let hidden = b.unary(UnaryFn::Tanh, pre);
+    let ys = b.konst(&y);
+    let one = b.scalar_const(1.0);
+    let fit = b.dist(DistKind::Normal, vec![ys, hidden, one], false);
+    let zero = b.scalar_const(0.0);
+    let prior = b.dist(DistKind::Normal, vec![w, zero, one], false);
+    let mut terms = vec![fit, prior];
+    if leak {
+        terms.push(b.sum(product));
+    }
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn a_dense_layer_bias_fuses_into_its_product_with_the_same_bits() {
+    let dim = 16;
+    let point = |s: f64| -> Vec<f64> {
+        (0..dim)
+            .map(|i| ((i as f64 + 1.0) * 0.618).fract() * s - s / 2.0)
+            .collect()
+    };
+    for bias_first in [false, true] {
+        let (unfused, out) = dense_layer_graph(&point(1.0), bias_first, false);
+        let mut gathered = unfused.clone();
+        assert_eq!(gathered.packs_as_gathers(), 1);
+        let mut fused = gathered.clone();
+        assert_eq!(fused.fuse_matmul_bias(out), 1, "bias_first {bias_first}");
+        assert_eq!(fused.ops.len(), gathered.ops.len() - 2);
+        assert!(fused
+            .ops
+            .iter()
+            .any(|op| matches!(op, Op::MatMul { bias: Some(c), .. } if c.len == 4)));
+        assert!(!fused.ops.iter().any(|op| matches!(op, Op::Gather { .. })));
+        for s in [1.0, 4.0, 0.01] {
+            let q = point(s);
+            let (lp0, g0) = value_and_gradient(&unfused, out, &q);
+            let (lp1, g1) = value_and_gradient(&fused, out, &q);
+            assert_eq!(lp0.to_bits(), lp1.to_bits());
+            for (a, b) in g0.iter().zip(&g1) {
+                assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+            }
+        }
+    }
+    // A product read elsewhere keeps its own op.
+    let (leaky, out) = dense_layer_graph(&point(1.0), false, true);
+    let mut gathered = leaky.clone();
+    gathered.packs_as_gathers();
+    assert_eq!(gathered.fuse_matmul_bias(out), 0);
+}

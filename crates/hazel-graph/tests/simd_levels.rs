@@ -281,7 +281,7 @@ fn kernels_match_the_documented_fixed_shape_at_every_level() {
             }
         }
         let mut blocked = vec![f64::NAN; n * m];
-        kernels::matmul(&a, &b, n, k, m, &mut blocked);
+        kernels::matmul(&a, &b, None, n, k, m, &mut blocked);
         assert!(
             blocked
                 .iter()

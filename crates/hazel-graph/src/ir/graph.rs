@@ -152,10 +152,14 @@ pub enum Op {
         cols: u32,
         out: Slot,
     },
-    /// `out = A B`, both column-major, `A` is `n × k`, `B` is `k × m`.
+    /// `out = A B`, both column-major, `A` is `n × k`, `B` is `k × m`; with `bias` (length
+    /// `m`), `bias[j]` is added to every element of column `j` after its sum — `A B +
+    /// rep_matrix(bias', n)`, a dense layer's pre-activation, from
+    /// [`Graph::fuse_matmul_bias`].
     MatMul {
         a: Arg,
         b: Arg,
+        bias: Option<Arg>,
         n: u32,
         k: u32,
         m: u32,
@@ -319,7 +323,7 @@ macro_rules! visit_inputs {
             | Op::Gather { x, .. } => $f(x),
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
-            | Op::MatMul { a, b, .. }
+            | Op::MatMul { a, b, bias: None, .. }
             | Op::Linalg { a, b, .. }
             | Op::Solve {
                 guess: a, theta: b, ..
@@ -327,7 +331,13 @@ macro_rules! visit_inputs {
                 $f(a);
                 $f(b)
             }
-            Op::MulAdd { a, b, c, .. } => {
+            Op::MulAdd { a, b, c, .. }
+            | Op::MatMul {
+                a,
+                b,
+                bias: Some(c),
+                ..
+            } => {
                 $f(a);
                 $f(b);
                 $f(c)
@@ -815,5 +825,102 @@ impl Graph {
         }
         self.ops = ops;
         removed
+    }
+
+    /// Fuses `A B + rep_matrix(bias', n)` — an [`Op::MatMul`] and an [`Op::Gather`] that
+    /// broadcasts a length-`m` run down the rows (index `j` at every position of column `j`),
+    /// in either order, immediately followed by the [`BinaryFn::Add`] of their outputs, each
+    /// read nowhere else — into one [`Op::MatMul`] with that run as its `bias`, writing the
+    /// add's output; returns how many were fused. Run after [`Graph::packs_as_gathers`],
+    /// which makes the broadcast a gather.
+    ///
+    /// Same bits: the product's sums are unchanged and the bias is added after each (`x + y
+    /// = y + x` exactly). In the backward sweep the fused op stands where the add stood, and
+    /// does what the add, the gather and the product did there, in that order, with nothing
+    /// else in between: each bias slot adds its column's adjoints in row order starting from
+    /// its own value (what the gather's `scatter_add` does), then the product's rules run
+    /// with the add's output adjoint, which the add had passed on unchanged (it added it to
+    /// the product's zero adjoint: only a `-0.0` became `+0.0`, and every rule adds that to
+    /// accumulators that start at `+0.0`). The product's and the gather's slots stay
+    /// allocated but are no longer written.
+    pub fn fuse_matmul_bias(&mut self, keep: Arg) -> usize {
+        let mut is_part = vec![false; self.n_vals];
+        for op in &self.ops {
+            if let Op::MatMul {
+                bias: None, out, ..
+            }
+            | Op::Gather { out, .. } = op
+            {
+                is_part[out.range()].iter_mut().for_each(|p| *p = true);
+            }
+        }
+        let reads = self.reads_of(keep, &is_part);
+        let read_once = |s: Slot| reads[s.range()].iter().all(|&r| r == 1);
+        let mut fused = 0;
+        let mut i = 0;
+        while i + 2 < self.ops.len() {
+            let (mm, gather) = match (&self.ops[i], &self.ops[i + 1]) {
+                (mm @ Op::MatMul { .. }, g @ Op::Gather { .. })
+                | (g @ Op::Gather { .. }, mm @ Op::MatMul { .. }) => (mm, g),
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            let (
+                &Op::MatMul {
+                    a,
+                    b,
+                    bias: None,
+                    n,
+                    k,
+                    m,
+                    out: product,
+                },
+                Op::Gather {
+                    x,
+                    idx,
+                    out: spread,
+                },
+                &Op::Binary {
+                    f: BinaryFn::Add,
+                    a: lhs,
+                    b: rhs,
+                    out,
+                },
+            ) = (mm, gather, &self.ops[i + 2])
+            else {
+                i += 1;
+                continue;
+            };
+            let operands = (lhs == product.arg() && rhs == spread.arg())
+                || (lhs == spread.arg() && rhs == product.arg());
+            let broadcast = x.len == m
+                && idx.len() == (n * m) as usize
+                && idx
+                    .iter()
+                    .enumerate()
+                    .all(|(e, &j)| j as usize == e / n.max(1) as usize);
+            if !(operands && broadcast && read_once(product) && read_once(*spread)) {
+                i += 1;
+                continue;
+            }
+            let bias = *x;
+            self.ops.splice(
+                i..i + 3,
+                [Op::MatMul {
+                    a,
+                    b,
+                    bias: Some(bias),
+                    n,
+                    k,
+                    m,
+                    out,
+                }],
+            );
+            fused += 1;
+            i += 1;
+        }
+        fused
     }
 }

@@ -457,12 +457,21 @@ pub fn forward(
             let (mv, vv) = (read(*m, lo, consts), read(*v, lo, consts));
             dispatch!(isa, matvec(mv, vv, *rows as usize, *cols as usize, o));
         }
-        Op::MatMul { a, b, n, k, m, out } => {
+        Op::MatMul {
+            a,
+            b,
+            bias,
+            n,
+            k,
+            m,
+            out,
+        } => {
             let (lo, o) = split_out(vals, out.off, out.len);
             let (n, k, m) = (*n as usize, *k as usize, *m as usize);
             let av = read(*a, lo, consts);
             let bv = read(*b, lo, consts);
-            dispatch!(isa, matmul(av, bv, n, k, m, o));
+            let bias = bias.map(|c| read(c, lo, consts));
+            dispatch!(isa, matmul(av, bv, bias, n, k, m, o));
         }
         Op::Glm { spec, out } => super::glm::forward(spec, consts, vals, *out, scratch, isa)?,
         Op::Dist {
@@ -834,9 +843,23 @@ pub fn backward(
                 dispatch!(isa, outer_add(g, vv, rows, cols, d));
             }
         }
-        Op::MatMul { a, b, n, k, m, .. } => {
+        Op::MatMul {
+            a,
+            b,
+            bias,
+            n,
+            k,
+            m,
+            ..
+        } => {
             let (n, k, m) = (*n as usize, *k as usize, *m as usize);
-            // C = A B: dA += G Bᵀ, dB += Aᵀ G.
+            // C = A B + 1 biasᵀ: dbias[j] += Σ_r G[r, j], in row order (the order the unfused
+            // gather's `scatter_add` adds them), then dA += G Bᵀ, dB += Aᵀ G.
+            if let Some(c) = bias.filter(|c| c.is_var()) {
+                for (d, gj) in adj_lo[c.range()].iter_mut().zip(g.chunks_exact(n.max(1))) {
+                    *d = gj.iter().fold(*d, |acc, v| acc + v);
+                }
+            }
             if a.is_var() {
                 let bv = read(*b, lo, consts);
                 let d = &mut adj_lo[a.range()];
@@ -1334,9 +1357,18 @@ const MM_ROWS: usize = 512;
 /// `C = A B` (column-major, `A` is `n × k`, `B` is `k × m`), blocked: per block of
 /// [`MM_ROWS`] rows, four output columns at a time, each element accumulating
 /// `a[r, l] b[l, j]` over `l` in order, one rounding per addition, exactly as [`matvec`] does
-/// for one column (so `C`'s column `j` has the bits of `A · B[:, j]`).
+/// for one column (so `C`'s column `j` has the bits of `A · B[:, j]`); then `bias[j]` added
+/// to each element of column `j` while the block is in cache (the bits of adding it after).
 #[inline(always)]
-pub fn matmul(a: &[f64], b: &[f64], n: usize, k: usize, m: usize, out: &mut [f64]) {
+pub fn matmul(
+    a: &[f64],
+    b: &[f64],
+    bias: Option<&[f64]>,
+    n: usize,
+    k: usize,
+    m: usize,
+    out: &mut [f64],
+) {
     out.iter_mut().for_each(|o| *o = 0.0);
     let mut r0 = 0;
     while r0 < n {
@@ -1369,6 +1401,15 @@ pub fn matmul(a: &[f64], b: &[f64], n: usize, k: usize, m: usize, out: &mut [f64
                     o3[i] += x * b3;
                 }
             }
+            if let Some(c) = bias {
+                let (c0, c1, c2, c3) = (c[j], c[j + 1], c[j + 2], c[j + 3]);
+                for i in 0..nr {
+                    o0[i] += c0;
+                    o1[i] += c1;
+                    o2[i] += c2;
+                    o3[i] += c3;
+                }
+            }
             j += 4;
         }
         while j < m {
@@ -1378,6 +1419,9 @@ pub fn matmul(a: &[f64], b: &[f64], n: usize, k: usize, m: usize, out: &mut [f64
                 for i in 0..nr {
                     o[i] += al[i] * bl;
                 }
+            }
+            if let Some(c) = bias {
+                o.iter_mut().for_each(|o| *o += c[j]);
             }
             j += 1;
         }
@@ -1915,6 +1959,21 @@ mod tests {
         }
         patterns.push(runs);
         patterns.push((0..3000).map(|_| next(slots as u64)).collect());
+        // Sorted: many unequal runs (grouped rows), one run longer than a quarter, single
+        // elements, and a short sorted index below the lanes' minimum.
+        let mut sorted: Vec<u32> = Vec::new();
+        for s in 0..slots {
+            sorted.extend(std::iter::repeat_n(s, 1 + next(90) as usize));
+        }
+        patterns.push(sorted);
+        patterns.push(
+            std::iter::repeat_n(2, 900)
+                .chain(std::iter::repeat_n(5, 40))
+                .chain(std::iter::repeat_n(9, 7))
+                .collect(),
+        );
+        patterns.push((0..slots).collect());
+        patterns.push((0..70).map(|k| (k / 9) as u32).collect());
         for idx in &patterns {
             let g = summands(idx.len());
             let start = summands(slots as usize + 5);
