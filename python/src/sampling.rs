@@ -331,8 +331,9 @@ impl CompiledStan {
     }
 }
 
-/// The metric's values and, for a matrix, its dimension, as CmdStan's files hold it (a
-/// low-rank metric as its dense matrix).
+/// The metric's values and, for a matrix, its dimension, of the metric in CmdStan's form
+/// (`to_stan_form`: a low-rank metric as its dense matrix, or its diagonal for a model of more
+/// than `LOW_RANK_DENSE_MAX_DIM` dimensions, as the CSV holds it).
 fn inv_metric_parts(m: &InverseMetric) -> Option<(&[f64], Option<usize>)> {
     match m {
         InverseMetric::Diag(v) => Some((v.as_slice(), None)),

@@ -10,7 +10,11 @@ Runs `hazel sample` three times (csv, parquet, zarr) with one seed, then compare
     CSV column, sample_stats under ArviZ's names, warmup groups;
   * `hazel summary` prints the same table for the three formats;
   * a fixed_param run: Parquet and Zarr carry the CSV's two sampler columns (`lp__`,
-    `accept_stat__`; ArviZ `lp`, `acceptance_rate`) and no others, values equal to the CSV's.
+    `accept_stat__`; ArviZ `lp`, `acceptance_rate`) and no others, values equal to the CSV's;
+  * a model of 150 parameters (above hazel's LOW_RANK_DENSE_MAX_DIM, 100): the default
+    low-rank metric is `diag_e` in the CSV (its diagonal, the exact factors after the timing
+    block), and the Parquet metadata and Zarr attributes hold the same diagonal under kind
+    `diag` and the same factors under `adaptation.low_rank.*`.
 """
 import csv
 import json
@@ -97,8 +101,8 @@ def main():
         check(meta["id"] == config["id"], "chain id metadata")
         check(float(meta["adaptation.step_size"]) == stepsize, "step size metadata")
         check(int(meta["hazel.warmup_rows"]) == WARMUP, "warmup_rows metadata")
-        # 9 parameters: a diagonal metric, or a dense one (the default low-rank metric is
-        # written in CmdStan's dense_e form).
+        # 9 parameters: a diagonal metric, or a dense one (the default low-rank metric of a
+        # model of at most 100 parameters is written in CmdStan's dense_e form).
         entries = {"diag_e": 9, "dense_e": 81}[config["metric"]]
         check(
             len(meta["adaptation.inv_metric"].split(",")) == entries,
@@ -144,8 +148,10 @@ def main():
     check(tables["csv"] == tables["zarr"], "summary of zarr differs from csv")
     check(outputs["csv"] == outputs["parquet"] == outputs["zarr"], "sample's summaries differ")
     check_fixed_param(hazel, work / "fixed_param")
+    check_large_low_rank(hazel, work / "low_rank")
     print(f"columnar output OK: {CHAINS} chains x ({WARMUP} warmup + {DRAWS}) draws, "
-          f"{len(header)} columns equal in csv, parquet and zarr; fixed_param columns too")
+          f"{len(header)} columns equal in csv, parquet and zarr; fixed_param columns too; "
+          f"a {LARGE_DIM}-parameter low-rank metric as its diagonal and factors in all three")
 
 
 def check_fixed_param(hazel, work):
@@ -180,6 +186,66 @@ def check_fixed_param(hazel, work):
                 var, *index = name.split(".")
                 got = idata.posterior[var].values[(c, slice(None), *[int(i) - 1 for i in index])]
             check(np.array_equal(got, rows[:, j]), f"fixed_param chain {c + 1} {name} in zarr")
+
+
+LARGE_DIM = 150
+
+
+def comment_row(lines, heading):
+    """The numbers of the comment line after the line `heading`."""
+    row = lines[lines.index(heading) + 1].lstrip("#").strip()
+    return [float(v) for v in row.split(",")] if row else []
+
+
+def check_large_low_rank(hazel, work):
+    """A model of LARGE_DIM parameters: the low-rank metric's diagonal and exact factors are the
+    same numbers in the CSV, the Parquet metadata and the Zarr attributes."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "wide.stan").write_text(
+        "data { int N; vector[N] sigma; }\nparameters { vector[N] x; }\n"
+        "model { x ~ normal(0, sigma); }\n")
+    sigma = [0.5 + (i % 7) * 0.25 for i in range(LARGE_DIM)]
+    (work / "wide.json").write_text(json.dumps({"N": LARGE_DIM, "sigma": sigma}))
+    common = [
+        "sample", str(work / "wide.stan"), "--data", str(work / "wide.json"),
+        "--chains", str(CHAINS), "--warmup", "150", "--draws", "10", "--seed", str(SEED),
+        "--quiet",
+    ]
+    for fmt in ["csv", "parquet", "zarr"]:
+        run(hazel, *common, "--format", fmt, "--output-dir", str(work / fmt))
+    root = json.loads((work / "zarr" / "wide.zarr" / "zarr.json").read_text())
+    for chain in range(1, CHAINS + 1):
+        path = work / "csv" / f"wide-{chain}.csv"
+        _, _, config, stepsize = read_csv(path)
+        check(config["metric"] == "diag_e", f"large low-rank CSV metric {config['metric']}")
+        lines = [line.rstrip("\n") for line in open(path)]
+        diagonal = comment_row(lines, "# Diagonal elements of inverse mass matrix:")
+        check(len(diagonal) == LARGE_DIM, f"CSV diagonal of {len(diagonal)} values")
+        factors = {
+            "scale": comment_row(lines, "# Scale s:"),
+            "eigenvalues": comment_row(lines, "# Eigenvalues L:"),
+        }
+        start = lines.index("# Eigenvectors U (columns, one per line):") + 1
+        factors["eigenvectors"] = [
+            float(v) for line in lines[start:] for v in line.lstrip("#").split(",")]
+        rank = len(factors["eigenvalues"])
+        check(len(factors["scale"]) == LARGE_DIM, "CSV scale row")
+        check(len(factors["eigenvectors"]) == rank * LARGE_DIM, "CSV eigenvector rows")
+        # What the diagonal is: s_i^2 (1 + sum_j (l_j - 1) u_ji^2).
+        s = np.array(factors["scale"])
+        u = np.array(factors["eigenvectors"]).reshape(rank, LARGE_DIM)
+        rebuilt = s**2 * (1 + ((np.array(factors["eigenvalues"]) - 1)[:, None] * u**2).sum(0))
+        check(np.allclose(rebuilt, diagonal, rtol=1e-12, atol=0), "the diagonal of the factors")
+        table = pq.read_table(work / "parquet" / f"wide-{chain}.parquet")
+        meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
+        attrs = root["attributes"]["adaptation"][str(chain)]
+        for where, pairs in [("parquet", meta), ("zarr", attrs)]:
+            numbers = lambda key: [float(v) for v in pairs[key].split(",") if v]
+            check(pairs["adaptation.metric"] == "diag", f"{where}: metric kind")
+            check(float(pairs["adaptation.step_size"]) == stepsize, f"{where}: step size")
+            check(numbers("adaptation.inv_metric") == diagonal, f"{where}: the diagonal")
+            for name, values in factors.items():
+                check(numbers(f"adaptation.low_rank.{name}") == values, f"{where}: {name}")
 
 
 if __name__ == "__main__":

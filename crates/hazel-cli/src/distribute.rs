@@ -799,6 +799,10 @@ impl DrawSink for GuardedSink {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.inner.adaptation_done(adaptation)
     }
+    fn adaptation_resumed(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.inner.adaptation_resumed(adaptation)
+    }
     fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.inner.draw(draw)

@@ -6,7 +6,7 @@
 //! intact.
 
 mod common;
-use common::draws::file_without_timing;
+use common::draws::{file_without_timing, first_difference};
 use common::*;
 
 use std::path::{Path, PathBuf};
@@ -339,4 +339,66 @@ fn a_second_run_into_a_directory_in_use_fails_naming_the_first() {
         "{}",
         text(&output.stderr)
     );
+}
+
+/// A model of more than 100 parameters, whose default low-rank metric's exact factors are
+/// written after the timing block at the end of the run: a chain aborted in sampling has none
+/// yet, and its resumption writes them (the runner hands the resumed chain's metric to its
+/// sink), so the files equal the uninterrupted run's.
+#[test]
+fn a_large_low_rank_metric_is_written_whole_after_a_resume() {
+    let root = scratch_dir("resume-low-rank");
+    std::fs::create_dir_all(&root).unwrap();
+    let model = root.join("wide.stan");
+    std::fs::write(
+        &model,
+        "parameters { real z; vector[150] x; }\nmodel { z ~ normal(0, 3); x ~ normal(z, 0.3); }\n",
+    )
+    .unwrap();
+    let args: Vec<String> = [
+        "sample",
+        model.to_str().unwrap(),
+        "--output-dir",
+        "out",
+        "--seed",
+        "9",
+        "--chains",
+        "2",
+        "--warmup",
+        "150",
+        "--draws",
+        "20",
+        "--quiet",
+        "--checkpoint-every-iters",
+        "10",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let output = run_in(&root.join("reference"), &args, None);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let cwd = root.join("interrupted");
+    assert!(!run_in(&cwd, &args, Some(160)).status.success());
+    let files = |dir: &Path| -> Vec<PathBuf> {
+        (1..=2)
+            .map(|id| dir.join(format!("out/wide-{id}.csv")))
+            .collect()
+    };
+    // A chain stopped in sampling: its adaptation block, no factors yet.
+    let cut_in_sampling = files(&cwd).iter().any(|f| {
+        let cut = std::fs::read_to_string(f).unwrap();
+        cut.contains("# Diagonal elements of inverse mass matrix:")
+            && !cut.contains("# Eigenvectors U")
+    });
+    assert!(cut_in_sampling, "no chain was stopped in sampling");
+    let output = resume(&cwd.join("out"));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    for (a, b) in files(&root.join("reference")).iter().zip(files(&cwd)) {
+        let (a, b) = (file_without_timing(a), file_without_timing(&b));
+        assert!(
+            b.contains("# Eigenvectors U"),
+            "the resumed file has the factors"
+        );
+        assert!(a == b, "{}", first_difference(&a, &b));
+    }
 }

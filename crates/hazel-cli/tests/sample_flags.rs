@@ -244,6 +244,83 @@ fn a_failed_pathfinder_falls_back_to_random_starts() {
     }
 }
 
+/// The default low-rank metric is written in a bounded form for a large model: above
+/// `LOW_RANK_DENSE_MAX_DIM` (100) dimensions the header says `diag_e`, the adaptation block
+/// holds the metric's diagonal and the exact factors follow the timing block (each file stays
+/// small: the dense block of 500 dimensions alone would be 250,000 numbers, about 5 MB); at 100
+/// dimensions the block is CmdStan's dense_e matrix.
+#[test]
+fn the_default_metric_of_a_large_model_is_written_as_its_diagonal_and_factors() {
+    for (dim, metric) in [(500, "diag_e"), (100, "dense_e")] {
+        let dir = scratch_dir(&format!("flags-large-{dim}"));
+        let model = dir.join("wide.stan");
+        std::fs::write(
+            &model,
+            "data { int N; vector[N] sigma; }\n\
+             parameters { vector[N] x; }\n\
+             model { x ~ normal(0, sigma); }\n",
+        )
+        .unwrap();
+        let sigma: Vec<String> = (0..dim)
+            .map(|i| format!("{}", 0.5 + (i % 7) as f64 * 0.25))
+            .collect();
+        let data = dir.join("wide.json");
+        std::fs::write(
+            &data,
+            format!("{{\"N\": {dim}, \"sigma\": [{}]}}", sigma.join(", ")),
+        )
+        .unwrap();
+        let out = dir.join("out");
+        let output = hazel(&[
+            "sample",
+            model.to_str().unwrap(),
+            "--data",
+            data.to_str().unwrap(),
+            "--chains",
+            "2",
+            "--warmup",
+            "150",
+            "--draws",
+            "20",
+            "--seed",
+            "5",
+            "--quiet",
+            "--output-dir",
+            out.to_str().unwrap(),
+        ]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        for id in 1..=2 {
+            let path = out.join(format!("wide-{id}.csv"));
+            let bytes = std::fs::metadata(&path).unwrap().len();
+            assert!(bytes < 1_000_000, "{}: {bytes} bytes", path.display());
+            let csv = read_stan_csv(&path).unwrap();
+            assert_eq!(setting(&csv, "adaptation"), "low-rank");
+            assert_eq!(setting(&csv, "metric"), metric, "{dim} dimensions");
+            let file = std::fs::read_to_string(&path).unwrap();
+            let heading = if dim > 100 {
+                "# Diagonal elements of inverse mass matrix:"
+            } else {
+                "# Elements of inverse mass matrix:"
+            };
+            let mut block = file.lines().skip_while(|l| *l != heading).skip(1);
+            let first_row = block.next().expect("the metric's first row");
+            assert_eq!(first_row.split(',').count(), dim, "{dim} dimensions");
+            let adapted = csv.adaptation.as_ref().and_then(|a| a.inv_metric.as_ref());
+            match adapted {
+                Some(hazel_nuts::InverseMetric::LowRank { scale, .. }) => {
+                    assert!(dim > 100);
+                    assert_eq!(scale.len(), dim);
+                }
+                Some(hazel_nuts::InverseMetric::Dense { dim: d, .. }) => {
+                    assert!(dim <= 100);
+                    assert_eq!(*d, dim);
+                }
+                other => panic!("{dim} dimensions: {other:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn metrics_and_adaptations_round_trip_into_the_header() {
     for (extra, metric, adaptation) in [

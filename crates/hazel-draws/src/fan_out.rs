@@ -30,6 +30,9 @@ impl DrawSink for FanOut {
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
         self.each(|s| s.adaptation_done(adaptation))
     }
+    fn adaptation_resumed(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        self.each(|s| s.adaptation_resumed(adaptation))
+    }
     fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         self.each(|s| s.draw(draw))
     }

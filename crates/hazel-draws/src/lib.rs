@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! begin(columns) ─► [adaptation_done(info)] ─► draw(draw)* ─► finish(timing)
+//!   (a chain resumed after its warmup: adaptation_resumed(info) ─► draw(draw)* ─► finish(timing))
 //!                          checkpoint(state) between any two calls after begin, and after finish
 //! ```
 //!
@@ -120,8 +121,9 @@ pub enum InverseMetric {
     },
     /// Low-rank plus diagonal, `D (I + U (Λ − I) Uᵀ) D` with `D = diag(scale)` (what nutpie's
     /// low-rank adaptation learns); `vectors` holds the `values.len()` orthonormal columns of
-    /// `U` one after the other (`dim` entries each). Outputs that follow CmdStan write it as
-    /// its dense matrix ([`InverseMetric::to_stan_form`]).
+    /// `U` one after the other (`dim` entries each). Outputs that follow CmdStan write it in
+    /// CmdStan's form ([`InverseMetric::to_stan_form`]) and, for a large model, its factors
+    /// beside that ([`InverseMetric::factors_beyond_stan_form`]).
     LowRank {
         #[serde(with = "bits::vec_f64")]
         scale: Vec<f64>,
@@ -142,10 +144,47 @@ impl InverseMetric {
         }
     }
 
-    /// The metric as CmdStan's files hold it: a diagonal or dense one as it is, a low-rank one
-    /// as its dense `dim × dim` matrix (row-major, exactly symmetric), which is what `dense_e`
-    /// readers expect.
+    /// The metric as CmdStan's files hold it: a diagonal or dense one as it is; a low-rank one of
+    /// at most [`LOW_RANK_DENSE_MAX_DIM`] dimensions as its dense matrix (`dense_e`), a larger
+    /// one as its diagonal (`diag_e`, what [`low_rank_stan_name`] names), which every CmdStan
+    /// reader takes and which costs O(dim·k) rather than the dense matrix's O(dim²·k). The
+    /// factors of a larger one are [`InverseMetric::factors_beyond_stan_form`].
     pub fn to_stan_form(&self) -> Cow<'_, InverseMetric> {
+        match self {
+            InverseMetric::LowRank {
+                scale,
+                values,
+                vectors,
+            } if !low_rank_written_dense(scale.len()) => Cow::Owned(InverseMetric::Diag(
+                low_rank_diagonal(scale, values, vectors),
+            )),
+            _ => self.to_dense(),
+        }
+    }
+
+    /// The exact factors `(scale, eigenvalues, eigenvectors)` of a low-rank metric whose
+    /// [`InverseMetric::to_stan_form`] is only its diagonal (more than
+    /// [`LOW_RANK_DENSE_MAX_DIM`] dimensions), for the outputs to record beside it; `None` when
+    /// the stan form is the metric itself.
+    pub fn factors_beyond_stan_form(&self) -> Option<LowRankFactors<'_>> {
+        match self {
+            InverseMetric::LowRank {
+                scale,
+                values,
+                vectors,
+            } if !low_rank_written_dense(scale.len()) => Some(LowRankFactors {
+                scale,
+                values,
+                vectors,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The metric with a low-rank one as its dense `dim × dim` matrix (row-major, exactly
+    /// symmetric, as a dense_e reader checks); a diagonal or dense one as it is. O(dim²·k): for
+    /// the sampler's own conversions (a low-rank metric given to a dense one), never for output.
+    pub fn to_dense(&self) -> Cow<'_, InverseMetric> {
         let InverseMetric::LowRank {
             scale,
             values,
@@ -180,6 +219,57 @@ impl InverseMetric {
         }
         Cow::Owned(InverseMetric::Dense { dim, values: dense })
     }
+}
+
+/// The largest dimension for which outputs write a low-rank metric as CmdStan's `dense_e`
+/// block (its dense matrix). Above it they write `diag_e` (its diagonal) and its exact factors
+/// beside it: the dense matrix has dim² entries (10⁸ for dim = 10,000: gigabytes of CSV header
+/// per chain, and O(dim²·k) time to form), while the diagonal and factors are O(dim·k). At 100
+/// the dense block is at most 10⁴ numbers, about what a hundred draws of such a model take, and
+/// every small model keeps the `dense_e` files it had. The one rule every writer and the
+/// header's `metric` name follow ([`low_rank_written_dense`]).
+pub const LOW_RANK_DENSE_MAX_DIM: usize = 100;
+
+/// Whether outputs write a low-rank metric of `dim` dimensions as `dense_e` (else `diag_e`
+/// plus its factors); see [`LOW_RANK_DENSE_MAX_DIM`].
+pub fn low_rank_written_dense(dim: usize) -> bool {
+    dim <= LOW_RANK_DENSE_MAX_DIM
+}
+
+/// CmdStan's name of the metric that outputs write for a low-rank metric of `dim` dimensions
+/// (the header's `metric`, which must agree with the adaptation block).
+pub fn low_rank_stan_name(dim: usize) -> &'static str {
+    if low_rank_written_dense(dim) {
+        "dense_e"
+    } else {
+        "diag_e"
+    }
+}
+
+/// The diagonal of `D (I + U (Λ − I) Uᵀ) D`: `d_i = s_i² (1 + Σ_j (λ_j − 1) u_ji²)`, in
+/// O(dim·k) without forming the matrix.
+pub fn low_rank_diagonal(scale: &[f64], values: &[f64], vectors: &[f64]) -> Vec<f64> {
+    let dim = scale.len();
+    let mut diagonal = vec![1.0; dim];
+    for (&lambda, u) in values.iter().zip(vectors.chunks_exact(dim.max(1))) {
+        for (d, &ui) in diagonal.iter_mut().zip(u) {
+            *d += (lambda - 1.0) * ui * ui;
+        }
+    }
+    for (d, &s) in diagonal.iter_mut().zip(scale) {
+        *d *= s * s;
+    }
+    diagonal
+}
+
+/// The factors of a low-rank inverse metric `diag(scale) (I + U (Λ − I) Uᵀ) diag(scale)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LowRankFactors<'a> {
+    pub scale: &'a [f64],
+    /// `Λ`, one per column of `U`.
+    pub values: &'a [f64],
+    /// The columns of `U` one after the other (`scale.len()` entries each).
+    pub vectors: &'a [f64],
 }
 
 /// What an algorithm tuned before its draws, for the outputs to record. An algorithm that
@@ -228,6 +318,14 @@ pub trait DrawSink: Send {
     fn begin(&mut self, columns: &Columns<'_>) -> io::Result<()>;
     /// After warmup, with what was tuned (an algorithm that tunes nothing never calls it).
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        let _ = adaptation;
+        Ok(())
+    }
+    /// Instead of `adaptation_done` for a chain resumed after its warmup, whose sink already
+    /// holds what `adaptation_done` wrote before the interruption: what was tuned, for a sink
+    /// that keeps it (in memory) or records part of it only at `finish` (the Stan CSV's
+    /// low-rank factors, after the timing block). Writes nothing of its own.
+    fn adaptation_resumed(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
         let _ = adaptation;
         Ok(())
     }

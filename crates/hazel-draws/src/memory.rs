@@ -195,6 +195,12 @@ impl DrawSink for MemorySink {
         Ok(())
     }
 
+    /// A resumed chain's handle started from its CSV, which holds a large low-rank metric only
+    /// as its diagonal until the run finishes: the exact metric replaces it.
+    fn adaptation_resumed(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        self.adaptation_done(adaptation)
+    }
+
     fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         if draw.warmup && !self.keep_warmup {
             return Ok(());

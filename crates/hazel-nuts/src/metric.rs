@@ -251,7 +251,7 @@ impl Metric {
                 metric.set_dense(values)?;
             }
             (MetricKind::Dense, InverseMetric::LowRank { .. }) => {
-                if let InverseMetric::Dense { values, .. } = given.to_stan_form().as_ref() {
+                if let InverseMetric::Dense { values, .. } = given.to_dense().as_ref() {
                     metric.set_dense(values)?;
                 }
             }
@@ -701,7 +701,7 @@ mod tests {
             vectors: vec![s, s, 0.0, 0.0, 0.0, 1.0],
         };
         let metric = Metric::from_inverse(MetricKind::LowRank, d, &given).unwrap();
-        let InverseMetric::Dense { values: dense, .. } = given.to_stan_form().into_owned() else {
+        let InverseMetric::Dense { values: dense, .. } = given.to_dense().into_owned() else {
             unreachable!()
         };
         let p = [0.3, -1.2, 0.7];

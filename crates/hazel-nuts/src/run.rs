@@ -365,6 +365,14 @@ impl<'m, M: Model + ?Sized> ChainTask<'m, M> {
                 if chain.completed() >= config.sampler.num_warmup {
                     self.report.stepsize = Some(chain.stepsize());
                     self.report.inv_metric = Some(chain.inverse_metric().clone());
+                    if config.sampler.algorithm == Algorithm::Nuts {
+                        self.sink
+                            .adaptation_resumed(&AdaptationInfo::Hmc {
+                                stepsize: chain.stepsize(),
+                                inv_metric: chain.inverse_metric(),
+                            })
+                            .map_err(ChainError::Sink)?;
+                    }
                 }
                 chain
             }

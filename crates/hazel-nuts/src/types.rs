@@ -4,7 +4,9 @@
 //! hazel has no process-global configuration.
 
 use crate::checkpoint::CheckpointPolicy;
-use hazel_draws::{KeptDraws, RunInfo, Setting, SettingValue, StatColumn, TimingBlock};
+use hazel_draws::{
+    low_rank_stan_name, KeptDraws, RunInfo, Setting, SettingValue, StatColumn, TimingBlock,
+};
 
 /// The draw contract, re-exported for convenience: code outside the sampler names
 /// `hazel_draws` directly.
@@ -24,13 +26,16 @@ pub enum MetricKind {
 }
 
 impl MetricKind {
-    /// CmdStan's name of the metric. A low-rank metric is a dense one (`D (I + U (Λ − I) Uᵀ)
-    /// D`), and the adaptation block holds that dense matrix, so readers see `dense_e`.
-    pub fn cmdstan_name(self) -> &'static str {
+    /// CmdStan's name of the metric, for a model of `dim` unconstrained dimensions. A low-rank
+    /// metric is a dense one (`D (I + U (Λ − I) Uᵀ) D`), written as the form its adaptation
+    /// block takes: `dense_e` up to [`hazel_draws::LOW_RANK_DENSE_MAX_DIM`] dimensions, `diag_e`
+    /// (its diagonal, the factors after the timing block) above ([`low_rank_stan_name`]).
+    pub fn cmdstan_name(self, dim: usize) -> &'static str {
         match self {
             MetricKind::Unit => "unit_e",
             MetricKind::Diag => "diag_e",
-            MetricKind::Dense | MetricKind::LowRank => "dense_e",
+            MetricKind::Dense => "dense_e",
+            MetricKind::LowRank => low_rank_stan_name(dim),
         }
     }
 }
@@ -308,15 +313,23 @@ impl RunConfig {
         self.sampler.save_warmup = false;
     }
 
-    /// The run as its outputs describe it: CmdStan's `sample` method with its settings in
-    /// CmdStan's order and `(Default)` marks, the algorithm's statistic columns, and the draws
-    /// each chain keeps.
+    /// [`RunConfig::info_for_dim`] where the model's dimension does not matter (chain ids, file
+    /// names) or is small: a low-rank metric is named as for a model of at most
+    /// [`hazel_draws::LOW_RANK_DENSE_MAX_DIM`] dimensions (`dense_e`).
     pub fn info(&self) -> RunInfo {
+        self.info_for_dim(0)
+    }
+
+    /// The run as the outputs of a model with `dim` unconstrained dimensions describe it:
+    /// CmdStan's `sample` method with its settings in CmdStan's order and `(Default)` marks
+    /// (the metric's name depends on `dim`: [`MetricKind::cmdstan_name`]), the algorithm's
+    /// statistic columns, and the draws each chain keeps.
+    pub fn info_for_dim(&self, dim: usize) -> RunInfo {
         let s = &self.sampler;
         let thin = s.thin.max(1);
         RunInfo {
             method: "sample".into(),
-            settings: s.cmdstan_settings(),
+            settings: s.cmdstan_settings(dim),
             stat_columns: s.algorithm.stat_columns().to_vec(),
             kept: KeptDraws {
                 warmup: if s.save_warmup {
@@ -342,8 +355,9 @@ impl RunConfig {
 }
 
 impl SamplerConfig {
-    /// The settings of CmdStan's `sample` section for this configuration.
-    pub fn cmdstan_settings(&self) -> Vec<Setting> {
+    /// The settings of CmdStan's `sample` section for this configuration, for a model of `dim`
+    /// unconstrained dimensions.
+    pub fn cmdstan_settings(&self, dim: usize) -> Vec<Setting> {
         use SettingValue::{Real, Text};
         let defaults = SamplerConfig::default();
         let (a, d) = (&self.adapt, &defaults.adapt);
@@ -419,7 +433,7 @@ impl SamplerConfig {
                     Setting::value(
                         2,
                         "metric",
-                        Text(self.metric.cmdstan_name().into()),
+                        Text(self.metric.cmdstan_name(dim).into()),
                         self.metric == defaults.metric,
                     ),
                     // The file's name is the caller's to fill in (RunInfo::set_setting).

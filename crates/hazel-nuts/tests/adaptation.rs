@@ -91,7 +91,7 @@ fn check_all_moments(chains: &[Received], mean: &[f64], var: &[f64], what: &str)
 
 /// The adapted inverse metric as a dense row-major matrix.
 fn dense_metric(metric: &InverseMetric) -> (usize, Vec<f64>) {
-    match metric.to_stan_form().into_owned() {
+    match metric.to_dense().into_owned() {
         InverseMetric::Diag(v) => {
             let d = v.len();
             let mut m = vec![0.0; d * d];

@@ -137,6 +137,9 @@ impl DrawSink for ChainCsvFile {
     fn adaptation_done(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
         self.csv.adaptation_done(adaptation)
     }
+    fn adaptation_resumed(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        self.csv.adaptation_resumed(adaptation)
+    }
     fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
         self.csv.draw(draw)
     }

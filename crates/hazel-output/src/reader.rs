@@ -2,7 +2,9 @@
 //!
 //! Layout understood (CmdStan's): comment lines with the configuration, the header line, the
 //! saved warmup draws (if any), the adaptation block starting `# Adaptation terminated`, the
-//! sampling draws, and the timing block. Warmup rows are recognised as the rows before the
+//! sampling draws, and the timing block; after it, hazel's exact factors of a low-rank metric
+//! whose adaptation block holds only its diagonal (a model of more than
+//! [`hazel_draws::LOW_RANK_DENSE_MAX_DIM`] dimensions), read back as that metric. Warmup rows are recognised as the rows before the
 //! adaptation block; when the file has none (adaptation off, or a run killed during warmup)
 //! the configuration's `save_warmup`, `num_warmup` and `thin` say how many leading rows are
 //! warmup (`ceil(num_warmup / thin)`, as CmdStan writes them).
@@ -10,6 +12,7 @@
 //! A final row without a line end (a run killed mid-write) is dropped and reported in
 //! [`StanCsv::truncated`]; any other malformed row is an error naming the file and line.
 
+use crate::writer::{LOW_RANK_HEADING, LOW_RANK_SCALE, LOW_RANK_VALUES, LOW_RANK_VECTORS};
 use hazel_draws::{ChainDraws, DrawTable, InverseMetric, StatColumn, StatKind, Timing};
 use std::borrow::Cow;
 use std::fmt;
@@ -202,6 +205,60 @@ pub(crate) fn push_chain(chains: &mut Vec<StanCsv>, chain: StanCsv) -> Result<()
     Ok(())
 }
 
+/// The low-rank factors' block ([`crate::writer`]'s `low_rank_factors_block`) as it is read.
+#[derive(Default)]
+struct LowRankRows {
+    /// The section the next number rows belong to: 0 scale, 1 eigenvalues, 2 eigenvectors.
+    section: Option<usize>,
+    scale: Vec<f64>,
+    values: Vec<f64>,
+    vectors: Vec<f64>,
+    /// Rows that did not fit the block (then it is not used).
+    malformed: bool,
+}
+
+impl LowRankRows {
+    fn line(&mut self, content: &str) {
+        let section = match content {
+            LOW_RANK_SCALE => Some(0),
+            LOW_RANK_VALUES => Some(1),
+            LOW_RANK_VECTORS => Some(2),
+            _ => None,
+        };
+        if section.is_some() {
+            self.section = section;
+            return;
+        }
+        if content.is_empty() {
+            // The eigenvalue row of a metric without eigen-directions is empty.
+            return;
+        }
+        let row: Result<Vec<f64>, _> = content
+            .split(',')
+            .map(|v| v.trim().parse::<f64>())
+            .collect();
+        match (self.section, row) {
+            (Some(0), Ok(row)) if self.scale.is_empty() => self.scale = row,
+            (Some(1), Ok(row)) if self.values.is_empty() => self.values = row,
+            (Some(2), Ok(row)) => self.vectors.extend(row),
+            _ => self.malformed = true,
+        }
+    }
+
+    /// The metric, when the block is whole and fits a diagonal of `dim` entries (a file cut
+    /// inside the block keeps its diagonal, which is CmdStan's own form).
+    fn factors(self, dim: usize) -> Option<InverseMetric> {
+        let whole = !self.malformed
+            && self.scale.len() == dim
+            && self.vectors.len() == self.values.len() * dim;
+        whole.then_some(InverseMetric::LowRank {
+            scale: self.scale,
+            values: self.values,
+            vectors: self.vectors,
+        })
+    }
+}
+
 /// Where the parser is in the file.
 #[derive(PartialEq)]
 enum Part {
@@ -234,6 +291,8 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
     let mut rows_before_adaptation: Option<usize> = None;
     let mut metric_rows: Vec<Vec<f64>> = Vec::new();
     let mut metric_is_dense = false;
+    // The exact factors of a low-rank metric written after the timing block.
+    let mut low_rank: Option<LowRankRows> = None;
     let mut stepsize: Option<f64> = None;
     let mut warmup_seconds: Option<f64> = None;
     let mut sampling_seconds: Option<f64> = None;
@@ -269,6 +328,10 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
                 part = Part::Draws;
             } else if content.ends_with("seconds (Sampling)") {
                 sampling_seconds = parse_seconds(content);
+            } else if content.starts_with(LOW_RANK_HEADING) {
+                low_rank = Some(LowRankRows::default());
+            } else if let Some(rows) = &mut low_rank {
+                rows.line(content);
             } else if part == Part::Adaptation {
                 // Metric rows; other comments in the block (CmdStan's `No free parameters for
                 // unit metric`) are not numbers and carry nothing needed here.
@@ -333,7 +396,13 @@ fn parse(path: &Path, text: &str) -> Result<StanCsv, CsvError> {
                 values: metric_rows.concat(),
             })
         } else {
-            Some(InverseMetric::Diag(metric_rows.concat()))
+            let diagonal = metric_rows.concat();
+            Some(
+                match low_rank.and_then(|rows| rows.factors(diagonal.len())) {
+                    Some(exact) => exact,
+                    None => InverseMetric::Diag(diagonal),
+                },
+            )
         };
         csv.adaptation = Some(Adaptation {
             stepsize,

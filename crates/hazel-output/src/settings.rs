@@ -15,6 +15,13 @@ pub(crate) const STEP_SIZE_KEY: &str = "adaptation.step_size";
 pub(crate) const INV_METRIC_KEY: &str = "adaptation.inv_metric";
 /// Key of the metric's kind: `diag` or `dense`.
 pub(crate) const METRIC_KIND_KEY: &str = "adaptation.metric";
+/// Keys of the exact factors of a low-rank metric that [`INV_METRIC_KEY`] holds only as its
+/// diagonal (kind `diag`, more than [`hazel_draws::LOW_RANK_DENSE_MAX_DIM`] dimensions), as
+/// the CSV writes them after its timing block: the scale, the eigenvalues, and the
+/// eigenvectors one after the other (the dimension's count each), comma-separated.
+pub(crate) const LOW_RANK_SCALE_KEY: &str = "adaptation.low_rank.scale";
+pub(crate) const LOW_RANK_VALUES_KEY: &str = "adaptation.low_rank.eigenvalues";
+pub(crate) const LOW_RANK_VECTORS_KEY: &str = "adaptation.low_rank.eigenvectors";
 /// Key of ADVI's step-size scale.
 pub(crate) const ETA_KEY: &str = "adaptation.eta";
 /// Prefix of keys that are not CSV configuration entries.
@@ -67,9 +74,9 @@ pub(crate) fn adaptation_info_pairs(adaptation: &AdaptationInfo<'_>) -> Vec<(Str
     }
 }
 
-/// The adaptation results as flat pairs.
+/// The adaptation results as flat pairs: the metric in CmdStan's form, as the CSV's block
+/// holds it ([`InverseMetric::to_stan_form`]), and the factors that form leaves out.
 pub(crate) fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec<(String, String)> {
-    // A low-rank metric as its dense matrix, as the CSV holds it.
     let stan_form = inv_metric.to_stan_form();
     let (kind, values) = match stan_form.as_ref() {
         InverseMetric::Diag(values) => ("diag", values),
@@ -77,6 +84,26 @@ pub(crate) fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec
             ("dense", values)
         }
     };
+    let mut pairs = vec![
+        (STEP_SIZE_KEY.to_string(), format_number(stepsize)),
+        (METRIC_KIND_KEY.to_string(), kind.to_string()),
+        (INV_METRIC_KEY.to_string(), number_list(values)),
+    ];
+    if let Some(factors) = inv_metric.factors_beyond_stan_form() {
+        pairs.extend([
+            (LOW_RANK_SCALE_KEY.to_string(), number_list(factors.scale)),
+            (LOW_RANK_VALUES_KEY.to_string(), number_list(factors.values)),
+            (
+                LOW_RANK_VECTORS_KEY.to_string(),
+                number_list(factors.vectors),
+            ),
+        ]);
+    }
+    pairs
+}
+
+/// Comma-separated exact numbers.
+fn number_list(values: &[f64]) -> String {
     let mut list = String::new();
     for (i, &v) in values.iter().enumerate() {
         if i > 0 {
@@ -84,11 +111,22 @@ pub(crate) fn adaptation_pairs(stepsize: f64, inv_metric: &InverseMetric) -> Vec
         }
         crate::number::write_number(&mut list, v);
     }
-    vec![
-        (STEP_SIZE_KEY.to_string(), format_number(stepsize)),
-        (METRIC_KIND_KEY.to_string(), kind.to_string()),
-        (INV_METRIC_KEY.to_string(), list),
-    ]
+    list
+}
+
+/// A comma-separated list of numbers (empty for none).
+fn parse_list(key: &str, list: Option<&str>) -> Result<Vec<f64>, String> {
+    match list {
+        None | Some("") => Ok(Vec::new()),
+        Some(list) => list
+            .split(',')
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .map_err(|_| format!("{key}: `{v}` is not a number"))
+            })
+            .collect(),
+    }
 }
 
 /// The adaptation results from flat pairs (`None` when the step size is absent).
@@ -108,17 +146,7 @@ pub(crate) fn adaptation_from_pairs<'a>(
     let stepsize: f64 = stepsize
         .parse()
         .map_err(|_| format!("{STEP_SIZE_KEY} `{stepsize}` is not a number"))?;
-    let values: Vec<f64> = match find(INV_METRIC_KEY) {
-        None | Some("") => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .map(|v| {
-                v.trim()
-                    .parse()
-                    .map_err(|_| format!("{INV_METRIC_KEY}: `{v}` is not a number"))
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let values = parse_list(INV_METRIC_KEY, find(INV_METRIC_KEY))?;
     let inv_metric = match find(METRIC_KIND_KEY) {
         Some("dense") => {
             let dim = (values.len() as f64).sqrt().round() as usize;
@@ -129,6 +157,26 @@ pub(crate) fn adaptation_from_pairs<'a>(
                 ));
             }
             Some(InverseMetric::Dense { dim, values })
+        }
+        Some("diag") if find(LOW_RANK_SCALE_KEY).is_some() => {
+            let scale = parse_list(LOW_RANK_SCALE_KEY, find(LOW_RANK_SCALE_KEY))?;
+            let eigenvalues = parse_list(LOW_RANK_VALUES_KEY, find(LOW_RANK_VALUES_KEY))?;
+            let vectors = parse_list(LOW_RANK_VECTORS_KEY, find(LOW_RANK_VECTORS_KEY))?;
+            if scale.len() != values.len() || vectors.len() != eigenvalues.len() * scale.len() {
+                return Err(format!(
+                    "the low-rank factors ({} scales, {} eigenvalues, {} eigenvector entries) \
+                     do not fit a diagonal of {} entries",
+                    scale.len(),
+                    eigenvalues.len(),
+                    vectors.len(),
+                    values.len()
+                ));
+            }
+            Some(InverseMetric::LowRank {
+                scale,
+                values: eigenvalues,
+                vectors,
+            })
         }
         Some("diag") => Some(InverseMetric::Diag(values)),
         _ => None,

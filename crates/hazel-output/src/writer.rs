@@ -202,6 +202,9 @@ pub struct StanCsvWriter<W: Write + Send> {
     row: String,
     /// Bytes written so far (the file's length for a file written from its start).
     bytes: u64,
+    /// The exact factors of a low-rank metric whose adaptation block holds only its diagonal
+    /// ([`low_rank_factors_block`]), written after the timing block at `finish`.
+    trailer: String,
 }
 
 impl StanCsvWriter<File> {
@@ -223,6 +226,7 @@ impl<W: Write + Send> StanCsvWriter<W> {
             names: None,
             row: String::new(),
             bytes: 0,
+            trailer: String::new(),
         }
     }
 
@@ -235,6 +239,7 @@ impl<W: Write + Send> StanCsvWriter<W> {
             names: Some(names.to_vec()),
             row: String::new(),
             bytes,
+            trailer: String::new(),
         }
     }
 
@@ -335,10 +340,21 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
                         write_row_into(&mut text, row, sig_figs);
                     }
                 }
-                InverseMetric::LowRank { .. } => unreachable!("to_stan_form is dense"),
+                InverseMetric::LowRank { .. } => unreachable!("to_stan_form is diag or dense"),
             }
+            self.trailer = low_rank_factors_block(inv_metric);
         }
         self.write_block(text.as_bytes())
+    }
+
+    /// The block is in the file already; only the factors written at `finish` are owed.
+    fn adaptation_resumed(&mut self, adaptation: &AdaptationInfo<'_>) -> io::Result<()> {
+        if let AdaptationInfo::Hmc { inv_metric, .. } = *adaptation {
+            if !self.header.unit_metric() {
+                self.trailer = low_rank_factors_block(inv_metric);
+            }
+        }
+        Ok(())
     }
 
     fn draw(&mut self, draw: &Draw<'_>) -> io::Result<()> {
@@ -384,7 +400,8 @@ impl<W: Write + Send> DrawSink for StanCsvWriter<W> {
     }
 
     fn finish(&mut self, timing: &Timing) -> io::Result<()> {
-        let text = timing_block(self.header.run.timing, timing);
+        let mut text = timing_block(self.header.run.timing, timing);
+        text.push_str(&std::mem::take(&mut self.trailer));
         if text.is_empty() {
             return Ok(());
         }
@@ -412,6 +429,48 @@ fn timing_block(layout: TimingBlock, timing: &Timing) -> String {
             first + second
         ),
     }
+}
+
+/// First words of the line that opens the low-rank factors' block (the reader looks for it).
+pub(crate) const LOW_RANK_HEADING: &str = "Low-rank inverse metric";
+/// Line before the scale row.
+pub(crate) const LOW_RANK_SCALE: &str = "Scale s:";
+/// Line before the eigenvalue row.
+pub(crate) const LOW_RANK_VALUES: &str = "Eigenvalues L:";
+/// Line before the eigenvector rows.
+pub(crate) const LOW_RANK_VECTORS: &str = "Eigenvectors U (columns, one per line):";
+
+/// The exact factors of a low-rank metric that the adaptation block holds only as its
+/// diagonal ([`InverseMetric::factors_beyond_stan_form`]), as comment lines; empty for any
+/// other metric. Every number is exact (shortest round-trip, whatever `sig_figs`): the block
+/// exists to rebuild the metric.
+///
+/// The file writes them after the timing block, at the end, because every reader of CmdStan's
+/// files skips comments there, while lines inside the adaptation block break them: cmdstanpy
+/// ≤ 1.2 counts the draws up to the first comment line after the metric row, and cmdstanpy
+/// 1.3 parses every non-empty comment line from the metric's heading to `Elapsed Time` as
+/// matrix rows. The wording avoids what ArviZ's `from_cmdstan` acts on in any comment
+/// ("inverse mass matrix", whose next line it parses as the metric; `key = value`; "seconds");
+/// ASCII only.
+fn low_rank_factors_block(inv_metric: &InverseMetric) -> String {
+    let Some(factors) = inv_metric.factors_beyond_stan_form() else {
+        return String::new();
+    };
+    let dim = factors.scale.len();
+    let mut text = format!(
+        "# {LOW_RANK_HEADING} diag(s) (I + U (L - I) U^T) diag(s), exactly (the diag_e block \
+         above holds its diagonal): {dim} dimensions, rank {}\n",
+        factors.values.len()
+    );
+    text_push_line(&mut text, &format!("# {LOW_RANK_SCALE}"));
+    write_row_into(&mut text, factors.scale, EXACT_SIG_FIGS);
+    text_push_line(&mut text, &format!("# {LOW_RANK_VALUES}"));
+    write_row_into(&mut text, factors.values, EXACT_SIG_FIGS);
+    text_push_line(&mut text, &format!("# {LOW_RANK_VECTORS}"));
+    for column in factors.vectors.chunks_exact(dim.max(1)) {
+        write_row_into(&mut text, column, EXACT_SIG_FIGS);
+    }
+    text
 }
 
 fn text_push_line(text: &mut String, line: &str) {

@@ -5,9 +5,12 @@
 //! the CSV's two sampler columns in every format.
 #![cfg(all(feature = "parquet", feature = "zarr"))]
 
+use hazel_density::LogDensity;
 use hazel_density::{IndependentNormal, Unconstrained};
-use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, FanOut, InverseMetric, Timing};
-use hazel_nuts::{run, Algorithm, DrawStats, NoProgress, RunConfig};
+use hazel_draws::{
+    AdaptationInfo, Columns, Draw, DrawSink, FanOut, InverseMetric, Timing, LOW_RANK_DENSE_MAX_DIM,
+};
+use hazel_nuts::{run, AdaptMethod, Algorithm, DrawStats, MetricKind, NoProgress, RunConfig};
 use hazel_output::layout::variables;
 use hazel_output::parquet_sink::ParquetWriter;
 use hazel_output::zarr_sink::ZarrRun;
@@ -17,6 +20,15 @@ use std::path::{Path, PathBuf};
 /// Independent normals with means 0, 1, …, 4 (output `x.1` … `x.5`).
 fn normals() -> IndependentNormal {
     IndependentNormal::unit((0..5).map(f64::from).collect())
+}
+
+/// `dim` independent normals with scales from 0.1 to 10 (output `x.1` … `x.dim`).
+fn scaled_normals(dim: usize) -> IndependentNormal {
+    let sd = (0..dim).map(|i| 10f64.powf(-1.0 + 2.0 * i as f64 / (dim - 1) as f64));
+    IndependentNormal {
+        mean: vec![0.0; dim],
+        sd: sd.collect(),
+    }
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -33,7 +45,12 @@ struct Outputs {
 }
 
 fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
-    let model = Unconstrained::new(normals(), "x");
+    sample_all_formats_of(dir, config, normals())
+}
+
+fn sample_all_formats_of(dir: &Path, config: &RunConfig, normals: IndependentNormal) -> Outputs {
+    let model = Unconstrained::new(normals, "x");
+    let dim = model.dim();
     let ids: Vec<u64> = (0..config.chains as u64).map(|k| 1 + k).collect();
     let csv: Vec<PathBuf> = ids
         .iter()
@@ -45,7 +62,8 @@ fn sample_all_formats(dir: &Path, config: &RunConfig) -> Outputs {
         .collect();
     let zarr = dir.join("m.zarr");
     let header = |index: usize, path: &Path| {
-        CsvHeaderInfo::new("m", "", &path.display().to_string(), &config.info(), index)
+        let info = config.info_for_dim(dim);
+        CsvHeaderInfo::new("m", "", &path.display().to_string(), &info, index)
     };
     // 7 + 5 columns of 8 bytes: 3 draws per row group and per chunk.
     let small = 3 * 8 * 12;
@@ -128,6 +146,42 @@ fn parquet_and_zarr_read_back_equal_to_the_csv_of_the_same_run() {
     // The warmup groups exist when warmup is saved.
     assert!(out.zarr.join("warmup_posterior/x/zarr.json").is_file());
     assert!(out.zarr.join("warmup_sample_stats/lp/zarr.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The low-rank metric of a model of more than `LOW_RANK_DENSE_MAX_DIM` dimensions: the CSV
+/// names `diag_e` and holds its diagonal, and every format reads back the exact factors.
+#[test]
+fn a_large_low_rank_metric_reads_back_exactly_from_every_format() {
+    let dir = temp_dir("low-rank");
+    let dim = LOW_RANK_DENSE_MAX_DIM + 50;
+    let mut config = RunConfig {
+        seed: 7,
+        chains: 2,
+        threads: 2,
+        ..RunConfig::default()
+    };
+    config.sampler.num_warmup = 150;
+    config.sampler.num_samples = 5;
+    config.sampler.metric = MetricKind::LowRank;
+    config.sampler.adapt.method = AdaptMethod::LowRank;
+    let out = sample_all_formats_of(&dir, &config, scaled_normals(dim));
+    let csv = read_draws(&out.csv).expect("csv");
+    for chain in &csv {
+        assert_eq!(chain.config_value("metric"), Some("diag_e"));
+        let metric = chain
+            .adaptation
+            .as_ref()
+            .and_then(|a| a.inv_metric.as_ref());
+        assert!(
+            matches!(metric, Some(InverseMetric::LowRank { scale, .. }) if scale.len() == dim),
+            "the CSV reads back the low-rank metric: {metric:?}"
+        );
+    }
+    let parquet = read_draws(&out.parquet).expect("parquet");
+    assert_same_draws(&csv, &parquet, "parquet");
+    let zarr = read_draws(std::slice::from_ref(&out.zarr)).expect("zarr");
+    assert_same_draws(&csv, &zarr, "zarr");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,7 +1,9 @@
 //! Writer ↔ reader round trips, CmdStan's own layout, killed runs and bad files.
 
-use hazel_draws::{AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Timing};
-use hazel_nuts::{DrawStats, RunConfig};
+use hazel_draws::{
+    AdaptationInfo, Columns, Draw, DrawSink, InverseMetric, Timing, LOW_RANK_DENSE_MAX_DIM,
+};
+use hazel_nuts::{DrawStats, MetricKind, RunConfig};
 use hazel_output::{read_stan_csv, read_stan_csvs, CsvHeaderInfo, StanCsvWriter};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -51,13 +53,14 @@ fn names() -> Vec<String> {
     vec!["mu".into(), "beta.1".into(), "Sigma.2.1".into()]
 }
 
-/// Writes a chain the way the sampler drives a sink.
+/// Writes a chain the way the sampler drives a sink (the header for a model of the metric's
+/// dimension, as `hazel sample` writes it).
 fn write_chain(path: &Path, run: &RunConfig, inv_metric: &InverseMetric) -> Vec<Vec<f64>> {
     let header = CsvHeaderInfo::new(
         "synthetic",
         "data.json",
         &path.display().to_string(),
-        &run.info(),
+        &run.info_for_dim(inv_metric.dim()),
         0,
     );
     let mut sink = StanCsvWriter::create(path, header).expect("create");
@@ -161,6 +164,170 @@ fn dense_metric_round_trips() {
     );
     assert_eq!(csv.config_value("metric"), Some("dense_e"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A low-rank metric `D (I + U (Λ − I) Uᵀ) D` of `dim` dimensions and rank 3, with an
+/// orthonormal `U` whose entries need all 17 digits.
+fn low_rank_metric(dim: usize) -> InverseMetric {
+    let mut vectors: Vec<f64> = Vec::new();
+    for j in 0..3 {
+        let mut u: Vec<f64> = (0..dim)
+            .map(|i| ((i * (j + 2)) as f64 * 0.37 + j as f64).sin() + 0.1)
+            .collect();
+        for prior in vectors.chunks_exact(dim) {
+            let dot: f64 = prior.iter().zip(&u).map(|(a, b)| a * b).sum();
+            u.iter_mut().zip(prior).for_each(|(x, p)| *x -= dot * p);
+        }
+        let norm = u.iter().map(|x| x * x).sum::<f64>().sqrt();
+        vectors.extend(u.iter().map(|x| x / norm));
+    }
+    InverseMetric::LowRank {
+        scale: (0..dim)
+            .map(|i| 0.1 + (i as f64 / 7.0).cos().abs())
+            .collect(),
+        values: vec![0.01, 3.0 + 1.0 / 3.0, 250.0],
+        vectors,
+    }
+}
+
+/// The text of the comment row after the line `heading` (the `# ` and spaces dropped).
+fn row_after(text: &str, heading: &str) -> Vec<f64> {
+    let mut lines = text.lines().skip_while(|line| *line != heading);
+    assert!(lines.next().is_some(), "no line `{heading}`");
+    lines
+        .next()
+        .expect("a row")
+        .trim_start_matches('#')
+        .split(',')
+        .map(|v| v.trim().parse().expect("a number"))
+        .collect()
+}
+
+/// A low-rank metric of more than `LOW_RANK_DENSE_MAX_DIM` dimensions: `metric = diag_e`, the
+/// adaptation block holds its diagonal (as the dense matrix computed the slow way has it), the
+/// exact factors follow the timing block and read back bit for bit, and the whole file grows
+/// with dim·k, not dim².
+#[test]
+fn large_low_rank_metric_is_written_as_its_diagonal_and_exact_factors() {
+    let dir = scratch_dir("low-rank-large");
+    let path = dir.join("low-rank.csv");
+    let dim = 150;
+    assert!(dim > LOW_RANK_DENSE_MAX_DIM);
+    let mut run = run_config(false, 1);
+    run.sampler.metric = MetricKind::LowRank;
+    run.sampler.num_samples = 2;
+    let metric = low_rank_metric(dim);
+    write_chain(&path, &run, &metric);
+    let text = std::fs::read_to_string(&path).expect("csv");
+    let csv = read_stan_csv(&path).expect("read");
+    assert_eq!(csv.config_value("metric"), Some("diag_e"));
+    assert!(!text.contains("# Elements of inverse mass matrix:"));
+    let diagonal = row_after(&text, "# Diagonal elements of inverse mass matrix:");
+    let InverseMetric::Dense { values: dense, .. } = metric.to_dense().into_owned() else {
+        unreachable!("to_dense is dense")
+    };
+    assert_eq!(diagonal.len(), dim);
+    for (i, d) in diagonal.iter().enumerate() {
+        let slow = dense[i * dim + i];
+        assert!(
+            (d - slow).abs() <= 1e-12 * slow.abs(),
+            "d_{i} {d} vs {slow}"
+        );
+    }
+    // The factors: after the timing block, each exact.
+    let timing = text.find("seconds (Total)").expect("timing block");
+    assert!(text.find("# Low-rank inverse metric").expect("factors") > timing);
+    let InverseMetric::LowRank {
+        scale,
+        values,
+        vectors,
+    } = &metric
+    else {
+        unreachable!()
+    };
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&row_after(&text, "# Scale s:")), bits(scale));
+    assert_eq!(bits(&row_after(&text, "# Eigenvalues L:")), bits(values));
+    let read = csv.adaptation.expect("adaptation").inv_metric;
+    assert_eq!(
+        read,
+        Some(metric.clone()),
+        "the reader rebuilds the exact metric"
+    );
+    assert_eq!(
+        text.lines()
+            .skip_while(|l| !l.starts_with("# Eigenvectors U"))
+            .skip(1)
+            .count(),
+        values.len(),
+        "one line per eigenvector, {} in all",
+        vectors.len() / dim
+    );
+    // O(dim·k): at most ~26 characters a number (17 digits, sign, exponent, separator) for
+    // the diagonal, the factors and the draws, against 150² = 22,500 for the dense block.
+    let numbers = dim * (2 + values.len()) + values.len() + 2 * (7 + names().len());
+    assert!(
+        text.len() < 26 * numbers + 4096,
+        "{} bytes for {numbers} numbers",
+        text.len()
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Up to `LOW_RANK_DENSE_MAX_DIM` dimensions a low-rank metric is CmdStan's `dense_e` block
+/// (its dense matrix), with nothing after the timing block.
+#[test]
+fn small_low_rank_metric_is_written_dense() {
+    let dir = scratch_dir("low-rank-small");
+    let path = dir.join("low-rank.csv");
+    let mut run = run_config(false, 1);
+    run.sampler.metric = MetricKind::LowRank;
+    let metric = low_rank_metric(LOW_RANK_DENSE_MAX_DIM);
+    write_chain(&path, &run, &metric);
+    let csv = read_stan_csv(&path).expect("read");
+    assert_eq!(csv.config_value("metric"), Some("dense_e"));
+    assert_eq!(
+        csv.adaptation.expect("adaptation").inv_metric,
+        Some(metric.to_dense().into_owned())
+    );
+    let text = std::fs::read_to_string(&path).expect("csv");
+    assert!(text.trim_end().ends_with("seconds (Total)\n#"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A chain resumed after its warmup writes the factors of its large low-rank metric at the
+/// end, as the uninterrupted chain does: the two files are the same bytes.
+#[test]
+fn resumed_chain_writes_the_low_rank_factors_too() {
+    let metric = low_rank_metric(LOW_RANK_DENSE_MAX_DIM + 1);
+    let mut run = run_config(false, 1);
+    run.sampler.metric = MetricKind::LowRank;
+    let header = CsvHeaderInfo::new("m", "", "m.csv", &run.info_for_dim(metric.dim()), 0);
+    let adaptation = AdaptationInfo::Hmc {
+        stepsize: 0.5,
+        inv_metric: &metric,
+    };
+    let timing = Timing::default();
+    let mut whole = StanCsvWriter::new(Vec::new(), header.clone());
+    whole
+        .begin(&Columns {
+            stats: DrawStats::columns(),
+            values: &names(),
+        })
+        .expect("begin");
+    whole.adaptation_done(&adaptation).expect("adaptation");
+    write_synthetic(&mut whole, 0, false);
+    let cut = whole.get_ref().clone();
+    write_synthetic(&mut whole, 1, false);
+    whole.finish(&timing).expect("finish");
+    let bytes = cut.len() as u64;
+    let mut resumed = StanCsvWriter::continuing(cut, header, &names(), bytes);
+    resumed.adaptation_resumed(&adaptation).expect("resumed");
+    write_synthetic(&mut resumed, 1, false);
+    resumed.finish(&timing).expect("finish");
+    let (whole, resumed) = (whole.into_inner(), resumed.into_inner());
+    assert!(String::from_utf8_lossy(&whole).contains("# Eigenvectors U"));
+    assert!(whole == resumed, "the resumed file differs");
 }
 
 #[test]

@@ -119,7 +119,7 @@ impl<'m, M: Model + ?Sized> Sampling<'m, M> {
             resume,
         } = job;
         let notes = settle_algorithm(model, &mut run);
-        let info = run.info();
+        let info = run.info_for_dim(model.dim());
         let format = output.files.as_ref().map(|f| f.format);
         let (starts, file_starts) = if resume {
             resume_points(&output, &run)?

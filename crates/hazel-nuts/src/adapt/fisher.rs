@@ -440,7 +440,7 @@ mod tests {
                 vectors: fit.vectors.clone(),
             };
             let crate::types::InverseMetric::Dense { values: m, .. } =
-                metric.to_stan_form().into_owned()
+                metric.to_dense().into_owned()
             else {
                 unreachable!()
             };
@@ -474,7 +474,7 @@ mod tests {
                 values: f.values,
                 vectors: f.vectors,
             };
-            match metric.to_stan_form().into_owned() {
+            match metric.to_dense().into_owned() {
                 crate::types::InverseMetric::Dense { values, .. } => values,
                 _ => unreachable!(),
             }
