@@ -13,7 +13,10 @@
 //!   far in the tails are forgotten quickly early on, and later windows are long enough for a
 //!   precise estimate. The metric is recomputed from the foreground after every iteration
 //!   (diagonal; the low-rank fit, which costs eigendecompositions, after every switch and at the
-//!   end of the phase) once it holds 3 draws.
+//!   end of the phase) once it holds 3 draws. The draws a switch drops are held out: the next
+//!   low-rank fits keep only the directions that lower the Fisher divergence on them, so that
+//!   a window with fewer draws than dimensions cannot impose directions fitted to its noise
+//!   (nutpie has no such check; see [`super::fisher`]).
 //! * The first time the metric changes the step size is re-initialised by Stan's heuristic and
 //!   dual averaging restarts there; later metric changes, the last one at 0.85 W included, leave
 //!   it running (nutpie's rule). Their changes are small, and the average `x̄` weighs recent
@@ -25,7 +28,7 @@
 //! * Iterations `[0.85 W, W)`: the metric is fixed and only the step size adapts; warmup ends
 //!   with the dual-averaging average `exp(x̄)`, as Stan's.
 
-use super::fisher::{diag_variance, fit_low_rank, variance_from_gradient, LowRankSettings};
+use super::fisher::{diag_variance, fit_low_rank, variance_from_gradient, LowRankSettings, Window};
 use super::stepsize::StepSizeAdaptation;
 use super::AdaptOutcome;
 use crate::checkpoint::{f64_bits, vec_f64_bits};
@@ -108,7 +111,8 @@ pub enum FisherWindows {
         variances: Vec<f64>,
     },
     /// Low-rank: the foreground's draws and gradients themselves (the background is its tail,
-    /// from draw `background_start`).
+    /// from draw `background_start`), and the draws the last switch dropped from it, held out
+    /// from the fit to judge its directions ([`super::fisher`]).
     LowRank {
         dim: usize,
         #[serde(with = "vec_f64_bits")]
@@ -116,6 +120,10 @@ pub enum FisherWindows {
         #[serde(with = "vec_f64_bits")]
         grads: Vec<f64>,
         background_start: usize,
+        #[serde(default, with = "vec_f64_bits")]
+        held_out_draws: Vec<f64>,
+        #[serde(default, with = "vec_f64_bits")]
+        held_out_grads: Vec<f64>,
     },
 }
 
@@ -127,6 +135,8 @@ impl FisherWindows {
                 draws: Vec::new(),
                 grads: Vec::new(),
                 background_start: 0,
+                held_out_draws: Vec::new(),
+                held_out_grads: Vec::new(),
             }
         } else {
             FisherWindows::Diag {
@@ -187,9 +197,17 @@ impl FisherWindows {
                 draws,
                 grads,
                 background_start,
+                held_out_draws,
+                held_out_grads,
             } => {
-                draws.drain(..*background_start * *dim);
-                grads.drain(..*background_start * *dim);
+                // The first switch drops nothing and keeps the (empty) held-out draws.
+                if *background_start > 0 {
+                    let end = *background_start * *dim;
+                    held_out_draws.clear();
+                    held_out_grads.clear();
+                    held_out_draws.extend(draws.drain(..end));
+                    held_out_grads.extend(grads.drain(..end));
+                }
                 *background_start = count - *background_start;
             }
         }
@@ -216,13 +234,23 @@ impl FisherWindows {
                 Ok(true)
             }
             FisherWindows::LowRank {
-                dim, draws, grads, ..
+                dim,
+                draws,
+                grads,
+                held_out_draws,
+                held_out_grads,
+                ..
             } => {
                 let settings = LowRankSettings {
                     max_rank: LowRankSettings::default().max_rank.min(*dim),
                     ..LowRankSettings::default()
                 };
-                match fit_low_rank(*dim, draws, grads, &settings) {
+                let window = Window { draws, grads };
+                let held_out = Window {
+                    draws: held_out_draws,
+                    grads: held_out_grads,
+                };
+                match fit_low_rank(*dim, window, held_out, &settings) {
                     Some(fit) => {
                         metric.set_low_rank(&fit.scale, &fit.values, &fit.vectors)?;
                         Ok(true)
