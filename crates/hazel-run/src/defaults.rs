@@ -6,7 +6,9 @@
 //! of a multi-path Pathfinder run. Measured by `bench/src/bin/adaptation_ess.rs` on posteriordb
 //! tiers 1–3 and the bundled examples (ESS per gradient, warmup and Pathfinder's gradients
 //! included, against Stan's windowed adaptation from Stan's random starts): median 9.1×, least
-//! 0.86× on a reference posterior, over 42 posteriors; on arma11, whose chains Stan's starts leave stuck at the maximum
+//! 0.86× on a reference posterior, over 42 posteriors (before the held-out check on fitted
+//! directions, `hazel_nuts::adapt`'s `fisher.rs`; of 13 rerun since, 8 unchanged, 4 gained,
+//! gp_pois_regr 1.64× → 1.49×); on arma11, whose chains Stan's starts leave stuck at the maximum
 //! tree depth for some seeds, R̂ < 1.01 for 20 of 20 seeds (`init_robustness`). The low-rank
 //! metric alone, from random starts, is not enough: lotka_volterra's stiff starts reach a
 //! second mode. Where the caller fixed the metric's form or nothing is adapted, Stan's windowed
