@@ -135,6 +135,35 @@ fn fused_glm_gives_the_unfused_bits() {
     }
 }
 
+/// The fused op's linear predictor is listed as adjoint-free, so a backward sweep does not
+/// clear it: whatever its adjoints hold (NaN here) must not reach the gradient.
+#[test]
+fn a_backward_sweep_never_reads_the_linear_predictors_adjoint() {
+    let (n, k) = (5003, 4);
+    let mut r = Xorshift(11);
+    let q: Vec<f64> = (0..k + 2).map(|_| 0.6 * r.centred()).collect();
+    let (mut g, out) = build(DistKind::BernoulliLogit, Intercept::Varying, n, k, &q);
+    assert_eq!(g.fuse_glm(out), 1);
+    assert_eq!(g.adjoint_free.len(), 1);
+    assert_eq!(g.adjoint_free[0].len as usize, n);
+    let (lp0, g0) = eval(&g, out, &q, Default::default());
+    let mut buf = Buffers::for_graph(&g);
+    buf.adj.iter_mut().for_each(|a| *a = f64::NAN);
+    g.forward(&q, &mut buf).expect("evaluates");
+    g.backward(out, &mut buf);
+    assert_eq!(g.scalar(out, &buf).to_bits(), lp0.to_bits());
+    assert!(buf.adj[..g.dim]
+        .iter()
+        .zip(&g0)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    // Only the listed slots kept their NaNs.
+    let free =
+        g.adjoint_free[0].off as usize..(g.adjoint_free[0].off + g.adjoint_free[0].len) as usize;
+    for (i, a) in buf.adj[..g.n_vals].iter().enumerate() {
+        assert_eq!(a.is_nan(), free.contains(&i), "slot {i}");
+    }
+}
+
 #[test]
 fn a_linear_predictor_read_twice_is_not_fused() {
     let (n, k) = (100, 3);

@@ -202,12 +202,14 @@ fn trim_zeros(s: &str) -> &str {
 // Argument checks, named and phrased as Stan Math's check_* functions.
 // ---------------------------------------------------------------------------------------------
 
-/// Whether `x` passes Stan's integer argument check: `(x as i32) as f64 == x` rather than
-/// `x.trunc() == x`, because on baseline x86-64 `trunc` is a libm call and this runs per
-/// element in the graph's loops (within the range test the cast is exact).
+/// Whether `x` passes Stan's integer argument check. Within the range test, an integer is
+/// exactly a value that rounding to an integer leaves alone; rounding is two IEEE additions
+/// ([`crate::vmath::round_int`]), which vectorise, where the cast `x as i32` saturates lane by
+/// lane in scalar code and `x.trunc()` is a libm call on baseline x86-64. This runs per
+/// element in the graph's density loops.
 #[inline(always)]
 pub(crate) fn is_integer(x: f64) -> bool {
-    x.abs() <= i32::MAX as f64 && (x as i32) as f64 == x
+    x.abs() <= i32::MAX as f64 && crate::vmath::round_int(x) == x
 }
 
 /// Context for the checks of one call: the function name (`normal_lpdf`).
@@ -806,3 +808,40 @@ static TABLE: &[Distribution] = &[
         rng = Some(rng::hypergeometric)
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    /// The rounding form of the integer check agrees with the cast it replaced, on the
+    /// values where the two could part: halves, the edges of i32, signed zeros, the
+    /// neighbours of integers, and non-finite values.
+    #[test]
+    fn is_integer_agrees_with_the_cast() {
+        let by_cast = |x: f64| x.abs() <= i32::MAX as f64 && (x as i32) as f64 == x;
+        let edge = i32::MAX as f64;
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            -2.5,
+            edge,
+            -edge,
+            edge + 1.0,
+            -edge - 1.0,
+            edge - 0.5,
+            1e300,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE,
+            4_503_599_627_370_496.0,
+        ];
+        for k in [-3.0f64, -1.0, 1.0, 2.0, 1e6, 2_147_483_000.0] {
+            xs.extend([k, k.next_up(), k.next_down()]);
+        }
+        for x in xs {
+            assert_eq!(super::is_integer(x), by_cast(x), "{x:e}");
+        }
+    }
+}

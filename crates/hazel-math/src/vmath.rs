@@ -51,7 +51,7 @@ fn select(c: bool, a: f64, b: f64) -> f64 {
 
 /// `x` rounded to an integer (|x| < 2⁵¹).
 #[inline(always)]
-fn round_int(x: f64) -> f64 {
+pub(crate) fn round_int(x: f64) -> f64 {
     (x + SHIFT) - SHIFT
 }
 

@@ -802,10 +802,7 @@ impl Executor for ShardedCpu {
             .map_err(|e| g.locate(op, e))?;
         }
         let buf = &mut ws.buf;
-        buf.adj[..g.n_vals].iter_mut().for_each(|a| *a = 0.0);
-        if out.is_var() {
-            buf.adj[out.off as usize] = 1.0;
-        }
+        g.start_adjoint(out, &mut buf.adj);
         for (op, role) in g.ops.iter().zip(&self.plan.roles).rev() {
             match *role {
                 Role::Replicated => kernels::backward(

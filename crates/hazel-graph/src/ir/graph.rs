@@ -443,6 +443,11 @@ pub struct Graph {
     pub n_scratch: usize,
     /// Length of the parameter slot at offset 0.
     pub dim: usize,
+    /// Value slots whose adjoint no backward rule reads or adds to (each fused GLM's linear
+    /// predictor, which only its own forward rule writes), sorted: a backward sweep need not
+    /// clear them (`Graph::clear_adjoint`), which for a GLM over N rows saves writing N
+    /// adjoints per gradient.
+    pub adjoint_free: Vec<Slot>,
     /// Debug information: (first output slot, model location) whenever the location
     /// changes, in slot order. The op writing slot `s` comes from the last entry at or below
     /// `s`; an evaluation error names that location.

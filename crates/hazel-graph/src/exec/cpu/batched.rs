@@ -128,11 +128,7 @@ impl BatchedCpu {
             if !ws.alive[l] {
                 continue;
             }
-            let adj = &mut ws.adj[l * nv..l * nv + g.n_vals];
-            adj.iter_mut().for_each(|a| *a = 0.0);
-            if out.is_var() {
-                adj[out.off as usize] = 1.0;
-            }
+            g.start_adjoint(out, &mut ws.adj[l * nv..l * nv + g.n_vals]);
         }
         for op in g.ops.iter().rev() {
             if k > 1 && matvec_backward(op, &g.consts, ws, k) {

@@ -81,11 +81,7 @@ impl Graph {
     /// Backward sweep from the scalar at `seed` (adjoint 1); afterwards `buf.adj[0..dim]`
     /// holds the gradient with respect to the parameters.
     pub fn backward(&self, seed: Arg, buf: &mut Buffers) {
-        let n = self.n_vals;
-        buf.adj[..n].iter_mut().for_each(|a| *a = 0.0);
-        if seed.is_var() {
-            buf.adj[seed.off as usize] = 1.0;
-        }
+        self.start_adjoint(seed, &mut buf.adj);
         for op in self.ops.iter().rev() {
             kernels::backward(
                 op,
@@ -95,6 +91,21 @@ impl Graph {
                 &mut buf.scratch,
                 buf.isa,
             );
+        }
+    }
+
+    /// Readies one point's adjoint buffer (`adj[0..n_vals]`) for a backward sweep from `seed`:
+    /// every slot a backward rule may read or add to is zeroed (those of
+    /// [`Graph::adjoint_free`] are left as they are), then the seed's adjoint is 1.
+    pub(crate) fn start_adjoint(&self, seed: Arg, adj: &mut [f64]) {
+        let mut from = 0;
+        for s in &self.adjoint_free {
+            adj[from..s.off as usize].iter_mut().for_each(|a| *a = 0.0);
+            from = (s.off + s.len) as usize;
+        }
+        adj[from..self.n_vals].iter_mut().for_each(|a| *a = 0.0);
+        if seed.is_var() {
+            adj[seed.off as usize] = 1.0;
         }
     }
 

@@ -269,11 +269,7 @@ pub fn forward_backward(
         forward_op(op, &g.consts, &mut buf.vals, &mut buf.scratch, par, buf.isa)
             .map_err(|e| g.locate(op, e))?;
     }
-    let n = g.n_vals;
-    buf.adj[..n].iter_mut().for_each(|a| *a = 0.0);
-    if out.is_var() {
-        buf.adj[out.off as usize] = 1.0;
-    }
+    g.start_adjoint(out, &mut buf.adj);
     for op in g.ops.iter().rev() {
         backward_op(
             op,
