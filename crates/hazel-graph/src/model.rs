@@ -639,6 +639,7 @@ fn static_density(model: &CompiledModel, terms: DensityTerms) -> Result<(Graph, 
     graph.packs_as_gathers();
     graph.fuse_matmul_bias(out);
     graph.fuse_scalar_blocks();
+    graph.mark_adjoint_free();
     Ok((graph, out))
 }
 
@@ -792,6 +793,12 @@ impl CompiledModel {
     /// The static graph, if the model has one.
     pub fn graph(&self) -> Option<&Graph> {
         self.graph.as_ref().map(|(g, _)| g)
+    }
+
+    /// The argument of [`CompiledModel::graph`] holding the log density (a backward sweep's
+    /// seed).
+    pub fn graph_output(&self) -> Option<Arg> {
+        self.graph.as_ref().map(|(_, out)| *out)
     }
 
     /// Log density with a choice of terms: `jacobian` adds the transforms' log-Jacobians,

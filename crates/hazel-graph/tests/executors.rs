@@ -206,6 +206,9 @@ fn every_executor_gives_the_reference_bits_on_the_oracle_programs() {
         }
         points.push(points[0].iter().map(|x| 40.0 * x + 3.0).collect());
         programs += 1;
+        if let Err(e) = adjoint_free_slots_stay_untouched(&name, &model, &points[0]) {
+            failures.push(e);
+        }
         match std::panic::catch_unwind(|| compare(&name, &src, &data, &points)) {
             Ok(Ok(c)) => checks += c,
             Ok(Err(e)) => failures.push(e),
@@ -218,6 +221,46 @@ fn every_executor_gives_the_reference_bits_on_the_oracle_programs() {
         filter.is_some() || programs >= 100,
         "only {programs} programs ran"
     );
+}
+
+/// A backward sweep clears only the slots outside the graph's `adjoint_free` runs, so no
+/// rule may read or add to those: with every adjoint NaN beforehand, the sweep gives the bits
+/// of one in a fresh buffer, and the free slots still hold NaN afterwards.
+fn adjoint_free_slots_stay_untouched(
+    name: &str,
+    model: &CompiledModel,
+    q: &[f64],
+) -> Result<(), String> {
+    let Some(g) = model.graph() else {
+        return Ok(());
+    };
+    let out = model.graph_output().expect("a static graph has an output");
+    let run = |poison: bool| {
+        let mut buf = hazel_graph::Buffers::for_graph(g);
+        if poison {
+            buf.adj.iter_mut().for_each(|a| *a = f64::NAN);
+        }
+        g.forward(q, &mut buf).ok()?;
+        g.backward(out, &mut buf);
+        Some(buf)
+    };
+    let (Some(fresh), Some(poisoned)) = (run(false), run(true)) else {
+        return Ok(());
+    };
+    for i in 0..g.dim {
+        if fresh.adj[i].to_bits() != poisoned.adj[i].to_bits() {
+            return Err(format!(
+                "{name}: gradient {i} differs after a sweep over a NaN adjoint buffer: {} vs {}",
+                poisoned.adj[i], fresh.adj[i]
+            ));
+        }
+    }
+    for s in &g.adjoint_free {
+        if !poisoned.adj[s.range()].iter().all(|a| a.is_nan()) {
+            return Err(format!("{name}: a rule wrote the adjoint-free run {s:?}"));
+        }
+    }
+    Ok(())
 }
 
 /// A logistic regression plus a normal regression over one `N × K` design matrix (`K = 7`:

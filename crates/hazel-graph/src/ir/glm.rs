@@ -323,11 +323,6 @@ impl Graph {
             };
             let work = self.n_scratch as u32;
             self.n_scratch += cols as usize + 1;
-            let eta = args[*k];
-            self.adjoint_free.push(Slot {
-                off: eta.off,
-                len: eta.len,
-            });
             replace[*di] = Some(Op::Glm {
                 spec: Box::new(GlmSpec {
                     kind,
@@ -352,7 +347,6 @@ impl Graph {
             .filter(|(i, _)| !remove[*i])
             .map(|(i, op)| replace[i].take().unwrap_or(op))
             .collect();
-        self.adjoint_free.sort_by_key(|s| s.off);
         plans.len()
     }
 }

@@ -443,10 +443,9 @@ pub struct Graph {
     pub n_scratch: usize,
     /// Length of the parameter slot at offset 0.
     pub dim: usize,
-    /// Value slots whose adjoint no backward rule reads or adds to (each fused GLM's linear
-    /// predictor, which only its own forward rule writes), sorted: a backward sweep need not
-    /// clear them (`Graph::clear_adjoint`), which for a GLM over N rows saves writing N
-    /// adjoints per gradient.
+    /// Runs of value slots whose adjoint no backward rule reads or adds to, sorted
+    /// ([`Graph::mark_adjoint_free`]): a backward sweep need not clear them
+    /// (`Graph::start_adjoint`). Empty unless that pass ran.
     pub adjoint_free: Vec<Slot>,
     /// Debug information: (first output slot, model location) whenever the location
     /// changes, in slot order. The op writing slot `s` comes from the last entry at or below
@@ -471,6 +470,10 @@ fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
         Space::Const => write!(key, "k{}:{}", a.off, a.len).is_ok(),
     }
 }
+
+/// Shorter runs of adjoint-free slots are cleared anyway ([`Graph::mark_adjoint_free`]): one
+/// long clear is cheaper than many short ones.
+pub const ADJOINT_FREE_MIN: usize = 64;
 
 /// Constant runs up to this long are compared by value in [`Graph::eliminate_common_subexpressions`].
 const CSE_CONST_VALUES: usize = 64;
@@ -715,6 +718,38 @@ impl Graph {
     /// Values are unchanged. Gradients are unchanged except where a removed op would have
     /// added `0 × ∞ = NaN` (a `log` at 0 whose result nobody reads) or turned a `-0.0`
     /// adjoint into `+0.0`: a dead op's own adjoint is zero, so it only ever added zeros.
+    /// Lists in [`Graph::adjoint_free`] the runs of at least [`ADJOINT_FREE_MIN`] value
+    /// slots that are neither a parameter, nor an op's output, nor an op's varying input. A
+    /// backward rule reads its output's adjoint and adds to its inputs', so no rule touches
+    /// these: the slots of ops that rewrites removed (a broadcast fused into a product, a
+    /// product and sum fused into a GLM) and a fused GLM's linear predictor (written by its
+    /// forward rule, read by nothing else). Run after the last rewrite.
+    pub fn mark_adjoint_free(&mut self) {
+        let mut touched = vec![false; self.n_vals];
+        touched[..self.dim].iter_mut().for_each(|t| *t = true);
+        for op in &self.ops {
+            touched[op.out().range()].iter_mut().for_each(|t| *t = true);
+            for a in op.inputs().into_iter().filter(|a| a.is_var()) {
+                touched[a.range()].iter_mut().for_each(|t| *t = true);
+            }
+        }
+        self.adjoint_free.clear();
+        let mut i = 0;
+        while i < touched.len() {
+            let start = i;
+            while i < touched.len() && !touched[i] {
+                i += 1;
+            }
+            if i - start >= ADJOINT_FREE_MIN {
+                self.adjoint_free.push(Slot {
+                    off: start as u32,
+                    len: (i - start) as u32,
+                });
+            }
+            i += 1;
+        }
+    }
+
     pub fn eliminate_dead_ops(&mut self, keep: Arg) -> usize {
         let mut live = vec![false; self.n_vals];
         let mark = |a: Arg, live: &mut [bool]| {
