@@ -856,9 +856,7 @@ pub fn backward(
             // C = A B + 1 biasᵀ: dbias[j] += Σ_r G[r, j], in row order (the order the unfused
             // gather's `scatter_add` adds them), then dA += G Bᵀ, dB += Aᵀ G.
             if let Some(c) = bias.filter(|c| c.is_var()) {
-                for (d, gj) in adj_lo[c.range()].iter_mut().zip(g.chunks_exact(n.max(1))) {
-                    *d = gj.iter().fold(*d, |acc, v| acc + v);
-                }
+                column_sums_add(g, n, &mut adj_lo[c.range()]);
             }
             if a.is_var() {
                 let bv = read(*b, lo, consts);
@@ -1336,6 +1334,31 @@ pub(crate) fn block_dots(
     }
     for c in c..cols {
         out[c] = dot(isa, col(c), p);
+    }
+}
+
+/// `d[j] += Σ_r G[r, j]` for column-major `G` (`n × d.len()`), each column's sum one running
+/// addition in row order, as a scatter-add of the rows would make it. Eight columns run side
+/// by side, so that eight independent additions overlap instead of every addition waiting for
+/// the one before; each column's order, and so its bits, is unchanged.
+#[inline(always)]
+pub(crate) fn column_sums_add(g: &[f64], n: usize, d: &mut [f64]) {
+    const W: usize = 8;
+    let mut j = 0;
+    while j + W <= d.len() {
+        let mut acc = [0.0; W];
+        acc.copy_from_slice(&d[j..j + W]);
+        let cols: [&[f64]; W] = std::array::from_fn(|w| &g[(j + w) * n..(j + w + 1) * n]);
+        for r in 0..n {
+            for w in 0..W {
+                acc[w] += cols[w][r];
+            }
+        }
+        d[j..j + W].copy_from_slice(&acc);
+        j += W;
+    }
+    for (dj, gj) in d[j..].iter_mut().zip(g[j * n..].chunks_exact(n.max(1))) {
+        *dj = gj.iter().fold(*dj, |acc, v| acc + v);
     }
 }
 
