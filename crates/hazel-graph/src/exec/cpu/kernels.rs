@@ -1581,6 +1581,20 @@ fn binary_backward(
         if !operand.of(a, b).is_var() {
             continue;
         }
+        if operand.of(a, b).len() != n && n > CHUNK && !matches!(f, BinaryFn::Add | BinaryFn::Sub) {
+            // A broadcast scalar's total over several chunks: each chunk's sum is one chain
+            // of dependent additions, so chunks are summed side by side
+            // ([`chunk_sums_side_by_side`]): the same additions in the same order per chunk.
+            let total = match f {
+                BinaryFn::Mul => broadcast_total(operand, av, bv, y, g, |x, z, _| (z, x)),
+                BinaryFn::Div => {
+                    broadcast_total(operand, av, bv, y, g, |_, z, v| (1.0 / z, -v / z))
+                }
+                _ => broadcast_total(operand, av, bv, y, g, |x, z, v| f.partials(x, z, v)),
+            };
+            binary_backward_finish(f, operand, a, b, n, total, adj_lo);
+            continue;
+        }
         let mut total = 0.0;
         // (A `while` rather than `step_by`: the iterator's setup cost more than the rows of
         // the short ops scalar blocks hold.)
@@ -1604,6 +1618,79 @@ fn binary_backward(
         }
         binary_backward_finish(f, operand, a, b, n, total, adj_lo);
     }
+}
+
+/// [`binary_backward_with`]'s total for the broadcast scalar `operand` over all `y.len()` rows
+/// (the other operand full-length), chunk by chunk as there: the same bits.
+#[inline(always)]
+fn broadcast_total(
+    operand: Operand,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    p: impl Fn(f64, f64, f64) -> (f64, f64),
+) -> f64 {
+    let n = y.len();
+    let (g, y) = (&g[..n], &y[..n]);
+    match operand {
+        Operand::A => {
+            let (x, bv) = (av[0], &bv[..n]);
+            chunk_sums_side_by_side(n, |i| strong_mul(g[i], p(x, bv[i], y[i]).0))
+        }
+        Operand::B => {
+            let (av, z) = (&av[..n], bv[0]);
+            chunk_sums_side_by_side(n, |i| strong_mul(g[i], p(av[i], z, y[i]).1))
+        }
+    }
+}
+
+/// `Σ_chunks (0 + term(c0) + term(c0 + 1) + …)`: each [`CHUNK`]-element chunk of `0..n`
+/// summed left to right from `+0`, the chunk sums added in chunk order from `+0` — the
+/// arithmetic of summing one chunk after another. That way each addition waits for the one
+/// before (the adder's latency per element); here four, then two, full chunks advance
+/// together, one accumulator each, so their additions overlap. Each accumulator still takes
+/// its own chunk's terms in order: the same bits.
+#[inline(always)]
+pub(crate) fn chunk_sums_side_by_side(n: usize, term: impl Fn(usize) -> f64) -> f64 {
+    let full = n / CHUNK;
+    let mut total = 0.0;
+    let mut c = 0;
+    while c + 4 <= full {
+        let base = c * CHUNK;
+        let (mut s0, mut s1, mut s2, mut s3) = (0.0, 0.0, 0.0, 0.0);
+        for j in base..base + CHUNK {
+            s0 += term(j);
+            s1 += term(j + CHUNK);
+            s2 += term(j + 2 * CHUNK);
+            s3 += term(j + 3 * CHUNK);
+        }
+        total += s0;
+        total += s1;
+        total += s2;
+        total += s3;
+        c += 4;
+    }
+    if c + 2 <= full {
+        let base = c * CHUNK;
+        let (mut s0, mut s1) = (0.0, 0.0);
+        for j in base..base + CHUNK {
+            s0 += term(j);
+            s1 += term(j + CHUNK);
+        }
+        total += s0;
+        total += s1;
+        c += 2;
+    }
+    while c * CHUNK < n {
+        let mut s = 0.0;
+        for i in c * CHUNK..n.min((c + 1) * CHUNK) {
+            s += term(i);
+        }
+        total += s;
+        c += 1;
+    }
+    total
 }
 
 /// The longest elementwise arithmetic op whose gradient rule runs as
@@ -1948,6 +2035,39 @@ mod tests {
     }
 
     /// Summands whose sum depends on the order of additions, so an order change shows in bits.
+    /// Chunks summed side by side give the bits of summing chunk after chunk, each chunk left
+    /// to right from `+0` (terms of mixed scales, so any other order would show): lengths
+    /// around one chunk and around groups of two and four chunks.
+    #[test]
+    fn chunk_sums_side_by_side_keep_each_chunks_order() {
+        use super::{chunk_sums_side_by_side, CHUNK};
+        for n in [
+            0,
+            1,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 1,
+            2 * CHUNK,
+            3 * CHUNK + 7,
+            4 * CHUNK,
+            6 * CHUNK + 285,
+            7 * CHUNK,
+            9 * CHUNK + 1,
+        ] {
+            let t = summands(n);
+            let mut serial = 0.0;
+            for c in t.chunks(CHUNK) {
+                let mut s = 0.0;
+                for v in c {
+                    s += v;
+                }
+                serial += s;
+            }
+            let side = chunk_sums_side_by_side(n, |i| t[i]);
+            assert_eq!(side.to_bits(), serial.to_bits(), "n = {n}");
+        }
+    }
+
     fn summands(n: usize) -> Vec<f64> {
         (0..n)
             .map(|k| {
