@@ -2068,6 +2068,28 @@ mod tests {
         }
     }
 
+    /// Column sums run side by side give each column's running sum in row order, to the bit:
+    /// widths below, at and around the groups of eight, and an empty matrix.
+    #[test]
+    fn column_sums_side_by_side_keep_each_columns_order() {
+        for n in [0, 1, 5, 37] {
+            for m in [0, 1, 7, 8, 9, 16, 21] {
+                let g = summands(n * m);
+                let d0: Vec<f64> = (0..m).map(|j| j as f64 * 0.37 - 1.0).collect();
+                let mut want = d0.clone();
+                for (j, w) in want.iter_mut().enumerate() {
+                    for r in 0..n {
+                        *w += g[j * n + r];
+                    }
+                }
+                let mut got = d0;
+                super::column_sums_add(&g, n, &mut got);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "n {n} m {m}");
+            }
+        }
+    }
+
     fn summands(n: usize) -> Vec<f64> {
         (0..n)
             .map(|k| {
