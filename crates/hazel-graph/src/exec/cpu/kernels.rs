@@ -1341,6 +1341,8 @@ pub(crate) fn block_dots(
 /// addition in row order, as a scatter-add of the rows would make it. Eight columns run side
 /// by side, so that eight independent additions overlap instead of every addition waiting for
 /// the one before; each column's order, and so its bits, is unchanged.
+// Index loops on purpose: row `r` of eight columns per step.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 pub(crate) fn column_sums_add(g: &[f64], n: usize, d: &mut [f64]) {
     const W: usize = 8;
