@@ -196,9 +196,9 @@ impl DistKind {
 }
 
 /// One element of a density by its kernel's branch-free forms: `(passes, (value,
-/// partials))`, where what a varying argument derives (`1/σ`, `log σ`) is looked up in the
-/// cache first (by the argument's slot, `slots[k]`, or [`NO_SCRATCH`] for a constant) and
-/// stored there when computed. Where a check fails the value is unspecified: the caller runs
+/// partials))`, where what an argument derives (`1/σ`, `log σ`) is looked up in the cache
+/// first (by `slots[k]`: its slot, or constant index with the top bit set; [`NO_SCRATCH`]: not
+/// cached) and stored there when computed. Where a check fails the value is unspecified: the caller runs
 /// [`DistKind::elem`] for Stan's message.
 pub(crate) type ScalarLanesFn =
     fn(&[f64; 4], &Inc, &[u32; 4], &mut PreparedCache) -> (bool, kernel::ElementValue);
@@ -261,8 +261,8 @@ fn lanes<K: UnivariateKernel>(
 /// Entries of a [`PreparedCache`] (a power of two).
 const PREPARED_WAYS: usize = 16;
 
-/// What the one-term densities of one scalar block derived from their varying arguments
-/// during one sweep. A mixture's component scale `σ_k` is read by one density per observation,
+/// What the one-term densities of one scalar block derived from their arguments during one
+/// sweep. A mixture's component scale `σ_k` is read by one density per observation,
 /// and each would compute `1/σ_k` and `log σ_k` again; `prepare_lanes` is a function of
 /// (family, kept terms, argument position, value), so an entry with that key and the same
 /// value bits gives the bits a new call would. Direct-mapped by slot: a miss only costs the

@@ -194,7 +194,8 @@ fn small_backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratc
 }
 
 /// One term of a density: its value, with the varying arguments' partials left in scratch;
-/// what its varying arguments derive comes from (and goes to) the block's `cache`.
+/// what its arguments other than the variate derive comes from (and goes to) the block's
+/// `cache`.
 #[inline(never)]
 fn dist_forward(
     dist: &ScalarDist,
@@ -207,8 +208,13 @@ fn dist_forward(
     let mut slots = [NO_SCRATCH; 4];
     let mut varying = 0u8;
     for (k, a) in dist.args.iter().enumerate() {
+        // The parameters of the family (a scale, constant or not, is shared by the densities
+        // of many observations) go through the cache; the variate, different in each term,
+        // would only push them out. Constants are told from slots by the top bit.
+        if k > 0 {
+            slots[k] = a.index() as u32 | if a.is_var() { 0 } else { 1 << 31 };
+        }
         x[k] = if a.is_var() {
-            slots[k] = a.index() as u32;
             varying |= 1 << k;
             vals[a.index()]
         } else {
