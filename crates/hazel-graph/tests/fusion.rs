@@ -360,6 +360,111 @@ fn a_failing_density_in_a_block_names_its_own_line() {
     assert!(g.scalar(lp, &buf).is_finite());
 }
 
+/// A mixture over rows as `normal_mixture_k` traces it: per row, `log w_k + normal_lpdf(y_n |
+/// mu_k, sigma_k)` for each component, packed, then `log_sum_exp`. Each component's scale is
+/// read by one density per row, so a block's densities find what it derives (`1/σ`, `log σ`)
+/// in the block's cache. Around it, the keys the cache must tell apart: twenty components
+/// (slots that share a cache entry), a scale also read as a location (another argument
+/// position), by a negative binomial as its dispersion (another family, same position) and by
+/// densities that keep other terms, and a Bernoulli term of the same parameter. `scale` is a parameter itself, so it can be
+/// negative: every density of the rows that reads it fails.
+fn mixture_rows_graph(q: &[f64], components: usize, rows: usize) -> (Graph, Arg) {
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let mut log_w = Vec::new();
+    let mut mu = Vec::new();
+    let mut sigma = Vec::new();
+    for k in 0..components {
+        let w = b.unary(UnaryFn::LogInvLogit, p.at(k % q.len()));
+        log_w.push(w);
+        let shift = b.scalar_const(0.25 * k as f64);
+        mu.push(b.binary(BinaryFn::Add, p.at((k + 1) % q.len()), shift));
+        let s = b.unary(UnaryFn::Exp, p.at((k + 2) % q.len()));
+        sigma.push(if k == 1 { p.at(q.len() - 1) } else { s });
+    }
+    let mut terms = Vec::new();
+    for n in 0..rows {
+        let y = b.scalar_const(((n * 37) % 23) as f64 * 0.4 - 4.0);
+        // Right before the row's own densities read `sigma[k]` as a scale, another family
+        // reads it in the same position, then a normal reads it as its location and its
+        // scale: an entry that answered for another kernel or position would give the wrong
+        // `1/σ`.
+        let k = n % components;
+        let count = b.scalar_const((n % 4) as f64);
+        terms.push(b.dist(
+            DistKind::NegBinomial2Log,
+            vec![count, mu[k], sigma[k]],
+            true,
+        ));
+        terms.push(b.dist(DistKind::Normal, vec![y, sigma[k], sigma[k]], true));
+        let mut ps = Vec::new();
+        for k in 0..components {
+            let d = b.dist(DistKind::Normal, vec![y, mu[k], sigma[k]], n % 3 != 0);
+            ps.push(b.binary(BinaryFn::Add, log_w[k], d));
+        }
+        let ps = b.pack(ps);
+        terms.push(b.log_sum_exp(ps));
+        let k = n % components;
+        terms.push(b.dist(
+            DistKind::Normal,
+            vec![y, sigma[k], sigma[(k + 1) % components]],
+            true,
+        ));
+        let bit = b.scalar_const((n % 2) as f64);
+        terms.push(b.dist(DistKind::BernoulliLogit, vec![bit, sigma[k]], true));
+    }
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn densities_in_a_block_share_what_their_arguments_derive_with_the_same_bits() {
+    let q = [0.3, 0.6, -0.7, 1.1, 0.2];
+    for components in [2, 5, 20] {
+        let (unfused, out) = mixture_rows_graph(&q, components, 40);
+        let mut blocks = unfused.clone();
+        blocks.fuse_scalar_blocks();
+        // Every density is in a block (a `log_sum_exp` of more than `SMALL_LEN` terms is not).
+        assert!(
+            !blocks.ops.iter().any(|op| matches!(op, Op::Dist { .. })),
+            "a density outside the blocks"
+        );
+        let points = [
+            q,
+            [1.5, -0.9, 0.0, 2.0, 0.5],
+            [-3.0, 0.0, 1e-3, -5.0, 1e-300],
+        ];
+        for q in points {
+            let (lp0, g0) = value_and_gradient(&unfused, out, &q);
+            let (lp1, g1) = value_and_gradient(&blocks, out, &q);
+            assert_eq!(
+                lp0.to_bits(),
+                lp1.to_bits(),
+                "{components} components at {q:?}"
+            );
+            for (a, b) in g0.iter().zip(&g1) {
+                assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+            }
+        }
+        // A negative scale: the first density that reads it fails, with Stan's message,
+        // cached or not.
+        let bad = [0.3, 0.6, -0.7, 1.1, -1.2];
+        let mut b0 = Buffers::for_graph(&unfused);
+        let mut b1 = Buffers::for_graph(&blocks);
+        let e0 = unfused.forward(&bad, &mut b0).expect_err("negative scale");
+        let e1 = blocks.forward(&bad, &mut b1).expect_err("negative scale");
+        assert!(e1.message.contains("is -1.2"), "{}", e1.message);
+        assert_eq!(e0.message, e1.message);
+        // The same buffers evaluate a good point afterwards with the same bits.
+        unfused.forward(&q, &mut b0).expect("good point");
+        blocks.forward(&q, &mut b1).expect("good point");
+        assert_eq!(
+            unfused.scalar(out, &b0).to_bits(),
+            blocks.scalar(out, &b1).to_bits()
+        );
+    }
+}
+
 /// The same vector packed from the same scalars in every iteration of a loop (a transformed
 /// parameter assembled element by element, passed to a function per row): packed once, its
 /// readers (the whole run, and single elements) shifted to the first pack.

@@ -81,6 +81,9 @@ pub struct ScalarDist {
     pub args: Box<[Operand]>,
     pub scratch: Box<[u32]>,
     pub location: Option<std::sync::Arc<str>>,
+    /// The family's branch-free one-element rule, where its kernel has one (chosen here, so
+    /// the executor calls it without a dispatch over the families).
+    pub(crate) lanes: Option<crate::exec::cpu::dists::ScalarLanesFn>,
 }
 
 /// One instruction of a scalar block; `out` is a value slot. `V`/`C` in a name: the operand
@@ -407,6 +410,7 @@ impl ScalarInstr {
                     args: args.iter().map(|a| Operand::of(*a)).collect(),
                     scratch: scratch.clone(),
                     location: locate(out.off),
+                    lanes: kind.scalar_lanes(),
                 }),
                 out: out.off,
             },

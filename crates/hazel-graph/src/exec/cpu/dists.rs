@@ -22,6 +22,7 @@ use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
 use hazel_math::dist::kernel::{self as kernel, UnivariateKernel};
 use hazel_math::dist::{MathError, Terms};
+use std::any::TypeId;
 
 /// Which summands to keep: `all` (not proportional) or any argument in the summand's mask
 /// varies.
@@ -176,9 +177,159 @@ impl DistKind {
     pub fn elem(self, x: &[f64; 4], inc: &Inc) -> Result<(f64, [f64; 4]), MathError> {
         with_kernel!(
             self,
-            K => kernel::evaluate::<K>(inc.terms(), x),
+            K => lanes_first::<K>(inc, x, |kernel, k, v| kernel.prepare_lanes(k, v)),
             t => table_elem(t, x, inc)
         )
+    }
+
+    /// The one-element rule a scalar block's density of this family runs
+    /// ([`ScalarLanesFn`]), where its kernel has branch-free forms. Chosen once, when the
+    /// block is made: a call through it costs the element's arithmetic, not a dispatch over
+    /// every family and a `Result` per argument.
+    pub(crate) fn scalar_lanes(self) -> Option<ScalarLanesFn> {
+        with_kernel!(
+            self,
+            K => K::LANES.then_some(scalar_lanes::<K> as ScalarLanesFn),
+            _t => None
+        )
+    }
+}
+
+/// One element of a density by its kernel's branch-free forms: `(passes, (value,
+/// partials))`, where what an argument derives (`1/σ`, `log σ`) is looked up in the cache
+/// first (by `slots[k]`: its slot, or constant index with the top bit set; [`NO_SCRATCH`]: not
+/// cached) and stored there when computed. Where a check fails the value is unspecified: the caller runs
+/// [`DistKind::elem`] for Stan's message.
+pub(crate) type ScalarLanesFn =
+    fn(&[f64; 4], &Inc, &[u32; 4], &mut PreparedCache) -> (bool, kernel::ElementValue);
+
+fn scalar_lanes<K: UnivariateKernel + 'static>(
+    x: &[f64; 4],
+    inc: &Inc,
+    slots: &[u32; 4],
+    cache: &mut PreparedCache,
+) -> (bool, kernel::ElementValue) {
+    let key = TypeId::of::<K>();
+    lanes::<K>(inc, x, |kernel, k, x| {
+        if slots[k] == NO_SCRATCH {
+            kernel.prepare_lanes(k, x)
+        } else {
+            cache.prepare(key, inc, k, slots[k], x, |x| kernel.prepare_lanes(k, x))
+        }
+    })
+}
+
+/// One element through kernel `K`: by its branch-free forms where it has them (`K::LANES`),
+/// which give the checked forms' bits where every check passes (`hazel-math`'s
+/// `dist_lanes`) without their `Result` per argument; where a check fails, or `K` has no such
+/// forms, by the checked forms, for Stan's message.
+#[inline(always)]
+fn lanes_first<K: UnivariateKernel>(
+    inc: &Inc,
+    x: &[f64; 4],
+    prepare: impl FnMut(&K, usize, f64) -> (bool, kernel::Derived),
+) -> Result<(f64, [f64; 4]), MathError> {
+    if K::LANES {
+        let (passes, value) = lanes::<K>(inc, x, prepare);
+        if passes {
+            return Ok(value);
+        }
+    }
+    kernel::evaluate::<K>(inc.terms(), x)
+}
+
+/// `(passes, value)` of one element by `K`'s branch-free forms, argument `k` prepared by
+/// `prepare(kernel, k, x[k])`.
+#[inline(always)]
+fn lanes<K: UnivariateKernel>(
+    inc: &Inc,
+    x: &[f64; 4],
+    mut prepare: impl FnMut(&K, usize, f64) -> (bool, kernel::Derived),
+) -> (bool, kernel::ElementValue) {
+    let kernel = K::new(inc.terms());
+    let mut d = [[0.0; 3]; 4];
+    let mut ok = true;
+    for k in 0..K::ARITY {
+        let (passes, derived) = prepare(&kernel, k, x[k]);
+        ok &= passes;
+        d[k] = derived;
+    }
+    let (passes, value) = kernel.element_lanes(x, &d);
+    (ok && passes, value)
+}
+
+/// Entries of a [`PreparedCache`] (a power of two).
+const PREPARED_WAYS: usize = 16;
+
+/// What the one-term densities of one scalar block derived from their arguments during one
+/// sweep. A mixture's component scale `σ_k` is read by one density per observation,
+/// and each would compute `1/σ_k` and `log σ_k` again; `prepare_lanes` is a function of
+/// (family, kept terms, argument position, value), so an entry with that key and the same
+/// value bits gives the bits a new call would. Direct-mapped by slot: a miss only costs the
+/// computation.
+pub(crate) struct PreparedCache {
+    entries: [Prepared; PREPARED_WAYS],
+}
+
+#[derive(Clone, Copy)]
+struct Prepared {
+    /// The kernel (`None`: an empty entry).
+    kernel: Option<TypeId>,
+    all: bool,
+    varying: u8,
+    k: u8,
+    bits: u64,
+    passes: bool,
+    derived: kernel::Derived,
+}
+
+impl PreparedCache {
+    pub(crate) fn new() -> PreparedCache {
+        PreparedCache {
+            entries: [Prepared {
+                kernel: None,
+                all: false,
+                varying: 0,
+                k: 0,
+                bits: 0,
+                passes: false,
+                derived: [0.0; 3],
+            }; PREPARED_WAYS],
+        }
+    }
+
+    /// `compute(x)` for argument `k` of `kernel` read from `slot`, or the stored result of
+    /// the same call.
+    #[inline(always)]
+    fn prepare(
+        &mut self,
+        kernel: TypeId,
+        inc: &Inc,
+        k: usize,
+        slot: u32,
+        x: f64,
+        compute: impl FnOnce(f64) -> (bool, kernel::Derived),
+    ) -> (bool, kernel::Derived) {
+        let e = &mut self.entries[slot as usize % PREPARED_WAYS];
+        if e.kernel == Some(kernel)
+            && e.bits == x.to_bits()
+            && e.k as usize == k
+            && e.all == inc.all
+            && e.varying == inc.varying
+        {
+            return (e.passes, e.derived);
+        }
+        let (passes, derived) = compute(x);
+        *e = Prepared {
+            kernel: Some(kernel),
+            all: inc.all,
+            varying: inc.varying,
+            k: k as u8,
+            bits: x.to_bits(),
+            passes,
+            derived,
+        };
+        (passes, derived)
     }
 }
 

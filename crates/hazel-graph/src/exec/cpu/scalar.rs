@@ -6,7 +6,7 @@
 //! adjoint updates in the same order as `kernels::forward`/`backward`'s scalar paths, so a
 //! block gives the bits of its ops run one by one.
 
-use super::dists::{self, Inc, NO_SCRATCH};
+use super::dists::{self, Inc, PreparedCache, NO_SCRATCH};
 use super::kernels::{self, strong_mul};
 use crate::ir::ops::BinaryFn;
 use crate::ir::scalar::{Operand, ScalarBlock, ScalarDist, ScalarInstr};
@@ -74,6 +74,9 @@ pub fn forward(
 ) -> Result<(), EvalError> {
     use ScalarInstr as I;
     check_buffers(block, vals, consts);
+    // Made at the block's first density (blocks without one, an ODE right-hand side run
+    // thousands of times per evaluation, do not pay for it).
+    let mut cache: Option<PreparedCache> = None;
     // SAFETY (every unchecked access below): every slot and constant index of the block's
     // instructions is below `vals_len()` / `consts_len()`, checked against the buffers above.
     for instr in block.code() {
@@ -117,7 +120,10 @@ pub fn forward(
                 }
                 set!(*out, acc)
             }
-            I::Dist { dist, out } => set!(*out, dist_forward(dist, consts, vals, scratch)?),
+            I::Dist { dist, out } => {
+                let cache = cache.get_or_insert_with(PreparedCache::new);
+                set!(*out, dist_forward(dist, consts, vals, scratch, cache)?)
+            }
             I::Pack { xs, out } => {
                 for (k, x) in xs.iter().enumerate() {
                     set!(*out as usize + k, get!(*x))
@@ -187,34 +193,46 @@ fn small_backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratc
     }
 }
 
-/// One term of a density: its value, with the varying arguments' partials left in scratch.
+/// One term of a density: its value, with the varying arguments' partials left in scratch;
+/// what its arguments other than the variate derive comes from (and goes to) the block's
+/// `cache`.
 #[inline(never)]
 fn dist_forward(
     dist: &ScalarDist,
     consts: &[f64],
     vals: &[f64],
     scratch: &mut [f64],
+    cache: &mut PreparedCache,
 ) -> Result<f64, EvalError> {
     let mut x = [0.0; 4];
+    let mut slots = [NO_SCRATCH; 4];
     let mut varying = 0u8;
     for (k, a) in dist.args.iter().enumerate() {
+        // The parameters of the family (a scale, constant or not, is shared by the densities
+        // of many observations) go through the cache; the variate, different in each term,
+        // would only push them out. Constants are told from slots by the top bit.
+        if k > 0 {
+            slots[k] = a.index() as u32 | if a.is_var() { 0 } else { 1 << 31 };
+        }
         x[k] = if a.is_var() {
+            varying |= 1 << k;
             vals[a.index()]
         } else {
             consts[a.index()]
         };
-        if a.is_var() {
-            varying |= 1 << k;
-        }
     }
     let inc = Inc {
         all: !dist.propto,
         varying,
     };
-    let (lp, d) = dist
-        .kind
-        .elem(&x, &inc)
-        .map_err(|e| EvalError::domain(e.message).at(dist.location.as_deref()))?;
+    let (lp, d) = match dist.lanes.map(|f| f(&x, &inc, &slots, cache)) {
+        Some((true, value)) => value,
+        // A failed check (for Stan's message), or a family without branch-free forms.
+        _ => dist
+            .kind
+            .elem(&x, &inc)
+            .map_err(|e| EvalError::domain(e.message).at(dist.location.as_deref()))?,
+    };
     for (k, &o) in dist.scratch.iter().enumerate() {
         if o != NO_SCRATCH {
             scratch[o as usize] = d[k];
