@@ -1636,8 +1636,10 @@ fn binary_backward(
 }
 
 /// [`binary_backward_with`]'s total for the broadcast scalar `operand` over all `y.len()` rows
-/// (the other operand full-length), chunk by chunk as there: the same bits.
-#[inline(always)]
+/// (the other operand full-length), chunk by chunk as there: the same bits. Out of line: a
+/// chain of additions gains nothing from the per-ISA copies, and inlined into every one it
+/// made the full-length path of `binary_backward` around it slower.
+#[inline(never)]
 fn broadcast_total(
     operand: Operand,
     av: &[f64],
