@@ -232,7 +232,7 @@ pub const LOW_RANK_DENSE_MAX_DIM: usize = 100;
 
 /// Whether outputs write a low-rank metric of `dim` dimensions as `dense_e` (else `diag_e`
 /// plus its factors); see [`LOW_RANK_DENSE_MAX_DIM`].
-pub fn low_rank_written_dense(dim: usize) -> bool {
+pub(crate) fn low_rank_written_dense(dim: usize) -> bool {
     dim <= LOW_RANK_DENSE_MAX_DIM
 }
 
@@ -248,7 +248,7 @@ pub fn low_rank_stan_name(dim: usize) -> &'static str {
 
 /// The diagonal of `D (I + U (Λ − I) Uᵀ) D`: `d_i = s_i² (1 + Σ_j (λ_j − 1) u_ji²)`, in
 /// O(dim·k) without forming the matrix.
-pub fn low_rank_diagonal(scale: &[f64], values: &[f64], vectors: &[f64]) -> Vec<f64> {
+pub(crate) fn low_rank_diagonal(scale: &[f64], values: &[f64], vectors: &[f64]) -> Vec<f64> {
     let dim = scale.len();
     let mut diagonal = vec![1.0; dim];
     for (&lambda, u) in values.iter().zip(vectors.chunks_exact(dim.max(1))) {

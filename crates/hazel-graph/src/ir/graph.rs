@@ -473,7 +473,7 @@ fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
 
 /// Shorter runs of adjoint-free slots are cleared anyway ([`Graph::mark_adjoint_free`]): one
 /// long clear is cheaper than many short ones.
-pub const ADJOINT_FREE_MIN: usize = 64;
+pub(crate) const ADJOINT_FREE_MIN: usize = 64;
 
 /// Constant runs up to this long are compared by value in [`Graph::eliminate_common_subexpressions`].
 const CSE_CONST_VALUES: usize = 64;
