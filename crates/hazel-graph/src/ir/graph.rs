@@ -709,15 +709,6 @@ impl Graph {
         fused
     }
 
-    /// Removes ops whose output nothing reads — no later op's argument covers any of its
-    /// slots and `keep` does not — when the op can neither fail nor have another effect
-    /// (elementwise arithmetic, packing, sums and products; never a check, a density, a
-    /// solver or a factorisation, whose errors Stan would raise); returns how many were
-    /// removed. A transformed parameter the model block never reads is the common case.
-    ///
-    /// Values are unchanged. Gradients are unchanged except where a removed op would have
-    /// added `0 × ∞ = NaN` (a `log` at 0 whose result nobody reads) or turned a `-0.0`
-    /// adjoint into `+0.0`: a dead op's own adjoint is zero, so it only ever added zeros.
     /// Lists in [`Graph::adjoint_free`] the runs of at least [`ADJOINT_FREE_MIN`] value
     /// slots that are neither a parameter, nor an op's output, nor an op's varying input. A
     /// backward rule reads its output's adjoint and adds to its inputs', so no rule touches
@@ -750,6 +741,15 @@ impl Graph {
         }
     }
 
+    /// Removes ops whose output nothing reads — no later op's argument covers any of its
+    /// slots and `keep` does not — when the op can neither fail nor have another effect
+    /// (elementwise arithmetic, packing, sums and products; never a check, a density, a
+    /// solver or a factorisation, whose errors Stan would raise); returns how many were
+    /// removed. A transformed parameter the model block never reads is the common case.
+    ///
+    /// Values are unchanged. Gradients are unchanged except where a removed op would have
+    /// added `0 × ∞ = NaN` (a `log` at 0 whose result nobody reads) or turned a `-0.0`
+    /// adjoint into `+0.0`: a dead op's own adjoint is zero, so it only ever added zeros.
     pub fn eliminate_dead_ops(&mut self, keep: Arg) -> usize {
         let mut live = vec![false; self.n_vals];
         let mark = |a: Arg, live: &mut [bool]| {

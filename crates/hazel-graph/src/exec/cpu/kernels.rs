@@ -1601,10 +1601,13 @@ fn binary_backward(
             // of dependent additions, so chunks are summed side by side
             // ([`chunk_sums_side_by_side`]): the same additions in the same order per chunk.
             let total = match f {
-                BinaryFn::Mul => broadcast_total(operand, av, bv, y, g, |x, z, _| (z, x)),
-                BinaryFn::Div => {
-                    broadcast_total(operand, av, bv, y, g, |_, z, v| (1.0 / z, -v / z))
-                }
+                // A constant function each, so the closures compile to its partials alone.
+                BinaryFn::Mul => broadcast_total(operand, av, bv, y, g, |x, z, v| {
+                    BinaryFn::Mul.partials(x, z, v)
+                }),
+                BinaryFn::Div => broadcast_total(operand, av, bv, y, g, |x, z, v| {
+                    BinaryFn::Div.partials(x, z, v)
+                }),
                 _ => broadcast_total(operand, av, bv, y, g, |x, z, v| f.partials(x, z, v)),
             };
             binary_backward_finish(f, operand, a, b, n, total, adj_lo);
