@@ -186,9 +186,15 @@ def points(name, rng):
         pts += [rng.uniform(-0.5, 1.0) for _ in range(n_core)]
     elif name == "tanh":
         pts += neighbours(1.0, 2) + neighbours(-1.0, 2) + neighbours(22.0, 1) + [0.55, 19.0, 20.0]
+        # Where the reduction of −2|x| changes k (|x| = (j + ½)·ln2/2), and k = −54, where
+        # 2ᵏ − 1 stops being exact.
+        pts += [p for j in range(4) for p in neighbours((j + 0.5) * math.log(2.0) / 2.0, 2)]
+        pts += neighbours(53.5 * math.log(2.0) / 2.0, 2)
         pts += neighbours(2.0**-55, 1) + neighbours(0.125, 1)
         pts += [log_uniform(rng, -60, 5) for _ in range(n_log)]
         pts += [rng.uniform(-3.0, 3.0) for _ in range(n_core)]
+        # The reduction's first steps, where the error is largest.
+        pts += [rng.uniform(0.05, 0.3) for _ in range(n_core // 2)]
     elif name in ("log1p_exp", "inv_logit"):
         pts += [-745.0, -746.0, -40.0, 36.0, 37.0, 40.0, 710.0, 800.0, -800.0]
         pts += [log_uniform(rng, -60, 11) for _ in range(n_log)]

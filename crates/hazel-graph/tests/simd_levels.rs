@@ -266,8 +266,9 @@ fn kernels_match_the_documented_fixed_shape_at_every_level() {
         }
     }
     // Blocked matrix × matrix: column j has the bits of the matrix × vector of column j,
-    // which adds the products over the inner index in order.
-    for (n, k, m) in [(1, 1, 1), (5, 3, 4), (513, 7, 9), (1100, 5, 16)] {
+    // which adds the products over the inner index in order (then the bias, when there is one).
+    // The shapes cover groups of 4 columns, leftover columns and more than one row block.
+    for (n, k, m) in [(1, 1, 1), (5, 3, 4), (21, 4, 13), (513, 7, 9), (1100, 5, 16)] {
         let a: Vec<f64> = (0..n * k).map(|_| r.centred()).collect();
         let b: Vec<f64> = (0..k * m).map(|_| r.centred()).collect();
         let mut by_column = vec![0.0; n * m];
@@ -288,6 +289,16 @@ fn kernels_match_the_documented_fixed_shape_at_every_level() {
                 .zip(&by_column)
                 .all(|(x, y)| x.to_bits() == y.to_bits()),
             "matmul {n}x{k}x{m}"
+        );
+        let bias: Vec<f64> = (0..m).map(|_| r.centred()).collect();
+        kernels::matmul(&a, &b, Some(&bias), n, k, m, &mut blocked);
+        assert!(
+            blocked
+                .iter()
+                .zip(&by_column)
+                .enumerate()
+                .all(|(i, (x, y))| x.to_bits() == (y + bias[i / n]).to_bits()),
+            "matmul + bias {n}x{k}x{m}"
         );
         let mut mv = vec![f64::NAN; n];
         kernels::matvec(&a, &b[..k], n, k, &mut mv);

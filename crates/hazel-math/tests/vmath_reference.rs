@@ -97,9 +97,10 @@ fn ln_1p_within_one_ulp() {
     check("ln_1p", vmath::ln_1p, 1.0);
 }
 
+/// `tanh` rounds its quotient once more than the others (see its doc): 1.5 ulp.
 #[test]
 fn tanh_within_bound() {
-    check("tanh", vmath::tanh, 1.0);
+    check("tanh", vmath::tanh, 1.5);
 }
 
 #[test]
