@@ -268,7 +268,13 @@ fn kernels_match_the_documented_fixed_shape_at_every_level() {
     // Blocked matrix × matrix: column j has the bits of the matrix × vector of column j,
     // which adds the products over the inner index in order (then the bias, when there is one).
     // The shapes cover groups of 4 columns, leftover columns and more than one row block.
-    for (n, k, m) in [(1, 1, 1), (5, 3, 4), (21, 4, 13), (513, 7, 9), (1100, 5, 16)] {
+    for (n, k, m) in [
+        (1, 1, 1),
+        (5, 3, 4),
+        (21, 4, 13),
+        (513, 7, 9),
+        (1100, 5, 16),
+    ] {
         let a: Vec<f64> = (0..n * k).map(|_| r.centred()).collect();
         let b: Vec<f64> = (0..k * m).map(|_| r.centred()).collect();
         let mut by_column = vec![0.0; n * m];
