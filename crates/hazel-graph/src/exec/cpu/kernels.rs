@@ -1503,6 +1503,13 @@ macro_rules! common_unary {
             UnaryFn::Expm1 => $each!(UnaryFn::Expm1),
             UnaryFn::InvLogit => $each!(UnaryFn::InvLogit),
             UnaryFn::Log1pExp => $each!(UnaryFn::Log1pExp),
+            UnaryFn::LogInvLogit => $each!(UnaryFn::LogInvLogit),
+            UnaryFn::Log1mInvLogit => $each!(UnaryFn::Log1mInvLogit),
+            UnaryFn::Logit => $each!(UnaryFn::Logit),
+            UnaryFn::Log1m => $each!(UnaryFn::Log1m),
+            UnaryFn::Sqrt => $each!(UnaryFn::Sqrt),
+            UnaryFn::Inv => $each!(UnaryFn::Inv),
+            UnaryFn::Scale(c) => $each!(UnaryFn::Scale(c)),
             f => $each!(f),
         }
     };
@@ -1974,6 +1981,67 @@ pub(crate) fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::scatter_add;
+    use super::{dispatch, strong_mul, unary_backward, unary_forward, UnaryFn};
+    use crate::simd::SimdLevel;
+
+    /// Every function `common_unary!` gives its own loop, and one it leaves to the per-element
+    /// dispatch, at every SIMD level the CPU has: the loops give the per-element rule's bits,
+    /// value and gradient (the vector forms of `vmath` round like the scalar ones).
+    #[test]
+    fn unary_loops_match_the_per_element_rule() {
+        let fs = [
+            UnaryFn::Neg,
+            UnaryFn::Exp,
+            UnaryFn::Log,
+            UnaryFn::Square,
+            UnaryFn::Tanh,
+            UnaryFn::Log1p,
+            UnaryFn::Expm1,
+            UnaryFn::InvLogit,
+            UnaryFn::Log1pExp,
+            UnaryFn::LogInvLogit,
+            UnaryFn::Log1mInvLogit,
+            UnaryFn::Logit,
+            UnaryFn::Log1m,
+            UnaryFn::Sqrt,
+            UnaryFn::Inv,
+            UnaryFn::Scale(-2.5),
+            UnaryFn::Lgamma,
+        ];
+        let mut rng = hazel_testdata::Xorshift(0x9e37_79b9_7f4a_7c15);
+        let n = 37;
+        // In (0, 1), where every function above is defined; and signed values of mixed scale.
+        let unit: Vec<f64> = (0..n)
+            .map(|_| (rng.below(999) + 1) as f64 / 1000.0)
+            .collect();
+        let signed: Vec<f64> = (0..n)
+            .map(|_| (rng.below(2001) as f64 - 1000.0) / 50.0)
+            .collect();
+        let g: Vec<f64> = (0..n)
+            .map(|_| rng.below(1000) as f64 / 7.0 - 60.0)
+            .collect();
+        for level in SimdLevel::available() {
+            let isa = level.resolve().expect("available");
+            for f in fs {
+                for xs in [&unit, &signed] {
+                    let want: Vec<f64> = xs.iter().map(|&x| f.value(x)).collect();
+                    let mut got = vec![0.0; n];
+                    dispatch!(isa, unary_forward(f, xs, &mut got));
+                    let same = |a: &[f64], b: &[f64]| {
+                        a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits())
+                    };
+                    assert!(same(&got, &want), "{f:?} value at {level:?}");
+                    let d0: Vec<f64> = (0..n).map(|i| i as f64 * 0.25).collect();
+                    let want_d: Vec<f64> = (0..n)
+                        .map(|i| d0[i] + strong_mul(g[i], f.deriv(xs[i], want[i])))
+                        .collect();
+                    let mut d = d0.clone();
+                    dispatch!(isa, unary_backward(f, xs, &want, &g, &mut d));
+                    assert!(same(&d, &want_d), "{f:?} gradient at {level:?}");
+                }
+            }
+        }
+    }
     use super::{binary_backward, binary_backward_short, BinaryFn, Isa, SHORT_BINARY};
     use crate::ir::{Arg, Slot};
 
