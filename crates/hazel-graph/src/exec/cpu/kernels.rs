@@ -7,6 +7,7 @@
 
 use super::dists;
 use super::read;
+use crate::ir::scalar::SHORT_BINARY;
 use crate::ir::{Arg, CheckKind, Op};
 use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
@@ -412,11 +413,7 @@ pub fn forward(
         }
         Op::CumSum { x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            let mut acc = 0.0;
-            for (d, v) in o.iter_mut().zip(read(*x, lo, consts)) {
-                acc += v;
-                *d = acc;
-            }
+            cumsum(read(*x, lo, consts), o);
         }
         Op::Sort {
             x,
@@ -789,12 +786,7 @@ pub fn backward(
         Op::LogSumExp { x, out } => {
             if x.is_var() {
                 let y = vals[out.off as usize];
-                let xs = read(*x, lo, consts);
-                let g0 = g[0];
-                let d = &mut adj_lo[x.range()];
-                for i in 0..d.len() {
-                    d[i] += g0 * vmath::exp(xs[i] - y);
-                }
+                log_sum_exp_backward(read(*x, lo, consts), y, g[0], &mut adj_lo[x.range()]);
             }
         }
         Op::Pack { xs, .. } => {
@@ -806,12 +798,7 @@ pub fn backward(
         }
         Op::CumSum { x, .. } => {
             if x.is_var() {
-                let d = &mut adj_lo[x.range()];
-                let mut acc = 0.0;
-                for i in (0..d.len()).rev() {
-                    acc += g[i];
-                    d[i] += acc;
-                }
+                cumsum_backward(g, &mut adj_lo[x.range()]);
             }
         }
         Op::Sort { x, scratch: sc, .. } => {
@@ -1236,6 +1223,35 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
         total += s;
     }
     m + vmath::ln(total)
+}
+
+/// [`log_sum_exp`]'s gradient rule: `d += g · exp(x − y)` at its value `y`.
+#[inline(always)]
+pub(crate) fn log_sum_exp_backward(xs: &[f64], y: f64, g: f64, d: &mut [f64]) {
+    for (d, x) in d.iter_mut().zip(xs) {
+        *d += g * vmath::exp(x - y);
+    }
+}
+
+/// The running sums of `xs`, left to right.
+#[inline(always)]
+pub(crate) fn cumsum(xs: &[f64], out: &mut [f64]) {
+    let mut acc = 0.0;
+    for (o, v) in out.iter_mut().zip(xs) {
+        acc += v;
+        *o = acc;
+    }
+}
+
+/// [`cumsum`]'s gradient rule: each input's adjoint gets the sum of the output adjoints from
+/// its position on, accumulated from the last.
+#[inline(always)]
+pub(crate) fn cumsum_backward(g: &[f64], d: &mut [f64]) {
+    let mut acc = 0.0;
+    for i in (0..d.len()).rev() {
+        acc += g[i];
+        d[i] += acc;
+    }
 }
 
 /// The exps [`log_sum_exp`] computes before adding them (a multiple of 8, so every ISA level's
@@ -1713,10 +1729,6 @@ pub(crate) fn chunk_sums_side_by_side(n: usize, term: impl Fn(usize) -> f64) -> 
     total
 }
 
-/// The longest elementwise arithmetic op whose gradient rule runs as
-/// [`binary_backward_short`] (and whose forward runs undispatched).
-const SHORT_BINARY: u32 = 8;
-
 /// [`binary_backward`] at the baseline level for an arithmetic op (`+ − × ÷`) of at most
 /// [`SHORT_BINARY`] elements, in direct loops: the same partials, updates and sums in the same
 /// order (one chunk: a broadcast operand's total is `0 + ` its rows' sum, [`chunked_sum`]'s
@@ -1724,7 +1736,7 @@ const SHORT_BINARY: u32 = 8;
 /// set-up cost several times these few elements' arithmetic, and models with a short vector
 /// op per observation (rating-scale and categorical likelihoods, in scalar blocks) run one per
 /// element of their data.
-fn binary_backward_short(
+pub(crate) fn binary_backward_short(
     f: BinaryFn,
     a: Arg,
     b: Arg,

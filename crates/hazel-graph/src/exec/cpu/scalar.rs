@@ -10,7 +10,7 @@ use super::dists::{self, Inc, PreparedCache, NO_SCRATCH};
 use super::kernels::{self, strong_mul};
 use crate::ir::ops::BinaryFn;
 use crate::ir::scalar::{Operand, ScalarBlock, ScalarDist, ScalarInstr};
-use crate::ir::Op;
+use crate::ir::{Op, Slot};
 use crate::simd::Isa;
 use hazel_density::EvalError;
 
@@ -29,6 +29,30 @@ unsafe fn get(o: Operand, vals: &[f64], consts: &[f64]) -> f64 {
             *consts.get_unchecked(o.index())
         }
     }
+}
+
+/// The run of `len` values starting at operand `o`.
+///
+/// # Safety
+/// As [`get`], for the whole run.
+#[inline(always)]
+unsafe fn run<'a>(o: Operand, len: usize, vals: &'a [f64], consts: &'a [f64]) -> &'a [f64] {
+    let i = o.index();
+    // SAFETY: see the contract.
+    unsafe {
+        if o.is_var() {
+            vals.get_unchecked(i..i + len)
+        } else {
+            consts.get_unchecked(i..i + len)
+        }
+    }
+}
+
+/// The value slots `x..x + len`: a run instruction's input, unchecked (see [`run`]).
+macro_rules! slots {
+    ($vals:expr, $x:expr, $len:expr) => {
+        unsafe { $vals.get_unchecked(*$x as usize..(*$x + *$len as u32) as usize) }
+    };
 }
 
 /// Panics unless every slot and constant `block` touches lies inside the buffers: after this,
@@ -129,6 +153,35 @@ pub fn forward(
                     set!(*out as usize + k, get!(*x))
                 }
             }
+            I::ShortBinary {
+                f,
+                a,
+                b,
+                a_len,
+                b_len,
+                len,
+                out,
+            } => {
+                // The operands lie below the output (the layout invariant).
+                debug_assert!([(a, a_len), (b, b_len)]
+                    .iter()
+                    .all(|(o, n)| !o.is_var() || o.index() + **n as usize <= *out as usize));
+                let (lo, hi) = unsafe { vals.split_at_mut_unchecked(*out as usize) };
+                let (av, bv) = unsafe {
+                    (
+                        run(*a, *a_len as usize, lo, consts),
+                        run(*b, *b_len as usize, lo, consts),
+                    )
+                };
+                let o = unsafe { hi.get_unchecked_mut(..*len as usize) };
+                kernels::binary_forward(*f, av, bv, o)
+            }
+            I::CumSum { x, len, out } => {
+                let (lo, hi) = unsafe { vals.split_at_mut_unchecked(*out as usize) };
+                let o = unsafe { hi.get_unchecked_mut(..*len as usize) };
+                kernels::cumsum(slots!(lo, x, len), o)
+            }
+            I::LogSumExp { x, len, out } => set!(*out, kernels::log_sum_exp(slots!(vals, x, len))),
             I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
         }
     }
@@ -351,6 +404,38 @@ pub fn backward(
                         adj!(x.index()) += g;
                     }
                 }
+            }
+            I::ShortBinary {
+                f,
+                a,
+                b,
+                a_len,
+                b_len,
+                len,
+                out,
+            } => kernels::binary_backward_short(
+                *f,
+                a.run(*a_len as u32),
+                b.run(*b_len as u32),
+                Slot {
+                    off: *out,
+                    len: *len as u32,
+                },
+                consts,
+                vals,
+                adj,
+            ),
+            I::CumSum { x, len, out } => {
+                // The input's adjoints lie below the output's (the layout invariant).
+                let (lo, hi) = unsafe { adj.split_at_mut_unchecked(*out as usize) };
+                kernels::cumsum_backward(slots!(hi, &0, len), unsafe {
+                    lo.get_unchecked_mut(*x as usize..(*x + *len) as usize)
+                })
+            }
+            I::LogSumExp { x, len, out } => {
+                let (y, g) = (v!(out), adj!(*out));
+                let d = unsafe { adj.get_unchecked_mut(*x as usize..(*x + *len) as usize) };
+                kernels::log_sum_exp_backward(slots!(vals, x, len), y, g, d)
             }
             I::Small { op, .. } => small_backward(op, consts, vals, adj, scratch),
             I::Dist { dist, out } => {
