@@ -1205,6 +1205,20 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     if m == f64::NEG_INFINITY || !m.is_finite() {
         return m;
     }
+    if x.len() <= LSE_GROUP {
+        // One chunk of one group, without the chunk and group iterators (which cost more
+        // than the sum at a softmax's or a mixture's few terms): the same exps, added in
+        // order, then to the zero total.
+        let mut e = [0.0; LSE_GROUP];
+        for (e, v) in e.iter_mut().zip(x) {
+            *e = vmath::exp(v - m);
+        }
+        let mut s = 0.0;
+        for e in &e[..x.len()] {
+            s += e;
+        }
+        return m + vmath::ln(0.0 + s);
+    }
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
         let mut s = 0.0;
@@ -1736,7 +1750,7 @@ pub(crate) fn chunk_sums_side_by_side(n: usize, term: impl Fn(usize) -> f64) -> 
 /// set-up cost several times these few elements' arithmetic, and models with a short vector
 /// op per observation (rating-scale and categorical likelihoods, in scalar blocks) run one per
 /// element of their data.
-pub(crate) fn binary_backward_short(
+fn binary_backward_short(
     f: BinaryFn,
     a: Arg,
     b: Arg,
@@ -1751,6 +1765,24 @@ pub(crate) fn binary_backward_short(
     let g = &adj_hi[..n];
     let y = &vals[o..o + n];
     let (av, bv) = (read(a, vals, consts), read(b, vals, consts));
+    short_operands(f, a, b, av, bv, y, g, adj_lo);
+}
+
+/// [`binary_backward_short`] on its operands' values `av`, `bv`, the output `y`, its adjoint
+/// `g` and the adjoints below the output `adj_lo` (a scalar block's `ShortBinary` passes
+/// them from its own checked buffers).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn short_operands(
+    f: BinaryFn,
+    a: Arg,
+    b: Arg,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+) {
     if a.is_var() {
         short_operand(f, Operand::A, a, av, bv, y, g, adj_lo);
     }

@@ -10,7 +10,7 @@ use super::dists::{self, Inc, PreparedCache, NO_SCRATCH};
 use super::kernels::{self, strong_mul};
 use crate::ir::ops::BinaryFn;
 use crate::ir::scalar::{Operand, ScalarBlock, ScalarDist, ScalarInstr};
-use crate::ir::{Op, Slot};
+use crate::ir::Op;
 use crate::simd::Isa;
 use hazel_density::EvalError;
 
@@ -413,18 +413,22 @@ pub fn backward(
                 b_len,
                 len,
                 out,
-            } => kernels::binary_backward_short(
-                *f,
-                a.run(*a_len as u32),
-                b.run(*b_len as u32),
-                Slot {
-                    off: *out,
-                    len: *len as u32,
-                },
-                consts,
-                vals,
-                adj,
-            ),
+            } => {
+                // `kernels::binary_backward_short` on this block's checked buffers; the
+                // operands' adjoints lie below the output's (the layout invariant).
+                let (n, o) = (*len as usize, *out as usize);
+                let (av, bv) = unsafe {
+                    (
+                        run(*a, *a_len as usize, vals, consts),
+                        run(*b, *b_len as usize, vals, consts),
+                    )
+                };
+                let y = unsafe { vals.get_unchecked(o..o + n) };
+                let (adj_lo, adj_hi) = unsafe { adj.split_at_mut_unchecked(o) };
+                let g = unsafe { adj_hi.get_unchecked(..n) };
+                let (a, b) = (a.run(*a_len as u32), b.run(*b_len as u32));
+                kernels::short_operands(*f, a, b, av, bv, y, g, adj_lo)
+            }
             I::CumSum { x, len, out } => {
                 // The input's adjoints lie below the output's (the layout invariant).
                 let (lo, hi) = unsafe { adj.split_at_mut_unchecked(*out as usize) };
