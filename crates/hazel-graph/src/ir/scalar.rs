@@ -451,6 +451,10 @@ impl ScalarInstr {
     fn from_op(op: &Op, locate: impl Fn(u32) -> Option<std::sync::Arc<str>>) -> Option<Self> {
         use ScalarInstr as I;
         let scalar = |a: &Arg| a.len == 1;
+        // The run instructions split the buffers at their output unchecked: a value run they
+        // read must end at or below it (the builder's layout guarantees it; a run that does
+        // not stays a checked `Small`).
+        let below = |a: &Arg, out: &Slot| !a.is_var() || a.off + a.len <= out.off;
         Some(match op {
             Op::Unary { f, x, out } if out.len == 1 && scalar(x) => I::Unary {
                 f: *f,
@@ -520,7 +524,9 @@ impl ScalarInstr {
             Op::Binary { f, a, b, out }
                 if f.is_arithmetic()
                     && (2..=SHORT_BINARY).contains(&out.len)
-                    && [a, b].iter().all(|x| x.len == 1 || x.len == out.len) =>
+                    && [a, b]
+                        .iter()
+                        .all(|x| (x.len == 1 || x.len == out.len) && below(x, out)) =>
             {
                 I::ShortBinary {
                     f: *f,
@@ -532,16 +538,20 @@ impl ScalarInstr {
                     out: out.off,
                 }
             }
-            Op::CumSum { x, out } if x.is_var() && x.len <= SMALL_LEN => I::CumSum {
-                x: x.off,
-                len: x.len,
-                out: out.off,
-            },
-            Op::LogSumExp { x, out } if x.is_var() && x.len <= SMALL_LEN => I::LogSumExp {
-                x: x.off,
-                len: x.len,
-                out: out.off,
-            },
+            Op::CumSum { x, out } if x.is_var() && x.len <= SMALL_LEN && below(x, out) => {
+                I::CumSum {
+                    x: x.off,
+                    len: x.len,
+                    out: out.off,
+                }
+            }
+            Op::LogSumExp { x, out } if x.is_var() && x.len <= SMALL_LEN && below(x, out) => {
+                I::LogSumExp {
+                    x: x.off,
+                    len: x.len,
+                    out: out.off,
+                }
+            }
             _ if Self::is_small(op) => I::Small {
                 op: Box::new(op.clone()),
                 location: locate(op.out().off),
@@ -728,6 +738,13 @@ mod tests {
         sub.for_each_input(|a| inputs.push(a));
         assert_eq!(inputs, [Arg::var(5, 1), Arg::konst(2, 3)]);
         assert!(matches!(sub, ScalarInstr::ShortBinary { b_len: 3, .. }));
+
+        // A value run that does not lie below the output stays a checked general op.
+        let above = instr(Op::LogSumExp {
+            x: Arg::var(30, 4),
+            out: slot(20, 1),
+        });
+        assert!(matches!(above, ScalarInstr::Small { .. }));
 
         let mut cumsum = instr(Op::CumSum {
             x: Arg::var(10, 4),

@@ -162,10 +162,8 @@ pub fn forward(
                 len,
                 out,
             } => {
-                // The operands lie below the output (the layout invariant).
-                debug_assert!([(a, a_len), (b, b_len)]
-                    .iter()
-                    .all(|(o, n)| !o.is_var() || o.index() + **n as usize <= *out as usize));
+                // The value operands lie below the output (`ScalarInstr::from_op` makes a run
+                // instruction only then).
                 let (lo, hi) = unsafe { vals.split_at_mut_unchecked(*out as usize) };
                 let (av, bv) = unsafe {
                     (
@@ -177,6 +175,7 @@ pub fn forward(
                 kernels::binary_forward(*f, av, bv, o)
             }
             I::CumSum { x, len, out } => {
+                // As above, the input lies below the output.
                 let (lo, hi) = unsafe { vals.split_at_mut_unchecked(*out as usize) };
                 let o = unsafe { hi.get_unchecked_mut(..*len as usize) };
                 kernels::cumsum(slots!(lo, x, len), o)
@@ -415,7 +414,7 @@ pub fn backward(
                 out,
             } => {
                 // `kernels::binary_backward_short` on this block's checked buffers; the
-                // operands' adjoints lie below the output's (the layout invariant).
+                // operands' adjoints lie below the output's (as in `forward`).
                 let (n, o) = (*len as usize, *out as usize);
                 let (av, bv) = unsafe {
                     (
@@ -430,7 +429,7 @@ pub fn backward(
                 kernels::short_operands(*f, a, b, av, bv, y, g, adj_lo)
             }
             I::CumSum { x, len, out } => {
-                // The input's adjoints lie below the output's (the layout invariant).
+                // The input's adjoints lie below the output's (as in `forward`).
                 let (lo, hi) = unsafe { adj.split_at_mut_unchecked(*out as usize) };
                 kernels::cumsum_backward(slots!(hi, &0, len), unsafe {
                     lo.get_unchecked_mut(*x as usize..(*x + *len) as usize)
