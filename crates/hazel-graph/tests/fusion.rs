@@ -321,8 +321,9 @@ fn scalar_blocks_keep_every_bit() {
         .filter(|i| matches!(i, ScalarInstr::Small { .. }))
         .count();
     assert_eq!(
-        small, 7,
-        "short vector ops (the pack has its own instruction) held in blocks"
+        small, 4,
+        "short vector ops held in blocks (the pack, the product, the running sum and the \
+         log_sum_exp have their own instructions)"
     );
     // Nothing scalar is left outside a block but the final sum.
     assert!(blocks.ops.len() <= 3, "{:?}", blocks.ops.len());
@@ -332,6 +333,87 @@ fn scalar_blocks_keep_every_bit() {
         assert_eq!(lp0.to_bits(), lp1.to_bits());
         for (a, b) in g0.iter().zip(&g1) {
             assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
+        }
+    }
+}
+
+/// Per-observation short vector ops of every layout: `+ − × ÷` between runs and broadcast
+/// scalars of either space, running sums and `log_sum_exp`s of their results (one input
+/// holding −∞), and a product too long for a short instruction.
+fn short_runs_graph(q: &[f64]) -> (Graph, Arg) {
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let (x, y, z) = (p.at(0), p.at(1), p.at(2));
+    let xy = b.binary(BinaryFn::Mul, x, y);
+    let v = b.pack(vec![x, y, z, xy]);
+    let w = b.pack(vec![z, xy, y, x]);
+    let c = b.konst(&[0.5, -2.0, 3.25, 1e-3]);
+    let zero = b.konst(&[0.0]);
+    let neg_inf = b.unary(UnaryFn::Log, zero);
+    let mut terms = Vec::new();
+    for f in [BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul, BinaryFn::Div] {
+        for (l, r) in [
+            (v, w),
+            (v, c),
+            (c, v),
+            (x, v),
+            (v, y),
+            (c.at(1), v),
+            (v, c.at(2)),
+            (z, c),
+            (c, y),
+        ] {
+            let e = b.binary(f, l, r);
+            let cs = b.cumsum(e);
+            terms.push(b.log_sum_exp(cs));
+            let with_neg_inf = b.pack(vec![e.at(0), neg_inf, e.at(3)]);
+            terms.push(b.log_sum_exp(with_neg_inf));
+        }
+    }
+    let long = b.pack(vec![x, y, z, xy, x, y, z, xy, x]);
+    let prod = b.binary(BinaryFn::Mul, long, y);
+    terms.push(b.log_sum_exp(prod));
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn short_run_instructions_keep_every_bit() {
+    let q = [0.3, 0.6, -0.7];
+    let (unfused, out) = short_runs_graph(&q);
+    let mut blocks = unfused.clone();
+    blocks.fuse_scalar_blocks();
+    let code: Vec<&ScalarInstr> = blocks
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Scalars { block, .. } => Some(block.code()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let count = |p: fn(&ScalarInstr) -> bool| code.iter().filter(|i| p(i)).count();
+    assert_eq!(count(|i| matches!(i, ScalarInstr::ShortBinary { .. })), 36);
+    assert_eq!(count(|i| matches!(i, ScalarInstr::CumSum { .. })), 36);
+    assert_eq!(count(|i| matches!(i, ScalarInstr::LogSumExp { .. })), 73);
+    // The nine-value product stays a general short op.
+    assert_eq!(count(|i| matches!(i, ScalarInstr::Small { .. })), 1);
+    for q in [
+        q,
+        [1.5, -0.9, 0.0],
+        [-0.0, 0.5, 1.0],
+        [-3.0, 0.0, 1e-3],
+        [40.0, -2.0, 7.5],
+    ] {
+        let (lp0, g0) = value_and_gradient(&unfused, out, &q);
+        let (lp1, g1) = value_and_gradient(&blocks, out, &q);
+        assert_eq!(lp0.to_bits(), lp1.to_bits(), "at {q:?}");
+        for (a, b) in g0.iter().zip(&g1) {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "gradient {g0:?} vs {g1:?} at {q:?}"
+            );
         }
     }
 }

@@ -53,11 +53,21 @@ impl Operand {
 
     /// The argument this operand reads.
     pub fn arg(self) -> Arg {
+        self.run(1)
+    }
+
+    /// The run of `len` values starting at this operand.
+    pub fn run(self, len: u32) -> Arg {
         if self.is_var() {
-            Arg::var(self.index(), 1)
+            Arg::var(self.index(), len as usize)
         } else {
-            Arg::konst(self.index(), 1)
+            Arg::konst(self.index(), len as usize)
         }
+    }
+
+    /// The first value of the run `a` (of any length).
+    fn start(a: Arg) -> Operand {
+        Operand::of(Arg { len: 1, ..a })
     }
 }
 
@@ -189,6 +199,33 @@ pub enum ScalarInstr {
         xs: Box<[Operand]>,
         out: u32,
     },
+    /// [`Op::Binary`] `+ − × ÷` over `len` ≤ [`SHORT_BINARY`] values, each operand a run of
+    /// `len` values or a broadcast scalar (`a_len`/`b_len` 1), of either space. The short
+    /// vector ops of a model's per-observation function (`theta - kappa`, a log softmax's
+    /// `v - log_sum_exp(v)`) run one per observation: held as [`ScalarInstr::Small`] they paid
+    /// the general op dispatch and slice set-up, several times their arithmetic.
+    ShortBinary {
+        f: BinaryFn,
+        a: Operand,
+        b: Operand,
+        a_len: u8,
+        b_len: u8,
+        len: u8,
+        out: u32,
+    },
+    /// [`Op::CumSum`] of the short run of value slots `x..x + len` (for the same reason).
+    CumSum {
+        x: u32,
+        len: u32,
+        out: u32,
+    },
+    /// [`Op::LogSumExp`] of the short run of value slots `x..x + len` (a mixture's or a
+    /// softmax's per observation).
+    LogSumExp {
+        x: u32,
+        len: u32,
+        out: u32,
+    },
     /// Any other op whose runs are all short ([`SMALL_LEN`]), run by its own rules: a
     /// short vector's arithmetic costs less than a trip through the op dispatch and the SIMD
     /// dispatch (which buys nothing at this length), so it runs inside the block, compiled for
@@ -202,6 +239,11 @@ pub enum ScalarInstr {
 
 /// The longest run an op may read or write to be held in a block as [`ScalarInstr::Small`].
 pub const SMALL_LEN: u32 = 16;
+
+/// The longest elementwise arithmetic op held as [`ScalarInstr::ShortBinary`]: the length up
+/// to which the reference executor runs it undispatched, with its gradient in direct loops
+/// (`kernels::binary_backward_short`, whose rule the instruction calls).
+pub const SHORT_BINARY: u32 = 8;
 
 impl ScalarInstr {
     /// The slots the instruction writes.
@@ -229,6 +271,15 @@ impl ScalarInstr {
                 off: *out,
                 len: xs.len() as u32,
             },
+            ShortBinary { len, out, .. } => Slot {
+                off: *out,
+                len: *len as u32,
+            },
+            CumSum { len, out, .. } => Slot {
+                off: *out,
+                len: *len,
+            },
+            LogSumExp { out, .. } => Slot { off: *out, len: 1 },
             Small { op, .. } => op.out(),
         }
     }
@@ -273,8 +324,49 @@ impl ScalarInstr {
             }
             Dist { dist, .. } => dist.args.iter().for_each(|o| f(o.arg())),
             Pack { xs, .. } => xs.iter().for_each(|o| f(o.arg())),
+            ShortBinary {
+                a, b, a_len, b_len, ..
+            } => {
+                f(a.run(*a_len as u32));
+                f(b.run(*b_len as u32))
+            }
+            CumSum { x, len, .. } | LogSumExp { x, len, .. } => {
+                f(Arg::var(*x as usize, *len as usize))
+            }
             Small { op, .. } => op.inputs().into_iter().for_each(f),
         }
+    }
+
+    /// The op a run instruction ([`ScalarInstr::ShortBinary`], `CumSum`, `LogSumExp`)
+    /// stands for; `None` for the others.
+    fn run_op(&self) -> Option<Op> {
+        use ScalarInstr::*;
+        let slot = |off: u32, len: u32| Slot { off, len };
+        Some(match *self {
+            ShortBinary {
+                f,
+                a,
+                b,
+                a_len,
+                b_len,
+                len,
+                out,
+            } => Op::Binary {
+                f,
+                a: a.run(a_len as u32),
+                b: b.run(b_len as u32),
+                out: slot(out, len as u32),
+            },
+            CumSum { x, len, out } => Op::CumSum {
+                x: Arg::var(x as usize, len as usize),
+                out: slot(out, len),
+            },
+            LogSumExp { x, len, out } => Op::LogSumExp {
+                x: Arg::var(x as usize, len as usize),
+                out: slot(out, 1),
+            },
+            _ => return None,
+        })
     }
 
     /// Calls `f` on every argument, allowing it to be redirected (a scalar to a scalar of
@@ -285,6 +377,13 @@ impl ScalarInstr {
         use ScalarInstr::*;
         if let Small { op, .. } = self {
             op.for_each_input_mut(f);
+            return;
+        }
+        // A run instruction is redirected as its op, then made again (a redirected run may
+        // change space, which `CumSum`/`LogSumExp` do not hold).
+        if let Some(mut op) = self.run_op() {
+            op.for_each_input_mut(f);
+            *self = Self::from_op(&op, |_| None).expect("a run instruction's op stays short");
             return;
         }
         let mut redirect = |o: &mut Operand| {
@@ -343,7 +442,7 @@ impl ScalarInstr {
             }
             Dist { dist, .. } => dist.args.iter_mut().for_each(redirect),
             Pack { xs, .. } => xs.iter_mut().for_each(redirect),
-            _ => unreachable!("specialised forms were made generic above"),
+            _ => unreachable!("specialised forms and run instructions were handled above"),
         }
     }
 
@@ -352,6 +451,10 @@ impl ScalarInstr {
     fn from_op(op: &Op, locate: impl Fn(u32) -> Option<std::sync::Arc<str>>) -> Option<Self> {
         use ScalarInstr as I;
         let scalar = |a: &Arg| a.len == 1;
+        // The run instructions split the buffers at their output unchecked: a value run they
+        // read must end at or below it (the builder's layout guarantees it; a run that does
+        // not stays a checked `Small`).
+        let below = |a: &Arg, out: &Slot| !a.is_var() || a.off + a.len <= out.off;
         Some(match op {
             Op::Unary { f, x, out } if out.len == 1 && scalar(x) => I::Unary {
                 f: *f,
@@ -418,6 +521,37 @@ impl ScalarInstr {
                 xs: xs.iter().map(|a| Operand::of(*a)).collect(),
                 out: out.off,
             },
+            Op::Binary { f, a, b, out }
+                if f.is_arithmetic()
+                    && (2..=SHORT_BINARY).contains(&out.len)
+                    && [a, b]
+                        .iter()
+                        .all(|x| (x.len == 1 || x.len == out.len) && below(x, out)) =>
+            {
+                I::ShortBinary {
+                    f: *f,
+                    a: Operand::start(*a),
+                    b: Operand::start(*b),
+                    a_len: a.len as u8,
+                    b_len: b.len as u8,
+                    len: out.len as u8,
+                    out: out.off,
+                }
+            }
+            Op::CumSum { x, out } if x.is_var() && x.len <= SMALL_LEN && below(x, out) => {
+                I::CumSum {
+                    x: x.off,
+                    len: x.len,
+                    out: out.off,
+                }
+            }
+            Op::LogSumExp { x, out } if x.is_var() && x.len <= SMALL_LEN && below(x, out) => {
+                I::LogSumExp {
+                    x: x.off,
+                    len: x.len,
+                    out: out.off,
+                }
+            }
             _ if Self::is_small(op) => I::Small {
                 op: Box::new(op.clone()),
                 location: locate(op.out().off),
@@ -567,5 +701,77 @@ impl Graph {
         flush(&mut run, &mut pending, &mut ops);
         self.ops = ops;
         absorbed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instr(op: Op) -> ScalarInstr {
+        ScalarInstr::from_op(&op, |_| None).expect("a block holds it")
+    }
+
+    fn slot(off: u32, len: u32) -> Slot {
+        Slot { off, len }
+    }
+
+    /// Redirecting a run instruction's input moves the whole run, to either space; a running
+    /// sum or `log_sum_exp` of constants (which their instructions do not hold) becomes a
+    /// general short op.
+    #[test]
+    fn run_instructions_redirect_as_their_ops() {
+        let to_const = |a: &mut Arg| {
+            if a.is_var() && a.off == 10 {
+                *a = Arg::konst(2, a.len());
+            }
+        };
+        let mut sub = instr(Op::Binary {
+            f: BinaryFn::Sub,
+            a: Arg::var(5, 1),
+            b: Arg::var(10, 3),
+            out: slot(20, 3),
+        });
+        assert!(matches!(sub, ScalarInstr::ShortBinary { .. }));
+        sub.for_each_input_mut(&mut { to_const });
+        let mut inputs = Vec::new();
+        sub.for_each_input(|a| inputs.push(a));
+        assert_eq!(inputs, [Arg::var(5, 1), Arg::konst(2, 3)]);
+        assert!(matches!(sub, ScalarInstr::ShortBinary { b_len: 3, .. }));
+
+        // A value run that does not lie below the output stays a checked general op.
+        let above = instr(Op::LogSumExp {
+            x: Arg::var(30, 4),
+            out: slot(20, 1),
+        });
+        assert!(matches!(above, ScalarInstr::Small { .. }));
+
+        let mut cumsum = instr(Op::CumSum {
+            x: Arg::var(10, 4),
+            out: slot(20, 4),
+        });
+        assert!(matches!(cumsum, ScalarInstr::CumSum { .. }));
+        cumsum.for_each_input_mut(&mut |a: &mut Arg| a.off -= 3);
+        assert!(matches!(
+            cumsum,
+            ScalarInstr::CumSum {
+                x: 7,
+                len: 4,
+                out: 20
+            }
+        ));
+
+        let mut lse = instr(Op::LogSumExp {
+            x: Arg::var(10, 4),
+            out: slot(20, 1),
+        });
+        assert!(matches!(lse, ScalarInstr::LogSumExp { .. }));
+        lse.for_each_input_mut(&mut { to_const });
+        match lse {
+            ScalarInstr::Small { op, .. } => {
+                assert!(matches!(*op, Op::LogSumExp { x, .. } if x == Arg::konst(2, 4)))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

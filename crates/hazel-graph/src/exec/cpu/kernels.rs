@@ -7,6 +7,7 @@
 
 use super::dists;
 use super::read;
+use crate::ir::scalar::SHORT_BINARY;
 use crate::ir::{Arg, CheckKind, Op};
 use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
@@ -412,11 +413,7 @@ pub fn forward(
         }
         Op::CumSum { x, out } => {
             let (lo, o) = split_out(vals, out.off, out.len);
-            let mut acc = 0.0;
-            for (d, v) in o.iter_mut().zip(read(*x, lo, consts)) {
-                acc += v;
-                *d = acc;
-            }
+            cumsum(read(*x, lo, consts), o);
         }
         Op::Sort {
             x,
@@ -789,12 +786,7 @@ pub fn backward(
         Op::LogSumExp { x, out } => {
             if x.is_var() {
                 let y = vals[out.off as usize];
-                let xs = read(*x, lo, consts);
-                let g0 = g[0];
-                let d = &mut adj_lo[x.range()];
-                for i in 0..d.len() {
-                    d[i] += g0 * vmath::exp(xs[i] - y);
-                }
+                log_sum_exp_backward(read(*x, lo, consts), y, g[0], &mut adj_lo[x.range()]);
             }
         }
         Op::Pack { xs, .. } => {
@@ -806,12 +798,7 @@ pub fn backward(
         }
         Op::CumSum { x, .. } => {
             if x.is_var() {
-                let d = &mut adj_lo[x.range()];
-                let mut acc = 0.0;
-                for i in (0..d.len()).rev() {
-                    acc += g[i];
-                    d[i] += acc;
-                }
+                cumsum_backward(g, &mut adj_lo[x.range()]);
             }
         }
         Op::Sort { x, scratch: sc, .. } => {
@@ -1218,6 +1205,20 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     if m == f64::NEG_INFINITY || !m.is_finite() {
         return m;
     }
+    if x.len() <= LSE_GROUP {
+        // One chunk of one group, without the chunk and group iterators (which cost more
+        // than the sum at a softmax's or a mixture's few terms): the same exps, added in
+        // order, then to the zero total.
+        let mut e = [0.0; LSE_GROUP];
+        for (e, v) in e.iter_mut().zip(x) {
+            *e = vmath::exp(v - m);
+        }
+        let mut s = 0.0;
+        for e in &e[..x.len()] {
+            s += e;
+        }
+        return m + vmath::ln(0.0 + s);
+    }
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
         let mut s = 0.0;
@@ -1236,6 +1237,35 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
         total += s;
     }
     m + vmath::ln(total)
+}
+
+/// [`log_sum_exp`]'s gradient rule: `d += g · exp(x − y)` at its value `y`.
+#[inline(always)]
+pub(crate) fn log_sum_exp_backward(xs: &[f64], y: f64, g: f64, d: &mut [f64]) {
+    for (d, x) in d.iter_mut().zip(xs) {
+        *d += g * vmath::exp(x - y);
+    }
+}
+
+/// The running sums of `xs`, left to right.
+#[inline(always)]
+pub(crate) fn cumsum(xs: &[f64], out: &mut [f64]) {
+    let mut acc = 0.0;
+    for (o, v) in out.iter_mut().zip(xs) {
+        acc += v;
+        *o = acc;
+    }
+}
+
+/// [`cumsum`]'s gradient rule: each input's adjoint gets the sum of the output adjoints from
+/// its position on, accumulated from the last.
+#[inline(always)]
+pub(crate) fn cumsum_backward(g: &[f64], d: &mut [f64]) {
+    let mut acc = 0.0;
+    for i in (0..d.len()).rev() {
+        acc += g[i];
+        d[i] += acc;
+    }
 }
 
 /// The exps [`log_sum_exp`] computes before adding them (a multiple of 8, so every ISA level's
@@ -1720,10 +1750,6 @@ pub(crate) fn chunk_sums_side_by_side(n: usize, term: impl Fn(usize) -> f64) -> 
     total
 }
 
-/// The longest elementwise arithmetic op whose gradient rule runs as
-/// [`binary_backward_short`] (and whose forward runs undispatched).
-const SHORT_BINARY: u32 = 8;
-
 /// [`binary_backward`] at the baseline level for an arithmetic op (`+ − × ÷`) of at most
 /// [`SHORT_BINARY`] elements, in direct loops: the same partials, updates and sums in the same
 /// order (one chunk: a broadcast operand's total is `0 + ` its rows' sum, [`chunked_sum`]'s
@@ -1746,6 +1772,24 @@ fn binary_backward_short(
     let g = &adj_hi[..n];
     let y = &vals[o..o + n];
     let (av, bv) = (read(a, vals, consts), read(b, vals, consts));
+    short_operands(f, a, b, av, bv, y, g, adj_lo);
+}
+
+/// [`binary_backward_short`] on its operands' values `av`, `bv`, the output `y`, its adjoint
+/// `g` and the adjoints below the output `adj_lo` (a scalar block's `ShortBinary` passes
+/// them from its own checked buffers).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn short_operands(
+    f: BinaryFn,
+    a: Arg,
+    b: Arg,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+) {
     if a.is_var() {
         short_operand(f, Operand::A, a, av, bv, y, g, adj_lo);
     }

@@ -31,6 +31,30 @@ unsafe fn get(o: Operand, vals: &[f64], consts: &[f64]) -> f64 {
     }
 }
 
+/// The run of `len` values starting at operand `o`.
+///
+/// # Safety
+/// As [`get`], for the whole run.
+#[inline(always)]
+unsafe fn run<'a>(o: Operand, len: usize, vals: &'a [f64], consts: &'a [f64]) -> &'a [f64] {
+    let i = o.index();
+    // SAFETY: see the contract.
+    unsafe {
+        if o.is_var() {
+            vals.get_unchecked(i..i + len)
+        } else {
+            consts.get_unchecked(i..i + len)
+        }
+    }
+}
+
+/// The value slots `x..x + len`: a run instruction's input, unchecked (see [`run`]).
+macro_rules! slots {
+    ($vals:expr, $x:expr, $len:expr) => {
+        unsafe { $vals.get_unchecked(*$x as usize..(*$x + *$len as u32) as usize) }
+    };
+}
+
 /// Panics unless every slot and constant `block` touches lies inside the buffers: after this,
 /// the block's accesses need no further checks.
 #[inline(always)]
@@ -129,6 +153,34 @@ pub fn forward(
                     set!(*out as usize + k, get!(*x))
                 }
             }
+            I::ShortBinary {
+                f,
+                a,
+                b,
+                a_len,
+                b_len,
+                len,
+                out,
+            } => {
+                // The value operands lie below the output (`ScalarInstr::from_op` makes a run
+                // instruction only then).
+                let (lo, hi) = unsafe { vals.split_at_mut_unchecked(*out as usize) };
+                let (av, bv) = unsafe {
+                    (
+                        run(*a, *a_len as usize, lo, consts),
+                        run(*b, *b_len as usize, lo, consts),
+                    )
+                };
+                let o = unsafe { hi.get_unchecked_mut(..*len as usize) };
+                kernels::binary_forward(*f, av, bv, o)
+            }
+            I::CumSum { x, len, out } => {
+                // As above, the input lies below the output.
+                let (lo, hi) = unsafe { vals.split_at_mut_unchecked(*out as usize) };
+                let o = unsafe { hi.get_unchecked_mut(..*len as usize) };
+                kernels::cumsum(slots!(lo, x, len), o)
+            }
+            I::LogSumExp { x, len, out } => set!(*out, kernels::log_sum_exp(slots!(vals, x, len))),
             I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
         }
     }
@@ -351,6 +403,42 @@ pub fn backward(
                         adj!(x.index()) += g;
                     }
                 }
+            }
+            I::ShortBinary {
+                f,
+                a,
+                b,
+                a_len,
+                b_len,
+                len,
+                out,
+            } => {
+                // `kernels::binary_backward_short` on this block's checked buffers; the
+                // operands' adjoints lie below the output's (as in `forward`).
+                let (n, o) = (*len as usize, *out as usize);
+                let (av, bv) = unsafe {
+                    (
+                        run(*a, *a_len as usize, vals, consts),
+                        run(*b, *b_len as usize, vals, consts),
+                    )
+                };
+                let y = unsafe { vals.get_unchecked(o..o + n) };
+                let (adj_lo, adj_hi) = unsafe { adj.split_at_mut_unchecked(o) };
+                let g = unsafe { adj_hi.get_unchecked(..n) };
+                let (a, b) = (a.run(*a_len as u32), b.run(*b_len as u32));
+                kernels::short_operands(*f, a, b, av, bv, y, g, adj_lo)
+            }
+            I::CumSum { x, len, out } => {
+                // The input's adjoints lie below the output's (as in `forward`).
+                let (lo, hi) = unsafe { adj.split_at_mut_unchecked(*out as usize) };
+                kernels::cumsum_backward(slots!(hi, &0, len), unsafe {
+                    lo.get_unchecked_mut(*x as usize..(*x + *len) as usize)
+                })
+            }
+            I::LogSumExp { x, len, out } => {
+                let (y, g) = (v!(out), adj!(*out));
+                let d = unsafe { adj.get_unchecked_mut(*x as usize..(*x + *len) as usize) };
+                kernels::log_sum_exp_backward(slots!(vals, x, len), y, g, d)
             }
             I::Small { op, .. } => small_backward(op, consts, vals, adj, scratch),
             I::Dist { dist, out } => {
