@@ -23,6 +23,7 @@ use hazel_density::EvalError;
 use hazel_math::dist::kernel::{self as kernel, UnivariateKernel};
 use hazel_math::dist::{MathError, Terms};
 use std::any::TypeId;
+use std::mem::MaybeUninit;
 
 /// Which summands to keep: `all` (not proportional) or any argument in the summand's mask
 /// varies.
@@ -73,15 +74,9 @@ macro_rules! kernel_kinds {
     };
 }
 
-/// Elements per block of [`DistArgs::chunk_lanes`]'s loop (a multiple of 8; its buffers,
-/// five blocks of this many values, stay in L1).
+/// Elements per block of [`DistArgs::chunk_lanes`]'s loop (a multiple of 8; its rows, five
+/// blocks of this many values, stay in L1).
 const LANE_BLOCK: usize = 256;
-
-/// The block of [`DistArgs::chunk_lanes`] for a chunk of at most this many elements (a
-/// multiple of 8). Its buffers are zeroed on each call: a short density (posteriordb's Mth runs
-/// ~870 of a few elements per gradient) would otherwise spend most of its time zeroing
-/// [`LANE_BLOCK`]-sized rows it never reads.
-const SHORT_LANE_BLOCK: usize = 16;
 
 /// The chunk's term sum and the scalar arguments' partial sums, from the lane sums and the
 /// last `tail` (< 8) values of each row.
@@ -336,6 +331,111 @@ impl PreparedCache {
 /// Marker for a scratch entry of an argument that needs none (constant argument).
 pub const NO_SCRATCH: u32 = u32::MAX;
 
+/// Where [`DistArgs::chunk_lanes`] puts argument `k`'s partials of the block's `row.len()`
+/// elements from element `i0`: scratch for a vector argument that has some, otherwise `row`
+/// (summed afterwards for a scalar argument; a sink for a vector argument without scratch).
+///
+/// # Safety
+/// As for [`DistArgs::chunk`]: scratch valid for writes at `sc[k] + i` for the block's `i`,
+/// and no one else accessing them while the slice lives. Only initialised values may be
+/// written through the `MaybeUninit` view, which keeps them initialised.
+#[inline(always)]
+unsafe fn partials_dst<'r, const VECTORS: u8>(
+    k: usize,
+    row: &'r mut [MaybeUninit<f64>],
+    sc: &[u32],
+    scratch: *mut f64,
+    i0: usize,
+) -> &'r mut [MaybeUninit<f64>] {
+    if VECTORS & (1 << k) != 0 && sc[k] != NO_SCRATCH {
+        // SAFETY: the caller's contract.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                scratch.add(sc[k] as usize + i0).cast::<MaybeUninit<f64>>(),
+                row.len(),
+            )
+        }
+    } else {
+        row
+    }
+}
+
+/// One block of [`DistArgs::chunk_lanes`]'s element loop: element `j` of the vector arguments'
+/// `columns` (the scalar arguments are in `x` and `d` already) gives `terms[j]` and `g_k[j]`,
+/// argument `k`'s partial; whether every check passed.
+///
+/// Written so that LLVM vectorises it, which it did not do for the loop this replaces when
+/// two arguments were vectors:
+/// - `x` and `d` are indexed by constants only (one macro call per argument, not a loop over
+///   `k`), so they live in registers; indexed by a loop variable they stayed in memory, and
+///   with stores in the loop LLVM could not keep even the scalars' values out of it.
+/// - every output is a parameter of its own, a `&mut` slice: their `noalias` survives
+///   inlining (as scoped alias metadata), so the stores are known to touch neither the loads
+///   nor each other, with no run-time overlap checks.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn lanes_block<K: UnivariateKernel, const VECTORS: u8>(
+    kernel: K,
+    x: [f64; 4],
+    d: [kernel::Derived; 4],
+    columns: [&[f64]; 4],
+    terms: &mut [MaybeUninit<f64>],
+    g0: &mut [MaybeUninit<f64>],
+    g1: &mut [MaybeUninit<f64>],
+    g2: &mut [MaybeUninit<f64>],
+    g3: &mut [MaybeUninit<f64>],
+) -> bool {
+    let is_vector = |k: usize| k < K::ARITY && VECTORS & (1 << k) != 0;
+    let m = terms.len();
+    // Checked once here, so that the loop reads and writes unchecked.
+    for (k, column) in columns.iter().enumerate() {
+        assert!(!is_vector(k) || column.len() == m);
+    }
+    for (k, len) in [g0.len(), g1.len(), g2.len(), g3.len()]
+        .into_iter()
+        .enumerate()
+    {
+        assert!(k >= K::ARITY || len == m);
+    }
+    let [a0, a1, a2, a3] = columns;
+    let mut ok = true;
+    for j in 0..m {
+        let (mut x, mut d) = (x, d);
+        macro_rules! read {
+            ($k:literal, $a:ident) => {
+                if is_vector($k) {
+                    // SAFETY: a vector's column has `m` values (checked above).
+                    x[$k] = unsafe { *$a.get_unchecked(j) };
+                    let (passes, derived) = kernel.prepare_lanes($k, x[$k]);
+                    ok &= passes;
+                    d[$k] = derived;
+                }
+            };
+        }
+        read!(0, a0);
+        read!(1, a1);
+        read!(2, a2);
+        read!(3, a3);
+        let (passes, (lp, g)) = kernel.element_lanes(&x, &d);
+        ok &= passes;
+        macro_rules! write {
+            ($k:literal, $row:ident) => {
+                if $k < K::ARITY {
+                    // SAFETY: each argument's row has `m` values (checked above).
+                    unsafe { $row.get_unchecked_mut(j).write(g[$k]) };
+                }
+            };
+        }
+        // SAFETY: `terms` has `m` values.
+        unsafe { terms.get_unchecked_mut(j).write(lp) };
+        write!(0, g0);
+        write!(1, g1);
+        write!(2, g2);
+        write!(3, g3);
+    }
+    ok
+}
+
 /// The argument runs of one density op, resolved against the buffers.
 pub(crate) struct DistArgs<'a> {
     pub kind: DistKind,
@@ -464,14 +564,8 @@ impl<'a> DistArgs<'a> {
     ) -> Result<(f64, [f64; 4]), EvalError> {
         if K::LANES {
             // SAFETY: the caller's contract.
-            // Either block gives the same bits: both are multiples of 8, and the lane sums take
-            // the chunk's values 8 at a time in element order whatever the block.
             let lanes = dispatch!(self.isa, unsafe {
-                if c1 - c0 <= SHORT_LANE_BLOCK {
-                    self.chunk_lanes::<K, VECTORS, SHORT_LANE_BLOCK>(c0, c1, sc, scratch)
-                } else {
-                    self.chunk_lanes::<K, VECTORS, LANE_BLOCK>(c0, c1, sc, scratch)
-                }
+                self.chunk_lanes::<K, VECTORS>(c0, c1, sc, scratch)
             })?;
             if let Some(r) = lanes {
                 return Ok(r);
@@ -535,18 +629,20 @@ impl<'a> DistArgs<'a> {
 
     /// [`Self::chunk_layout`]'s vectorising loop: `None` if an element fails a check.
     ///
-    /// The chunk is walked in blocks of `BLOCK` elements (a multiple of 8: [`LANE_BLOCK`], or
-    /// [`SHORT_LANE_BLOCK`] for a short chunk, whose buffers cost less to zero): a loop over a block computes
-    /// each element's term and partials through the kernel's branch-free forms into buffers
-    /// (the vector arguments' partials straight into scratch), the checks' outcomes and-ed
-    /// together; the buffers are then added into the lane sums.
+    /// The chunk is walked in blocks of [`LANE_BLOCK`] elements: [`lanes_block`] computes each
+    /// element's term and partials through the kernel's branch-free forms into rows on the
+    /// stack (the vector arguments' partials straight into scratch where they have some), the
+    /// checks' outcomes and-ed together; the rows of the terms and of the scalar arguments'
+    /// partials are then added into the lane sums (a multiple of 8, the block does not change
+    /// the bits: the lane sums take the chunk's values 8 at a time in element order).
+    ///
+    /// The rows are left uninitialised: every value read from one was written by
+    /// `lanes_block` first, and zeroing them cost more than the loop for short densities.
     ///
     /// # Safety
     /// As for [`DistArgs::chunk`].
-    // Index loops on purpose (see `crate::simd`).
-    #[allow(clippy::needless_range_loop)]
     #[inline(always)]
-    unsafe fn chunk_lanes<K: UnivariateKernel, const VECTORS: u8, const BLOCK: usize>(
+    unsafe fn chunk_lanes<K: UnivariateKernel, const VECTORS: u8>(
         &self,
         c0: usize,
         c1: usize,
@@ -557,7 +653,6 @@ impl<'a> DistArgs<'a> {
         let kernel = K::new(self.inc.terms());
         let mut x = [0.0; 4];
         let mut d = [[0.0; 3]; 4];
-        let mut ok = true;
         for k in 0..K::ARITY {
             if !is_vector(k) {
                 x[k] = self.slices[k][0];
@@ -568,52 +663,44 @@ impl<'a> DistArgs<'a> {
         }
         let n = c1 - c0;
         let n8 = n / 8 * 8;
-        // Row 0: the terms; row 1 + k: argument k's partials (for a vector argument without
-        // scratch, a sink).
-        let mut buf = [[0.0f64; BLOCK]; 5];
+        // Row 0: the terms; row 1 + k: argument k's partials (for a vector argument with
+        // scratch, unused; without, a sink).
+        let [mut terms, mut r0, mut r1, mut r2, mut r3] =
+            [[MaybeUninit::<f64>::uninit(); LANE_BLOCK]; 5];
         let mut sums = [ChunkSum::default(); 5];
         let mut rest = [[0.0f64; 8]; 5];
+        let mut ok = true;
         let mut j0 = 0;
         while j0 < n {
-            let m = BLOCK.min(n - j0);
-            let (terms, rows) = buf.split_first_mut().expect("rows");
-            let mut columns: [&[f64]; 4] = [&[]; 4];
-            let mut dst: [*mut f64; 4] = [std::ptr::null_mut(); 4];
-            for k in 0..K::ARITY {
+            let m = LANE_BLOCK.min(n - j0);
+            let i0 = c0 + j0;
+            let column = |k: usize| -> &[f64] {
                 if is_vector(k) {
-                    columns[k] = &self.slices[k][c0 + j0..c0 + j0 + m];
-                }
-                dst[k] = if is_vector(k) && sc[k] != NO_SCRATCH {
-                    // SAFETY: see the caller's contract.
-                    unsafe { scratch.add(sc[k] as usize + c0 + j0) }
+                    &self.slices[k][i0..i0 + m]
                 } else {
-                    rows[k].as_mut_ptr()
-                };
-            }
-            for j in 0..m {
-                for k in 0..K::ARITY {
-                    if is_vector(k) {
-                        // SAFETY: `columns[k]` has `m` elements.
-                        x[k] = unsafe { *columns[k].get_unchecked(j) };
-                        let (passes, derived) = kernel.prepare_lanes(k, x[k]);
-                        ok &= passes;
-                        d[k] = derived;
-                    }
+                    &[]
                 }
-                let (passes, (lp, g)) = kernel.element_lanes(&x, &d);
-                ok &= passes;
-                terms[j] = lp;
-                for k in 0..K::ARITY {
-                    // SAFETY: `dst[k]` has room for `m` values (scratch: the caller's
-                    // contract; otherwise a row of `buf`).
-                    unsafe { *dst[k].add(j) = g[k] };
-                }
-            }
+            };
+            ok &= lanes_block::<K, VECTORS>(
+                kernel,
+                x,
+                d,
+                [column(0), column(1), column(2), column(3)],
+                &mut terms[..m],
+                // SAFETY (each): the caller's contract.
+                unsafe { partials_dst::<VECTORS>(0, &mut r0[..m], sc, scratch, i0) },
+                unsafe { partials_dst::<VECTORS>(1, &mut r1[..m], sc, scratch, i0) },
+                unsafe { partials_dst::<VECTORS>(2, &mut r2[..m], sc, scratch, i0) },
+                unsafe { partials_dst::<VECTORS>(3, &mut r3[..m], sc, scratch, i0) },
+            );
             // Into the lanes: all of a block but the chunk's last n mod 8 values.
             let m8 = m.min(n8.saturating_sub(j0));
-            for (r, (sum, row)) in sums.iter_mut().zip(&buf).enumerate() {
+            for (r, row) in [&terms, &r0, &r1, &r2, &r3].into_iter().enumerate() {
                 if r == 0 || (r <= K::ARITY && !is_vector(r - 1)) {
-                    sum.add8(self.isa, &row[..m8]);
+                    // SAFETY: `lanes_block` wrote the block's `m` terms, and the partials of
+                    // every scalar argument into its row.
+                    let row = unsafe { row[..m].assume_init_ref() };
+                    sums[r].add8(self.isa, &row[..m8]);
                     rest[r][..m - m8].copy_from_slice(&row[m8..m]);
                 }
             }
