@@ -243,7 +243,7 @@ pub const SMALL_LEN: u32 = 16;
 /// The longest elementwise arithmetic op held as [`ScalarInstr::ShortBinary`]: the length up
 /// to which the reference executor runs it undispatched, with its gradient in direct loops
 /// (`kernels::binary_backward_short`, whose rule the instruction calls).
-pub const SHORT_BINARY: u32 = 8;
+pub(crate) const SHORT_BINARY: u32 = 8;
 
 impl ScalarInstr {
     /// The slots the instruction writes.
