@@ -13,6 +13,32 @@ fn value_and_gradient(g: &Graph, out: Arg, q: &[f64]) -> (f64, Vec<f64>) {
     (g.scalar(out, &b), b.adj[..q.len()].to_vec())
 }
 
+/// `a` and `b` give the same log density and gradient at `q`, to the bit.
+fn assert_same_bits(a: &Graph, b: &Graph, out: Arg, q: &[f64], what: &str) {
+    let (lp0, g0) = value_and_gradient(a, out, q);
+    let (lp1, g1) = value_and_gradient(b, out, q);
+    assert_eq!(lp0.to_bits(), lp1.to_bits(), "{what} at {q:?}");
+    for (x, y) in g0.iter().zip(&g1) {
+        assert_eq!(
+            x.to_bits(),
+            y.to_bits(),
+            "{what}: gradient {g0:?} vs {g1:?} at {q:?}"
+        );
+    }
+}
+
+/// The instructions of every scalar block of `g`, in order.
+fn block_code(g: &Graph) -> Vec<&ScalarInstr> {
+    g.ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Scalars { block, .. } => Some(block.code()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
 fn count_mul_add(g: &Graph) -> usize {
     g.ops
         .iter()
@@ -310,14 +336,8 @@ fn scalar_blocks_keep_every_bit() {
     let mut blocks = fused.clone();
     let absorbed = blocks.fuse_scalar_blocks();
     assert!(absorbed >= 40, "{absorbed} ops absorbed");
-    let small = blocks
-        .ops
-        .iter()
-        .filter_map(|op| match op {
-            Op::Scalars { block, .. } => Some(block.code()),
-            _ => None,
-        })
-        .flatten()
+    let small = block_code(&blocks)
+        .into_iter()
         .filter(|i| matches!(i, ScalarInstr::Small { .. }))
         .count();
     assert_eq!(
@@ -328,12 +348,7 @@ fn scalar_blocks_keep_every_bit() {
     // Nothing scalar is left outside a block but the final sum.
     assert!(blocks.ops.len() <= 3, "{:?}", blocks.ops.len());
     for q in [q, [1.5, -0.9, 0.0], [-3.0, 0.0, 1e-3], [0.0, 0.0, 0.0]] {
-        let (lp0, g0) = value_and_gradient(&unfused, out, &q);
-        let (lp1, g1) = value_and_gradient(&blocks, out, &q);
-        assert_eq!(lp0.to_bits(), lp1.to_bits());
-        for (a, b) in g0.iter().zip(&g1) {
-            assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
-        }
+        assert_same_bits(&unfused, &blocks, out, &q, "blocks");
     }
 }
 
@@ -383,15 +398,7 @@ fn short_run_instructions_keep_every_bit() {
     let (unfused, out) = short_runs_graph(&q);
     let mut blocks = unfused.clone();
     blocks.fuse_scalar_blocks();
-    let code: Vec<&ScalarInstr> = blocks
-        .ops
-        .iter()
-        .filter_map(|op| match op {
-            Op::Scalars { block, .. } => Some(block.code()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let code = block_code(&blocks);
     let count = |p: fn(&ScalarInstr) -> bool| code.iter().filter(|i| p(i)).count();
     assert_eq!(count(|i| matches!(i, ScalarInstr::ShortBinary { .. })), 36);
     assert_eq!(count(|i| matches!(i, ScalarInstr::CumSum { .. })), 36);
@@ -405,16 +412,7 @@ fn short_run_instructions_keep_every_bit() {
         [-3.0, 0.0, 1e-3],
         [40.0, -2.0, 7.5],
     ] {
-        let (lp0, g0) = value_and_gradient(&unfused, out, &q);
-        let (lp1, g1) = value_and_gradient(&blocks, out, &q);
-        assert_eq!(lp0.to_bits(), lp1.to_bits(), "at {q:?}");
-        for (a, b) in g0.iter().zip(&g1) {
-            assert_eq!(
-                a.to_bits(),
-                b.to_bits(),
-                "gradient {g0:?} vs {g1:?} at {q:?}"
-            );
-        }
+        assert_same_bits(&unfused, &blocks, out, &q, "run instructions");
     }
 }
 
@@ -517,16 +515,13 @@ fn densities_in_a_block_share_what_their_arguments_derive_with_the_same_bits() {
             [-3.0, 0.0, 1e-3, -5.0, 1e-300],
         ];
         for q in points {
-            let (lp0, g0) = value_and_gradient(&unfused, out, &q);
-            let (lp1, g1) = value_and_gradient(&blocks, out, &q);
-            assert_eq!(
-                lp0.to_bits(),
-                lp1.to_bits(),
-                "{components} components at {q:?}"
+            assert_same_bits(
+                &unfused,
+                &blocks,
+                out,
+                &q,
+                &format!("{components} components"),
             );
-            for (a, b) in g0.iter().zip(&g1) {
-                assert_eq!(a.to_bits(), b.to_bits(), "gradient {g0:?} vs {g1:?}");
-            }
         }
         // A negative scale: the first density that reads it fails, with Stan's message,
         // cached or not.

@@ -136,7 +136,8 @@ fn fused_glm_gives_the_unfused_bits() {
 }
 
 /// The fused op's linear predictor (and the removed product's and sum's slots next to it) are
-/// listed as adjoint-free, so a backward sweep does not clear them: whatever its adjoints hold (NaN here) must not reach the gradient.
+/// listed as adjoint-free, so a backward sweep does not clear them: whatever its adjoints
+/// hold (NaN here) must not reach the gradient.
 #[test]
 fn a_backward_sweep_never_reads_the_linear_predictors_adjoint() {
     let (n, k) = (5003, 4);

@@ -271,15 +271,9 @@ impl ScalarInstr {
                 off: *out,
                 len: xs.len() as u32,
             },
-            ShortBinary { len, out, .. } => Slot {
-                off: *out,
-                len: *len as u32,
-            },
-            CumSum { len, out, .. } => Slot {
-                off: *out,
-                len: *len,
-            },
-            LogSumExp { out, .. } => Slot { off: *out, len: 1 },
+            ShortBinary { .. } | CumSum { .. } | LogSumExp { .. } => {
+                self.run_op().expect("a run instruction").out()
+            }
             Small { op, .. } => op.out(),
         }
     }
@@ -324,15 +318,12 @@ impl ScalarInstr {
             }
             Dist { dist, .. } => dist.args.iter().for_each(|o| f(o.arg())),
             Pack { xs, .. } => xs.iter().for_each(|o| f(o.arg())),
-            ShortBinary {
-                a, b, a_len, b_len, ..
-            } => {
-                f(a.run(*a_len as u32));
-                f(b.run(*b_len as u32))
-            }
-            CumSum { x, len, .. } | LogSumExp { x, len, .. } => {
-                f(Arg::var(*x as usize, *len as usize))
-            }
+            ShortBinary { .. } | CumSum { .. } | LogSumExp { .. } => self
+                .run_op()
+                .expect("a run instruction")
+                .inputs()
+                .into_iter()
+                .for_each(f),
             Small { op, .. } => op.inputs().into_iter().for_each(f),
         }
     }

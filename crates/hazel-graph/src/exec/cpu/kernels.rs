@@ -1218,34 +1218,33 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
         // One chunk of one group, without the chunk and group iterators (which cost more
         // than the sum at a softmax's or a mixture's few terms): the same exps, added in
         // order, then to the zero total.
-        let mut e = [0.0; LSE_GROUP];
-        for (e, v) in e.iter_mut().zip(x) {
-            *e = vmath::exp(v - m);
-        }
-        let mut s = 0.0;
-        for e in &e[..x.len()] {
-            s += e;
-        }
-        return m + vmath::ln(0.0 + s);
+        return m + vmath::ln(0.0 + add_exps(0.0, x, m));
     }
     let mut total = 0.0;
     for c in x.chunks(CHUNK) {
         let mut s = 0.0;
-        // The exps of a group first (a loop `vmath::exp` vectorises in), then added one by
-        // one in order: the bits of adding each as it is computed, at a fraction of the cost
-        // (a mixture's `log_sum_exp` per observation is a few terms long).
         for group in c.chunks(LSE_GROUP) {
-            let mut e = [0.0; LSE_GROUP];
-            for (e, v) in e.iter_mut().zip(group) {
-                *e = vmath::exp(v - m);
-            }
-            for e in &e[..group.len()] {
-                s += e;
-            }
+            s = add_exps(s, group, m);
         }
         total += s;
     }
     m + vmath::ln(total)
+}
+
+/// `s + exp(x₀ − m) + exp(x₁ − m) + …` for at most [`LSE_GROUP`] values: the exps first (a
+/// loop `vmath::exp` vectorises in), then added one by one in order — the bits of adding
+/// each as it is computed, at a fraction of the cost (a mixture's `log_sum_exp` per
+/// observation is a few terms long).
+#[inline(always)]
+fn add_exps(mut s: f64, group: &[f64], m: f64) -> f64 {
+    let mut e = [0.0; LSE_GROUP];
+    for (e, v) in e.iter_mut().zip(group) {
+        *e = vmath::exp(v - m);
+    }
+    for e in &e[..group.len()] {
+        s += e;
+    }
+    s
 }
 
 /// [`log_sum_exp`]'s gradient rule: `d += g · exp(x − y)` at its value `y`.
@@ -2034,7 +2033,9 @@ pub(crate) fn sd_parts(x: &[f64]) -> (f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::scatter_add;
+    use super::{binary_backward, binary_backward_short, BinaryFn, Isa, SHORT_BINARY};
     use super::{dispatch, strong_mul, unary_backward, unary_forward, UnaryFn};
+    use crate::ir::{Arg, Slot};
     use crate::simd::SimdLevel;
 
     /// Every function `common_unary!` gives its own loop, and one it leaves to the per-element
@@ -2095,8 +2096,6 @@ mod tests {
             }
         }
     }
-    use super::{binary_backward, binary_backward_short, BinaryFn, Isa, SHORT_BINARY};
-    use crate::ir::{Arg, Slot};
 
     /// The short ops' gradient rule gives the general rule's bits: every arithmetic function,
     /// each operand full-length, broadcast or constant, the same slot on both sides, every

@@ -48,10 +48,16 @@ unsafe fn run<'a>(o: Operand, len: usize, vals: &'a [f64], consts: &'a [f64]) ->
     }
 }
 
-/// The value slots `x..x + len`: a run instruction's input, unchecked (see [`run`]).
+/// The value slots `x..x + len`: a run instruction's input, unchecked (see [`run`]);
+/// `slots_mut!`, the same run of an adjoint buffer.
 macro_rules! slots {
     ($vals:expr, $x:expr, $len:expr) => {
         unsafe { $vals.get_unchecked(*$x as usize..(*$x + *$len as u32) as usize) }
+    };
+}
+macro_rules! slots_mut {
+    ($adj:expr, $x:expr, $len:expr) => {
+        unsafe { $adj.get_unchecked_mut(*$x as usize..(*$x + *$len as u32) as usize) }
     };
 }
 
@@ -431,14 +437,12 @@ pub fn backward(
             I::CumSum { x, len, out } => {
                 // The input's adjoints lie below the output's (as in `forward`).
                 let (lo, hi) = unsafe { adj.split_at_mut_unchecked(*out as usize) };
-                kernels::cumsum_backward(slots!(hi, &0, len), unsafe {
-                    lo.get_unchecked_mut(*x as usize..(*x + *len) as usize)
-                })
+                let g = unsafe { hi.get_unchecked(..*len as usize) };
+                kernels::cumsum_backward(g, slots_mut!(lo, x, len))
             }
             I::LogSumExp { x, len, out } => {
                 let (y, g) = (v!(out), adj!(*out));
-                let d = unsafe { adj.get_unchecked_mut(*x as usize..(*x + *len) as usize) };
-                kernels::log_sum_exp_backward(slots!(vals, x, len), y, g, d)
+                kernels::log_sum_exp_backward(slots!(vals, x, len), y, g, slots_mut!(adj, x, len))
             }
             I::Small { op, .. } => small_backward(op, consts, vals, adj, scratch),
             I::Dist { dist, out } => {
