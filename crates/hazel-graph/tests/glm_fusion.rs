@@ -100,6 +100,7 @@ fn fused_glm_gives_the_unfused_bits() {
                 (5003, 7, false),
                 (2048, 20, false),
                 (9, 1, false),
+                (6, 3, false),
                 (2100, 5, true),
             ] {
                 let mut r = Xorshift(n as u64 + 17);
@@ -163,6 +164,51 @@ fn a_backward_sweep_never_reads_the_linear_predictors_adjoint() {
         g.adjoint_free[0].off as usize..(g.adjoint_free[0].off + g.adjoint_free[0].len) as usize;
     for (i, a) in buf.adj[..g.n_vals].iter().enumerate() {
         assert_eq!(a.is_nan(), free.contains(&i), "slot {i}");
+    }
+}
+
+/// An outcome outside the support, or a bad scalar argument, is the same evaluation error
+/// from the fused op as from the unfused graph, naming the same element, wherever it lies in
+/// a block (the fused op runs a block in pieces of rows and, on a failed check, runs the
+/// block again whole to name the element).
+#[test]
+fn fused_glm_errors_are_the_unfused_errors() {
+    let (n, k) = (2100, 5);
+    for (kind, bad_row, bad_aux) in [
+        (DistKind::BernoulliLogit, Some(1500), false),
+        (DistKind::BernoulliLogit, Some(2099), false),
+        (DistKind::PoissonLog, Some(300), false),
+        (DistKind::NegBinomial2Log, None, true),
+    ] {
+        let q = vec![0.1; k + 2];
+        let mut b = GraphBuilder::new(&q);
+        let x: Vec<f64> = (0..n * k).map(|i| (i % 7) as f64 * 0.1 - 0.3).collect();
+        let mut y = vec![1.0; n];
+        if let Some(r) = bad_row {
+            y[r] = -1.0;
+        }
+        let xa = b.konst(&x);
+        let ya = b.konst(&y);
+        let eta = b.matvec(xa, Arg::var(1, k), n, k);
+        let mut args = vec![ya, eta];
+        if kind == DistKind::NegBinomial2Log {
+            args.push(b.scalar_const(if bad_aux { -1.0 } else { 1.0 }));
+        }
+        let lik = b.dist(kind, args, true);
+        let target = b.sum_scalars(vec![lik]);
+        let unfused = b.finish();
+        let mut fused = unfused.clone();
+        assert_eq!(fused.fuse_glm(target), 1, "{kind:?}");
+        let error = |g: &Graph| {
+            let mut buf = Buffers::for_graph(g);
+            buf.isa = SimdLevel::Auto.resolve().expect("auto");
+            g.forward(&q, &mut buf).expect_err("fails").to_string()
+        };
+        let (e0, e1) = (error(&unfused), error(&fused));
+        assert_eq!(e1, e0, "{kind:?}");
+        if let Some(r) = bad_row {
+            assert!(e0.contains(&format!("element {}", r + 1)), "{kind:?}: {e0}");
+        }
     }
 }
 

@@ -74,25 +74,75 @@ macro_rules! kernel_kinds {
     };
 }
 
+/// Runs `$body` with `$M` a constant equal to `$vectors`, the layout of a kernel's
+/// arguments (bit `k` set = argument `k` is a vector): one copy of `$body` per layout that
+/// `$arity` arguments can have (`$arity` is a kernel's constant, so the copies for other
+/// arities are dead code).
+macro_rules! with_layout {
+    ($arity:expr, $vectors:expr, $M:ident => $body:expr) => {
+        if $arity <= 1 {
+            layout_arms!($vectors, $M => $body; 0 1)
+        } else if $arity == 2 {
+            layout_arms!($vectors, $M => $body; 0 1 2 3)
+        } else if $arity == 3 {
+            layout_arms!($vectors, $M => $body; 0 1 2 3 4 5 6 7)
+        } else {
+            layout_arms!($vectors, $M => $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        }
+    };
+}
+
+/// [`with_layout!`]'s `match` over the layouts listed.
+macro_rules! layout_arms {
+    ($vectors:expr, $M:ident => $body:expr; $($m:literal)*) => {
+        match $vectors {
+            $($m => {
+                const $M: u8 = $m;
+                $body
+            })*
+            _ => unreachable!("a layout of at most K::ARITY arguments"),
+        }
+    };
+}
+
 /// Elements per block of [`DistArgs::chunk_lanes`]'s loop (a multiple of 8; its rows, five
 /// blocks of this many values, stay in L1).
 const LANE_BLOCK: usize = 256;
 
-/// The chunk's term sum and the scalar arguments' partial sums, from the lane sums and the
-/// last `tail` (< 8) values of each row.
-#[inline(always)]
-fn finish_sums<K: UnivariateKernel, const VECTORS: u8>(
-    sums: &[ChunkSum; 5],
-    rest: &[[f64; 8]; 5],
-    tail: usize,
-) -> (f64, [f64; 4]) {
-    let mut scalar_part = [0.0f64; 4];
-    for k in 0..K::ARITY {
-        if VECTORS & (1 << k) == 0 {
-            scalar_part[k] = sums[1 + k].finish(&rest[1 + k][..tail]);
+/// A chunk's sums in progress, in [`kernels::chunked_sum`]'s shape: row 0 the terms, row
+/// `1 + k` argument `k`'s partials (kept for broadcast scalar arguments only), each as lane
+/// sums ([`ChunkSum`]) of the chunk's first `n − n mod 8` values and the last `n mod 8` in
+/// `rest`; `ok` whether every element so far passed the branch-free forms' checks.
+pub(crate) struct LaneSums {
+    sums: [ChunkSum; 5],
+    rest: [[f64; 8]; 5],
+    ok: bool,
+}
+
+impl Default for LaneSums {
+    fn default() -> Self {
+        LaneSums {
+            sums: [ChunkSum::default(); 5],
+            rest: [[0.0; 8]; 5],
+            ok: true,
         }
     }
-    (sums[0].finish(&rest[0][..tail]), scalar_part)
+}
+
+impl LaneSums {
+    /// The chunk's term sum and the scalar arguments' partial sums, the chunk's last `tail`
+    /// (< 8) values of each row added after the lanes. `vectors`: bit `k` set = argument `k`
+    /// is a vector (its partials are per element, not summed).
+    #[inline(always)]
+    fn finish(&self, arity: usize, vectors: u8, tail: usize) -> (f64, [f64; 4]) {
+        let mut scalar_part = [0.0f64; 4];
+        for k in 0..arity {
+            if vectors & (1 << k) == 0 {
+                scalar_part[k] = self.sums[1 + k].finish(&self.rest[1 + k][..tail]);
+            }
+        }
+        (self.sums[0].finish(&self.rest[0][..tail]), scalar_part)
+    }
 }
 
 /// One element of a table distribution (lpdf, lcdf or lccdf) through its function pointers.
@@ -513,31 +563,9 @@ impl<'a> DistArgs<'a> {
         sc: &[u32],
         scratch: *mut f64,
     ) -> Result<(f64, [f64; 4]), EvalError> {
-        let mut vectors = 0u8;
-        for k in 0..K::ARITY {
-            if self.slices[k].len() != 1 {
-                vectors |= 1 << k;
-            }
-        }
-        macro_rules! layouts {
-            ($($m:literal)*) => {
-                match vectors {
-                    $($m => unsafe { self.chunk_layout::<K, $m>(c0, c1, sc, scratch) },)*
-                    _ => unreachable!("a layout of at most K::ARITY arguments"),
-                }
-            };
-        }
-        // Only the layouts an arity can have are instantiated (`K::ARITY` is a constant, and
-        // the branches for other arities are not compiled for `K`).
-        if K::ARITY <= 1 {
-            layouts!(0 1)
-        } else if K::ARITY == 2 {
-            layouts!(0 1 2 3)
-        } else if K::ARITY == 3 {
-            layouts!(0 1 2 3 4 5 6 7)
-        } else {
-            layouts!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-        }
+        with_layout!(K::ARITY, self.layout(K::ARITY), M => unsafe {
+            self.chunk_layout::<K, M>(c0, c1, sc, scratch)
+        })
     }
 
     /// The element loop of one kernel family for one layout: bit `k` of `VECTORS` set =
@@ -624,20 +652,15 @@ impl<'a> DistArgs<'a> {
                 }
             }
         }
-        Ok(finish_sums::<K, VECTORS>(&sums, &rest, n - n8))
+        Ok(LaneSums {
+            sums,
+            rest,
+            ok: true,
+        }
+        .finish(K::ARITY, VECTORS, n - n8))
     }
 
     /// [`Self::chunk_layout`]'s vectorising loop: `None` if an element fails a check.
-    ///
-    /// The chunk is walked in blocks of [`LANE_BLOCK`] elements: [`lanes_block`] computes each
-    /// element's term and partials through the kernel's branch-free forms into rows on the
-    /// stack (the vector arguments' partials straight into scratch where they have some), the
-    /// checks' outcomes and-ed together; the rows of the terms and of the scalar arguments'
-    /// partials are then added into the lane sums (a multiple of 8, the block does not change
-    /// the bits: the lane sums take the chunk's values 8 at a time in element order).
-    ///
-    /// The rows are left uninitialised: every value read from one was written by
-    /// `lanes_block` first, and zeroing them cost more than the loop for short densities.
     ///
     /// # Safety
     /// As for [`DistArgs::chunk`].
@@ -649,6 +672,39 @@ impl<'a> DistArgs<'a> {
         sc: &[u32],
         scratch: *mut f64,
     ) -> Result<Option<(f64, [f64; 4])>, EvalError> {
+        let mut st = LaneSums::default();
+        // SAFETY: the caller's contract.
+        unsafe { self.lanes_rows::<K, VECTORS>(c0, c1, c0, c1, sc, scratch, &mut st)? };
+        Ok(st.ok.then(|| st.finish(K::ARITY, VECTORS, (c1 - c0) % 8)))
+    }
+
+    /// Elements `i0..i1` of the chunk `c0..c1` by the kernel's branch-free forms, added into
+    /// `st`; `i0 − c0` is a multiple of 8, and so is `i1 − c0` unless `i1 = c1`.
+    ///
+    /// The elements are walked in blocks of [`LANE_BLOCK`]: [`lanes_block`] computes each
+    /// element's term and partials into rows on the stack (the vector arguments' partials
+    /// straight into scratch where they have some), the checks' outcomes and-ed into `st.ok`;
+    /// the rows of the terms and of the scalar arguments' partials are then added into the
+    /// lane sums. The lane sums take the chunk's values 8 at a time in element order, so
+    /// neither the blocks nor the caller's pieces change the bits.
+    ///
+    /// The rows are left uninitialised: every value read from one was written by
+    /// `lanes_block` first, and zeroing them cost more than the loop for short densities.
+    ///
+    /// # Safety
+    /// As for [`DistArgs::chunk`].
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn lanes_rows<K: UnivariateKernel, const VECTORS: u8>(
+        &self,
+        c0: usize,
+        c1: usize,
+        i0: usize,
+        i1: usize,
+        sc: &[u32],
+        scratch: *mut f64,
+        st: &mut LaneSums,
+    ) -> Result<(), EvalError> {
         let is_vector = |k: usize| VECTORS & (1 << k) != 0;
         let kernel = K::new(self.inc.terms());
         let mut x = [0.0; 4];
@@ -661,55 +717,131 @@ impl<'a> DistArgs<'a> {
                     .map_err(|e| EvalError::domain(e.message))?;
             }
         }
-        let n = c1 - c0;
-        let n8 = n / 8 * 8;
-        // Row 0: the terms; row 1 + k: argument k's partials (for a vector argument with
-        // scratch, unused; without, a sink).
+        let n8 = (c1 - c0) / 8 * 8;
         let [mut terms, mut r0, mut r1, mut r2, mut r3] =
             [[MaybeUninit::<f64>::uninit(); LANE_BLOCK]; 5];
-        let mut sums = [ChunkSum::default(); 5];
-        let mut rest = [[0.0f64; 8]; 5];
-        let mut ok = true;
-        let mut j0 = 0;
-        while j0 < n {
-            let m = LANE_BLOCK.min(n - j0);
-            let i0 = c0 + j0;
+        let mut i = i0;
+        while i < i1 {
+            let m = LANE_BLOCK.min(i1 - i);
             let column = |k: usize| -> &[f64] {
                 if is_vector(k) {
-                    &self.slices[k][i0..i0 + m]
+                    &self.slices[k][i..i + m]
                 } else {
                     &[]
                 }
             };
-            ok &= lanes_block::<K, VECTORS>(
+            st.ok &= lanes_block::<K, VECTORS>(
                 kernel,
                 x,
                 d,
                 [column(0), column(1), column(2), column(3)],
                 &mut terms[..m],
                 // SAFETY (each): the caller's contract.
-                unsafe { partials_dst::<VECTORS>(0, &mut r0[..m], sc, scratch, i0) },
-                unsafe { partials_dst::<VECTORS>(1, &mut r1[..m], sc, scratch, i0) },
-                unsafe { partials_dst::<VECTORS>(2, &mut r2[..m], sc, scratch, i0) },
-                unsafe { partials_dst::<VECTORS>(3, &mut r3[..m], sc, scratch, i0) },
+                unsafe { partials_dst::<VECTORS>(0, &mut r0[..m], sc, scratch, i) },
+                unsafe { partials_dst::<VECTORS>(1, &mut r1[..m], sc, scratch, i) },
+                unsafe { partials_dst::<VECTORS>(2, &mut r2[..m], sc, scratch, i) },
+                unsafe { partials_dst::<VECTORS>(3, &mut r3[..m], sc, scratch, i) },
             );
             // Into the lanes: all of a block but the chunk's last n mod 8 values.
-            let m8 = m.min(n8.saturating_sub(j0));
+            let m8 = m.min(n8.saturating_sub(i - c0));
             for (r, row) in [&terms, &r0, &r1, &r2, &r3].into_iter().enumerate() {
                 if r == 0 || (r <= K::ARITY && !is_vector(r - 1)) {
                     // SAFETY: `lanes_block` wrote the block's `m` terms, and the partials of
                     // every scalar argument into its row.
                     let row = unsafe { row[..m].assume_init_ref() };
-                    sums[r].add8(self.isa, &row[..m8]);
-                    rest[r][..m - m8].copy_from_slice(&row[m8..m]);
+                    st.sums[r].add8(self.isa, &row[..m8]);
+                    st.rest[r][..m - m8].copy_from_slice(&row[m8..m]);
                 }
             }
-            j0 += m;
+            i += m;
         }
-        if !ok {
-            return Ok(None);
+        Ok(())
+    }
+
+    /// [`Self::chunk`] in pieces, for a caller that produces a vector argument's values piece
+    /// by piece just before they are used (the fused GLM computes η a few rows at a time, so
+    /// that the density's arithmetic overlaps the reading of the next rows of `X`):
+    /// elements `i0..i1` of the chunk `c0..c1` into `st` (`i0 − c0` a multiple of 8, and
+    /// `i1 − c0` too unless `i1 = c1`); [`Self::chunk_part_finish`] then gives `chunk`'s
+    /// result, to the bit. `Ok(false)` (nothing done): the family has no branch-free forms,
+    /// and the caller uses [`Self::chunk`]. `self` need only hold the arguments' values of
+    /// `i0..i1`.
+    ///
+    /// # Safety
+    /// As for [`DistArgs::chunk`], for the elements `i0..i1`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn chunk_part(
+        &self,
+        c0: usize,
+        c1: usize,
+        i0: usize,
+        i1: usize,
+        sc: &[u32],
+        scratch: *mut f64,
+        st: &mut LaneSums,
+    ) -> Result<bool, EvalError> {
+        with_kernel!(
+            self.kind,
+            K => {
+                if !K::LANES {
+                    return Ok(false);
+                }
+                with_layout!(K::ARITY, self.layout(K::ARITY), M => unsafe {
+                    self.part_layout::<K, M>(c0, c1, i0, i1, sc, scratch, st)
+                })
+            },
+            _t => Ok(false)
+        )
+    }
+
+    /// [`Self::chunk_part`] for one kernel and layout, out of line with its vectorised loop.
+    ///
+    /// # Safety
+    /// As for [`Self::chunk_part`].
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    unsafe fn part_layout<K: UnivariateKernel, const VECTORS: u8>(
+        &self,
+        c0: usize,
+        c1: usize,
+        i0: usize,
+        i1: usize,
+        sc: &[u32],
+        scratch: *mut f64,
+        st: &mut LaneSums,
+    ) -> Result<bool, EvalError> {
+        // SAFETY: the caller's contract.
+        dispatch!(self.isa, unsafe {
+            self.lanes_rows::<K, VECTORS>(c0, c1, i0, i1, sc, scratch, st)
+        })?;
+        Ok(true)
+    }
+
+    /// The result of [`Self::chunk`] for the chunk `c0..c1` fed whole to
+    /// [`Self::chunk_part`], or `None` if an element failed a check (the caller runs `chunk`
+    /// for the error naming it).
+    pub fn chunk_part_finish(
+        &self,
+        c0: usize,
+        c1: usize,
+        st: &LaneSums,
+    ) -> Option<(f64, [f64; 4])> {
+        let arity = self.kind.nargs();
+        st.ok
+            .then(|| st.finish(arity, self.layout(arity), (c1 - c0) % 8))
+    }
+
+    /// The layout of the arguments: bit `k` set = argument `k` (of the first `arity`) is a
+    /// vector.
+    #[inline(always)]
+    fn layout(&self, arity: usize) -> u8 {
+        let mut vectors = 0u8;
+        for k in 0..arity {
+            if self.slices[k].len() != 1 {
+                vectors |= 1 << k;
+            }
         }
-        Ok(Some(finish_sums::<K, VECTORS>(&sums, &rest, n - n8)))
+        vectors
     }
 
     /// [`DistArgs::chunk`] for a table distribution (function pointers, per element).

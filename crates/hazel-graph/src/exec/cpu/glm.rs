@@ -1,8 +1,8 @@
 //! GLM fusion, the executor half: the value and gradient rules of `Op::Glm` (see
 //! `crate::ir::glm` for what it computes and why its bits equal the unfused graph's).
 
-use super::dists::{DistArgs, NO_SCRATCH};
-use super::kernels::{self, CHUNK};
+use super::dists::{DistArgs, LaneSums, NO_SCRATCH};
+use super::kernels::{self, ChunkSum, CHUNK};
 use super::read;
 use crate::ir::glm::GlmSpec;
 use crate::ir::Slot;
@@ -59,6 +59,9 @@ pub(crate) fn record_len(s: &GlmSpec) -> usize {
 /// Block `blk` (rows `blk·CHUNK ..`): writes η's rows into its slot and the density's per-row
 /// partials into scratch, and the block's record into `rec`. `lo` is the value buffer below
 /// the op's output.
+///
+/// Run in pieces of [`PIECE`] rows where it can ([`block_in_pieces`]), else whole
+/// ([`whole_block`]); the two give the same bits.
 pub(crate) fn block(
     s: &GlmSpec,
     consts: &[f64],
@@ -68,23 +71,115 @@ pub(crate) fn block(
     blk: usize,
     rec: &mut [f64],
 ) -> Result<(), EvalError> {
-    let (rows, cols) = (s.rows as usize, s.cols as usize);
-    let eta_slot = s.args[s.eta];
-    let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(rows));
-    // η for the block, written into its (otherwise unread) slot. `X` and `beta` were the
-    // product's inputs, so they lie below the product's output, which is at or below η.
-    {
-        let alpha = s.alpha.map(|a| read(a, lo, consts)[0]);
-        let (below, from_eta) = lo.split_at_mut(eta_slot.off as usize);
-        let (xm, beta) = (read(s.x, below, consts), read(s.beta, below, consts));
-        let eta = &mut from_eta[r0..r1];
-        dispatch!(isa, kernels::matvec_rows(xm, beta, rows, cols, r0, eta));
-        if let Some(a) = alpha {
-            // Add's rounding, with the operands in the unfused op's order (a + b = b + a
-            // exactly in IEEE arithmetic).
-            eta.iter_mut().for_each(|e| *e += a);
-        }
+    let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(s.rows as usize));
+    if block_in_pieces(s, consts, lo, scratch, isa, r0, r1, rec)? {
+        return Ok(());
     }
+    whole_block(s, consts, lo, scratch, isa, r0, r1, rec)
+}
+
+/// Rows per piece of [`block_in_pieces`] (a multiple of 8): a piece of `X` (`PIECE · cols`
+/// values) stays in L1 from the product to the gradient's dot products, and the density's
+/// arithmetic on one piece overlaps the hardware's fetching of the next piece's rows.
+const PIECE: usize = 128;
+
+/// Columns up to this many keep their gradient's lane sums on the stack (see [`STACK_RECORD`]).
+const PIECE_COLS: usize = STACK_RECORD;
+
+/// [`whole_block`]'s work a piece of rows at a time: η for the piece, the density's elements
+/// of the piece ([`DistArgs::chunk_part`]), and the piece's terms of `Xᵀ ∂η` and `Σ ∂η` as
+/// lane sums ([`kernels::block_dot_lanes`], [`ChunkSum`]), all finished after the last piece
+/// in the block's shape: the same bits as the whole block. Returns `false` (nothing to keep)
+/// where it does not apply: a family without branch-free forms, a block of fewer than 8 rows
+/// or more than [`PIECE_COLS`] columns, or an element that failed a check (the whole block
+/// then runs again and names it).
+#[allow(clippy::too_many_arguments)]
+fn block_in_pieces(
+    s: &GlmSpec,
+    consts: &[f64],
+    lo: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+    r0: usize,
+    r1: usize,
+    rec: &mut [f64],
+) -> Result<bool, EvalError> {
+    let (rows, cols) = (s.rows as usize, s.cols as usize);
+    if r1 - r0 < 8 || cols > PIECE_COLS {
+        return Ok(false);
+    }
+    let mut sums = LaneSums::default();
+    let mut dot_lanes = [[0.0f64; 8]; PIECE_COLS];
+    let dot_lanes = &mut dot_lanes[..cols];
+    let mut p_sum = ChunkSum::default();
+    let p_off = s.scratch[s.eta] as usize;
+    let t0 = r0 + (r1 - r0) / 8 * 8;
+    let mut i = r0;
+    while i < r1 {
+        let i1 = (i + PIECE).min(r1);
+        eta_rows(s, consts, lo, isa, i, i1);
+        let lo_ro: &[f64] = lo;
+        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
+        // SAFETY: the builder sized `scratch` for every argument run; one thread.
+        if !unsafe { a.chunk_part(r0, r1, i, i1, &s.scratch, scratch.as_mut_ptr(), &mut sums)? } {
+            return Ok(false);
+        }
+        let xm = read(s.x, lo_ro, consts);
+        // The piece's whole groups of 8 rows (all of it but the block's last n mod 8).
+        let p = &scratch[p_off + i..p_off + i1.min(t0)];
+        dispatch!(isa, {
+            kernels::block_dot_lanes(isa, xm, p, rows, i, dot_lanes);
+            p_sum.add8(isa, p);
+        });
+        i = i1;
+    }
+    let lo_ro: &[f64] = lo;
+    let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
+    let Some((part, sp)) = a.chunk_part_finish(r0, r1, &sums) else {
+        return Ok(false);
+    };
+    rec[0] = part;
+    rec[1..5].copy_from_slice(&sp);
+    let xm = read(s.x, lo_ro, consts);
+    let p = &scratch[p_off..p_off + rows];
+    kernels::block_dots_finish(xm, p, rows, r0, r1, dot_lanes, &mut rec[5..5 + cols]);
+    // `chunked_sum` adds the block's sum to a zero total.
+    rec[5 + cols] = 0.0 + p_sum.finish(&p[t0..r1]);
+    Ok(true)
+}
+
+/// η's rows `i0..i1` (`X β`, plus α), written into η's (otherwise unread) slot. `X` and `β`
+/// were the product's inputs, so they lie below the product's output, which is at or below
+/// η.
+fn eta_rows(s: &GlmSpec, consts: &[f64], lo: &mut [f64], isa: Isa, i0: usize, i1: usize) {
+    let (rows, cols) = (s.rows as usize, s.cols as usize);
+    let alpha = s.alpha.map(|a| read(a, lo, consts)[0]);
+    let (below, from_eta) = lo.split_at_mut(s.args[s.eta].off as usize);
+    let (xm, beta) = (read(s.x, below, consts), read(s.beta, below, consts));
+    let eta = &mut from_eta[i0..i1];
+    dispatch!(isa, kernels::matvec_rows(xm, beta, rows, cols, i0, eta));
+    if let Some(a) = alpha {
+        // Add's rounding, with the operands in the unfused op's order (a + b = b + a
+        // exactly in IEEE arithmetic).
+        eta.iter_mut().for_each(|e| *e += a);
+    }
+}
+
+/// The block `r0..r1` whole: η's rows, the density's chunk ([`DistArgs::chunk`]), then the
+/// gradient's dot products over the block ([`block_gradient`]).
+#[allow(clippy::too_many_arguments)]
+fn whole_block(
+    s: &GlmSpec,
+    consts: &[f64],
+    lo: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+    r0: usize,
+    r1: usize,
+    rec: &mut [f64],
+) -> Result<(), EvalError> {
+    let (rows, cols) = (s.rows as usize, s.cols as usize);
+    eta_rows(s, consts, lo, isa, r0, r1);
     let lo_ro: &[f64] = lo;
     let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
     // SAFETY: the builder sized `scratch` for every argument run; one thread.

@@ -1184,9 +1184,17 @@ pub fn dot(isa: Isa, a: &[f64], b: &[f64]) -> f64 {
 #[inline(always)]
 fn chunk_dot(isa: Isa, ca: &[f64], cb: &[f64]) -> f64 {
     let n8 = ca.len() / 8 * 8;
-    let mut s = lane_tree(&crate::simd::dot_lanes(isa, &ca[..n8], cb));
-    for i in n8..ca.len() {
-        s += ca[i] * cb[i];
+    let lanes = crate::simd::dot_lanes(isa, [0.0; 8], &ca[..n8], cb);
+    finish_dot(&lanes, &ca[n8..], &cb[n8..])
+}
+
+/// A chunk's dot product from its lane sums ([`crate::simd::dot_lanes`]) and its last
+/// `n mod 8` values of each operand: the fixed tree, then those products in order.
+#[inline(always)]
+fn finish_dot(lanes: &[f64; 8], a_rest: &[f64], b_rest: &[f64]) -> f64 {
+    let mut s = lane_tree(lanes);
+    for (a, b) in a_rest.iter().zip(b_rest) {
+        s += a * b;
     }
     s
 }
@@ -1201,8 +1209,12 @@ pub(crate) fn dot4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     while start < b.len() {
         let end = (start + CHUNK).min(b.len());
         let cb = &b[start..end];
-        for (t, col) in total.iter_mut().zip(a) {
-            *t += chunk_dot(isa, &col[start..end], cb);
+        let ca = a.map(|col| &col[start..end]);
+        // Each column's chunk as [`chunk_dot`] sums it: its lanes, the tree, the rest.
+        let lanes = crate::simd::dot4_lanes(isa, [[0.0; 8]; 4], ca, cb);
+        let n8 = cb.len() / 8 * 8;
+        for ((t, l), col) in total.iter_mut().zip(&lanes).zip(ca) {
+            *t += finish_dot(l, &col[n8..], &cb[n8..]);
         }
         start = end;
     }
@@ -1385,6 +1397,55 @@ pub(crate) fn block_dots(
     }
     for c in c..cols {
         out[c] = dot(isa, col(c), p);
+    }
+}
+
+/// [`block_dots`] in pieces: `lanes[c]` plus the lane sums of rows `i0 .. i0 + p.len()` of
+/// column `c` times `p` (`p.len()` a multiple of 8, `i0 − r0` too); [`block_dots_finish`]
+/// completes them. The fused GLM feeds a block this way, a few rows at a time, while those
+/// rows of `M` are in L1.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+pub(crate) fn block_dot_lanes(
+    isa: Isa,
+    m: &[f64],
+    p: &[f64],
+    rows: usize,
+    i0: usize,
+    lanes: &mut [[f64; 8]],
+) {
+    let n = p.len();
+    let col = |c: usize| &m[c * rows + i0..c * rows + i0 + n];
+    let cols = lanes.len();
+    let mut c = 0;
+    while c + 4 <= cols {
+        let start = [lanes[c], lanes[c + 1], lanes[c + 2], lanes[c + 3]];
+        let l =
+            crate::simd::dot4_lanes(isa, start, [col(c), col(c + 1), col(c + 2), col(c + 3)], p);
+        lanes[c..c + 4].copy_from_slice(&l);
+        c += 4;
+    }
+    for c in c..cols {
+        lanes[c] = crate::simd::dot_lanes(isa, lanes[c], col(c), p);
+    }
+}
+
+/// [`block_dots`]' result for the block `r0..r1` from [`block_dot_lanes`]' lanes of its first
+/// `n − n mod 8` rows: `out[c]` is [`dot`]'s sum of the block, to the bit.
+#[inline(always)]
+pub(crate) fn block_dots_finish(
+    m: &[f64],
+    p: &[f64],
+    rows: usize,
+    r0: usize,
+    r1: usize,
+    lanes: &[[f64; 8]],
+    out: &mut [f64],
+) {
+    let t0 = r0 + (r1 - r0) / 8 * 8;
+    for (c, (o, l)) in out.iter_mut().zip(lanes).enumerate() {
+        // `dot` adds the chunk's sum to a zero total.
+        *o = 0.0 + finish_dot(l, &m[c * rows + t0..c * rows + r1], &p[t0..r1]);
     }
 }
 

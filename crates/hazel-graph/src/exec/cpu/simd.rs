@@ -240,16 +240,69 @@ pub(crate) fn add_lanes(isa: Isa, lanes: [f64; 8], a: &[f64]) -> [f64; 8] {
     with_isa(isa, Lanes { a, b: None, lanes })
 }
 
-/// The lane sums of `a[i] · b[i]` over the first `len − len mod 8` values (`b` at least as
-/// long as `a`).
+/// `lanes` plus the lane sums of `a[i] · b[i]` over the first `len − len mod 8` values (`b`
+/// at least as long as `a`).
 #[inline(always)]
-pub(crate) fn dot_lanes(isa: Isa, a: &[f64], b: &[f64]) -> [f64; 8] {
+pub(crate) fn dot_lanes(isa: Isa, lanes: [f64; 8], a: &[f64], b: &[f64]) -> [f64; 8] {
     with_isa(
         isa,
         Lanes {
             a,
             b: Some(&b[..a.len()]),
-            lanes: [0.0; 8],
+            lanes,
         },
     )
+}
+
+/// `lanes[j]` plus the lane sums of `a[j][i] · b[i]` for four columns `a[j]` at once (each
+/// over the first `len − len mod 8` values of `b`): each column's lanes are [`dot_lanes`]'
+/// lanes, bit for bit, but the four columns' accumulators are independent, so their
+/// additions overlap instead of each waiting for the one before (one column alone is bound
+/// by the addition's latency).
+#[inline(always)]
+pub(crate) fn dot4_lanes(
+    isa: Isa,
+    lanes: [[f64; 8]; 4],
+    a: [&[f64]; 4],
+    b: &[f64],
+) -> [[f64; 8]; 4] {
+    with_isa(isa, Lanes4 { a, b, lanes })
+}
+
+/// [`dot4_lanes`]' op.
+struct Lanes4<'a> {
+    a: [&'a [f64]; 4],
+    b: &'a [f64],
+    lanes: [[f64; 8]; 4],
+}
+
+impl pulp::WithSimd for Lanes4<'_> {
+    type Output = [[f64; 8]; 4];
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, s: S) -> [[f64; 8]; 4] {
+        let per = 8 / S::F64_LANES;
+        let n8 = self.b.len() / 8 * 8;
+        let mut out = self.lanes;
+        let mut acc = [[s.splat_f64s(0.0); 8]; 4];
+        for (acc, start) in acc.iter_mut().zip(&out) {
+            let (start, _) = S::as_simd_f64s(start);
+            acc[..per].copy_from_slice(&start[..per]);
+        }
+        let (bv, _) = S::as_simd_f64s(&self.b[..n8]);
+        let av = self.a.map(|a| S::as_simd_f64s(&a[..n8]).0);
+        for (i, xb) in bv.chunks_exact(per).enumerate() {
+            for (acc, a) in acc.iter_mut().zip(&av) {
+                let xa = &a[i * per..(i + 1) * per];
+                for v in 0..per {
+                    acc[v] = s.add_f64s(acc[v], s.mul_f64s(xa[v], xb[v]));
+                }
+            }
+        }
+        for (o, acc) in out.iter_mut().zip(&acc) {
+            let (dst, _) = S::as_mut_simd_f64s(o);
+            dst[..per].copy_from_slice(&acc[..per]);
+        }
+        out
+    }
 }
