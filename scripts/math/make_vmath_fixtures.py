@@ -199,6 +199,13 @@ def points(name, rng):
         pts += [-745.0, -746.0, -40.0, 36.0, 37.0, 40.0, 710.0, 800.0, -800.0]
         pts += [log_uniform(rng, -60, 11) for _ in range(n_log)]
         pts += [rng.uniform(-20.0, 20.0) for _ in range(n_core)]
+        # Where the log's argument changes form (e^−|x| = √2 − 1), where the reduction of
+        # −|x| changes k (|x| = (j + ½)·ln2), and a dense draw over the negative side, where
+        # inv_logit's quotient e/(1 + e) has its largest error.
+        near = -math.log(math.sqrt(2.0) - 1.0)
+        pts += neighbours(near, 2) + neighbours(-near, 2)
+        pts += [p for j in range(4) for p in neighbours((j + 0.5) * LN2, 1) + neighbours(-(j + 0.5) * LN2, 1)]
+        pts += [rng.uniform(-30.0, 0.0) for _ in range(n_core)]
     return pts
 
 

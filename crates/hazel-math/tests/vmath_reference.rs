@@ -117,7 +117,10 @@ fn log1p_exp_within_bound() {
     }
 }
 
+/// `inv_logit` corrects its quotient's tails but not the quotient's own rounding (see
+/// `log1p_exp_pair_and_inv_logit`'s doc): 1.5 ulp (measured at most 1.05 on 94,000 further
+/// points, 0.98 on these).
 #[test]
 fn inv_logit_within_bound() {
-    check("inv_logit", vmath::inv_logit, 1.0);
+    check("inv_logit", vmath::inv_logit, 1.5);
 }
