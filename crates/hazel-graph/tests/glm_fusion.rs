@@ -145,7 +145,7 @@ fn a_backward_sweep_never_reads_the_linear_predictors_adjoint() {
     let q: Vec<f64> = (0..k + 2).map(|_| 0.6 * r.centred()).collect();
     let (mut g, out) = build(DistKind::BernoulliLogit, Intercept::Varying, n, k, &q);
     assert_eq!(g.fuse_glm(out), 1);
-    g.mark_adjoint_free();
+    g.mark_adjoint_free(out);
     assert_eq!(g.adjoint_free.len(), 1);
     assert!(g.adjoint_free[0].len as usize >= n);
     let (lp0, g0) = eval(&g, out, &q, Default::default());

@@ -618,7 +618,7 @@ impl ShardedCpu {
                     let d = &mut adj_lo[x.range()][rows.clone()];
                     dispatch!(
                         isa,
-                        kernels::unary_backward(*f, xs, ys, &gr[rows.clone()], d)
+                        kernels::unary_backward::<false>(*f, xs, ys, &gr[rows.clone()], d)
                     );
                 }
             }
@@ -734,7 +734,10 @@ impl ShardedCpu {
             }
             Op::Glm { spec, .. } => {
                 let (g0, scratch) = (gr[0], &buf.scratch);
-                dispatch!(isa, glm::backward(spec, g0, lo, consts, scratch, adj_lo));
+                dispatch!(
+                    isa,
+                    glm::backward(spec, false, g0, lo, consts, scratch, adj_lo)
+                );
             }
             _ => unreachable!("not a row op: {op:?}"),
         }
@@ -802,11 +805,14 @@ impl Executor for ShardedCpu {
             .map_err(|e| g.locate(op, e))?;
         }
         let buf = &mut ws.buf;
-        g.start_adjoint(out, &mut buf.adj);
+        // The row rules write only this rank's rows and ranks fold some adjoints, so every
+        // rule adds (stores 0) into cleared slots.
+        g.start_adding_adjoint(out, &mut buf.adj);
         for (op, role) in g.ops.iter().zip(&self.plan.roles).rev() {
             match *role {
                 Role::Replicated => kernels::backward(
                     op,
+                    0,
                     &g.consts,
                     &ws.buf.vals,
                     &mut ws.buf.adj,

@@ -614,10 +614,13 @@ pub fn forward(
     Ok(())
 }
 
-/// Backward rule of `op`: adds the op's contribution to its inputs' adjoints; loops compiled
-/// for `isa` (every `isa` gives the same bits).
+/// Backward rule of `op`: adds the op's contribution to its inputs' adjoints, or stores it
+/// (`0.0 + contribution`: the bits of adding it to a cleared slot) into the inputs whose bit
+/// `stores` sets ([`crate::ir::Graph::adjoint_stores`]; only the rules that name it store);
+/// loops compiled for `isa` (every `isa` gives the same bits).
 pub fn backward(
     op: &Op,
+    stores: u32,
     consts: &[f64],
     vals: &[f64],
     adj: &mut [f64],
@@ -645,7 +648,8 @@ pub fn backward(
             if x.is_var() {
                 let g = adj[out.off as usize];
                 let p = f.deriv(vals[x.off as usize], vals[out.off as usize]);
-                adj[x.off as usize] += strong_mul(g, p);
+                let d = &mut adj[x.off as usize];
+                *d = if stores & 1 != 0 { 0.0 } else { *d } + strong_mul(g, p);
             }
             return;
         }
@@ -709,7 +713,11 @@ pub fn backward(
             let xs = read(*x, lo, consts);
             let ys = &vals[out.range()];
             let d = &mut adj_lo[x.range()];
-            dispatch!(isa, unary_backward(*f, xs, ys, g, d));
+            if stores & 1 != 0 {
+                dispatch!(isa, unary_backward::<true>(*f, xs, ys, g, d));
+            } else {
+                dispatch!(isa, unary_backward::<false>(*f, xs, ys, g, d));
+            }
         }
         Op::Binary { f, a, b, out } => {
             let y = &vals[out.range()];
@@ -880,9 +888,10 @@ pub fn backward(
             );
         }
         Op::Glm { spec, .. } => {
+            let store_x = stores & 1 != 0;
             dispatch!(
                 isa,
-                super::glm::backward(spec, g[0], lo, consts, scratch, adj_lo)
+                super::glm::backward(spec, store_x, g[0], lo, consts, scratch, adj_lo)
             );
         }
         Op::Constrain {
@@ -1553,16 +1562,24 @@ macro_rules! common_unary {
     };
 }
 
-/// `d += g · f'(x)` elementwise.
+/// `d += g · f'(x)` elementwise, or with `STORE`, `d = 0.0 + g · f'(x)` (the bits of adding
+/// to a cleared `d`, without reading it).
 #[inline(always)]
-pub(crate) fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
+pub(crate) fn unary_backward<const STORE: bool>(
+    f: UnaryFn,
+    xs: &[f64],
+    ys: &[f64],
+    g: &[f64],
+    d: &mut [f64],
+) {
     // The common functions' loops with their derivative rule inlined (`common_unary!`).
     let n = ys.len();
     let (xs, g, d) = (&xs[..n], &g[..n], &mut d[..n]);
     macro_rules! each {
         ($f:expr) => {{
             for i in 0..n {
-                d[i] += strong_mul(g[i], $f.deriv(xs[i], ys[i]));
+                let base = if STORE { 0.0 } else { d[i] };
+                d[i] = base + strong_mul(g[i], $f.deriv(xs[i], ys[i]));
             }
         }};
     }
@@ -2090,8 +2107,15 @@ mod tests {
                         .map(|i| d0[i] + strong_mul(g[i], f.deriv(xs[i], want[i])))
                         .collect();
                     let mut d = d0.clone();
-                    dispatch!(isa, unary_backward(f, xs, &want, &g, &mut d));
+                    dispatch!(isa, unary_backward::<false>(f, xs, &want, &g, &mut d));
                     assert!(same(&d, &want_d), "{f:?} gradient at {level:?}");
+                    // Stored: the bits of adding to a cleared slot, whatever `d` held.
+                    let want_s: Vec<f64> = (0..n)
+                        .map(|i| 0.0 + strong_mul(g[i], f.deriv(xs[i], want[i])))
+                        .collect();
+                    let mut d = vec![f64::NAN; n];
+                    dispatch!(isa, unary_backward::<true>(f, xs, &want, &g, &mut d));
+                    assert!(same(&d, &want_s), "{f:?} stored gradient at {level:?}");
                 }
             }
         }
