@@ -636,7 +636,8 @@ impl ShardedCpu {
                         macro_rules! rows {
                             () => {
                                 kernels::binary_backward_rows(
-                                    isa, *f, operand, *a, *b, av, bv, y, gr, adj_lo, r.start, r.end,
+                                    isa, *f, operand, *a, *b, false, av, bv, y, gr, adj_lo,
+                                    r.start, r.end,
                                 )
                             };
                         }
@@ -729,7 +730,7 @@ impl ShardedCpu {
                 let scratch = &buf.scratch;
                 dispatch!(
                     isa,
-                    dists::backward(&sub[..k], rows.len(), &sub_sc[..k], g0, scratch, adj_lo)
+                    dists::backward(&sub[..k], rows.len(), &sub_sc[..k], 0, g0, scratch, adj_lo)
                 );
             }
             Op::Glm { spec, .. } => {

@@ -14,6 +14,7 @@
 
 pub use super::ops::LinalgFn;
 use super::ops::{BinaryFn, DistKind, UnaryFn};
+use super::scalar::SHORT_BINARY;
 use hazel_density::EvalError;
 pub use hazel_math::transforms::Structured as StructKind;
 
@@ -483,6 +484,31 @@ fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
 /// long clear is cheaper than many short ones.
 pub(crate) const ADJOINT_FREE_MIN: usize = 64;
 
+/// The inputs of `op` (position in [`Op::inputs`], argument) whose adjoint its backward rules
+/// — every executor's — write element by element, each element once, and can store
+/// (`kernels::backward`'s `stores`): an elementwise unary function's argument; a full-length
+/// operand of an elementwise binary op longer than [`SHORT_BINARY`] (shorter ones run the
+/// short rules, which only add); a density's arguments that have partials (a scalar one gets
+/// its summed partial once); a fused GLM's matrix. Not a broadcast operand (its adjoint sums
+/// many terms), and no other op: their rules add several times into a slot (`scatter_add`,
+/// sums, products), or only add.
+fn store_candidates(op: &Op) -> Vec<(u32, Arg)> {
+    match op {
+        Op::Unary { x, out, .. } if x.len == out.len => vec![(0, *x)],
+        Op::Binary { a, b, out, .. } if out.len > SHORT_BINARY => [(0, *a), (1, *b)]
+            .into_iter()
+            .filter(|(_, x)| x.len == out.len)
+            .collect(),
+        Op::Dist { args, scratch, .. } => (0..)
+            .zip(args.iter().zip(scratch.iter()))
+            .filter(|(_, (_, sc))| **sc != crate::dists::NO_SCRATCH)
+            .map(|(k, (a, _))| (k, *a))
+            .collect(),
+        Op::Glm { spec, .. } => vec![(0, spec.x)],
+        _ => Vec::new(),
+    }
+}
+
 /// The runs of at least [`ADJOINT_FREE_MIN`] set flags, as slots.
 fn long_runs(flags: &[bool]) -> Vec<Slot> {
     let mut runs = Vec::new();
@@ -745,10 +771,10 @@ impl Graph {
     /// forward rule, read by nothing else).
     ///
     /// Then marks in [`Graph::adjoint_stores`] the inputs whose adjoint one rule can store
-    /// rather than add to ("first writer stores"): an elementwise unary function's argument,
-    /// a fused GLM's varying matrix — rules that write each element of that input exactly
-    /// once — when no other (op, input) pair covers any of its slots and none is `seed` (whose
-    /// adjoint `start_adjoint` sets to 1). Such a slot's adjoint is written once, before the
+    /// rather than add to ("first writer stores"): those whose rules write each element once
+    /// ([`store_candidates`]: elementwise unary and binary ops, densities, a fused GLM's
+    /// matrix) when no other (op, input) pair covers any of their slots and none is `seed`
+    /// (whose adjoint `start_adjoint` sets to 1). Such a slot's adjoint is written once, before the
     /// rule of the op that produced it reads it (consumers come later in the sweep's
     /// reverse order), so it need not be cleared: [`Graph::adjoint_unset`] lists the long runs
     /// of free or stored slots. On the bundled BNN the hidden layer's pre-activation and
@@ -778,18 +804,14 @@ impl Graph {
             .ops
             .iter()
             .map(|op| {
-                let stored = match op {
-                    Op::Unary { x, out, .. } if x.is_var() && x.len == out.len => Some(*x),
-                    Op::Glm { spec, .. } if spec.x.is_var() => Some(spec.x),
-                    _ => None,
-                };
-                match stored {
-                    Some(a) if writers[a.range()].iter().all(|w| *w == 1) => {
+                let mut bits = 0;
+                for (bit, a) in store_candidates(op) {
+                    if a.is_var() && writers[a.range()].iter().all(|w| *w == 1) {
                         unset[a.range()].iter_mut().for_each(|u| *u = true);
-                        1
+                        bits |= 1 << bit;
                     }
-                    _ => 0,
                 }
+                bits
             })
             .collect();
         self.adjoint_free = long_runs(&touched.iter().map(|t| !t).collect::<Vec<_>>());

@@ -724,12 +724,12 @@ pub fn backward(
             if f.is_arithmetic() {
                 dispatch!(
                     isa,
-                    binary_backward(isa, *f, *a, *b, lo, consts, y, g, adj_lo)
+                    binary_backward(isa, *f, *a, *b, stores, lo, consts, y, g, adj_lo)
                 )
             } else {
                 // Not dispatched: `partials` is called out of line and returns a pair, which
                 // keeps LLVM from inlining the loop into a vector-level copy (`crate::simd`).
-                binary_backward(isa, *f, *a, *b, lo, consts, y, g, adj_lo)
+                binary_backward(isa, *f, *a, *b, stores, lo, consts, y, g, adj_lo)
             }
         }
         Op::Sum { x, .. } => {
@@ -884,7 +884,7 @@ pub fn backward(
         } => {
             dispatch!(
                 isa,
-                dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo)
+                dists::backward(args, *len as usize, sc, stores, g[0], scratch, adj_lo)
             );
         }
         Op::Glm { spec, .. } => {
@@ -1644,6 +1644,7 @@ fn binary_backward(
     f: BinaryFn,
     a: Arg,
     b: Arg,
+    stores: u32,
     lo: &[f64],
     consts: &[f64],
     y: &[f64],
@@ -1676,6 +1677,7 @@ fn binary_backward(
             continue;
         }
         let mut total = 0.0;
+        let store = stores >> (operand as u32) & 1 != 0;
         // (A `while` rather than `step_by`: the iterator's setup cost more than the rows of
         // the short ops scalar blocks hold.)
         let mut c0 = 0;
@@ -1686,6 +1688,7 @@ fn binary_backward(
                 operand,
                 a,
                 b,
+                store,
                 av,
                 bv,
                 y,
@@ -1909,6 +1912,7 @@ pub(crate) fn binary_backward_rows(
     operand: Operand,
     a: Arg,
     b: Arg,
+    store: bool,
     av: &[f64],
     bv: &[f64],
     y: &[f64],
@@ -1925,29 +1929,34 @@ pub(crate) fn binary_backward_rows(
             return chunked_sum(isa, g);
         }
         let d = &mut adj_lo[target.off as usize + r0..target.off as usize + r1];
-        if operand == Operand::B && matches!(f, BinaryFn::Sub) {
-            d.iter_mut().zip(g).for_each(|(d, gi)| *d += -1.0 * gi);
+        let sign = if operand == Operand::B && matches!(f, BinaryFn::Sub) {
+            -1.0
         } else {
-            d.iter_mut().zip(g).for_each(|(d, gi)| *d += gi);
+            1.0
+        };
+        match (store, sign < 0.0) {
+            (true, true) => d.iter_mut().zip(g).for_each(|(d, gi)| *d = 0.0 + -1.0 * gi),
+            (true, false) => d.iter_mut().zip(g).for_each(|(d, gi)| *d = 0.0 + gi),
+            (false, true) => d.iter_mut().zip(g).for_each(|(d, gi)| *d += -1.0 * gi),
+            (false, false) => d.iter_mut().zip(g).for_each(|(d, gi)| *d += gi),
         }
         return 0.0;
     }
     // Specialised partial rules (the same formulas as `BinaryFn::partials`, so results are
     // identical to the parallel path, which calls `partials`).
+    macro_rules! with {
+        ($p:expr) => {
+            if store {
+                binary_backward_with::<true>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, $p)
+            } else {
+                binary_backward_with::<false>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, $p)
+            }
+        };
+    }
     match f {
-        BinaryFn::Mul => {
-            binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |x, z, _| {
-                (z, x)
-            })
-        }
-        BinaryFn::Div => {
-            binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |_, z, v| {
-                (1.0 / z, -v / z)
-            })
-        }
-        _ => binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |x, z, v| {
-            f.partials(x, z, v)
-        }),
+        BinaryFn::Mul => with!(|x, z, _| (z, x)),
+        BinaryFn::Div => with!(|_, z, v| (1.0 / z, -v / z)),
+        _ => with!(|x, z, v| f.partials(x, z, v)),
     }
 }
 
@@ -1979,10 +1988,11 @@ pub(crate) fn binary_backward_finish(
 }
 
 /// The general elementwise gradient rule given the partials `p(a, b, y)`, for one operand
-/// over rows `r0..r1` (see [`binary_backward_rows`]).
+/// over rows `r0..r1` (see [`binary_backward_rows`]); with `STORE`, a full-length operand's
+/// adjoint is stored (`0.0 + ·`, the bits of adding to a cleared slot), not added to.
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 #[inline(always)]
-fn binary_backward_with(
+fn binary_backward_with<const STORE: bool>(
     operand: Operand,
     a: Arg,
     b: Arg,
@@ -2010,7 +2020,8 @@ fn binary_backward_with(
     if target.len() == n {
         let d = &mut adj_lo[target.range()];
         for i in r0..r1 {
-            d[i] += strong_mul(g[i], pick(i));
+            let base = if STORE { 0.0 } else { d[i] };
+            d[i] = base + strong_mul(g[i], pick(i));
         }
         0.0
     } else {

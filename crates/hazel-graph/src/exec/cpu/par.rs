@@ -192,10 +192,12 @@ fn backward_op(
             let y = &vals[out.range()];
             let f = *f;
             let (target, first): (Arg, bool) = if a.is_var() { (*a, true) } else { (*b, false) };
+            let store = stores >> (if first { 0 } else { 1 }) & 1 != 0;
             par_elementwise(&mut adj_lo[target.range()], |i, d| {
                 let (pa, pb) = f.partials(at(av, i), at(bv, i), y[i]);
                 let p = if first { pa } else { pb };
-                *d += if p == 0.0 { 0.0 } else { g[i] * p };
+                let base = if store { 0.0 } else { *d };
+                *d = base + if p == 0.0 { 0.0 } else { g[i] * p };
             });
         }
         Op::Dist {
@@ -211,12 +213,14 @@ fn backward_op(
                     continue;
                 }
                 let s = &scratch[sc[k] as usize..sc[k] as usize + a.len()];
+                let store = stores >> k & 1 != 0;
                 adj_lo[a.range()]
                     .par_chunks_mut(CHUNK)
                     .zip(s.par_chunks(CHUNK))
                     .for_each(|(d, p)| {
                         for (dj, pj) in d.iter_mut().zip(p) {
-                            *dj += g0 * pj;
+                            let base = if store { 0.0 } else { *dj };
+                            *dj = base + g0 * pj;
                         }
                     });
             }
