@@ -1441,9 +1441,10 @@ const MM_ROWS: usize = 512;
 
 /// `C = A B` (column-major, `A` is `n × k`, `B` is `k × m`), blocked: per block of
 /// [`MM_ROWS`] rows, four output columns at a time, each element accumulating
-/// `a[r, l] b[l, j]` over `l` in order, one rounding per addition, exactly as [`matvec`] does
-/// for one column (so `C`'s column `j` has the bits of `A · B[:, j]`); then `bias[j]` added
-/// to each element of column `j` while the block is in cache (the bits of adding it after).
+/// `a[r, l] b[l, j]` over `l` in order from `+0`, one rounding per addition, exactly as
+/// [`matvec`] does for one column (so `C`'s column `j` has the bits of `A · B[:, j]`); then
+/// `bias[j]` added (the bits of adding it after). The sums of [`MM_TILE`] rows × four columns
+/// stay in registers over `l`, and each element is stored once: no clearing pass, no reloads.
 #[inline(always)]
 pub fn matmul(
     a: &[f64],
@@ -1454,63 +1455,73 @@ pub fn matmul(
     m: usize,
     out: &mut [f64],
 ) {
-    out.iter_mut().for_each(|o| *o = 0.0);
     let mut r0 = 0;
     while r0 < n {
-        let nr = MM_ROWS.min(n - r0);
-        let acol = |l: usize| &a[l * n + r0..l * n + r0 + nr];
+        let r1 = n.min(r0 + MM_ROWS);
         let mut j = 0;
-        while j + 4 <= m {
-            let (o01, o23) = out[j * n..(j + 4) * n].split_at_mut(2 * n);
-            let (o0, o1) = o01.split_at_mut(n);
-            let (o2, o3) = o23.split_at_mut(n);
-            let (o0, o1, o2, o3) = (
-                &mut o0[r0..r0 + nr],
-                &mut o1[r0..r0 + nr],
-                &mut o2[r0..r0 + nr],
-                &mut o3[r0..r0 + nr],
-            );
-            for l in 0..k {
-                let al = acol(l);
-                let (b0, b1, b2, b3) = (
-                    b[j * k + l],
-                    b[(j + 1) * k + l],
-                    b[(j + 2) * k + l],
-                    b[(j + 3) * k + l],
-                );
-                for i in 0..nr {
-                    let x = al[i];
-                    o0[i] += x * b0;
-                    o1[i] += x * b1;
-                    o2[i] += x * b2;
-                    o3[i] += x * b3;
-                }
-            }
-            if let Some(c) = bias {
-                let (c0, c1, c2, c3) = (c[j], c[j + 1], c[j + 2], c[j + 3]);
-                for i in 0..nr {
-                    o0[i] += c0;
-                    o1[i] += c1;
-                    o2[i] += c2;
-                    o3[i] += c3;
-                }
-            }
-            j += 4;
-        }
         while j < m {
-            let o = &mut out[j * n + r0..j * n + r0 + nr];
-            for l in 0..k {
-                let (al, bl) = (acol(l), b[j * k + l]);
-                for i in 0..nr {
-                    o[i] += al[i] * bl;
+            let w = if j + 4 <= m { 4 } else { 1 };
+            let mut r = r0;
+            while r + MM_TILE <= r1 {
+                if w == 4 {
+                    matmul_tile::<4>(a, b, bias, n, k, r, j, out);
+                } else {
+                    matmul_tile::<1>(a, b, bias, n, k, r, j, out);
+                }
+                r += MM_TILE;
+            }
+            for r in r..r1 {
+                for t in j..j + w {
+                    let mut s = 0.0;
+                    for l in 0..k {
+                        s += a[l * n + r] * b[t * k + l];
+                    }
+                    if let Some(c) = bias {
+                        s += c[t];
+                    }
+                    out[t * n + r] = s;
                 }
             }
-            if let Some(c) = bias {
-                o.iter_mut().for_each(|o| *o += c[j]);
-            }
-            j += 1;
+            j += w;
         }
-        r0 += nr;
+        r0 = r1;
+    }
+}
+
+/// Rows per register tile of [`matmul`] (one AVX-512 vector, two AVX2 ones).
+const MM_TILE: usize = 8;
+
+/// [`matmul`]'s rows `r..r + MM_TILE` of columns `j..j + W`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn matmul_tile<const W: usize>(
+    a: &[f64],
+    b: &[f64],
+    bias: Option<&[f64]>,
+    n: usize,
+    k: usize,
+    r: usize,
+    j: usize,
+    out: &mut [f64],
+) {
+    let mut s = [[0.0f64; MM_TILE]; W];
+    for l in 0..k {
+        let al: &[f64; MM_TILE] = a[l * n + r..l * n + r + MM_TILE].try_into().unwrap();
+        for (t, st) in s.iter_mut().enumerate() {
+            let bl = b[(j + t) * k + l];
+            for i in 0..MM_TILE {
+                st[i] += al[i] * bl;
+            }
+        }
+    }
+    if let Some(c) = bias {
+        for (t, st) in s.iter_mut().enumerate() {
+            let ct = c[j + t];
+            st.iter_mut().for_each(|v| *v += ct);
+        }
+    }
+    for (t, st) in s.iter().enumerate() {
+        out[(j + t) * n + r..(j + t) * n + r + MM_TILE].copy_from_slice(st);
     }
 }
 
@@ -2185,6 +2196,7 @@ mod tests {
                         f,
                         a,
                         b,
+                        0,
                         &vals[..out.off as usize],
                         &consts,
                         y,
