@@ -861,19 +861,7 @@ pub fn backward(
             if b.is_var() {
                 let av = read(*a, lo, consts);
                 let d = &mut adj_lo[b.range()];
-                for j in 0..m {
-                    dispatch!(
-                        isa,
-                        matvec_t_add(
-                            isa,
-                            av,
-                            &g[j * n..(j + 1) * n],
-                            n,
-                            k,
-                            &mut d[j * k..(j + 1) * k]
-                        )
-                    );
-                }
+                dispatch!(isa, matmul_adj_b(isa, av, g, n, k, m, d));
             }
         }
         Op::Dist {
@@ -1200,9 +1188,10 @@ fn chunk_dot(isa: Isa, ca: &[f64], cb: &[f64]) -> f64 {
     s
 }
 
-/// `[dot(a[0], b), …, dot(a[3], b)]`, each summed in exactly [`dot`]'s order, chunk by chunk
-/// so that each chunk of `b` is read from memory once for the four columns (the adjoint of a
-/// matrix–vector product's vector, four columns at a time).
+/// `[dot(a[0], b), …, dot(a[3], b)]` (the `a[t]` as long as `b`), each summed in exactly
+/// [`dot`]'s order, chunk by chunk so that each chunk of `b` is read from memory once for the
+/// four columns (the adjoint of a matrix–vector product's vector, four columns at a time),
+/// the four chunk dots' lane sums accumulated side by side (`simd::dot_lanes4`).
 #[inline(always)]
 pub(crate) fn dot4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     let mut total = [0.0f64; 4];
@@ -1210,8 +1199,15 @@ pub(crate) fn dot4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     while start < b.len() {
         let end = (start + CHUNK).min(b.len());
         let cb = &b[start..end];
-        for (t, col) in total.iter_mut().zip(a) {
-            *t += chunk_dot(isa, &col[start..end], cb);
+        let n8 = start + (end - start) / 8 * 8;
+        let lanes = crate::simd::dot_lanes4(isa, a.map(|col| &col[start..n8]), cb);
+        for t in 0..4 {
+            // `chunk_dot`'s tree, then the last `n mod 8` products in order.
+            let mut s = lane_tree(&lanes[t]);
+            for i in n8..end {
+                s += a[t][i] * b[i];
+            }
+            total[t] += s;
         }
         start = end;
     }
@@ -1522,6 +1518,51 @@ fn matmul_tile<const W: usize>(
     }
     for (t, st) in s.iter().enumerate() {
         out[(j + t) * n + r..(j + t) * n + r + MM_TILE].copy_from_slice(st);
+    }
+}
+
+/// `dB += Aᵀ G` for `C = A B` (`G` is `n × m`): `dB[l, j] += dot(A[:, l], G[:, j])`, each
+/// in [`dot`]'s order ([`matvec_t_add`] per column of `G`). The `k · m` dots run four at a
+/// time ([`dot4`]), four columns of `A` against one of `G` or, when that leaves fewer dots
+/// alone (`k` not a multiple of four, `m` one), four of `G` against one of `A` (`x · y` is
+/// `y · x` to the bit).
+#[inline(always)]
+pub(crate) fn matmul_adj_b(
+    isa: Isa,
+    a: &[f64],
+    g: &[f64],
+    n: usize,
+    k: usize,
+    m: usize,
+    d: &mut [f64],
+) {
+    if m * (k % 4) <= k * (m % 4) {
+        for j in 0..m {
+            matvec_t_add(
+                isa,
+                a,
+                &g[j * n..(j + 1) * n],
+                n,
+                k,
+                &mut d[j * k..(j + 1) * k],
+            );
+        }
+        return;
+    }
+    let gcol = |j: usize| &g[j * n..(j + 1) * n];
+    for l in 0..k {
+        let al = &a[l * n..(l + 1) * n];
+        let mut j = 0;
+        while j + 4 <= m {
+            let s = dot4(isa, [gcol(j), gcol(j + 1), gcol(j + 2), gcol(j + 3)], al);
+            for (t, st) in s.into_iter().enumerate() {
+                d[(j + t) * k + l] += st;
+            }
+            j += 4;
+        }
+        for j in j..m {
+            d[j * k + l] += dot(isa, gcol(j), al);
+        }
     }
 }
 
@@ -2080,6 +2121,52 @@ mod tests {
     /// Every function `common_unary!` gives its own loop, and one it leaves to the per-element
     /// dispatch, at every SIMD level the CPU has: the loops give the per-element rule's bits,
     /// value and gradient (the vector forms of `vmath` round like the scalar ones).
+    /// The four side-by-side dots of `dot4` and both orders of `matmul_adj_b` give `dot`'s
+    /// bits at every level: lengths below one lane group, with tails, over several chunks.
+    #[test]
+    fn dot4_and_the_matmul_adjoint_add_like_dot() {
+        use super::{dot, dot4, matmul_adj_b, CHUNK};
+        let mut rng = hazel_testdata::Xorshift(0x51f1_5eed);
+        let mut draw = || (rng.below(20001) as f64 - 10000.0) / 977.0;
+        for level in SimdLevel::available() {
+            let isa = level.resolve().expect("available");
+            for n in [1, 7, 8, 13, 500, CHUNK + 9, 2 * CHUNK + 3] {
+                let cols: Vec<Vec<f64>> =
+                    (0..4).map(|_| (0..n).map(|_| draw()).collect()).collect();
+                let b: Vec<f64> = (0..n).map(|_| draw()).collect();
+                let got = dispatch!(
+                    isa,
+                    dot4(
+                        isa,
+                        [&cols[0][..], &cols[1][..], &cols[2][..], &cols[3][..]],
+                        &b
+                    )
+                );
+                for t in 0..4 {
+                    let want = dispatch!(isa, dot(isa, &cols[t], &b));
+                    assert_eq!(got[t].to_bits(), want.to_bits(), "dot4 n {n} at {level:?}");
+                }
+            }
+            // (k, m): dots grouped by columns of A (k = 8), by columns of G (k = 5, m = 16),
+            // and with leftovers either way.
+            for (n, k, m) in [(37, 8, 3), (500, 5, 16), (300, 3, 6), (9, 1, 1)] {
+                let a: Vec<f64> = (0..n * k).map(|_| draw()).collect();
+                let g: Vec<f64> = (0..n * m).map(|_| draw()).collect();
+                let d0: Vec<f64> = (0..k * m).map(|_| draw()).collect();
+                let mut got = d0.clone();
+                dispatch!(isa, matmul_adj_b(isa, &a, &g, n, k, m, &mut got));
+                for j in 0..m {
+                    for l in 0..k {
+                        let want = d0[j * k + l]
+                            + dot(isa, &a[l * n..(l + 1) * n], &g[j * n..(j + 1) * n]);
+                        let i = j * k + l;
+                        assert_eq!(got[i].to_bits(), want.to_bits(), "dB {n}x{k}x{m} {i}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn unary_loops_match_the_per_element_rule() {
         let fs = [

@@ -234,6 +234,47 @@ impl pulp::WithSimd for Lanes<'_> {
     }
 }
 
+/// [`Lanes`] of four products `a[t][i] · b[i]` at once (`b` at least as long as each `a[t]`,
+/// all of one length): four accumulations side by side, so their additions overlap instead
+/// of each waiting for the one before; each lane's terms and order are [`Lanes`]'.
+struct Lanes4<'a> {
+    a: [&'a [f64]; 4],
+    b: &'a [f64],
+}
+
+impl pulp::WithSimd for Lanes4<'_> {
+    type Output = [[f64; 8]; 4];
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, s: S) -> [[f64; 8]; 4] {
+        let per = 8 / S::F64_LANES;
+        let n8 = self.a[0].len() / 8 * 8;
+        let mut acc = [[s.splat_f64s(0.0); 8]; 4];
+        let (bv, _) = S::as_simd_f64s(&self.b[..n8]);
+        let av = self.a.map(|a| S::as_simd_f64s(&a[..n8]).0);
+        for (i, xb) in bv.chunks_exact(per).enumerate() {
+            for t in 0..4 {
+                let xa = &av[t][i * per..(i + 1) * per];
+                for v in 0..per {
+                    acc[t][v] = s.add_f64s(acc[t][v], s.mul_f64s(xa[v], xb[v]));
+                }
+            }
+        }
+        let mut out = [[0.0; 8]; 4];
+        for t in 0..4 {
+            let (dst, _) = S::as_mut_simd_f64s(&mut out[t]);
+            dst[..per].copy_from_slice(&acc[t][..per]);
+        }
+        out
+    }
+}
+
+/// [`dot_lanes`] of four vectors `a[t]` (of one length) with `b`, computed side by side.
+#[inline(always)]
+pub(crate) fn dot_lanes4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [[f64; 8]; 4] {
+    with_isa(isa, Lanes4 { a, b })
+}
+
 /// `lanes` plus the lane sums of `a` (its first `len − len mod 8` values).
 #[inline(always)]
 pub(crate) fn add_lanes(isa: Isa, lanes: [f64; 8], a: &[f64]) -> [f64; 8] {
