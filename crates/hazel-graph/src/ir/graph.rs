@@ -444,22 +444,30 @@ pub struct Graph {
     pub n_scratch: usize,
     /// Length of the parameter slot at offset 0.
     pub dim: usize,
-    /// Runs of value slots whose adjoint no backward rule reads or adds to, sorted
-    /// ([`Graph::mark_adjoint_free`]): a backward sweep need not clear them
-    /// (`Graph::start_adjoint`). Empty unless that pass ran.
-    pub adjoint_free: Vec<Slot>,
-    /// Per op (empty: none), a bit per argument of [`Op::inputs`] whose adjoint the op's
-    /// backward rule *stores* (`0.0 + contribution`, the bits of adding it to a cleared slot)
-    /// instead of adding to: the op is the only one whose rule writes those slots, and it
-    /// writes each once ([`Graph::mark_adjoint_free`], [`Graph::adjoint_stores_of`]).
-    pub adjoint_stores: Vec<u32>,
-    /// Runs of at least [`ADJOINT_FREE_MIN`] value slots, sorted, that are adjoint-free or
-    /// stored by a rule: `Graph::start_adjoint` need not clear them when the rules store.
-    pub adjoint_unset: Vec<Slot>,
+    /// The adjoints a backward sweep need not clear ([`Graph::mark_adjoint_free`]; empty
+    /// unless that pass ran). Boxed: a traced user function's graph (`FnGraph`, held in
+    /// enums) never has any.
+    pub adjoint: Box<AdjointPlan>,
     /// Debug information: (first output slot, model location) whenever the location
     /// changes, in slot order. The op writing slot `s` comes from the last entry at or below
     /// `s`; an evaluation error names that location.
     pub locations: Vec<(u32, std::sync::Arc<str>)>,
+}
+
+/// Which adjoints a backward sweep need not clear ([`Graph::mark_adjoint_free`]).
+#[derive(Debug, Clone, Default)]
+pub struct AdjointPlan {
+    /// Runs of value slots whose adjoint no backward rule reads or adds to, sorted: a
+    /// backward sweep need not clear them (`Graph::start_adjoint`).
+    pub free: Vec<Slot>,
+    /// Per op (empty: none), a bit per argument of [`Op::inputs`] whose adjoint the op's
+    /// backward rule *stores* (`0.0 + contribution`, the bits of adding it to a cleared slot)
+    /// instead of adding to: the op is the only one whose rule writes those slots, and it
+    /// writes each once ([`Graph::adjoint_stores_of`]).
+    pub stores: Vec<u32>,
+    /// Runs of at least [`ADJOINT_FREE_MIN`] value slots, sorted, that are adjoint-free or
+    /// stored by a rule: `Graph::start_adjoint` need not clear them when the rules store.
+    pub unset: Vec<Slot>,
 }
 
 /// Appends what identifies an argument to a common-subexpression key: its slot run if it
@@ -763,20 +771,20 @@ impl Graph {
         fused
     }
 
-    /// Lists in [`Graph::adjoint_free`] the runs of at least [`ADJOINT_FREE_MIN`] value
+    /// Lists in [`AdjointPlan::free`] the runs of at least [`ADJOINT_FREE_MIN`] value
     /// slots that are neither a parameter, nor an op's output, nor an op's varying input. A
     /// backward rule reads its output's adjoint and adds to its inputs', so no rule touches
     /// these: the slots of ops that rewrites removed (a broadcast fused into a product, a
     /// product and sum fused into a GLM) and a fused GLM's linear predictor (written by its
     /// forward rule, read by nothing else).
     ///
-    /// Then marks in [`Graph::adjoint_stores`] the inputs whose adjoint one rule can store
+    /// Then marks in [`AdjointPlan::stores`] the inputs whose adjoint one rule can store
     /// rather than add to ("first writer stores"): those whose rules write each element once
     /// ([`store_candidates`]: elementwise unary and binary ops, densities, a fused GLM's
     /// matrix) when no other (op, input) pair covers any of their slots and none is `seed`
     /// (whose adjoint `start_adjoint` sets to 1). Such a slot's adjoint is written once, before the
     /// rule of the op that produced it reads it (consumers come later in the sweep's
-    /// reverse order), so it need not be cleared: [`Graph::adjoint_unset`] lists the long runs
+    /// reverse order), so it need not be cleared: [`AdjointPlan::unset`] lists the long runs
     /// of free or stored slots. On the bundled BNN the hidden layer's pre-activation and
     /// activation (2 × 8,000 slots) are stored, and a sweep clears about 120 of 33,119 adjoints.
     /// Run after the last rewrite (the stores are indexed by op), and sweep from `seed` only:
@@ -801,7 +809,7 @@ impl Graph {
             writers[seed.off as usize] = u8::MAX;
         }
         let mut unset: Vec<bool> = touched.iter().map(|t| !t).collect();
-        self.adjoint_stores = self
+        let stores = self
             .ops
             .iter()
             .map(|op| {
@@ -815,15 +823,18 @@ impl Graph {
                 bits
             })
             .collect();
-        self.adjoint_free = long_runs(&touched.iter().map(|t| !t).collect::<Vec<_>>());
-        self.adjoint_unset = long_runs(&unset);
+        *self.adjoint = AdjointPlan {
+            free: long_runs(&touched.iter().map(|t| !t).collect::<Vec<_>>()),
+            stores,
+            unset: long_runs(&unset),
+        };
     }
 
     /// The inputs (bits in [`Op::inputs`] order) whose adjoint op `i`'s backward rule stores
-    /// ([`Graph::adjoint_stores`]); 0 before [`Graph::mark_adjoint_free`] ran.
+    /// ([`AdjointPlan::stores`]); 0 before [`Graph::mark_adjoint_free`] ran.
     #[inline]
     pub fn adjoint_stores_of(&self, i: usize) -> u32 {
-        self.adjoint_stores.get(i).copied().unwrap_or(0)
+        self.adjoint.stores.get(i).copied().unwrap_or(0)
     }
 
     /// Removes ops whose output nothing reads — no later op's argument covers any of its

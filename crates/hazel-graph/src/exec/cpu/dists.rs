@@ -816,7 +816,7 @@ pub fn forward(
 
 /// Gradient rule of a density op: `adj[arg] += g · partials`, or `adj[arg] = 0.0 + g ·
 /// partials` (the bits of adding to a cleared slot) for the arguments whose bit `stores` sets
-/// ([`crate::ir::Graph::adjoint_stores`]).
+/// ([`crate::ir::graph::AdjointPlan::stores`]).
 #[inline(always)]
 pub fn backward(
     args: &[Arg],

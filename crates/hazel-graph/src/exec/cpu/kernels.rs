@@ -616,7 +616,7 @@ pub fn forward(
 
 /// Backward rule of `op`: adds the op's contribution to its inputs' adjoints, or stores it
 /// (`0.0 + contribution`: the bits of adding it to a cleared slot) into the inputs whose bit
-/// `stores` sets ([`crate::ir::Graph::adjoint_stores`]; only the rules that name it store);
+/// `stores` sets ([`crate::ir::graph::AdjointPlan::stores`]; only the rules that name it store);
 /// loops compiled for `isa` (every `isa` gives the same bits).
 pub fn backward(
     op: &Op,

@@ -96,17 +96,17 @@ impl Graph {
     }
 
     /// Readies one point's adjoint buffer (`adj[0..n_vals]`) for a backward sweep from `seed`
-    /// whose rules store where [`Graph::adjoint_stores`] says: every slot a rule may read or
-    /// add to is zeroed (those of [`Graph::adjoint_unset`], free or stored by their one rule,
+    /// whose rules store where [`AdjointPlan::stores`](crate::ir::graph::AdjointPlan::stores) says: every slot a rule may read or
+    /// add to is zeroed (those of [`AdjointPlan::unset`](crate::ir::graph::AdjointPlan::unset), free or stored by their one rule,
     /// are left as they are), then the seed's adjoint is 1.
     pub(crate) fn start_adjoint(&self, seed: Arg, adj: &mut [f64]) {
-        self.clear_adjoint_outside(&self.adjoint_unset, seed, adj);
+        self.clear_adjoint_outside(&self.adjoint.unset, seed, adj);
     }
 
     /// [`Graph::start_adjoint`] for a sweep whose rules only add (stores 0 for every op):
-    /// the stored slots are zeroed too, only [`Graph::adjoint_free`]'s are left.
+    /// the stored slots are zeroed too, only [`AdjointPlan::free`](crate::ir::graph::AdjointPlan::free)'s are left.
     pub(crate) fn start_adding_adjoint(&self, seed: Arg, adj: &mut [f64]) {
-        self.clear_adjoint_outside(&self.adjoint_free, seed, adj);
+        self.clear_adjoint_outside(&self.adjoint.free, seed, adj);
     }
 
     fn clear_adjoint_outside(&self, left: &[Slot], seed: Arg, adj: &mut [f64]) {
