@@ -234,6 +234,16 @@ fn profile(model: &hazel_graph::CompiledModel, q: &[f64], evals: usize) {
                 g.n_scratch,
                 g.dim
             );
+            // What a backward sweep leaves uncleared (`AdjointPlan::unset`): slots no rule
+            // touches and slots their one rule stores.
+            let unset =
+                |runs: &[hazel_graph::tape::Slot]| -> u32 { runs.iter().map(|s| s.len).sum() };
+            println!(
+                "adjoints: {} cleared per gradient, {} free, {} stored by their one rule",
+                g.n_vals as u32 - unset(&g.adjoint.unset),
+                unset(&g.adjoint.free),
+                unset(&g.adjoint.unset) - unset(&g.adjoint.free)
+            );
             for (k, (n, vals)) in rows {
                 println!("{n:>8} ops {vals:>9} values  {k}");
             }

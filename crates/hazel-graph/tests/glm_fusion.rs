@@ -146,9 +146,9 @@ fn a_backward_sweep_never_reads_the_linear_predictors_adjoint() {
     let q: Vec<f64> = (0..k + 2).map(|_| 0.6 * r.centred()).collect();
     let (mut g, out) = build(DistKind::BernoulliLogit, Intercept::Varying, n, k, &q);
     assert_eq!(g.fuse_glm(out), 1);
-    g.mark_adjoint_free();
-    assert_eq!(g.adjoint_free.len(), 1);
-    assert!(g.adjoint_free[0].len as usize >= n);
+    g.mark_adjoint_free(out);
+    assert_eq!(g.adjoint.free.len(), 1);
+    assert!(g.adjoint.free[0].len as usize >= n);
     let (lp0, g0) = eval(&g, out, &q, Default::default());
     let mut buf = Buffers::for_graph(&g);
     buf.adj.iter_mut().for_each(|a| *a = f64::NAN);
@@ -161,7 +161,7 @@ fn a_backward_sweep_never_reads_the_linear_predictors_adjoint() {
         .all(|(a, b)| a.to_bits() == b.to_bits()));
     // Only the listed slots kept their NaNs.
     let free =
-        g.adjoint_free[0].off as usize..(g.adjoint_free[0].off + g.adjoint_free[0].len) as usize;
+        g.adjoint.free[0].off as usize..(g.adjoint.free[0].off + g.adjoint.free[0].len) as usize;
     for (i, a) in buf.adj[..g.n_vals].iter().enumerate() {
         assert_eq!(a.is_nan(), free.contains(&i), "slot {i}");
     }

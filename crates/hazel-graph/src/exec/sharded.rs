@@ -618,7 +618,7 @@ impl ShardedCpu {
                     let d = &mut adj_lo[x.range()][rows.clone()];
                     dispatch!(
                         isa,
-                        kernels::unary_backward(*f, xs, ys, &gr[rows.clone()], d)
+                        kernels::unary_backward::<false>(*f, xs, ys, &gr[rows.clone()], d)
                     );
                 }
             }
@@ -636,7 +636,8 @@ impl ShardedCpu {
                         macro_rules! rows {
                             () => {
                                 kernels::binary_backward_rows(
-                                    isa, *f, operand, *a, *b, av, bv, y, gr, adj_lo, r.start, r.end,
+                                    isa, *f, operand, *a, *b, false, av, bv, y, gr, adj_lo,
+                                    r.start, r.end,
                                 )
                             };
                         }
@@ -729,12 +730,15 @@ impl ShardedCpu {
                 let scratch = &buf.scratch;
                 dispatch!(
                     isa,
-                    dists::backward(&sub[..k], rows.len(), &sub_sc[..k], g0, scratch, adj_lo)
+                    dists::backward(&sub[..k], rows.len(), &sub_sc[..k], 0, g0, scratch, adj_lo)
                 );
             }
             Op::Glm { spec, .. } => {
                 let (g0, scratch) = (gr[0], &buf.scratch);
-                dispatch!(isa, glm::backward(spec, g0, lo, consts, scratch, adj_lo));
+                dispatch!(
+                    isa,
+                    glm::backward(spec, false, g0, lo, consts, scratch, adj_lo)
+                );
             }
             _ => unreachable!("not a row op: {op:?}"),
         }
@@ -802,11 +806,14 @@ impl Executor for ShardedCpu {
             .map_err(|e| g.locate(op, e))?;
         }
         let buf = &mut ws.buf;
-        g.start_adjoint(out, &mut buf.adj);
+        // The row rules write only this rank's rows and ranks fold some adjoints, so every
+        // rule adds (stores 0) into cleared slots.
+        g.start_adding_adjoint(out, &mut buf.adj);
         for (op, role) in g.ops.iter().zip(&self.plan.roles).rev() {
             match *role {
                 Role::Replicated => kernels::backward(
                     op,
+                    0,
                     &g.consts,
                     &ws.buf.vals,
                     &mut ws.buf.adj,

@@ -130,7 +130,7 @@ impl BatchedCpu {
             }
             g.start_adjoint(out, &mut ws.adj[l * nv..l * nv + g.n_vals]);
         }
-        for op in g.ops.iter().rev() {
+        for (i, op) in g.ops.iter().enumerate().rev() {
             if k > 1 && matvec_backward(op, &g.consts, ws, k) {
                 continue;
             }
@@ -141,7 +141,15 @@ impl BatchedCpu {
                 let vals = &ws.vals[l * nv..(l + 1) * nv];
                 let adj = &mut ws.adj[l * nv..(l + 1) * nv];
                 let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
-                kernels::backward(op, &g.consts, vals, adj, scratch, ws.isa);
+                kernels::backward(
+                    op,
+                    g.adjoint_stores_of(i),
+                    &g.consts,
+                    vals,
+                    adj,
+                    scratch,
+                    ws.isa,
+                );
             }
         }
         for l in 0..k {

@@ -946,12 +946,15 @@ pub fn forward(
     Ok(total)
 }
 
-/// Gradient rule of a density op: `adj[arg] += g · partials`.
+/// Gradient rule of a density op: `adj[arg] += g · partials`, or `adj[arg] = 0.0 + g ·
+/// partials` (the bits of adding to a cleared slot) for the arguments whose bit `stores` sets
+/// ([`crate::ir::graph::AdjointPlan::stores`]).
 #[inline(always)]
 pub fn backward(
     args: &[Arg],
     _len: usize,
     sc: &[u32],
+    stores: u32,
     g: f64,
     scratch: &[f64],
     adj_lo: &mut [f64],
@@ -961,8 +964,11 @@ pub fn backward(
             continue;
         }
         let s = &scratch[sc[k] as usize..sc[k] as usize + a.len()];
-        for (d, p) in adj_lo[a.range()].iter_mut().zip(s) {
-            *d += g * p;
+        let d = adj_lo[a.range()].iter_mut().zip(s);
+        if stores >> k & 1 != 0 {
+            d.for_each(|(d, p)| *d = 0.0 + g * p);
+        } else {
+            d.for_each(|(d, p)| *d += g * p);
         }
     }
 }

@@ -237,10 +237,13 @@ fn block_gradient(
 }
 
 /// Backward rule: `adj[β] += g ∂lp/∂β`, `adj[α] += g ∂lp/∂α`, `adj[X] += (g ∂lp/∂η) βᵀ`
-/// when `X` varies, and the density's other arguments as the density op's own rule does.
+/// when `X` varies (with `store_x`, `adj[X] = 0.0 + (g ∂lp/∂η) βᵀ`: the bits of adding to a
+/// cleared `adj[X]`, without reading it), and the density's other arguments as the density
+/// op's own rule does.
 #[inline(always)]
 pub fn backward(
     s: &GlmSpec,
+    store_x: bool,
     g: f64,
     lo: &[f64],
     consts: &[f64],
@@ -279,8 +282,15 @@ pub fn backward(
         let d = &mut adj_lo[s.x.range()];
         for c in 0..cols {
             let bc = beta[c];
-            for (dr, pr) in d[c * rows..(c + 1) * rows].iter_mut().zip(p) {
-                *dr += (g * pr) * bc;
+            let dc = &mut d[c * rows..(c + 1) * rows];
+            if store_x {
+                for (dr, pr) in dc.iter_mut().zip(p) {
+                    *dr = 0.0 + (g * pr) * bc;
+                }
+            } else {
+                for (dr, pr) in dc.iter_mut().zip(p) {
+                    *dr += (g * pr) * bc;
+                }
             }
         }
     }

@@ -614,10 +614,13 @@ pub fn forward(
     Ok(())
 }
 
-/// Backward rule of `op`: adds the op's contribution to its inputs' adjoints; loops compiled
-/// for `isa` (every `isa` gives the same bits).
+/// Backward rule of `op`: adds the op's contribution to its inputs' adjoints, or stores it
+/// (`0.0 + contribution`: the bits of adding it to a cleared slot) into the inputs whose bit
+/// `stores` sets ([`crate::ir::graph::AdjointPlan::stores`]; only the rules that name it store);
+/// loops compiled for `isa` (every `isa` gives the same bits).
 pub fn backward(
     op: &Op,
+    stores: u32,
     consts: &[f64],
     vals: &[f64],
     adj: &mut [f64],
@@ -645,7 +648,8 @@ pub fn backward(
             if x.is_var() {
                 let g = adj[out.off as usize];
                 let p = f.deriv(vals[x.off as usize], vals[out.off as usize]);
-                adj[x.off as usize] += strong_mul(g, p);
+                let d = &mut adj[x.off as usize];
+                *d = if stores & 1 != 0 { 0.0 } else { *d } + strong_mul(g, p);
             }
             return;
         }
@@ -709,19 +713,23 @@ pub fn backward(
             let xs = read(*x, lo, consts);
             let ys = &vals[out.range()];
             let d = &mut adj_lo[x.range()];
-            dispatch!(isa, unary_backward(*f, xs, ys, g, d));
+            if stores & 1 != 0 {
+                dispatch!(isa, unary_backward::<true>(*f, xs, ys, g, d));
+            } else {
+                dispatch!(isa, unary_backward::<false>(*f, xs, ys, g, d));
+            }
         }
         Op::Binary { f, a, b, out } => {
             let y = &vals[out.range()];
             if f.is_arithmetic() {
                 dispatch!(
                     isa,
-                    binary_backward(isa, *f, *a, *b, lo, consts, y, g, adj_lo)
+                    binary_backward(isa, *f, *a, *b, stores, lo, consts, y, g, adj_lo)
                 )
             } else {
                 // Not dispatched: `partials` is called out of line and returns a pair, which
                 // keeps LLVM from inlining the loop into a vector-level copy (`crate::simd`).
-                binary_backward(isa, *f, *a, *b, lo, consts, y, g, adj_lo)
+                binary_backward(isa, *f, *a, *b, stores, lo, consts, y, g, adj_lo)
             }
         }
         Op::Sum { x, .. } => {
@@ -853,19 +861,7 @@ pub fn backward(
             if b.is_var() {
                 let av = read(*a, lo, consts);
                 let d = &mut adj_lo[b.range()];
-                for j in 0..m {
-                    dispatch!(
-                        isa,
-                        matvec_t_add(
-                            isa,
-                            av,
-                            &g[j * n..(j + 1) * n],
-                            n,
-                            k,
-                            &mut d[j * k..(j + 1) * k]
-                        )
-                    );
-                }
+                dispatch!(isa, matmul_adj_b(isa, av, g, n, k, m, d));
             }
         }
         Op::Dist {
@@ -876,13 +872,14 @@ pub fn backward(
         } => {
             dispatch!(
                 isa,
-                dists::backward(args, *len as usize, sc, g[0], scratch, adj_lo)
+                dists::backward(args, *len as usize, sc, stores, g[0], scratch, adj_lo)
             );
         }
         Op::Glm { spec, .. } => {
+            let store_x = stores & 1 != 0;
             dispatch!(
                 isa,
-                super::glm::backward(spec, g[0], lo, consts, scratch, adj_lo)
+                super::glm::backward(spec, store_x, g[0], lo, consts, scratch, adj_lo)
             );
         }
         Op::Constrain {
@@ -1199,9 +1196,10 @@ fn finish_dot(lanes: &[f64; 8], a_rest: &[f64], b_rest: &[f64]) -> f64 {
     s
 }
 
-/// `[dot(a[0], b), …, dot(a[3], b)]`, each summed in exactly [`dot`]'s order, chunk by chunk
-/// so that each chunk of `b` is read from memory once for the four columns (the adjoint of a
-/// matrix–vector product's vector, four columns at a time).
+/// `[dot(a[0], b), …, dot(a[3], b)]` (the `a[t]` as long as `b`), each summed in exactly
+/// [`dot`]'s order, chunk by chunk so that each chunk of `b` is read from memory once for the
+/// four columns (the adjoint of a matrix–vector product's vector, four columns at a time),
+/// the four chunk dots' lane sums accumulated side by side (`simd::dot4_lanes`).
 #[inline(always)]
 pub(crate) fn dot4(isa: Isa, a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
     let mut total = [0.0f64; 4];
@@ -1493,9 +1491,10 @@ const MM_ROWS: usize = 512;
 
 /// `C = A B` (column-major, `A` is `n × k`, `B` is `k × m`), blocked: per block of
 /// [`MM_ROWS`] rows, four output columns at a time, each element accumulating
-/// `a[r, l] b[l, j]` over `l` in order, one rounding per addition, exactly as [`matvec`] does
-/// for one column (so `C`'s column `j` has the bits of `A · B[:, j]`); then `bias[j]` added
-/// to each element of column `j` while the block is in cache (the bits of adding it after).
+/// `a[r, l] b[l, j]` over `l` in order from `+0`, one rounding per addition, exactly as
+/// [`matvec`] does for one column (so `C`'s column `j` has the bits of `A · B[:, j]`); then
+/// `bias[j]` added (the bits of adding it after). The sums of [`MM_TILE`] rows × four columns
+/// stay in registers over `l`, and each element is stored once: no clearing pass, no reloads.
 #[inline(always)]
 pub fn matmul(
     a: &[f64],
@@ -1506,63 +1505,118 @@ pub fn matmul(
     m: usize,
     out: &mut [f64],
 ) {
-    out.iter_mut().for_each(|o| *o = 0.0);
     let mut r0 = 0;
     while r0 < n {
-        let nr = MM_ROWS.min(n - r0);
-        let acol = |l: usize| &a[l * n + r0..l * n + r0 + nr];
+        let r1 = n.min(r0 + MM_ROWS);
         let mut j = 0;
-        while j + 4 <= m {
-            let (o01, o23) = out[j * n..(j + 4) * n].split_at_mut(2 * n);
-            let (o0, o1) = o01.split_at_mut(n);
-            let (o2, o3) = o23.split_at_mut(n);
-            let (o0, o1, o2, o3) = (
-                &mut o0[r0..r0 + nr],
-                &mut o1[r0..r0 + nr],
-                &mut o2[r0..r0 + nr],
-                &mut o3[r0..r0 + nr],
-            );
-            for l in 0..k {
-                let al = acol(l);
-                let (b0, b1, b2, b3) = (
-                    b[j * k + l],
-                    b[(j + 1) * k + l],
-                    b[(j + 2) * k + l],
-                    b[(j + 3) * k + l],
-                );
-                for i in 0..nr {
-                    let x = al[i];
-                    o0[i] += x * b0;
-                    o1[i] += x * b1;
-                    o2[i] += x * b2;
-                    o3[i] += x * b3;
+        while j < m {
+            let w = if j + 4 <= m { 4 } else { 1 };
+            let mut r = r0;
+            while r + MM_TILE <= r1 {
+                if w == 4 {
+                    matmul_tile::<4>(a, b, bias, n, k, r, j, out);
+                } else {
+                    matmul_tile::<1>(a, b, bias, n, k, r, j, out);
+                }
+                r += MM_TILE;
+            }
+            for r in r..r1 {
+                for t in j..j + w {
+                    let mut s = 0.0;
+                    for l in 0..k {
+                        s += a[l * n + r] * b[t * k + l];
+                    }
+                    if let Some(c) = bias {
+                        s += c[t];
+                    }
+                    out[t * n + r] = s;
                 }
             }
-            if let Some(c) = bias {
-                let (c0, c1, c2, c3) = (c[j], c[j + 1], c[j + 2], c[j + 3]);
-                for i in 0..nr {
-                    o0[i] += c0;
-                    o1[i] += c1;
-                    o2[i] += c2;
-                    o3[i] += c3;
-                }
+            j += w;
+        }
+        r0 = r1;
+    }
+}
+
+/// Rows per register tile of [`matmul`] (one AVX-512 vector, two AVX2 ones).
+const MM_TILE: usize = 8;
+
+/// [`matmul`]'s rows `r..r + MM_TILE` of columns `j..j + W`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn matmul_tile<const W: usize>(
+    a: &[f64],
+    b: &[f64],
+    bias: Option<&[f64]>,
+    n: usize,
+    k: usize,
+    r: usize,
+    j: usize,
+    out: &mut [f64],
+) {
+    let mut s = [[0.0f64; MM_TILE]; W];
+    for l in 0..k {
+        let al: &[f64; MM_TILE] = a[l * n + r..l * n + r + MM_TILE].try_into().unwrap();
+        for (t, st) in s.iter_mut().enumerate() {
+            let bl = b[(j + t) * k + l];
+            for i in 0..MM_TILE {
+                st[i] += al[i] * bl;
+            }
+        }
+    }
+    if let Some(c) = bias {
+        for (t, st) in s.iter_mut().enumerate() {
+            let ct = c[j + t];
+            st.iter_mut().for_each(|v| *v += ct);
+        }
+    }
+    for (t, st) in s.iter().enumerate() {
+        out[(j + t) * n + r..(j + t) * n + r + MM_TILE].copy_from_slice(st);
+    }
+}
+
+/// `dB += Aᵀ G` for `C = A B` (`G` is `n × m`): `dB[l, j] += dot(A[:, l], G[:, j])`, each
+/// in [`dot`]'s order ([`matvec_t_add`] per column of `G`). The `k · m` dots run four at a
+/// time ([`dot4`]), four columns of `A` against one of `G` or, when that leaves fewer dots
+/// alone (`k` not a multiple of four, `m` one), four of `G` against one of `A` (`x · y` is
+/// `y · x` to the bit).
+#[inline(always)]
+pub(crate) fn matmul_adj_b(
+    isa: Isa,
+    a: &[f64],
+    g: &[f64],
+    n: usize,
+    k: usize,
+    m: usize,
+    d: &mut [f64],
+) {
+    if m * (k % 4) <= k * (m % 4) {
+        for j in 0..m {
+            matvec_t_add(
+                isa,
+                a,
+                &g[j * n..(j + 1) * n],
+                n,
+                k,
+                &mut d[j * k..(j + 1) * k],
+            );
+        }
+        return;
+    }
+    let gcol = |j: usize| &g[j * n..(j + 1) * n];
+    for l in 0..k {
+        let al = &a[l * n..(l + 1) * n];
+        let mut j = 0;
+        while j + 4 <= m {
+            let s = dot4(isa, [gcol(j), gcol(j + 1), gcol(j + 2), gcol(j + 3)], al);
+            for (t, st) in s.into_iter().enumerate() {
+                d[(j + t) * k + l] += st;
             }
             j += 4;
         }
-        while j < m {
-            let o = &mut out[j * n + r0..j * n + r0 + nr];
-            for l in 0..k {
-                let (al, bl) = (acol(l), b[j * k + l]);
-                for i in 0..nr {
-                    o[i] += al[i] * bl;
-                }
-            }
-            if let Some(c) = bias {
-                o.iter_mut().for_each(|o| *o += c[j]);
-            }
-            j += 1;
+        for j in j..m {
+            d[j * k + l] += dot(isa, gcol(j), al);
         }
-        r0 += nr;
     }
 }
 
@@ -1614,16 +1668,24 @@ macro_rules! common_unary {
     };
 }
 
-/// `d += g · f'(x)` elementwise.
+/// `d += g · f'(x)` elementwise, or with `STORE`, `d = 0.0 + g · f'(x)` (the bits of adding
+/// to a cleared `d`, without reading it).
 #[inline(always)]
-pub(crate) fn unary_backward(f: UnaryFn, xs: &[f64], ys: &[f64], g: &[f64], d: &mut [f64]) {
+pub(crate) fn unary_backward<const STORE: bool>(
+    f: UnaryFn,
+    xs: &[f64],
+    ys: &[f64],
+    g: &[f64],
+    d: &mut [f64],
+) {
     // The common functions' loops with their derivative rule inlined (`common_unary!`).
     let n = ys.len();
     let (xs, g, d) = (&xs[..n], &g[..n], &mut d[..n]);
     macro_rules! each {
         ($f:expr) => {{
             for i in 0..n {
-                d[i] += strong_mul(g[i], $f.deriv(xs[i], ys[i]));
+                let base = if STORE { 0.0 } else { d[i] };
+                d[i] = base + strong_mul(g[i], $f.deriv(xs[i], ys[i]));
             }
         }};
     }
@@ -1688,6 +1750,7 @@ fn binary_backward(
     f: BinaryFn,
     a: Arg,
     b: Arg,
+    stores: u32,
     lo: &[f64],
     consts: &[f64],
     y: &[f64],
@@ -1720,6 +1783,7 @@ fn binary_backward(
             continue;
         }
         let mut total = 0.0;
+        let store = stores >> (operand as u32) & 1 != 0;
         // (A `while` rather than `step_by`: the iterator's setup cost more than the rows of
         // the short ops scalar blocks hold.)
         let mut c0 = 0;
@@ -1730,6 +1794,7 @@ fn binary_backward(
                 operand,
                 a,
                 b,
+                store,
                 av,
                 bv,
                 y,
@@ -1953,6 +2018,7 @@ pub(crate) fn binary_backward_rows(
     operand: Operand,
     a: Arg,
     b: Arg,
+    store: bool,
     av: &[f64],
     bv: &[f64],
     y: &[f64],
@@ -1969,29 +2035,34 @@ pub(crate) fn binary_backward_rows(
             return chunked_sum(isa, g);
         }
         let d = &mut adj_lo[target.off as usize + r0..target.off as usize + r1];
-        if operand == Operand::B && matches!(f, BinaryFn::Sub) {
-            d.iter_mut().zip(g).for_each(|(d, gi)| *d += -1.0 * gi);
+        let sign = if operand == Operand::B && matches!(f, BinaryFn::Sub) {
+            -1.0
         } else {
-            d.iter_mut().zip(g).for_each(|(d, gi)| *d += gi);
+            1.0
+        };
+        match (store, sign < 0.0) {
+            (true, true) => d.iter_mut().zip(g).for_each(|(d, gi)| *d = 0.0 + -1.0 * gi),
+            (true, false) => d.iter_mut().zip(g).for_each(|(d, gi)| *d = 0.0 + gi),
+            (false, true) => d.iter_mut().zip(g).for_each(|(d, gi)| *d += -1.0 * gi),
+            (false, false) => d.iter_mut().zip(g).for_each(|(d, gi)| *d += gi),
         }
         return 0.0;
     }
     // Specialised partial rules (the same formulas as `BinaryFn::partials`, so results are
     // identical to the parallel path, which calls `partials`).
+    macro_rules! with {
+        ($p:expr) => {
+            if store {
+                binary_backward_with::<true>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, $p)
+            } else {
+                binary_backward_with::<false>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, $p)
+            }
+        };
+    }
     match f {
-        BinaryFn::Mul => {
-            binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |x, z, _| {
-                (z, x)
-            })
-        }
-        BinaryFn::Div => {
-            binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |_, z, v| {
-                (1.0 / z, -v / z)
-            })
-        }
-        _ => binary_backward_with(operand, a, b, av, bv, y, g, adj_lo, r0, r1, |x, z, v| {
-            f.partials(x, z, v)
-        }),
+        BinaryFn::Mul => with!(|x, z, _| (z, x)),
+        BinaryFn::Div => with!(|_, z, v| (1.0 / z, -v / z)),
+        _ => with!(|x, z, v| f.partials(x, z, v)),
     }
 }
 
@@ -2023,10 +2094,11 @@ pub(crate) fn binary_backward_finish(
 }
 
 /// The general elementwise gradient rule given the partials `p(a, b, y)`, for one operand
-/// over rows `r0..r1` (see [`binary_backward_rows`]).
+/// over rows `r0..r1` (see [`binary_backward_rows`]); with `STORE`, a full-length operand's
+/// adjoint is stored (`0.0 + ·`, the bits of adding to a cleared slot), not added to.
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 #[inline(always)]
-fn binary_backward_with(
+fn binary_backward_with<const STORE: bool>(
     operand: Operand,
     a: Arg,
     b: Arg,
@@ -2054,7 +2126,8 @@ fn binary_backward_with(
     if target.len() == n {
         let d = &mut adj_lo[target.range()];
         for i in r0..r1 {
-            d[i] += strong_mul(g[i], pick(i));
+            let base = if STORE { 0.0 } else { d[i] };
+            d[i] = base + strong_mul(g[i], pick(i));
         }
         0.0
     } else {
@@ -2102,6 +2175,52 @@ mod tests {
     /// Every function `common_unary!` gives its own loop, and one it leaves to the per-element
     /// dispatch, at every SIMD level the CPU has: the loops give the per-element rule's bits,
     /// value and gradient (the vector forms of `vmath` round like the scalar ones).
+    /// The four side-by-side dots of `dot4` and both orders of `matmul_adj_b` give `dot`'s
+    /// bits at every level: lengths below one lane group, with tails, over several chunks.
+    #[test]
+    fn dot4_and_the_matmul_adjoint_add_like_dot() {
+        use super::{dot, dot4, matmul_adj_b, CHUNK};
+        let mut rng = hazel_testdata::Xorshift(0x51f1_5eed);
+        let mut draw = || (rng.below(20001) as f64 - 10000.0) / 977.0;
+        for level in SimdLevel::available() {
+            let isa = level.resolve().expect("available");
+            for n in [1, 7, 8, 13, 500, CHUNK + 9, 2 * CHUNK + 3] {
+                let cols: Vec<Vec<f64>> =
+                    (0..4).map(|_| (0..n).map(|_| draw()).collect()).collect();
+                let b: Vec<f64> = (0..n).map(|_| draw()).collect();
+                let got = dispatch!(
+                    isa,
+                    dot4(
+                        isa,
+                        [&cols[0][..], &cols[1][..], &cols[2][..], &cols[3][..]],
+                        &b
+                    )
+                );
+                for t in 0..4 {
+                    let want = dispatch!(isa, dot(isa, &cols[t], &b));
+                    assert_eq!(got[t].to_bits(), want.to_bits(), "dot4 n {n} at {level:?}");
+                }
+            }
+            // (k, m): dots grouped by columns of A (k = 8), by columns of G (k = 5, m = 16),
+            // and with leftovers either way.
+            for (n, k, m) in [(37, 8, 3), (500, 5, 16), (300, 3, 6), (9, 1, 1)] {
+                let a: Vec<f64> = (0..n * k).map(|_| draw()).collect();
+                let g: Vec<f64> = (0..n * m).map(|_| draw()).collect();
+                let d0: Vec<f64> = (0..k * m).map(|_| draw()).collect();
+                let mut got = d0.clone();
+                dispatch!(isa, matmul_adj_b(isa, &a, &g, n, k, m, &mut got));
+                for j in 0..m {
+                    for l in 0..k {
+                        let want = d0[j * k + l]
+                            + dot(isa, &a[l * n..(l + 1) * n], &g[j * n..(j + 1) * n]);
+                        let i = j * k + l;
+                        assert_eq!(got[i].to_bits(), want.to_bits(), "dB {n}x{k}x{m} {i}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn unary_loops_match_the_per_element_rule() {
         let fs = [
@@ -2151,8 +2270,15 @@ mod tests {
                         .map(|i| d0[i] + strong_mul(g[i], f.deriv(xs[i], want[i])))
                         .collect();
                     let mut d = d0.clone();
-                    dispatch!(isa, unary_backward(f, xs, &want, &g, &mut d));
+                    dispatch!(isa, unary_backward::<false>(f, xs, &want, &g, &mut d));
                     assert!(same(&d, &want_d), "{f:?} gradient at {level:?}");
+                    // Stored: the bits of adding to a cleared slot, whatever `d` held.
+                    let want_s: Vec<f64> = (0..n)
+                        .map(|i| 0.0 + strong_mul(g[i], f.deriv(xs[i], want[i])))
+                        .collect();
+                    let mut d = vec![f64::NAN; n];
+                    dispatch!(isa, unary_backward::<true>(f, xs, &want, &g, &mut d));
+                    assert!(same(&d, &want_s), "{f:?} stored gradient at {level:?}");
                 }
             }
         }
@@ -2211,6 +2337,7 @@ mod tests {
                         f,
                         a,
                         b,
+                        0,
                         &vals[..out.off as usize],
                         &consts,
                         y,

@@ -17,7 +17,7 @@ pub(crate) mod scalar;
 pub mod simd;
 
 use crate::exec::Executor;
-use crate::ir::{Arg, Graph, Space};
+use crate::ir::{Arg, Graph, Slot, Space};
 use hazel_density::EvalError;
 
 /// Per-chain buffers of one graph: the reference executor's workspace, and one lane of the
@@ -82,9 +82,10 @@ impl Graph {
     /// holds the gradient with respect to the parameters.
     pub fn backward(&self, seed: Arg, buf: &mut Buffers) {
         self.start_adjoint(seed, &mut buf.adj);
-        for op in self.ops.iter().rev() {
+        for (i, op) in self.ops.iter().enumerate().rev() {
             kernels::backward(
                 op,
+                self.adjoint_stores_of(i),
                 &self.consts,
                 &buf.vals,
                 &mut buf.adj,
@@ -94,12 +95,23 @@ impl Graph {
         }
     }
 
-    /// Readies one point's adjoint buffer (`adj[0..n_vals]`) for a backward sweep from `seed`:
-    /// every slot a backward rule may read or add to is zeroed (those of
-    /// [`Graph::adjoint_free`] are left as they are), then the seed's adjoint is 1.
+    /// Readies one point's adjoint buffer (`adj[0..n_vals]`) for a backward sweep from `seed`
+    /// whose rules store where [`AdjointPlan::stores`](crate::ir::graph::AdjointPlan::stores) says: every slot a rule may read or
+    /// add to is zeroed (those of [`AdjointPlan::unset`](crate::ir::graph::AdjointPlan::unset), free or stored by their one rule,
+    /// are left as they are), then the seed's adjoint is 1.
     pub(crate) fn start_adjoint(&self, seed: Arg, adj: &mut [f64]) {
+        self.clear_adjoint_outside(&self.adjoint.unset, seed, adj);
+    }
+
+    /// [`Graph::start_adjoint`] for a sweep whose rules only add (stores 0 for every op):
+    /// the stored slots are zeroed too, only [`AdjointPlan::free`](crate::ir::graph::AdjointPlan::free)'s are left.
+    pub(crate) fn start_adding_adjoint(&self, seed: Arg, adj: &mut [f64]) {
+        self.clear_adjoint_outside(&self.adjoint.free, seed, adj);
+    }
+
+    fn clear_adjoint_outside(&self, left: &[Slot], seed: Arg, adj: &mut [f64]) {
         let mut from = 0;
-        for s in &self.adjoint_free {
+        for s in left {
             adj[from..s.off as usize].iter_mut().for_each(|a| *a = 0.0);
             from = (s.off + s.len) as usize;
         }

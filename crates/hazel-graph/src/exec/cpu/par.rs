@@ -154,6 +154,7 @@ fn forward_op(
 
 fn backward_op(
     op: &Op,
+    stores: u32,
     consts: &[f64],
     vals: &[f64],
     adj: &mut [f64],
@@ -169,9 +170,11 @@ fn backward_op(
             let xs = read(*x, lo, consts);
             let ys = &vals[out.range()];
             let f = *f;
+            let store = stores & 1 != 0;
             par_elementwise(&mut adj_lo[x.range()], |i, d| {
                 let p = f.deriv(xs[i], ys[i]);
-                *d += if p == 0.0 { 0.0 } else { g[i] * p };
+                let base = if store { 0.0 } else { *d };
+                *d = base + if p == 0.0 { 0.0 } else { g[i] * p };
             });
         }
         Op::Binary { f, a, b, .. }
@@ -189,10 +192,12 @@ fn backward_op(
             let y = &vals[out.range()];
             let f = *f;
             let (target, first): (Arg, bool) = if a.is_var() { (*a, true) } else { (*b, false) };
+            let store = stores >> (if first { 0 } else { 1 }) & 1 != 0;
             par_elementwise(&mut adj_lo[target.range()], |i, d| {
                 let (pa, pb) = f.partials(at(av, i), at(bv, i), y[i]);
                 let p = if first { pa } else { pb };
-                *d += if p == 0.0 { 0.0 } else { g[i] * p };
+                let base = if store { 0.0 } else { *d };
+                *d = base + if p == 0.0 { 0.0 } else { g[i] * p };
             });
         }
         Op::Dist {
@@ -208,12 +213,14 @@ fn backward_op(
                     continue;
                 }
                 let s = &scratch[sc[k] as usize..sc[k] as usize + a.len()];
+                let store = stores >> k & 1 != 0;
                 adj_lo[a.range()]
                     .par_chunks_mut(CHUNK)
                     .zip(s.par_chunks(CHUNK))
                     .for_each(|(d, p)| {
                         for (dj, pj) in d.iter_mut().zip(p) {
-                            *dj += g0 * pj;
+                            let base = if store { 0.0 } else { *dj };
+                            *dj = base + g0 * pj;
                         }
                     });
             }
@@ -229,7 +236,7 @@ fn backward_op(
             let vv = read(*v, lo, consts);
             if v.is_var() && m.is_var() {
                 // Both on the tape: rare; keep the serial rule.
-                kernels::backward(op, consts, vals, adj, scratch, isa);
+                kernels::backward(op, stores, consts, vals, adj, scratch, isa);
                 return;
             }
             if v.is_var() {
@@ -252,7 +259,7 @@ fn backward_op(
                     });
             }
         }
-        _ => kernels::backward(op, consts, vals, adj, scratch, isa),
+        _ => kernels::backward(op, stores, consts, vals, adj, scratch, isa),
     }
 }
 
@@ -270,9 +277,10 @@ pub fn forward_backward(
             .map_err(|e| g.locate(op, e))?;
     }
     g.start_adjoint(out, &mut buf.adj);
-    for op in g.ops.iter().rev() {
+    for (i, op) in g.ops.iter().enumerate().rev() {
         backward_op(
             op,
+            g.adjoint_stores_of(i),
             &g.consts,
             &buf.vals,
             &mut buf.adj,

@@ -245,9 +245,9 @@ fn small_backward(op: &Op, consts: &[f64], vals: &[f64], adj: &mut [f64], scratc
             ..
         } => {
             let g = adj[out.off as usize];
-            dists::backward(args, *len as usize, sc, g, scratch, adj)
+            dists::backward(args, *len as usize, sc, 0, g, scratch, adj)
         }
-        _ => kernels::backward(op, consts, vals, adj, scratch, Isa::Baseline),
+        _ => kernels::backward(op, 0, consts, vals, adj, scratch, Isa::Baseline),
     }
 }
 
