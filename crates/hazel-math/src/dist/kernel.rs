@@ -405,29 +405,49 @@ impl UnivariateKernel for StudentT {
             function: Self::FUNCTION,
         };
         match k {
-            0 => check.not_nan("Random variable", x).map(|_| NONE),
+            0 => check.not_nan("Random variable", x)?,
+            1 => check.positive_finite("Degrees of freedom parameter", x)?,
+            2 => check.finite("Location parameter", x)?,
+            _ => check.positive_finite("Scale parameter", x)?,
+        }
+        Ok(self.prepare_lanes(k, x).1)
+    }
+    #[inline]
+    fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    // Branch-free except ν's derived terms (`lbeta`, `digamma`): ν is almost always one value
+    // per call, prepared once, so the loop over elements still vectorises.
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => (!x.is_nan(), NONE),
             1 => {
-                check.positive_finite("Degrees of freedom parameter", x)?;
+                let passes = x > 0.0 && x.is_finite();
                 if !self.nu_term {
-                    return Ok(NONE);
+                    return (passes, NONE);
                 }
+                // Where the check fails the result is unspecified: evaluated at 1 instead, so
+                // the special functions see only valid arguments.
+                let x = if passes { x } else { 1.0 };
                 // lgamma((ν+1)/2) - lgamma(ν/2) = lgamma(½) - lbeta(ν/2, ½), without the
                 // cancellation of two large lgammas at large ν.
                 let value = LOG_SQRT_PI - lbeta(0.5 * x, 0.5) - 0.5 * vmath::ln(x);
                 let d_nu = 0.5 * (digamma(0.5 * (x + 1.0)) - digamma(0.5 * x)) - 0.5 / x;
-                Ok([value, d_nu, 0.0])
+                (passes, [value, d_nu, 0.0])
             }
-            2 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([if self.log_sigma { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
-            }
+            2 => (x.is_finite(), NONE),
+            _ => (
+                x > 0.0 && x.is_finite(),
+                [if self.log_sigma { vmath::ln(x) } else { 0.0 }, 0.0, 0.0],
+            ),
         }
     }
-    #[inline]
-    fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let [y, nu, mu, sigma] = *x;
         let z = (y - mu) / sigma;
@@ -450,7 +470,7 @@ impl UnivariateKernel for StudentT {
             lp -= d[3][0];
             d_sigma -= 1.0 / sigma;
         }
-        Ok((lp, [d_y, d_nu, -d_y, d_sigma]))
+        (true, (lp, [d_y, d_nu, -d_y, d_sigma]))
     }
 }
 
