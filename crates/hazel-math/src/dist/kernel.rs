@@ -135,6 +135,18 @@ pub trait UnivariateKernel: Copy {
             Err(_) => (false, ZERO),
         }
     }
+    /// The arguments (bit k = argument k) that the summand kept only without `propto`
+    /// (`terms.include(0)`) reads, where they are all integers (binomial's `log C(N, n)`);
+    /// 0 where there is no such summand. A caller whose arguments in this mask are data
+    /// computes that summand once ([`Self::integer_summand`]) and evaluates the rest with
+    /// `propto`, which keeps every other summand when the remaining arguments vary.
+    const INTEGER_SUMMAND: u32 = 0;
+    /// That summand of one element (arguments as in [`Self::element`]); `None` where the
+    /// counts fail the family's checks (the caller then leaves the element to the kernel,
+    /// whose message names them).
+    fn integer_summand(_x: &[f64; 4]) -> Option<f64> {
+        None
+    }
 }
 
 /// One element through a kernel: prepares every argument, then evaluates.
@@ -1175,6 +1187,19 @@ fn check_binomial_counts(check: Check, n: f64, big_n: f64) -> Result<(), MathErr
     check.nonnegative("Population size parameter", big_n)
 }
 
+/// Binomial's and binomial_logit's integer summand `log C(N, n)` (their
+/// [`UnivariateKernel::integer_summand`]), where the counts pass both kernels' checks.
+fn binomial_coefficient_summand(x: &[f64; 4]) -> Option<f64> {
+    let [n, big_n, _, _] = *x;
+    let check = Check {
+        function: "binomial_lpmf",
+    };
+    let counts = check_binomial_count(check, 0, n)
+        .and(check_binomial_count(check, 1, big_n))
+        .and(check_binomial_counts(check, n, big_n));
+    counts.ok().map(|_| lchoose(big_n, n))
+}
+
 /// Bernoulli's and bernoulli_logit's variate: 0 or 1 (bounds first, as Stan phrases it).
 #[inline]
 fn check_binary(check: Check, n: f64) -> Result<Derived, MathError> {
@@ -1341,6 +1366,11 @@ pub struct Binomial {
 impl UnivariateKernel for Binomial {
     const FUNCTION: &'static str = "binomial_lpmf";
     const ARITY: usize = 3;
+    // `log C(N, n)`: the counts alone.
+    const INTEGER_SUMMAND: u32 = 0b011;
+    fn integer_summand(x: &[f64; 4]) -> Option<f64> {
+        binomial_coefficient_summand(x)
+    }
     #[inline]
     fn new(terms: Terms) -> Self {
         Binomial {
@@ -1410,6 +1440,11 @@ pub struct BinomialLogit {
 impl UnivariateKernel for BinomialLogit {
     const FUNCTION: &'static str = "binomial_logit_lpmf";
     const ARITY: usize = 3;
+    // `log C(N, n)`: the counts alone.
+    const INTEGER_SUMMAND: u32 = 0b011;
+    fn integer_summand(x: &[f64; 4]) -> Option<f64> {
+        binomial_coefficient_summand(x)
+    }
     #[inline]
     fn new(terms: Terms) -> Self {
         BinomialLogit {

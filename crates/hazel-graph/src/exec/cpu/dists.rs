@@ -177,6 +177,17 @@ impl DistKind {
         )
     }
 
+    /// The family's summand of integer arguments alone ([`UnivariateKernel::INTEGER_SUMMAND`]:
+    /// which arguments it reads, and its value per element), where it has one.
+    pub fn integer_summand(self) -> Option<(u32, fn(&[f64; 4]) -> Option<f64>)> {
+        with_kernel!(
+            self,
+            K => (K::INTEGER_SUMMAND != 0)
+                .then_some((K::INTEGER_SUMMAND, K::integer_summand as fn(&[f64; 4]) -> Option<f64>)),
+            _t => None
+        )
+    }
+
     /// The one-element rule a scalar block's density of this family runs
     /// ([`ScalarLanesFn`]), where its kernel has branch-free forms. Chosen once, when the
     /// block is made: a call through it costs the element's arithmetic, not a dispatch over
