@@ -430,13 +430,24 @@ fn binomial_coefficients_of_data_counts_are_summed_once() {
         expect += choose(9.0, y[i]) + y[i] * p.ln() + (9.0 - y[i]) * (1.0 - p).ln();
         d_expect += (y[i] - n[i] * p) + (y[i] - 9.0 * p);
     }
-    assert!((lp - expect).abs() < 1e-12 * expect.abs(), "{lp} vs {expect}");
-    assert!((grad[0] - d_expect).abs() < 1e-12, "{} vs {d_expect}", grad[0]);
+    assert!(
+        (lp - expect).abs() < 1e-12 * expect.abs(),
+        "{lp} vs {expect}"
+    );
+    assert!(
+        (grad[0] - d_expect).abs() < 1e-12,
+        "{} vs {d_expect}",
+        grad[0]
+    );
     // Counts that fail the check leave the coefficient to the op, which names them.
     let bad = build(
         &format!("{decl} model {{ target += binomial_logit_lpmf(y | n, a); }}"),
         r#"{"y": [0, 3, 7, 2], "n": [5, 3, 6, 4]}"#,
     );
     let err = eval(&bad, &[alpha]).expect_err("7 successes of 6");
-    assert!(err.message.contains("Successes variable"), "{}", err.message);
+    assert!(
+        err.message.contains("Successes variable"),
+        "{}",
+        err.message
+    );
 }
