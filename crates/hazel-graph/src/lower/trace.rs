@@ -780,10 +780,9 @@ impl<'p> Tracer<'p> {
         let mut total = 0.0;
         for i in 0..n {
             let mut x = [0.0; 4];
-            for k in 0..elems.len() {
-                let c = &columns[k];
+            for (xk, c) in x.iter_mut().zip(&columns) {
                 if !c.is_empty() {
-                    x[k] = c[if c.len() == 1 { 0 } else { i }];
+                    *xk = c[if c.len() == 1 { 0 } else { i }];
                 }
             }
             total += summand(&x)?;
