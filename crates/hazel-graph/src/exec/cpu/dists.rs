@@ -179,11 +179,11 @@ impl DistKind {
 
     /// The family's summand of integer arguments alone ([`UnivariateKernel::INTEGER_SUMMAND`]:
     /// which arguments it reads, and its value per element), where it has one.
-    pub fn integer_summand(self) -> Option<(u32, fn(&[f64; 4]) -> Option<f64>)> {
+    pub(crate) fn integer_summand(self) -> Option<(u32, IntegerSummandFn)> {
         with_kernel!(
             self,
             K => (K::INTEGER_SUMMAND != 0)
-                .then_some((K::INTEGER_SUMMAND, K::integer_summand as fn(&[f64; 4]) -> Option<f64>)),
+                .then_some((K::INTEGER_SUMMAND, K::integer_summand as IntegerSummandFn)),
             _t => None
         )
     }
@@ -200,6 +200,10 @@ impl DistKind {
         )
     }
 }
+
+/// A family's summand of integer arguments alone for one element
+/// ([`UnivariateKernel::integer_summand`]).
+pub(crate) type IntegerSummandFn = fn(&[f64; 4]) -> Option<f64>;
 
 /// One element of a density by its kernel's branch-free forms: `(passes, (value,
 /// partials))`, where what an argument derives (`1/σ`, `log σ`) is looked up in the cache
