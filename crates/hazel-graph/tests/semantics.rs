@@ -404,3 +404,50 @@ fn huge_declared_sizes_are_errors_not_aborts() {
         error.message
     );
 }
+
+#[test]
+fn binomial_coefficients_of_data_counts_are_summed_once() {
+    // `target += binomial_lpmf` keeps log C(N, n); with data counts the tracer sums it once
+    // and the op evaluates the rest under propto. The value must still be the full lpmf (the
+    // kernel's own sum, to rounding), for a vector and a broadcast count, and for both families.
+    let data = r#"{"y": [0, 3, 7, 2], "n": [5, 3, 9, 4]}"#;
+    let decl = "data { array[4] int y; array[4] int n; } parameters { real a; }";
+    let full = build(
+        &format!(
+            "{decl} model {{ target += binomial_logit_lpmf(y | n, a); \
+             target += binomial_lpmf(y | 9, inv_logit(a)); }}"
+        ),
+        data,
+    );
+    let alpha = 0.3f64;
+    let (lp, grad) = eval(&full, &[alpha]).expect("evaluates");
+    let (y, n) = ([0.0, 3.0, 7.0, 2.0], [5.0, 3.0, 9.0, 4.0]);
+    let p = 1.0 / (1.0 + (-alpha).exp());
+    let (mut expect, mut d_expect) = (0.0, 0.0);
+    for i in 0..4 {
+        let choose = |nn: f64, k: f64| hazel_math::special::lchoose(nn, k);
+        expect += choose(n[i], y[i]) + y[i] * p.ln() + (n[i] - y[i]) * (1.0 - p).ln();
+        expect += choose(9.0, y[i]) + y[i] * p.ln() + (9.0 - y[i]) * (1.0 - p).ln();
+        d_expect += (y[i] - n[i] * p) + (y[i] - 9.0 * p);
+    }
+    assert!(
+        (lp - expect).abs() < 1e-12 * expect.abs(),
+        "{lp} vs {expect}"
+    );
+    assert!(
+        (grad[0] - d_expect).abs() < 1e-12,
+        "{} vs {d_expect}",
+        grad[0]
+    );
+    // Counts that fail the check leave the coefficient to the op, which names them.
+    let bad = build(
+        &format!("{decl} model {{ target += binomial_logit_lpmf(y | n, a); }}"),
+        r#"{"y": [0, 3, 7, 2], "n": [5, 3, 6, 4]}"#,
+    );
+    let err = eval(&bad, &[alpha]).expect_err("7 successes of 6");
+    assert!(
+        err.message.contains("Successes variable"),
+        "{}",
+        err.message
+    );
+}

@@ -183,16 +183,61 @@ pub fn cholesky_decompose_adjoint(
             bar[i + j * n] = t;
             bar[j + j * n] -= t * l[i + j * n];
         }
-        // Their contributions to the earlier columns k < j (contiguous in i).
-        for k in 0..j {
-            let ljk = l[j + k * n];
-            let mut s = 0.0;
-            for i in (j + 1)..n {
-                let t = bar[i + j * n];
-                bar[i + k * n] -= t * ljk;
-                s += t * l[i + k * n];
+        // Their contributions to the earlier columns k < j (contiguous in i). Each column's
+        // sum `s` is one chain of dependent additions in i; the columns are independent (each
+        // reads column j and writes only its own), so four advance side by side, each still
+        // adding its terms in order: the same bits, without waiting on one adder at a time.
+        let (before, from_j) = bar.split_at_mut(j * n);
+        let t = &from_j[j + 1..n];
+        let mut k = 0;
+        while k + 4 <= j {
+            let (c0, rest) = before[k * n..].split_at_mut(n);
+            let (c1, rest) = rest.split_at_mut(n);
+            let (c2, c3) = rest.split_at_mut(n);
+            let c3 = &mut c3[..n];
+            let (l0, l1, l2, l3) = (
+                &l[k * n..(k + 1) * n],
+                &l[(k + 1) * n..(k + 2) * n],
+                &l[(k + 2) * n..(k + 3) * n],
+                &l[(k + 3) * n..(k + 4) * n],
+            );
+            let (ljk0, ljk1, ljk2, ljk3) = (l0[j], l1[j], l2[j], l3[j]);
+            let (mut s0, mut s1, mut s2, mut s3) = (0.0, 0.0, 0.0, 0.0);
+            {
+                let (b0, b1, b2, b3) = (
+                    &mut c0[j + 1..n],
+                    &mut c1[j + 1..n],
+                    &mut c2[j + 1..n],
+                    &mut c3[j + 1..n],
+                );
+                let (m0, m1, m2, m3) = (&l0[j + 1..n], &l1[j + 1..n], &l2[j + 1..n], &l3[j + 1..n]);
+                for (i, &ti) in t.iter().enumerate() {
+                    b0[i] -= ti * ljk0;
+                    s0 += ti * m0[i];
+                    b1[i] -= ti * ljk1;
+                    s1 += ti * m1[i];
+                    b2[i] -= ti * ljk2;
+                    s2 += ti * m2[i];
+                    b3[i] -= ti * ljk3;
+                    s3 += ti * m3[i];
+                }
             }
-            bar[j + k * n] -= s;
+            c0[j] -= s0;
+            c1[j] -= s1;
+            c2[j] -= s2;
+            c3[j] -= s3;
+            k += 4;
+        }
+        for k in k..j {
+            let ljk = l[j + k * n];
+            let col = &mut before[k * n..(k + 1) * n];
+            let lk = &l[k * n..(k + 1) * n];
+            let mut s = 0.0;
+            for (i, &ti) in t.iter().enumerate() {
+                col[j + 1 + i] -= ti * ljk;
+                s += ti * lk[j + 1 + i];
+            }
+            col[j] -= s;
         }
         // Diagonal entry.
         let t = bar[j + j * n] / (2.0 * ljj);

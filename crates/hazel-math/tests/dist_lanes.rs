@@ -4,7 +4,8 @@
 //! arguments alike, for every family that has them and every choice of dropped terms.
 
 use hazel_math::dist::kernel::{
-    Bernoulli, BernoulliLogit, NegBinomial2Log, Normal, PoissonLog, StdNormal, UnivariateKernel,
+    Bernoulli, BernoulliLogit, NegBinomial2Log, Normal, PoissonLog, StdNormal, StudentT,
+    UnivariateKernel,
 };
 use hazel_math::dist::Terms;
 
@@ -126,4 +127,9 @@ fn bernoulli_logit() {
 #[test]
 fn neg_binomial_2_log() {
     check::<NegBinomial2Log>();
+}
+
+#[test]
+fn student_t() {
+    check::<StudentT>();
 }

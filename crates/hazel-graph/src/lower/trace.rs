@@ -737,6 +737,11 @@ impl<'p> Tracer<'p> {
         if elems.iter().any(|e| e.is_empty()) {
             return Ok(Sc::C(0.0));
         }
+        let data_summand = if propto {
+            None
+        } else {
+            self.integer_summand(kind, &elems, n)
+        };
         let mut argv = Vec::with_capacity(elems.len());
         for e in &elems {
             let a = if e.len() == 1 {
@@ -746,8 +751,43 @@ impl<'p> Tracer<'p> {
             };
             argv.push(a);
         }
-        let out = self.b.dist(kind, argv, propto);
-        Ok(Sc::V(out.off))
+        let Some(c) = data_summand else {
+            let out = self.b.dist(kind, argv, propto);
+            return Ok(Sc::V(out.off));
+        };
+        // The integer summand is data: the op evaluates the rest, which `propto` keeps (every
+        // other summand reads an argument that varies).
+        let out = self.b.dist(kind, argv, true);
+        Ok(self.sc_binary(BinaryFn::Add, Sc::V(out.off), Sc::C(c)))
+    }
+
+    /// The sum over the `n` elements of `kind`'s summand of integer arguments alone (binomial's
+    /// `log C(N, n)`), where the family has one, the arguments it reads are data and every
+    /// element's counts are valid, and the others all vary; `None` otherwise. Computed once
+    /// here, it is not recomputed at every evaluation (Stan Math recomputes it).
+    fn integer_summand(&self, kind: DistKind, elems: &[Elems], n: usize) -> Option<f64> {
+        let (reads, summand) = kind.integer_summand()?;
+        let mut columns: [Vec<f64>; 4] = Default::default();
+        for (k, e) in elems.iter().enumerate() {
+            match (reads & (1 << k) != 0, e.consts()) {
+                (true, Some(c)) => columns[k] = c,
+                (true, None) => return None,
+                // A constant among the other arguments: its summands are dropped by `propto`.
+                (false, Some(_)) => return None,
+                (false, None) => {}
+            }
+        }
+        let mut total = 0.0;
+        for i in 0..n {
+            let mut x = [0.0; 4];
+            for (xk, c) in x.iter_mut().zip(&columns) {
+                if !c.is_empty() {
+                    *xk = c[if c.len() == 1 { 0 } else { i }];
+                }
+            }
+            total += summand(&x)?;
+        }
+        Some(total)
     }
 }
 

@@ -135,6 +135,18 @@ pub trait UnivariateKernel: Copy {
             Err(_) => (false, ZERO),
         }
     }
+    /// The arguments (bit k = argument k) that the summand kept only without `propto`
+    /// (`terms.include(0)`) reads, where they are all integers (binomial's `log C(N, n)`);
+    /// 0 where there is no such summand. A caller whose arguments in this mask are data
+    /// computes that summand once ([`Self::integer_summand`]) and evaluates the rest with
+    /// `propto`, which keeps every other summand when the remaining arguments vary.
+    const INTEGER_SUMMAND: u32 = 0;
+    /// That summand of one element (arguments as in [`Self::element`]); `None` where the
+    /// counts fail the family's checks (the caller then leaves the element to the kernel,
+    /// whose message names them).
+    fn integer_summand(_x: &[f64; 4]) -> Option<f64> {
+        None
+    }
 }
 
 /// One element through a kernel: prepares every argument, then evaluates.
@@ -405,29 +417,49 @@ impl UnivariateKernel for StudentT {
             function: Self::FUNCTION,
         };
         match k {
-            0 => check.not_nan("Random variable", x).map(|_| NONE),
+            0 => check.not_nan("Random variable", x)?,
+            1 => check.positive_finite("Degrees of freedom parameter", x)?,
+            2 => check.finite("Location parameter", x)?,
+            _ => check.positive_finite("Scale parameter", x)?,
+        }
+        Ok(self.prepare_lanes(k, x).1)
+    }
+    #[inline]
+    fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+        Ok(self.element_lanes(x, d).1)
+    }
+    // Branch-free except ν's derived terms (`lbeta`, `digamma`): ν is almost always one value
+    // per call, prepared once, so the loop over elements still vectorises.
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 => (!x.is_nan(), NONE),
             1 => {
-                check.positive_finite("Degrees of freedom parameter", x)?;
+                let passes = x > 0.0 && x.is_finite();
                 if !self.nu_term {
-                    return Ok(NONE);
+                    return (passes, NONE);
                 }
+                // Where the check fails the result is unspecified: evaluated at 1 instead, so
+                // the special functions see only valid arguments.
+                let x = if passes { x } else { 1.0 };
                 // lgamma((ν+1)/2) - lgamma(ν/2) = lgamma(½) - lbeta(ν/2, ½), without the
                 // cancellation of two large lgammas at large ν.
                 let value = LOG_SQRT_PI - lbeta(0.5 * x, 0.5) - 0.5 * vmath::ln(x);
                 let d_nu = 0.5 * (digamma(0.5 * (x + 1.0)) - digamma(0.5 * x)) - 0.5 / x;
-                Ok([value, d_nu, 0.0])
+                (passes, [value, d_nu, 0.0])
             }
-            2 => check.finite("Location parameter", x).map(|_| NONE),
-            _ => {
-                check.positive_finite("Scale parameter", x)?;
-                Ok([if self.log_sigma { vmath::ln(x) } else { 0.0 }, 0.0, 0.0])
-            }
+            2 => (x.is_finite(), NONE),
+            _ => (
+                x > 0.0 && x.is_finite(),
+                [if self.log_sigma { vmath::ln(x) } else { 0.0 }, 0.0, 0.0],
+            ),
         }
     }
-    #[inline]
-    fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
-            return Ok(ZERO);
+            return (true, ZERO);
         }
         let [y, nu, mu, sigma] = *x;
         let z = (y - mu) / sigma;
@@ -450,7 +482,7 @@ impl UnivariateKernel for StudentT {
             lp -= d[3][0];
             d_sigma -= 1.0 / sigma;
         }
-        Ok((lp, [d_y, d_nu, -d_y, d_sigma]))
+        (true, (lp, [d_y, d_nu, -d_y, d_sigma]))
     }
 }
 
@@ -1155,6 +1187,19 @@ fn check_binomial_counts(check: Check, n: f64, big_n: f64) -> Result<(), MathErr
     check.nonnegative("Population size parameter", big_n)
 }
 
+/// Binomial's and binomial_logit's integer summand `log C(N, n)` (their
+/// [`UnivariateKernel::integer_summand`]), where the counts pass both kernels' checks.
+fn binomial_coefficient_summand(x: &[f64; 4]) -> Option<f64> {
+    let [n, big_n, _, _] = *x;
+    let check = Check {
+        function: "binomial_lpmf",
+    };
+    let counts = check_binomial_count(check, 0, n)
+        .and(check_binomial_count(check, 1, big_n))
+        .and(check_binomial_counts(check, n, big_n));
+    counts.ok().map(|_| lchoose(big_n, n))
+}
+
 /// Bernoulli's and bernoulli_logit's variate: 0 or 1 (bounds first, as Stan phrases it).
 #[inline]
 fn check_binary(check: Check, n: f64) -> Result<Derived, MathError> {
@@ -1321,6 +1366,11 @@ pub struct Binomial {
 impl UnivariateKernel for Binomial {
     const FUNCTION: &'static str = "binomial_lpmf";
     const ARITY: usize = 3;
+    // `log C(N, n)`: the counts alone.
+    const INTEGER_SUMMAND: u32 = 0b011;
+    fn integer_summand(x: &[f64; 4]) -> Option<f64> {
+        binomial_coefficient_summand(x)
+    }
     #[inline]
     fn new(terms: Terms) -> Self {
         Binomial {
@@ -1390,6 +1440,11 @@ pub struct BinomialLogit {
 impl UnivariateKernel for BinomialLogit {
     const FUNCTION: &'static str = "binomial_logit_lpmf";
     const ARITY: usize = 3;
+    // `log C(N, n)`: the counts alone.
+    const INTEGER_SUMMAND: u32 = 0b011;
+    fn integer_summand(x: &[f64; 4]) -> Option<f64> {
+        binomial_coefficient_summand(x)
+    }
     #[inline]
     fn new(terms: Terms) -> Self {
         BinomialLogit {

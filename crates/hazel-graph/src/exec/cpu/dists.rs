@@ -227,6 +227,17 @@ impl DistKind {
         )
     }
 
+    /// The family's summand of integer arguments alone ([`UnivariateKernel::INTEGER_SUMMAND`]:
+    /// which arguments it reads, and its value per element), where it has one.
+    pub(crate) fn integer_summand(self) -> Option<(u32, IntegerSummandFn)> {
+        with_kernel!(
+            self,
+            K => (K::INTEGER_SUMMAND != 0)
+                .then_some((K::INTEGER_SUMMAND, K::integer_summand as IntegerSummandFn)),
+            _t => None
+        )
+    }
+
     /// The one-element rule a scalar block's density of this family runs
     /// ([`ScalarLanesFn`]), where its kernel has branch-free forms. Chosen once, when the
     /// block is made: a call through it costs the element's arithmetic, not a dispatch over
@@ -239,6 +250,10 @@ impl DistKind {
         )
     }
 }
+
+/// A family's summand of integer arguments alone for one element
+/// ([`UnivariateKernel::integer_summand`]).
+pub(crate) type IntegerSummandFn = fn(&[f64; 4]) -> Option<f64>;
 
 /// One element of a density by its kernel's branch-free forms: `(passes, (value,
 /// partials))`, where what an argument derives (`1/σ`, `log σ`) is looked up in the cache

@@ -2112,31 +2112,62 @@ fn binary_backward_with<const STORE: bool>(
     p: impl Fn(f64, f64, f64) -> (f64, f64),
 ) -> f64 {
     let n = y.len();
-    let (ia, ib) = (av.len() == n, bv.len() == n);
-    let aat = |i: usize| if ia { av[i] } else { av[0] };
-    let bat = |i: usize| if ib { bv[i] } else { bv[0] };
-    let pick = |i: usize| {
-        let (pa, pb) = p(aat(i), bat(i), y[i]);
-        match operand {
-            Operand::A => pa,
-            Operand::B => pb,
-        }
-    };
     let target = operand.of(a, b);
-    if target.len() == n {
-        let d = &mut adj_lo[target.range()];
-        for i in r0..r1 {
-            let base = if STORE { 0.0 } else { d[i] };
-            d[i] = base + strong_mul(g[i], pick(i));
+    let full = target.len() == n;
+    let m = r1 - r0;
+    let (y, g) = (&y[r0..r1], &g[r0..r1]);
+    // One loop per operand and per layout of the two inputs (each a run of the chunk's rows or
+    // one broadcast value), so that the loops index only slices of the chunk's length: no
+    // choice per element between a row and the broadcast value, no bounds checks, and LLVM
+    // vectorises the full-length update (a choice inside the loop kept it scalar). Every
+    // element's arithmetic, and the order of a broadcast operand's sum, are unchanged.
+    macro_rules! rows {
+        ($at_a:expr, $at_b:expr, $sel:expr) => {{
+            let (at_a, at_b, sel) = ($at_a, $at_b, $sel);
+            let pick = |j: usize| sel(p(at_a(j), at_b(j), y[j]));
+            if full {
+                let off = target.off as usize;
+                let d = &mut adj_lo[off + r0..off + r1];
+                for j in 0..m {
+                    let base = if STORE { 0.0 } else { d[j] };
+                    d[j] = base + strong_mul(g[j], pick(j));
+                }
+                0.0
+            } else {
+                // (Index loops, not `skip`: see `crate::simd`.)
+                let mut s = 0.0;
+                for j in 0..m {
+                    s += strong_mul(g[j], pick(j));
+                }
+                s
+            }
+        }};
+    }
+    macro_rules! operands {
+        ($at_a:expr, $at_b:expr) => {
+            match operand {
+                Operand::A => rows!($at_a, $at_b, |(pa, _): (f64, f64)| pa),
+                Operand::B => rows!($at_a, $at_b, |(_, pb): (f64, f64)| pb),
+            }
+        };
+    }
+    match (av.len() == n, bv.len() == n) {
+        (true, true) => {
+            let (av, bv) = (&av[r0..r1], &bv[r0..r1]);
+            operands!(|j: usize| av[j], |j: usize| bv[j])
         }
-        0.0
-    } else {
-        // (Index loops, not `skip`: see `crate::simd`.)
-        let mut s = 0.0;
-        for i in r0..r1 {
-            s += strong_mul(g[i], pick(i));
+        (true, false) => {
+            let (av, b0) = (&av[r0..r1], bv[0]);
+            operands!(|j: usize| av[j], |_: usize| b0)
         }
-        s
+        (false, true) => {
+            let (a0, bv) = (av[0], &bv[r0..r1]);
+            operands!(|_: usize| a0, |j: usize| bv[j])
+        }
+        (false, false) => {
+            let (a0, b0) = (av[0], bv[0]);
+            operands!(|_: usize| a0, |_: usize| b0)
+        }
     }
 }
 
