@@ -136,9 +136,9 @@ impl LaneSums {
     #[inline(always)]
     fn finish(&self, arity: usize, vectors: u8, tail: usize) -> (f64, [f64; 4]) {
         let mut scalar_part = [0.0f64; 4];
-        for k in 0..arity {
+        for (k, part) in scalar_part.iter_mut().enumerate().take(arity) {
             if vectors & (1 << k) == 0 {
-                scalar_part[k] = self.sums[1 + k].finish(&self.rest[1 + k][..tail]);
+                *part = self.sums[1 + k].finish(&self.rest[1 + k][..tail]);
             }
         }
         (self.sums[0].finish(&self.rest[0][..tail]), scalar_part)
