@@ -105,7 +105,7 @@ macro_rules! layout_arms {
     };
 }
 
-/// Elements per block of [`DistArgs::chunk_lanes`]'s loop (a multiple of 8; its rows, five
+/// Elements per block of [`DistArgs::lanes_rows`]'s loop (a multiple of 8; its rows, five
 /// blocks of this many values, stay in L1).
 const LANE_BLOCK: usize = 256;
 
@@ -396,7 +396,7 @@ impl PreparedCache {
 /// Marker for a scratch entry of an argument that needs none (constant argument).
 pub const NO_SCRATCH: u32 = u32::MAX;
 
-/// Where [`DistArgs::chunk_lanes`] puts argument `k`'s partials of the block's `row.len()`
+/// Where [`DistArgs::lanes_rows`] puts argument `k`'s partials of the block's `row.len()`
 /// elements from element `i0`: scratch for a vector argument that has some, otherwise `row`
 /// (summed afterwards for a scalar argument; a sink for a vector argument without scratch).
 ///
@@ -425,7 +425,7 @@ unsafe fn partials_dst<'r, const VECTORS: u8>(
     }
 }
 
-/// One block of [`DistArgs::chunk_lanes`]'s element loop: element `j` of the vector arguments'
+/// One block of [`DistArgs::lanes_rows`]'s element loop: element `j` of the vector arguments'
 /// `columns` (the scalar arguments are in `x` and `d` already) gives `terms[j]` and `g_k[j]`,
 /// argument `k`'s partial; whether every check passed.
 ///
@@ -779,8 +779,7 @@ impl<'a> DistArgs<'a> {
     /// elements `i0..i1` of the chunk `c0..c1` into `st` (`i0 − c0` a multiple of 8, and
     /// `i1 − c0` too unless `i1 = c1`); [`Self::chunk_part_finish`] then gives `chunk`'s
     /// result, to the bit. `Ok(false)` (nothing done): the family has no branch-free forms,
-    /// and the caller uses [`Self::chunk`]. `self` need only hold the arguments' values of
-    /// `i0..i1`.
+    /// and the caller uses [`Self::chunk`].
     ///
     /// # Safety
     /// As for [`DistArgs::chunk`], for the elements `i0..i1`.

@@ -282,15 +282,8 @@ pub fn backward(
         let d = &mut adj_lo[s.x.range()];
         for c in 0..cols {
             let bc = beta[c];
-            let dc = &mut d[c * rows..(c + 1) * rows];
-            if store_x {
-                for (dr, pr) in dc.iter_mut().zip(p) {
-                    *dr = 0.0 + (g * pr) * bc;
-                }
-            } else {
-                for (dr, pr) in dc.iter_mut().zip(p) {
-                    *dr += (g * pr) * bc;
-                }
+            for (dr, pr) in d[c * rows..(c + 1) * rows].iter_mut().zip(p) {
+                *dr = if store_x { 0.0 } else { *dr } + (g * pr) * bc;
             }
         }
     }

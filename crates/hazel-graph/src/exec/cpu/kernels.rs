@@ -2035,16 +2035,13 @@ pub(crate) fn binary_backward_rows(
             return chunked_sum(isa, g);
         }
         let d = &mut adj_lo[target.off as usize + r0..target.off as usize + r1];
-        let sign = if operand == Operand::B && matches!(f, BinaryFn::Sub) {
-            -1.0
+        let base = |d: f64| if store { 0.0 } else { d };
+        if operand == Operand::B && matches!(f, BinaryFn::Sub) {
+            d.iter_mut()
+                .zip(g)
+                .for_each(|(d, gi)| *d = base(*d) + -1.0 * gi);
         } else {
-            1.0
-        };
-        match (store, sign < 0.0) {
-            (true, true) => d.iter_mut().zip(g).for_each(|(d, gi)| *d = 0.0 + -1.0 * gi),
-            (true, false) => d.iter_mut().zip(g).for_each(|(d, gi)| *d = 0.0 + gi),
-            (false, true) => d.iter_mut().zip(g).for_each(|(d, gi)| *d += -1.0 * gi),
-            (false, false) => d.iter_mut().zip(g).for_each(|(d, gi)| *d += gi),
+            d.iter_mut().zip(g).for_each(|(d, gi)| *d = base(*d) + gi);
         }
         return 0.0;
     }
@@ -2203,9 +2200,6 @@ mod tests {
     use crate::ir::{Arg, Slot};
     use crate::simd::SimdLevel;
 
-    /// Every function `common_unary!` gives its own loop, and one it leaves to the per-element
-    /// dispatch, at every SIMD level the CPU has: the loops give the per-element rule's bits,
-    /// value and gradient (the vector forms of `vmath` round like the scalar ones).
     /// The four side-by-side dots of `dot4` and both orders of `matmul_adj_b` give `dot`'s
     /// bits at every level: lengths below one lane group, with tails, over several chunks.
     #[test]
@@ -2252,6 +2246,9 @@ mod tests {
         }
     }
 
+    /// Every function `common_unary!` gives its own loop, and one it leaves to the per-element
+    /// dispatch, at every SIMD level the CPU has: the loops give the per-element rule's bits,
+    /// value and gradient (the vector forms of `vmath` round like the scalar ones).
     #[test]
     fn unary_loops_match_the_per_element_rule() {
         let fs = [
