@@ -396,6 +396,19 @@ model {
             0.5 + 0.1 * i as f64
         };
     }
+    // An infinite intercept: the normal's location check fails at element 1, inside the
+    // pieces of the fused op's first block, in this lane only (the batched executor then runs
+    // that lane's block whole to name the element, while the other lanes go on in pieces).
+    let mut inf = pts[2].clone();
+    inf[0] = f64::INFINITY;
+    let mut ws = model.new_workspace();
+    let mut g = vec![0.0; d];
+    let e = model
+        .log_density_gradient(&mut ws, &inf, &mut g)
+        .expect_err("an infinite location fails")
+        .to_string();
+    assert!(e.contains("element 1"), "{e}");
+    pts.insert(3, inf);
     let checks = compare("fused glm", src, &data, &pts).unwrap_or_else(|e| panic!("{e}"));
     assert!(checks > 0);
 }

@@ -330,22 +330,17 @@ pub(crate) fn log1p_exp_and_inv_logit(x: f64) -> (f64, f64) {
     (softplus, p)
 }
 
-/// `log(1 + eˣ)`, `log(1 + e⁻ˣ)` and [`inv_logit`]`(x)` from one `e = e⁻|ˣ|` (the three that
-/// `binomial_logit` needs): each the same bits as its own call, since `e` and `log(1 + e)` are
-/// the same for `x` and `−x`. Callers using fewer outputs pay only for those (the rest is
-/// dead arithmetic the compiler removes).
+/// What the logistic functions share, from one `e = e⁻|ˣ|`: `(e_lo, d, d_lo, inv_d, p)`
+/// with `e + e_lo = e⁻|ˣ|` and `d + d_lo = 1 + e` (`d` the rounded sum, `d_lo` its rounding
+/// error plus `e_lo`), `inv_d ≈ 1/d`, and `p` = [`inv_logit`]`(x)`.
 ///
-/// Two divisions, where the form this replaced had four (fdlibm's `exp` has one, and
-/// `log1p` two): `e` comes from [`expm1_reduced`]'s polynomial; the logistic is one
-/// quotient, `1/(1 + e)` or `e/(1 + e)`, whose tails enter to first order times `1/(1 + e)`,
-/// which is that quotient (or one minus it); and the correction of `log1p`'s argument for
-/// the roundings of `e` and `1 + e` is multiplied by that same `1/(1 + e)` instead of divided.
-/// `log_core` keeps its own division. Softplus is within 1 ulp (measured 0.80), `inv_logit`
-/// within 1.5 (measured 1.05: the quotient's own rounding is not corrected), at three
-/// quarters of the former cost (6.2 against 8.0 ns an element at AVX-512).
+/// `e` comes from [`expm1_reduced`]'s polynomial; the logistic is one quotient, `1/(1 + e)`
+/// or `e/(1 + e)`, whose tails enter to first order times `1/(1 + e)`, which is that
+/// quotient (or one minus it): within 1.5 ulp (measured 1.05: the quotient's own rounding is
+/// not corrected).
 #[inline(always)]
-pub fn log1p_exp_pair_and_inv_logit(x: f64) -> (f64, f64, f64) {
-    // Below −745.2, e rounds to 0 (NaN passes as −745.2, replaced below).
+fn logistic_parts(x: f64) -> (f64, f64, f64, f64, f64, f64) {
+    // Below −745.2, e rounds to 0 (NaN passes as −745.2, replaced by the callers).
     let (p, p_lo, r_lo, k) = expm1_reduced(-(x.abs().min(745.2)));
     // e = 2ᵏ(1 + p + p_lo)(1 + r_lo), as e + e_lo.
     let (y, y_lo) = fast_two_sum(1.0, p);
@@ -357,7 +352,23 @@ pub fn log1p_exp_pair_and_inv_logit(x: f64) -> (f64, f64, f64) {
     let q = select(neg, e, 1.0) / d;
     let inv_d = select(neg, 1.0 - q, q);
     let q_lo = (select(neg, e_lo, 0.0) - q * d_lo) * inv_d;
-    let p = q + q_lo;
+    (e, e_lo, d, d_lo, inv_d, q + q_lo)
+}
+
+/// `log(1 + eˣ)`, `log(1 + e⁻ˣ)` and [`inv_logit`]`(x)` from one `e = e⁻|ˣ|` (the three that
+/// `binomial_logit` needs): each the same bits as its own call, since `e` and `log(1 + e)` are
+/// the same for `x` and `−x`. Callers using fewer outputs pay only for those (the rest is
+/// dead arithmetic the compiler removes).
+///
+/// Two divisions, where the form this replaced had four (fdlibm's `exp` has one, and
+/// `log1p` two): the logistic's ([`logistic_parts`]), and `log_core`'s. The correction of
+/// `log1p`'s argument for the roundings of `e` and `1 + e` is multiplied by `1/(1 + e)`
+/// instead of divided. Softplus is within 1 ulp (measured 0.80), `inv_logit` within 1.5
+/// (measured 1.05), at three quarters of the former cost (6.2 against 8.0 ns an element at
+/// AVX-512).
+#[inline(always)]
+pub fn log1p_exp_pair_and_inv_logit(x: f64) -> (f64, f64, f64) {
+    let (e, e_lo, d, d_lo, inv_d, p) = logistic_parts(x);
     // log(1 + e + e_lo): near 0 (e < √2 − 1) from f = e, else from d = 2ᵏ(1 + f) exactly;
     // either way the tail over 1 + e corrects it to first order.
     let near = e < 0.414_213_562_373_095_03;
@@ -374,6 +385,24 @@ pub fn log1p_exp_pair_and_inv_logit(x: f64) -> (f64, f64, f64) {
         select(x.is_nan(), x, v)
     };
     (softplus(x), softplus(-x), select(x.is_nan(), x, p))
+}
+
+/// `log(1 + eˣ)` split as `base + log(d)`, with `d = 1 + e⁻|ˣ|` rounded (in [1, 2]) and
+/// `base = max(x, 0) + (the roundings of e and d)/d`, and [`inv_logit`]`(x)`: `(base, d, p)`.
+///
+/// For a sum of many softplus terms (a logistic likelihood), whose `log(d)` parts a caller
+/// takes as the logarithm of a product of the `d`s: one logarithm for many terms instead
+/// of one each (and no `log_core` division per element). `base + ln(d)` is within about 1
+/// ulp of softplus: `d`'s rounding is in `base`, so only the logarithm's and the sum's
+/// roundings remain.
+#[inline(always)]
+pub fn log1p_exp_split_and_inv_logit(x: f64) -> (f64, f64, f64) {
+    let (_, _, d, d_lo, inv_d, p) = logistic_parts(x);
+    // log(d + d_lo) = log(d) + d_lo/d to first order (|d_lo/d| < 2⁻⁵²).
+    let base = select(x > 0.0, x, 0.0) + d_lo * inv_d;
+    let base = select(x == f64::INFINITY, x, base);
+    let nan = x.is_nan();
+    (select(nan, x, base), d, select(nan, x, p))
 }
 
 /// `log(1 + eˣ)`.

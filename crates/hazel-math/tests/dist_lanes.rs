@@ -83,6 +83,33 @@ fn check<K: UnivariateKernel>() {
                 continue;
             }
             let (passes, (lp, g)) = kernel.element_lanes(&x, &d);
+            // The split form: the same outcome and partials, and the value less `ln(d)`.
+            let (passes_f, (lp_f, g_f), factor) = kernel.element_lanes_factored(&x, &d);
+            assert_eq!(
+                passes,
+                passes_f,
+                "{} at {x:?}: factored outcome",
+                K::FUNCTION
+            );
+            if passes {
+                let name = K::FUNCTION;
+                assert!(
+                    K::LOG_FACTOR || factor == 1.0,
+                    "{name} at {x:?}: d = {factor}"
+                );
+                assert!(
+                    (1.0..=2.0).contains(&factor),
+                    "{name} at {x:?}: d = {factor}"
+                );
+                let joined = lp_f - hazel_math::vmath::ln(factor);
+                assert!(
+                    same(joined, lp),
+                    "{name} at {x:?}: {lp_f} − ln {factor} vs {lp}"
+                );
+                for (a, b) in g.iter().zip(&g_f) {
+                    assert!(same(*a, *b), "{name} at {x:?}: factored partial {a} vs {b}");
+                }
+            }
             match kernel.element(&x, &d) {
                 Ok((lp2, g2)) => {
                     assert!(passes, "{} at {x:?}: lanes form fails", K::FUNCTION);

@@ -135,6 +135,18 @@ pub trait UnivariateKernel: Copy {
             Err(_) => (false, ZERO),
         }
     }
+    /// Whether [`Self::element_lanes_factored`] splits the term: a family whose term has a
+    /// `−log(d)` part with `d` in [1, 2] (the logistic's `log(1 + e⁻|ˣ|)`), which a loop over
+    /// many elements takes as the logarithm of a product of the `d`s.
+    const LOG_FACTOR: bool = false;
+    /// `(passes, (value + ln(d), partials), d)`: [`Self::element_lanes`] with its term split
+    /// as `(value + ln(d)) − ln(d)`, `d` in [1, 2]; `element_lanes`'s value is exactly the
+    /// first part minus `ln(d)` ([`crate::vmath::ln`]). Without [`Self::LOG_FACTOR`], `d = 1`.
+    #[inline(always)]
+    fn element_lanes_factored(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue, f64) {
+        let (passes, value) = self.element_lanes(x, d);
+        (passes, value, 1.0)
+    }
     /// The arguments (bit k = argument k) that the summand kept only without `propto`
     /// (`terms.include(0)`) reads, where they are all integers (binomial's `log C(N, n)`);
     /// 0 where there is no such summand. A caller whose arguments in this mask are data
@@ -1602,15 +1614,22 @@ impl UnivariateKernel for BernoulliLogit {
         }
     }
     #[inline(always)]
-    fn element_lanes(&self, x: &[f64; 4], _d: &[Derived; 4]) -> (bool, ElementValue) {
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
+        let (passes, (lp, g), factor) = self.element_lanes_factored(x, d);
+        (passes, (lp - vmath::ln(factor), g))
+    }
+    const LOG_FACTOR: bool = true;
+    #[inline(always)]
+    fn element_lanes_factored(&self, x: &[f64; 4], _d: &[Derived; 4]) -> (bool, ElementValue, f64) {
         if !self.any {
-            return (true, ZERO);
+            return (true, ZERO, 1.0);
         }
         // log σ(s α) = −log1p_exp(−s α), with s = 2n − 1; its derivative s σ(−s α).
+        // log1p_exp(−s α) = base + ln(d): the term is −base − ln(d).
         let s = 2.0 * x[0] - 1.0;
         let sa = s * x[1];
-        let (softplus, p) = vmath::log1p_exp_and_inv_logit(-sa);
-        (true, (-softplus, [0.0, s * p, 0.0, 0.0]))
+        let (base, factor, p) = vmath::log1p_exp_split_and_inv_logit(-sa);
+        (true, (-base, [0.0, s * p, 0.0, 0.0]), factor)
     }
 }
 

@@ -47,6 +47,10 @@ pub struct BatchWorkspace {
     /// one block's record.
     glm_totals: Vec<f64>,
     glm_record: Vec<f64>,
+    /// Per lane, a fused GLM block's sums in progress while it runs in pieces, and whether
+    /// the lane is still running the block in pieces.
+    glm_pieces: Vec<glm::Pieces>,
+    glm_piecewise: Vec<bool>,
     /// The instruction set of the per-lane kernels (same bits for every choice).
     pub(crate) isa: crate::simd::Isa,
 }
@@ -224,11 +228,13 @@ fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) ->
 }
 
 /// A fused GLM (`Op::Glm`) with a constant design matrix, every live lane: the op's own
-/// per-block rule ([`glm::block`], its record added to the lane's totals by
-/// [`glm::fold_record`]) with the blocks of `X` outermost and the lanes inside, so each block
-/// is read from memory once and used by every lane while it is in cache. Each lane runs
-/// exactly the blocks, in the order, of [`glm::forward`]. A lane whose block fails stops
-/// there. Returns `false` (nothing done) for other ops.
+/// per-block rule with the blocks of `X` outermost and the lanes inside, so each block is
+/// read from memory once and used by every lane while it is in cache. Where the block runs
+/// in pieces ([`glm::Pieces`]), the pieces are outermost too, so each piece of `X` (a few
+/// kilobytes) serves every lane from L1; each lane keeps its own sums in progress. Each lane
+/// runs exactly the blocks and pieces, in the order, of [`glm::forward`], and each block's
+/// record is added to the lane's totals by [`glm::fold_record`]. A lane whose block fails
+/// stops there. Returns `false` (nothing done) for other ops.
 fn glm_forward(
     op: &Op,
     g: &Graph,
@@ -246,26 +252,59 @@ fn glm_forward(
     ws.glm_totals.clear();
     ws.glm_totals.resize(k * len, 0.0);
     ws.glm_record.resize(len, 0.0);
+    if ws.glm_pieces.len() < k {
+        ws.glm_pieces.resize_with(k, Default::default);
+    }
+    ws.glm_piecewise.resize(k, false);
     let below = out.off as usize;
+    let consts = &g.consts[..];
     for blk in 0..glm::blocks(spec) {
+        let block = glm::block_rows(spec, blk);
+        let piecewise = glm::pieces_apply(spec, block.0, block.1);
+        for l in 0..k {
+            ws.glm_piecewise[l] = piecewise && ws.alive[l];
+            if ws.glm_piecewise[l] {
+                ws.glm_pieces[l].reset(spec.cols as usize);
+            }
+        }
+        if piecewise {
+            for piece in glm::pieces(block.0, block.1) {
+                for (l, lp) in lps.iter_mut().enumerate() {
+                    if !ws.glm_piecewise[l] {
+                        continue;
+                    }
+                    let lo = &mut ws.vals[l * nv..l * nv + below];
+                    let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
+                    let st = &mut ws.glm_pieces[l];
+                    match st.piece(spec, consts, lo, scratch, ws.isa, block, piece) {
+                        Ok(true) => {}
+                        Ok(false) => ws.glm_piecewise[l] = false,
+                        Err(e) => {
+                            *lp = Err(g.locate(op, e));
+                            ws.alive[l] = false;
+                            ws.glm_piecewise[l] = false;
+                        }
+                    }
+                }
+            }
+        }
         for (l, lp) in lps.iter_mut().enumerate() {
             if !ws.alive[l] {
                 continue;
             }
             let lo = &mut ws.vals[l * nv..l * nv + below];
             let scratch = &mut ws.scratch[l * ns..(l + 1) * ns];
-            match glm::block(
-                spec,
-                &g.consts,
-                lo,
-                scratch,
-                ws.isa,
-                blk,
-                &mut ws.glm_record,
-            ) {
-                Ok(()) => {
-                    glm::fold_record(&mut ws.glm_totals[l * len..(l + 1) * len], &ws.glm_record)
-                }
+            let rec = &mut ws.glm_record;
+            // The pieces' record, or (no branch-free forms, a failed check) the whole block's.
+            let done = ws.glm_piecewise[l]
+                && ws.glm_pieces[l].finish(spec, consts, lo, scratch, ws.isa, block, rec);
+            let result = if done {
+                Ok(())
+            } else {
+                glm::whole_block(spec, consts, lo, scratch, ws.isa, block.0, block.1, rec)
+            };
+            match result {
+                Ok(()) => glm::fold_record(&mut ws.glm_totals[l * len..(l + 1) * len], rec),
                 Err(e) => {
                     *lp = Err(g.locate(op, e));
                     ws.alive[l] = false;

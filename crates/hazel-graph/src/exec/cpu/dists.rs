@@ -22,6 +22,7 @@ use crate::simd::{dispatch, Isa};
 use hazel_density::EvalError;
 use hazel_math::dist::kernel::{self as kernel, UnivariateKernel};
 use hazel_math::dist::{MathError, Terms};
+use hazel_math::vmath;
 use std::any::TypeId;
 use std::mem::MaybeUninit;
 
@@ -113,9 +114,20 @@ const LANE_BLOCK: usize = 256;
 /// `1 + k` argument `k`'s partials (kept for broadcast scalar arguments only), each as lane
 /// sums ([`ChunkSum`]) of the chunk's first `n − n mod 8` values and the last `n mod 8` in
 /// `rest`; `ok` whether every element so far passed the branch-free forms' checks.
+///
+/// For a family whose terms have a `−ln(d)` part ([`UnivariateKernel::LOG_FACTOR`]), the
+/// terms' row holds the rest of each term and `factors` the products of the `d`s, lane by
+/// lane: element `j` of the chunk into lane `j mod 8`, in element order (the last `n mod 8`
+/// too), so the shape is fixed by the chunk alone. The chunk's term sum is the row's sum
+/// minus the lanes' logarithms: one logarithm per lane instead of one per element. Each `d`
+/// is in [1, 2], so a lane's product stays below 2^(n/8): finite for chunks of up to 8,000
+/// elements (a chunk has at most [`kernels::CHUNK`]).
+#[derive(Debug, Clone)]
 pub(crate) struct LaneSums {
     sums: [ChunkSum; 5],
     rest: [[f64; 8]; 5],
+    factors: [f64; 8],
+    factored: bool,
     ok: bool,
 }
 
@@ -124,6 +136,8 @@ impl Default for LaneSums {
         LaneSums {
             sums: [ChunkSum::default(); 5],
             rest: [[0.0; 8]; 5],
+            factors: [1.0; 8],
+            factored: false,
             ok: true,
         }
     }
@@ -141,7 +155,29 @@ impl LaneSums {
                 *part = self.sums[1 + k].finish(&self.rest[1 + k][..tail]);
             }
         }
-        (self.sums[0].finish(&self.rest[0][..tail]), scalar_part)
+        let terms = self.sums[0].finish(&self.rest[0][..tail]);
+        if !self.factored {
+            return (terms, scalar_part);
+        }
+        // The lanes' logarithms in the lane sums' fixed tree.
+        let l = self.factors.map(vmath::ln);
+        let logs = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        (terms - logs, scalar_part)
+    }
+
+    /// Multiplies `d` (the factors of consecutive elements, the first in lane 0) into the
+    /// lanes' products.
+    #[inline(always)]
+    fn multiply_factors(&mut self, d: &[f64]) {
+        let mut rows = d.chunks_exact(8);
+        for row in &mut rows {
+            for (p, v) in self.factors.iter_mut().zip(row) {
+                *p *= v;
+            }
+        }
+        for (p, v) in self.factors.iter_mut().zip(rows.remainder()) {
+            *p *= v;
+        }
     }
 }
 
@@ -449,9 +485,11 @@ fn lanes_block<K: UnivariateKernel, const VECTORS: u8>(
     g1: &mut [MaybeUninit<f64>],
     g2: &mut [MaybeUninit<f64>],
     g3: &mut [MaybeUninit<f64>],
+    factors: &mut [MaybeUninit<f64>],
 ) -> bool {
     let is_vector = |k: usize| k < K::ARITY && VECTORS & (1 << k) != 0;
     let m = terms.len();
+    assert!(!K::LOG_FACTOR || factors.len() == m);
     // Checked once here, so that the loop reads and writes unchecked.
     for (k, column) in columns.iter().enumerate() {
         assert!(!is_vector(k) || column.len() == m);
@@ -481,8 +519,17 @@ fn lanes_block<K: UnivariateKernel, const VECTORS: u8>(
         read!(1, a1);
         read!(2, a2);
         read!(3, a3);
-        let (passes, (lp, g)) = kernel.element_lanes(&x, &d);
+        let (passes, (lp, g), factor) = if K::LOG_FACTOR {
+            kernel.element_lanes_factored(&x, &d)
+        } else {
+            let (passes, value) = kernel.element_lanes(&x, &d);
+            (passes, value, 1.0)
+        };
         ok &= passes;
+        if K::LOG_FACTOR {
+            // SAFETY: `factors` has `m` values (checked above).
+            unsafe { factors.get_unchecked_mut(j).write(factor) };
+        }
         macro_rules! write {
             ($k:literal, $row:ident) => {
                 if $k < K::ARITY {
@@ -667,10 +714,12 @@ impl<'a> DistArgs<'a> {
                 }
             }
         }
+        // Each element's whole term (`element`), so no factors.
         Ok(LaneSums {
             sums,
             rest,
             ok: true,
+            ..LaneSums::default()
         }
         .finish(K::ARITY, VECTORS, n - n8))
     }
@@ -733,8 +782,10 @@ impl<'a> DistArgs<'a> {
             }
         }
         let n8 = (c1 - c0) / 8 * 8;
-        let [mut terms, mut r0, mut r1, mut r2, mut r3] =
-            [[MaybeUninit::<f64>::uninit(); LANE_BLOCK]; 5];
+        let [mut terms, mut r0, mut r1, mut r2, mut r3, mut factors] =
+            [[MaybeUninit::<f64>::uninit(); LANE_BLOCK]; 6];
+        st.factored = K::LOG_FACTOR;
+        let factors_len = |m: usize| if K::LOG_FACTOR { m } else { 0 };
         let mut i = i0;
         while i < i1 {
             let m = LANE_BLOCK.min(i1 - i);
@@ -756,7 +807,12 @@ impl<'a> DistArgs<'a> {
                 unsafe { partials_dst::<VECTORS>(1, &mut r1[..m], sc, scratch, i) },
                 unsafe { partials_dst::<VECTORS>(2, &mut r2[..m], sc, scratch, i) },
                 unsafe { partials_dst::<VECTORS>(3, &mut r3[..m], sc, scratch, i) },
+                &mut factors[..factors_len(m)],
             );
+            if K::LOG_FACTOR {
+                // SAFETY: `lanes_block` wrote the block's `m` factors.
+                st.multiply_factors(unsafe { factors[..m].assume_init_ref() });
+            }
             // Into the lanes: all of a block but the chunk's last n mod 8 values.
             let m8 = m.min(n8.saturating_sub(i - c0));
             for (r, row) in [&terms, &r0, &r1, &r2, &r3].into_iter().enumerate() {

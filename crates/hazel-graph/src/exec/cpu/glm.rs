@@ -47,6 +47,11 @@ pub(crate) fn blocks(s: &GlmSpec) -> usize {
     (s.rows as usize).div_ceil(CHUNK)
 }
 
+/// The rows `r0..r1` of block `blk`.
+pub(crate) fn block_rows(s: &GlmSpec, blk: usize) -> (usize, usize) {
+    (blk * CHUNK, ((blk + 1) * CHUNK).min(s.rows as usize))
+}
+
 /// Records up to this long live on the stack (GLMs of up to ~120 columns).
 const STACK_RECORD: usize = 128;
 
@@ -71,7 +76,7 @@ pub(crate) fn block(
     blk: usize,
     rec: &mut [f64],
 ) -> Result<(), EvalError> {
-    let (r0, r1) = (blk * CHUNK, ((blk + 1) * CHUNK).min(s.rows as usize));
+    let (r0, r1) = block_rows(s, blk);
     if block_in_pieces(s, consts, lo, scratch, isa, r0, r1, rec)? {
         return Ok(());
     }
@@ -86,13 +91,126 @@ const PIECE: usize = 128;
 /// Columns up to this many keep their gradient's lane sums on the stack (see [`STACK_RECORD`]).
 const PIECE_COLS: usize = STACK_RECORD;
 
-/// [`whole_block`]'s work a piece of rows at a time: η for the piece, the density's elements
-/// of the piece ([`DistArgs::chunk_part`]), and the piece's terms of `Xᵀ ∂η` and `Σ ∂η` as
-/// lane sums ([`kernels::block_dot_lanes`], [`ChunkSum`]), all finished after the last piece
-/// in the block's shape: the same bits as the whole block. Returns `false` (nothing to keep)
-/// where it does not apply: a family without branch-free forms, a block of fewer than 8 rows
-/// or more than [`PIECE_COLS`] columns, or an element that failed a check (the whole block
-/// then runs again and names it).
+/// A block's sums in progress while it runs in pieces ([`Pieces::piece`]): the density's
+/// lane sums, the lane sums of `Xᵀ ∂η`'s dot products (one row of 8 per column), and those of
+/// `Σ ∂η`. The batched executor keeps one per lane, so that each piece of `X` serves every
+/// lane while it is in L1.
+#[derive(Debug, Clone)]
+pub(crate) struct Pieces {
+    sums: LaneSums,
+    dot_lanes: [[f64; 8]; PIECE_COLS],
+    p_sum: ChunkSum,
+}
+
+impl Default for Pieces {
+    fn default() -> Self {
+        Pieces {
+            sums: LaneSums::default(),
+            dot_lanes: [[0.0; 8]; PIECE_COLS],
+            p_sum: ChunkSum::default(),
+        }
+    }
+}
+
+/// Whether the block `r0..r1` can run in pieces: at least 8 rows and at most [`PIECE_COLS`]
+/// columns (the family's branch-free forms are asked for by [`Pieces::piece`]).
+pub(crate) fn pieces_apply(s: &GlmSpec, r0: usize, r1: usize) -> bool {
+    r1 - r0 >= 8 && s.cols as usize <= PIECE_COLS
+}
+
+/// The pieces of the block `r0..r1`: `(i, i1)` for each, in row order.
+pub(crate) fn pieces(r0: usize, r1: usize) -> impl Iterator<Item = (usize, usize)> {
+    (r0..r1)
+        .step_by(PIECE)
+        .map(move |i| (i, (i + PIECE).min(r1)))
+}
+
+impl Pieces {
+    /// Starts the block afresh.
+    pub(crate) fn reset(&mut self, cols: usize) {
+        self.sums = LaneSums::default();
+        self.dot_lanes[..cols]
+            .iter_mut()
+            .for_each(|l| *l = [0.0; 8]);
+        self.p_sum = ChunkSum::default();
+    }
+
+    /// Rows `i..i1` of the block `r0..r1` ([`pieces`]): η for the piece, the density's
+    /// elements of the piece ([`DistArgs::chunk_part`]), and the piece's terms of `Xᵀ ∂η`
+    /// and `Σ ∂η` as lane sums ([`kernels::block_dot_lanes`], [`ChunkSum`]). `Ok(false)`:
+    /// the family has no branch-free forms (nothing done); the caller runs [`whole_block`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn piece(
+        &mut self,
+        s: &GlmSpec,
+        consts: &[f64],
+        lo: &mut [f64],
+        scratch: &mut [f64],
+        isa: Isa,
+        (r0, r1): (usize, usize),
+        (i, i1): (usize, usize),
+    ) -> Result<bool, EvalError> {
+        let (rows, cols) = (s.rows as usize, s.cols as usize);
+        eta_rows(s, consts, lo, isa, i, i1);
+        let lo_ro: &[f64] = lo;
+        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
+        // SAFETY: the builder sized `scratch` for every argument run; one thread.
+        let sc = scratch.as_mut_ptr();
+        if !unsafe { a.chunk_part(r0, r1, i, i1, &s.scratch, sc, &mut self.sums)? } {
+            return Ok(false);
+        }
+        let xm = read(s.x, lo_ro, consts);
+        // The piece's whole groups of 8 rows (all of it but the block's last n mod 8).
+        let t0 = r0 + (r1 - r0) / 8 * 8;
+        let p_off = s.scratch[s.eta] as usize;
+        let p = &scratch[p_off + i..p_off + i1.min(t0)];
+        let dot_lanes = &mut self.dot_lanes[..cols];
+        let p_sum = &mut self.p_sum;
+        dispatch!(isa, {
+            kernels::block_dot_lanes(isa, xm, p, rows, i, dot_lanes);
+            p_sum.add8(isa, p);
+        });
+        Ok(true)
+    }
+
+    /// The block's record from its pieces, in the whole block's shape: the same bits as
+    /// [`whole_block`]. `false` (nothing written): an element failed a check, and the caller
+    /// runs `whole_block` for the error naming it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn finish(
+        &self,
+        s: &GlmSpec,
+        consts: &[f64],
+        lo: &[f64],
+        scratch: &[f64],
+        isa: Isa,
+        (r0, r1): (usize, usize),
+        rec: &mut [f64],
+    ) -> bool {
+        let (rows, cols) = (s.rows as usize, s.cols as usize);
+        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo, consts, isa);
+        let Some((part, sp)) = a.chunk_part_finish(r0, r1, &self.sums) else {
+            return false;
+        };
+        rec[0] = part;
+        rec[1..5].copy_from_slice(&sp);
+        let xm = read(s.x, lo, consts);
+        let p_off = s.scratch[s.eta] as usize;
+        let p = &scratch[p_off..p_off + rows];
+        let dot_lanes = &self.dot_lanes[..cols];
+        kernels::block_dots_finish(xm, p, rows, r0, r1, dot_lanes, &mut rec[5..5 + cols]);
+        // `chunked_sum` adds the block's sum to a zero total.
+        let t0 = r0 + (r1 - r0) / 8 * 8;
+        rec[5 + cols] = 0.0 + self.p_sum.finish(&p[t0..r1]);
+        true
+    }
+}
+
+/// [`whole_block`]'s work a piece of rows at a time ([`Pieces`]), finished after the last
+/// piece in the block's shape: the same bits as the whole block. Returns `false` (nothing to
+/// keep) where it does not apply: a family without branch-free forms, a block of fewer than
+/// 8 rows or more than [`PIECE_COLS`] columns, or an element that failed a check (the whole
+/// block then runs again and names it).
 #[allow(clippy::too_many_arguments)]
 fn block_in_pieces(
     s: &GlmSpec,
@@ -104,48 +222,16 @@ fn block_in_pieces(
     r1: usize,
     rec: &mut [f64],
 ) -> Result<bool, EvalError> {
-    let (rows, cols) = (s.rows as usize, s.cols as usize);
-    if r1 - r0 < 8 || cols > PIECE_COLS {
+    if !pieces_apply(s, r0, r1) {
         return Ok(false);
     }
-    let mut sums = LaneSums::default();
-    let mut dot_lanes = [[0.0f64; 8]; PIECE_COLS];
-    let dot_lanes = &mut dot_lanes[..cols];
-    let mut p_sum = ChunkSum::default();
-    let p_off = s.scratch[s.eta] as usize;
-    let t0 = r0 + (r1 - r0) / 8 * 8;
-    let mut i = r0;
-    while i < r1 {
-        let i1 = (i + PIECE).min(r1);
-        eta_rows(s, consts, lo, isa, i, i1);
-        let lo_ro: &[f64] = lo;
-        let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
-        // SAFETY: the builder sized `scratch` for every argument run; one thread.
-        if !unsafe { a.chunk_part(r0, r1, i, i1, &s.scratch, scratch.as_mut_ptr(), &mut sums)? } {
+    let mut st = Pieces::default();
+    for piece in pieces(r0, r1) {
+        if !st.piece(s, consts, lo, scratch, isa, (r0, r1), piece)? {
             return Ok(false);
         }
-        let xm = read(s.x, lo_ro, consts);
-        // The piece's whole groups of 8 rows (all of it but the block's last n mod 8).
-        let p = &scratch[p_off + i..p_off + i1.min(t0)];
-        dispatch!(isa, {
-            kernels::block_dot_lanes(isa, xm, p, rows, i, dot_lanes);
-            p_sum.add8(isa, p);
-        });
-        i = i1;
     }
-    let lo_ro: &[f64] = lo;
-    let a = DistArgs::new(s.kind, &s.args, s.propto, rows, lo_ro, consts, isa);
-    let Some((part, sp)) = a.chunk_part_finish(r0, r1, &sums) else {
-        return Ok(false);
-    };
-    rec[0] = part;
-    rec[1..5].copy_from_slice(&sp);
-    let xm = read(s.x, lo_ro, consts);
-    let p = &scratch[p_off..p_off + rows];
-    kernels::block_dots_finish(xm, p, rows, r0, r1, dot_lanes, &mut rec[5..5 + cols]);
-    // `chunked_sum` adds the block's sum to a zero total.
-    rec[5 + cols] = 0.0 + p_sum.finish(&p[t0..r1]);
-    Ok(true)
+    Ok(st.finish(s, consts, lo, scratch, isa, (r0, r1), rec))
 }
 
 /// η's rows `i0..i1` (`X β`, plus α), written into η's (otherwise unread) slot. `X` and `β`
@@ -168,7 +254,7 @@ fn eta_rows(s: &GlmSpec, consts: &[f64], lo: &mut [f64], isa: Isa, i0: usize, i1
 /// The block `r0..r1` whole: η's rows, the density's chunk ([`DistArgs::chunk`]), then the
 /// gradient's dot products over the block ([`block_gradient`]).
 #[allow(clippy::too_many_arguments)]
-fn whole_block(
+pub(crate) fn whole_block(
     s: &GlmSpec,
     consts: &[f64],
     lo: &mut [f64],
