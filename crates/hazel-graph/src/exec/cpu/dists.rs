@@ -785,6 +785,8 @@ impl<'a> DistArgs<'a> {
         let [mut terms, mut r0, mut r1, mut r2, mut r3, mut factors] =
             [[MaybeUninit::<f64>::uninit(); LANE_BLOCK]; 6];
         st.factored = K::LOG_FACTOR;
+        // The lanes' products of factors in [1, 2] stay finite (see `LaneSums`).
+        debug_assert!(!K::LOG_FACTOR || c1 - c0 <= 8_000);
         let factors_len = |m: usize| if K::LOG_FACTOR { m } else { 0 };
         let mut i = i0;
         while i < i1 {
