@@ -1224,6 +1224,18 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     if m == f64::NEG_INFINITY || !m.is_finite() {
         return m;
     }
+    // A softmax's or a mixture's few terms: their exps as one padded row (`padded_exps`),
+    // added in order as `add_exps` adds them.
+    if x.len() <= 4 {
+        let mut s = 0.0;
+        let mut add = |e: &[f64]| e.iter().for_each(|e| s += e);
+        if x.len() <= 2 {
+            add(&padded_exps::<2>(x, m)[..x.len()]);
+        } else {
+            add(&padded_exps::<4>(x, m)[..x.len()]);
+        }
+        return m + vmath::ln(0.0 + s);
+    }
     if x.len() <= LSE_GROUP {
         // One chunk of one group, without the chunk and group iterators (which cost more
         // than the sum at a softmax's or a mixture's few terms): the same exps, added in
@@ -1257,9 +1269,37 @@ fn add_exps(mut s: f64, group: &[f64], m: f64) -> f64 {
     s
 }
 
+/// `exp(xᵢ − c)` for the at most `W` values of `xs` (the rest of the row: `exp(0)`),
+/// computed as one row of `W` (2 or 4) so that the exps vectorise in pairs whatever the
+/// length: one at a time, a few values' exps cost nearly twice as much, and `add_exps`'s
+/// loop over a 16-value buffer costs more than the exps at two or three values. Each exp is
+/// `vmath::exp`'s, the same bits in a row or alone.
+#[inline(always)]
+fn padded_exps<const W: usize>(xs: &[f64], c: f64) -> [f64; W] {
+    debug_assert!(xs.len() <= W);
+    // Element by element with a constant trip count (a copy of `xs` became a `memcpy` call).
+    let mut e = [0.0; W];
+    for (i, e) in e.iter_mut().enumerate() {
+        *e = xs.get(i).copied().unwrap_or(c) - c;
+    }
+    for e in e.iter_mut() {
+        *e = vmath::exp(*e);
+    }
+    e
+}
+
 /// [`log_sum_exp`]'s gradient rule: `d += g · exp(x − y)` at its value `y`.
 #[inline(always)]
 pub(crate) fn log_sum_exp_backward(xs: &[f64], y: f64, g: f64, d: &mut [f64]) {
+    if xs.len() <= 4 {
+        let mut add = |e: &[f64]| d.iter_mut().zip(e).for_each(|(d, e)| *d += g * e);
+        if xs.len() <= 2 {
+            add(&padded_exps::<2>(xs, y)[..xs.len()]);
+        } else {
+            add(&padded_exps::<4>(xs, y)[..xs.len()]);
+        }
+        return;
+    }
     for (d, x) in d.iter_mut().zip(xs) {
         *d += g * vmath::exp(x - y);
     }
