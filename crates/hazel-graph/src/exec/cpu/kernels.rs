@@ -2240,6 +2240,41 @@ mod tests {
     use crate::ir::{Arg, Slot};
     use crate::simd::SimdLevel;
 
+    /// `log_sum_exp` of at most 4 values (exps as one padded row) gives the bits of the
+    /// 16-value buffered form it replaced there (`add_exps`), and its gradient those of one
+    /// exp per value, over values spread across the exp's range, −∞ among them.
+    #[test]
+    fn short_log_sum_exp_keeps_the_buffered_forms_bits() {
+        use super::{add_exps, log_sum_exp, log_sum_exp_backward, vmath};
+        let mut rng = hazel_testdata::Xorshift(0x15e_5eed);
+        let mut draw = || match rng.below(12) {
+            0 => f64::NEG_INFINITY,
+            1 => -745.0 + (rng.below(1000) as f64) / 7.0,
+            _ => (rng.below(20001) as f64 - 10000.0) / 313.0,
+        };
+        for n in 1..=4 {
+            for _ in 0..2000 {
+                let x: Vec<f64> = (0..n).map(|_| draw()).collect();
+                let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let y = log_sum_exp(&x);
+                if m.is_finite() {
+                    let want = m + vmath::ln(0.0 + add_exps(0.0, &x, m));
+                    assert_eq!(y.to_bits(), want.to_bits(), "{x:?}");
+                } else {
+                    assert_eq!(y.to_bits(), m.to_bits(), "{x:?}");
+                }
+                let g = draw().max(-3.0);
+                let d0: Vec<f64> = (0..n).map(|_| draw().max(-3.0)).collect();
+                let mut got = d0.clone();
+                log_sum_exp_backward(&x, y, g, &mut got);
+                for i in 0..n {
+                    let want = d0[i] + g * vmath::exp(x[i] - y);
+                    assert_eq!(got[i].to_bits(), want.to_bits(), "{x:?} {i}");
+                }
+            }
+        }
+    }
+
     /// The four side-by-side dots of `dot4` and both orders of `matmul_adj_b` give `dot`'s
     /// bits at every level: lengths below one lane group, with tails, over several chunks.
     #[test]
