@@ -2267,9 +2267,9 @@ mod tests {
                 let d0: Vec<f64> = (0..n).map(|_| draw().max(-3.0)).collect();
                 let mut got = d0.clone();
                 log_sum_exp_backward(&x, y, g, &mut got);
-                for i in 0..n {
-                    let want = d0[i] + g * vmath::exp(x[i] - y);
-                    assert_eq!(got[i].to_bits(), want.to_bits(), "{x:?} {i}");
+                for ((got, d0), xi) in got.iter().zip(&d0).zip(&x) {
+                    let want = d0 + g * vmath::exp(xi - y);
+                    assert_eq!(got.to_bits(), want.to_bits(), "{x:?} at {xi}");
                 }
             }
         }
