@@ -181,6 +181,9 @@ fn profile(model: &hazel_graph::CompiledModel, q: &[f64], evals: usize) {
                     for i in block.code() {
                         let kind = match i {
                             ScalarInstr::Small { op, .. } => format!("  in block: {}", op_kind(op)),
+                            ScalarInstr::ShortDist { op, .. } => {
+                                format!("  in block: ShortDist {}", op_kind(op))
+                            }
                             other => {
                                 let s = format!("{other:?}");
                                 let head = s.split([' ', '{', '(']).next().unwrap_or("");

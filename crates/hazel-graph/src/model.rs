@@ -633,6 +633,7 @@ fn static_density(model: &CompiledModel, terms: DensityTerms) -> Result<(Graph, 
     let mut graph = b.finish();
     graph.eliminate_dead_ops(out);
     graph.eliminate_common_subexpressions(out);
+    graph.narrow_partly_read(out);
     graph.fuse_mul_add(out);
     graph.fuse_mul_add_chains(out);
     graph.fuse_glm(out);

@@ -341,10 +341,15 @@ fn scalar_blocks_keep_every_bit() {
         .filter(|i| matches!(i, ScalarInstr::Small { .. }))
         .count();
     assert_eq!(
-        small, 4,
-        "short vector ops held in blocks (the pack, the product, the running sum and the \
-         log_sum_exp have their own instructions)"
+        small, 3,
+        "short vector ops held in blocks (the pack, the product, the running sum, the \
+         log_sum_exp and the four-element density have their own instructions)"
     );
+    let short_dists = block_code(&blocks)
+        .into_iter()
+        .filter(|i| matches!(i, ScalarInstr::ShortDist { .. }))
+        .count();
+    assert_eq!(short_dists, 1);
     // Nothing scalar is left outside a block but the final sum.
     assert!(blocks.ops.len() <= 3, "{:?}", blocks.ops.len());
     for q in [q, [1.5, -0.9, 0.0], [-3.0, 0.0, 1e-3], [0.0, 0.0, 0.0]] {
@@ -414,6 +419,136 @@ fn short_run_instructions_keep_every_bit() {
     ] {
         assert_same_bits(&unfused, &blocks, out, &q, "run instructions");
     }
+}
+
+/// Densities of 2 to 7 elements: of every family with branch-free forms (the rule for short
+/// densities, `ScalarInstr::ShortDist`) with vector and broadcast arguments of both spaces,
+/// terms kept and dropped, and of a family without them (a general short op); `sigma` may be
+/// negative, so some points fail a check.
+fn short_densities_graph(q: &[f64]) -> (Graph, Arg) {
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let (x, y, z) = (p.at(0), p.at(1), p.at(2));
+    let xy = b.binary(BinaryFn::Mul, x, y);
+    let v = b.pack(vec![x, y, z, xy, x, z, y]);
+    let w = b.pack(vec![z, xy, y]);
+    let bits = b.konst(&[1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]);
+    let counts = b.konst(&[3.0, 0.0, 7.0]);
+    let c = b.konst(&[0.5, -2.0, 3.25]);
+    let positive = b.konst(&[0.5, 1.5, 3.25]);
+    let scale = b.unary(UnaryFn::Exp, z);
+    let prob = b.unary(UnaryFn::InvLogit, z);
+    let sigma = y;
+    let mut terms = Vec::new();
+    for propto in [true, false] {
+        terms.push(b.dist(DistKind::BernoulliLogit, vec![bits, v], propto));
+        terms.push(b.dist(DistKind::Bernoulli, vec![bits.at(0), prob], propto));
+        terms.push(b.dist(DistKind::Normal, vec![w, x, scale], propto));
+        terms.push(b.dist(DistKind::Normal, vec![c, w, scale], propto));
+        terms.push(b.dist(DistKind::Normal, vec![w, c, sigma], propto));
+        terms.push(b.dist(DistKind::StdNormal, vec![w], propto));
+        terms.push(b.dist(DistKind::StudentT, vec![w, scale, x, scale], propto));
+        terms.push(b.dist(DistKind::StudentT, vec![c, scale, w, c.at(0)], propto));
+        terms.push(b.dist(DistKind::PoissonLog, vec![counts, w], propto));
+        terms.push(b.dist(DistKind::NegBinomial2Log, vec![counts, w, scale], propto));
+        terms.push(b.dist(DistKind::Gamma, vec![positive, scale, positive], propto));
+    }
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn short_densities_keep_every_bit_and_every_message() {
+    let q = [0.3, 0.6, -0.7];
+    let (unfused, out) = short_densities_graph(&q);
+    let mut blocks = unfused.clone();
+    blocks.fuse_scalar_blocks();
+    let code = block_code(&blocks);
+    let count = |p: fn(&ScalarInstr) -> bool| code.iter().filter(|i| p(i)).count();
+    // Nine densities of 2 to 7 elements per `propto` have branch-free forms; the gamma
+    // density and the scalar Bernoulli term do not run as short densities.
+    assert_eq!(count(|i| matches!(i, ScalarInstr::ShortDist { .. })), 18);
+    assert_eq!(count(|i| matches!(i, ScalarInstr::Dist { .. })), 2);
+    for q in [q, [1.5, 2.0, 0.0], [-3.0, 1e-3, 1e-3], [40.0, 7.5, -2.0]] {
+        assert_same_bits(&unfused, &blocks, out, &q, "short densities");
+    }
+    // A negative scale fails in both, with the general rule's message.
+    let fail = [0.3, -0.6, -0.7];
+    let message = |g: &Graph| {
+        let mut buf = Buffers::for_graph(g);
+        g.forward(&fail, &mut buf)
+            .expect_err("negative scale")
+            .message
+    };
+    let m = message(&blocks);
+    assert_eq!(message(&unfused), m);
+    assert!(m.contains("normal_lpdf") && m.contains("Scale"), "{m}");
+}
+
+/// `log(softmax(v)[k])` as the trace leaves it: `v − log_sum_exp(v)` (here of a running sum,
+/// as a partial-credit likelihood has it), one element read; beside it, `×` and `÷` with a
+/// broadcast parameter read at one element, and a difference read at two (kept whole).
+fn partly_read_graph(q: &[f64]) -> (Graph, Arg) {
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let (x, y, z) = (p.at(0), p.at(1), p.at(2));
+    let c = b.konst(&[0.0, 1.5, -2.0]);
+    let mut terms = Vec::new();
+    for k in 0..3 {
+        let u = b.pack(vec![c.at(0), x, y, z]);
+        let cs = b.cumsum(u);
+        let lse = b.log_sum_exp(cs);
+        let log_softmax = b.binary(BinaryFn::Sub, cs, lse);
+        terms.push(log_softmax.at(k + 1));
+    }
+    let v = b.pack(vec![x, z, y]);
+    let prod = b.binary(BinaryFn::Mul, y, v);
+    terms.push(prod.at(2));
+    let quot = b.binary(BinaryFn::Div, c, y);
+    terms.push(quot.at(1));
+    let diff = b.binary(BinaryFn::Sub, v, c);
+    terms.push(diff.at(0));
+    terms.push(diff.at(2));
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn ops_read_at_one_element_are_narrowed_with_the_same_bits() {
+    let q = [0.3, 0.6, -0.7];
+    let (whole, out) = partly_read_graph(&q);
+    let mut narrow = whole.clone();
+    assert_eq!(narrow.narrow_partly_read(out), 5);
+    let scalar_binaries = narrow
+        .ops
+        .iter()
+        .filter(|op| matches!(op, Op::Binary { out, .. } if out.len == 1))
+        .count();
+    assert_eq!(scalar_binaries, 5);
+    let mut blocks = narrow.clone();
+    blocks.fuse_scalar_blocks();
+    for q in [
+        q,
+        [1.5, -0.9, 0.0],
+        [-0.0, 0.5, 1.0],
+        [40.0, -2.0, 7.5],
+        [0.0, 1e-3, 0.0],
+    ] {
+        assert_same_bits(&whole, &narrow, out, &q, "narrowed");
+        assert_same_bits(&whole, &blocks, out, &q, "narrowed, in blocks");
+    }
+    // The one difference, as for a removed dead op: an unread element no longer adds
+    // `0 × ∞`. At y = 1e-300, `∂(c₂/y)/∂y` = −c₂/y² overflows; its element is not read, so
+    // its adjoint is 0, and the whole quotient's rule added `0 × ∞ = NaN` to y's adjoint.
+    let q = [0.0, 1e-300, 0.0];
+    let (_, g_whole) = value_and_gradient(&whole, out, &q);
+    let (_, g_narrow) = value_and_gradient(&narrow, out, &q);
+    assert!(g_whole[1].is_nan(), "{g_whole:?}");
+    assert_eq!(g_narrow[1], f64::NEG_INFINITY, "{g_narrow:?}");
+    assert_eq!(
+        (g_whole[0].to_bits(), g_whole[2].to_bits()),
+        (g_narrow[0].to_bits(), g_narrow[2].to_bits())
+    );
 }
 
 #[test]

@@ -887,6 +887,57 @@ impl Graph {
         before - self.ops.len()
     }
 
+    /// Makes each short elementwise `+ − × ÷` (at most `SHORT_BINARY`
+    /// values) of which one output element alone is read — by a later op's argument or by
+    /// `keep` — a scalar op on that element; returns how many were narrowed. A categorical
+    /// likelihood per observation reads one element of its log softmax `v − log_sum_exp(v)`
+    /// (`log(softmax(v)[k])`, the trace's `log(exp(x))`), and computing the whole vector, and
+    /// its gradient, cost as much as the rest of the observation's ops. Run after
+    /// [`Graph::eliminate_dead_ops`]; the unread elements are then written by no op, read by
+    /// none, and their adjoints are free slots ([`Graph::mark_adjoint_free`]).
+    ///
+    /// Same bits: the element's value is the same rule on the same operands; in the gradient,
+    /// the unread elements' adjoints were cleared zeros, so the whole op added `+0.0` to a
+    /// full-length operand's other adjoints (no change to a cleared `+0.0`, to which the
+    /// other rules then add as before) and summed `0.0 + (0 + … + g + … + 0)` = `g` for a
+    /// broadcast operand, which the scalar rule adds as `g` times the same partial.
+    pub fn narrow_partly_read(&mut self, keep: Arg) -> usize {
+        let mut live = vec![false; self.n_vals];
+        let mark = |a: Arg, live: &mut [bool]| {
+            if a.is_var() {
+                live[a.range()].iter_mut().for_each(|l| *l = true);
+            }
+        };
+        mark(keep, &mut live);
+        let mut narrowed = 0;
+        for op in self.ops.iter_mut().rev() {
+            if let Op::Binary { f, a, b, out } = op {
+                let short = (2..=crate::ir::scalar::SHORT_BINARY).contains(&out.len);
+                let mut read = out.range().filter(|&s| live[s]);
+                if let (true, true, Some(s), None) =
+                    (f.is_arithmetic(), short, read.next(), read.next())
+                {
+                    let k = s - out.off as usize;
+                    let element = |x: Arg| if x.len() == 1 { x } else { x.at(k) };
+                    *op = Op::Binary {
+                        f: *f,
+                        a: element(*a),
+                        b: element(*b),
+                        out: Slot {
+                            off: s as u32,
+                            len: 1,
+                        },
+                    };
+                    narrowed += 1;
+                }
+            }
+            for a in op.inputs() {
+                mark(a, &mut live);
+            }
+        }
+        narrowed
+    }
+
     /// How many times each candidate slot is read: by every op's arguments (a run covering
     /// it counts) and by `keep`. Zero for slots that are not candidates.
     pub(crate) fn reads_of(&self, keep: Arg, candidate: &[bool]) -> Vec<u32> {

@@ -16,6 +16,7 @@
 
 use super::graph::{Arg, Graph, Op, Slot, Space};
 use super::ops::{BinaryFn, DistKind, UnaryFn};
+use crate::exec::cpu::dists::SHORT_DIST;
 
 /// A scalar operand: a slot of the value buffer, or an entry of the constant pool (the top
 /// bit set).
@@ -226,6 +227,17 @@ pub enum ScalarInstr {
         len: u32,
         out: u32,
     },
+    /// [`Op::Dist`] of 2 to [`SHORT_DIST`] elements of a family with branch-free forms:
+    /// its rule for short densities (`lanes`, chosen when the block is made, as a one-term
+    /// density's), which gives the general rule's bits without its chunk loop, lane sums and
+    /// family dispatch (a capture–recapture row's `bernoulli_logit` over its few occasions);
+    /// where an element fails a check, the general rule for the message. Otherwise as
+    /// [`ScalarInstr::Small`].
+    ShortDist {
+        op: Box<Op>,
+        location: Option<std::sync::Arc<str>>,
+        lanes: crate::exec::cpu::dists::ShortLanes,
+    },
     /// Any other op whose runs are all short ([`SMALL_LEN`]), run by its own rules: a
     /// short vector's arithmetic costs less than a trip through the op dispatch and the SIMD
     /// dispatch (which buys nothing at this length), so it runs inside the block, compiled for
@@ -274,7 +286,7 @@ impl ScalarInstr {
             ShortBinary { .. } | CumSum { .. } | LogSumExp { .. } => {
                 self.run_op().expect("a run instruction").out()
             }
-            Small { op, .. } => op.out(),
+            Small { op, .. } | ShortDist { op, .. } => op.out(),
         }
     }
 
@@ -324,7 +336,7 @@ impl ScalarInstr {
                 .inputs()
                 .into_iter()
                 .for_each(f),
-            Small { op, .. } => op.inputs().into_iter().for_each(f),
+            Small { op, .. } | ShortDist { op, .. } => op.inputs().into_iter().for_each(f),
         }
     }
 
@@ -366,7 +378,7 @@ impl ScalarInstr {
     // without end.
     pub fn for_each_input_mut(&mut self, f: &mut dyn FnMut(&mut Arg)) {
         use ScalarInstr::*;
-        if let Small { op, .. } = self {
+        if let Small { op, .. } | ShortDist { op, .. } = self {
             op.for_each_input_mut(f);
             return;
         }
@@ -541,6 +553,21 @@ impl ScalarInstr {
                     x: x.off,
                     len: x.len,
                     out: out.off,
+                }
+            }
+            Op::Dist { kind, len, .. }
+                if (2..=SHORT_DIST as u32).contains(len) && Self::is_small(op) =>
+            {
+                match kind.short_lanes() {
+                    Some(lanes) => I::ShortDist {
+                        op: Box::new(op.clone()),
+                        location: locate(op.out().off),
+                        lanes,
+                    },
+                    None => I::Small {
+                        op: Box::new(op.clone()),
+                        location: locate(op.out().off),
+                    },
                 }
             }
             _ if Self::is_small(op) => I::Small {

@@ -285,6 +285,17 @@ impl DistKind {
             _t => None
         )
     }
+
+    /// The rule a scalar block runs for a density of fewer than 8 elements of this family
+    /// ([`ShortLanes`]), where its kernel has branch-free forms; chosen when the block is
+    /// made, as [`DistKind::scalar_lanes`].
+    pub(crate) fn short_lanes(self) -> Option<ShortLanes> {
+        with_kernel!(
+            self,
+            K => K::LANES.then_some(ShortLanes(short_lanes::<K>)),
+            _t => None
+        )
+    }
 }
 
 /// A family's summand of integer arguments alone for one element
@@ -313,6 +324,84 @@ fn scalar_lanes<K: UnivariateKernel + 'static>(
             cache.prepare(key, inc, k, slots[k], x, |x| kernel.prepare_lanes(k, x))
         }
     })
+}
+
+/// A density of fewer than 8 elements ([`SHORT_DIST`]) by its kernel's branch-free forms,
+/// with partials written to `scratch` at `sc` as [`forward`] writes them; `None` where an
+/// element fails a check (nothing is decided: the caller runs [`forward`], for Stan's
+/// message or the checked forms' value).
+///
+/// A capture–recapture row's `bernoulli_logit_lpmf(y[i] | logit_p[i]')` has a handful of
+/// elements per observation: [`forward`]'s chunk loop, its lane sums and their dispatch
+/// cost more than the elements. Fewer than 8 elements leave the lane sums at zero, so
+/// [`forward`]'s sums are `0 + t₀ + t₁ + …` (the lanes' tree, then the rest in order) and
+/// `0.0 +` that for the one chunk: added here the same way, the same bits.
+pub(crate) type ShortLanesFn = fn(&DistArgs<'_>, &[u32], &mut [f64]) -> Option<f64>;
+
+/// A family's [`ShortLanesFn`], as a scalar block's instruction holds it.
+#[derive(Clone, Copy)]
+pub struct ShortLanes(pub(crate) ShortLanesFn);
+
+impl std::fmt::Debug for ShortLanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShortLanes")
+    }
+}
+
+/// The longest density [`ShortLanesFn`] computes.
+pub(crate) const SHORT_DIST: usize = 7;
+
+fn short_lanes<K: UnivariateKernel>(
+    a: &DistArgs<'_>,
+    sc: &[u32],
+    scratch: &mut [f64],
+) -> Option<f64> {
+    debug_assert!(a.len <= SHORT_DIST);
+    let kernel = K::new(a.inc.terms());
+    let mut x = [0.0; 4];
+    let mut d = [[0.0; 3]; 4];
+    let mut ok = true;
+    let vector = |k: usize| a.slices[k].len() != 1;
+    for k in 0..K::ARITY {
+        if !vector(k) {
+            x[k] = a.slices[k][0];
+            let (passes, derived) = kernel.prepare_lanes(k, x[k]);
+            ok &= passes;
+            d[k] = derived;
+        }
+    }
+    // The lanes' tree of eight zeros, `+0.0`, starts each sum.
+    let mut sum = 0.0;
+    let mut scalar_sum = [0.0; 4];
+    for j in 0..a.len {
+        for k in 0..K::ARITY {
+            if vector(k) {
+                x[k] = a.slices[k][j];
+                let (passes, derived) = kernel.prepare_lanes(k, x[k]);
+                ok &= passes;
+                d[k] = derived;
+            }
+        }
+        let (passes, (lp, g)) = kernel.element_lanes(&x, &d);
+        ok &= passes;
+        sum += lp;
+        for k in 0..K::ARITY {
+            if !vector(k) {
+                scalar_sum[k] += g[k];
+            } else if sc[k] != NO_SCRATCH {
+                scratch[sc[k] as usize + j] = g[k];
+            }
+        }
+    }
+    if !ok {
+        return None;
+    }
+    for k in 0..K::ARITY {
+        if !vector(k) && sc[k] != NO_SCRATCH {
+            scratch[sc[k] as usize] = 0.0 + scalar_sum[k];
+        }
+    }
+    Some(0.0 + sum)
 }
 
 /// One element through kernel `K`: by its branch-free forms where it has them (`K::LANES`),

@@ -1224,6 +1224,18 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
     if m == f64::NEG_INFINITY || !m.is_finite() {
         return m;
     }
+    // A softmax's or a mixture's few terms: their exps as one padded row (`padded_exps`),
+    // added in order as `add_exps` adds them.
+    if x.len() <= 4 {
+        let mut s = 0.0;
+        let mut add = |e: &[f64]| e.iter().for_each(|e| s += e);
+        if x.len() <= 2 {
+            add(&padded_exps::<2>(x, m)[..x.len()]);
+        } else {
+            add(&padded_exps::<4>(x, m)[..x.len()]);
+        }
+        return m + vmath::ln(0.0 + s);
+    }
     if x.len() <= LSE_GROUP {
         // One chunk of one group, without the chunk and group iterators (which cost more
         // than the sum at a softmax's or a mixture's few terms): the same exps, added in
@@ -1257,9 +1269,37 @@ fn add_exps(mut s: f64, group: &[f64], m: f64) -> f64 {
     s
 }
 
+/// `exp(xᵢ − c)` for the at most `W` values of `xs` (the rest of the row: `exp(0)`),
+/// computed as one row of `W` (2 or 4) so that the exps vectorise in pairs whatever the
+/// length: one at a time, a few values' exps cost nearly twice as much, and `add_exps`'s
+/// loop over a 16-value buffer costs more than the exps at two or three values. Each exp is
+/// `vmath::exp`'s, the same bits in a row or alone.
+#[inline(always)]
+fn padded_exps<const W: usize>(xs: &[f64], c: f64) -> [f64; W] {
+    debug_assert!(xs.len() <= W);
+    // Element by element with a constant trip count (a copy of `xs` became a `memcpy` call).
+    let mut e = [0.0; W];
+    for (i, e) in e.iter_mut().enumerate() {
+        *e = xs.get(i).copied().unwrap_or(c) - c;
+    }
+    for e in e.iter_mut() {
+        *e = vmath::exp(*e);
+    }
+    e
+}
+
 /// [`log_sum_exp`]'s gradient rule: `d += g · exp(x − y)` at its value `y`.
 #[inline(always)]
 pub(crate) fn log_sum_exp_backward(xs: &[f64], y: f64, g: f64, d: &mut [f64]) {
+    if xs.len() <= 4 {
+        let mut add = |e: &[f64]| d.iter_mut().zip(e).for_each(|(d, e)| *d += g * e);
+        if xs.len() <= 2 {
+            add(&padded_exps::<2>(xs, y)[..xs.len()]);
+        } else {
+            add(&padded_exps::<4>(xs, y)[..xs.len()]);
+        }
+        return;
+    }
     for (d, x) in d.iter_mut().zip(xs) {
         *d += g * vmath::exp(x - y);
     }
@@ -2199,6 +2239,41 @@ mod tests {
     use super::{dispatch, strong_mul, unary_backward, unary_forward, UnaryFn};
     use crate::ir::{Arg, Slot};
     use crate::simd::SimdLevel;
+
+    /// `log_sum_exp` of at most 4 values (exps as one padded row) gives the bits of the
+    /// 16-value buffered form it replaced there (`add_exps`), and its gradient those of one
+    /// exp per value, over values spread across the exp's range, −∞ among them.
+    #[test]
+    fn short_log_sum_exp_keeps_the_buffered_forms_bits() {
+        use super::{add_exps, log_sum_exp, log_sum_exp_backward, vmath};
+        let mut rng = hazel_testdata::Xorshift(0x15e_5eed);
+        let mut draw = || match rng.below(12) {
+            0 => f64::NEG_INFINITY,
+            1 => -745.0 + (rng.below(1000) as f64) / 7.0,
+            _ => (rng.below(20001) as f64 - 10000.0) / 313.0,
+        };
+        for n in 1..=4 {
+            for _ in 0..2000 {
+                let x: Vec<f64> = (0..n).map(|_| draw()).collect();
+                let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let y = log_sum_exp(&x);
+                if m.is_finite() {
+                    let want = m + vmath::ln(0.0 + add_exps(0.0, &x, m));
+                    assert_eq!(y.to_bits(), want.to_bits(), "{x:?}");
+                } else {
+                    assert_eq!(y.to_bits(), m.to_bits(), "{x:?}");
+                }
+                let g = draw().max(-3.0);
+                let d0: Vec<f64> = (0..n).map(|_| draw().max(-3.0)).collect();
+                let mut got = d0.clone();
+                log_sum_exp_backward(&x, y, g, &mut got);
+                for ((got, d0), xi) in got.iter().zip(&d0).zip(&x) {
+                    let want = d0 + g * vmath::exp(xi - y);
+                    assert_eq!(got.to_bits(), want.to_bits(), "{x:?} at {xi}");
+                }
+            }
+        }
+    }
 
     /// The four side-by-side dots of `dot4` and both orders of `matmul_adj_b` give `dot`'s
     /// bits at every level: lengths below one lane group, with tails, over several chunks.

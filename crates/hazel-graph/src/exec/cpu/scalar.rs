@@ -187,6 +187,11 @@ pub fn forward(
                 kernels::cumsum(slots!(lo, x, len), o)
             }
             I::LogSumExp { x, len, out } => set!(*out, kernels::log_sum_exp(slots!(vals, x, len))),
+            I::ShortDist {
+                op,
+                location,
+                lanes,
+            } => short_dist_forward(op, *lanes, location, consts, vals, scratch)?,
             I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
         }
     }
@@ -231,6 +236,49 @@ fn small_forward(
         _ => kernels::forward(op, consts, vals, scratch, Isa::Baseline),
     };
     r.map_err(|e| e.at(location.as_deref()))
+}
+
+/// A short density by its family's rule for short densities ([`ScalarInstr::ShortDist`]);
+/// where an element fails a check, by [`small_forward`] (the message, or the checked forms'
+/// value where only the branch-free forms refuse).
+#[inline(never)]
+fn short_dist_forward(
+    op: &Op,
+    lanes: dists::ShortLanes,
+    location: &Option<std::sync::Arc<str>>,
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+) -> Result<(), EvalError> {
+    let Op::Dist {
+        kind,
+        args,
+        propto,
+        len,
+        scratch: sc,
+        out,
+    } = op
+    else {
+        unreachable!("a short density instruction holds a density op")
+    };
+    // `vals` below the output holds every argument (the layout invariant).
+    let (lo, hi) = vals.split_at_mut(out.off as usize);
+    let a = dists::DistArgs::new(
+        *kind,
+        args,
+        *propto,
+        *len as usize,
+        lo,
+        consts,
+        Isa::Baseline,
+    );
+    match (lanes.0)(&a, sc, scratch) {
+        Some(lp) => {
+            hi[0] = lp;
+            Ok(())
+        }
+        None => small_forward(op, location, consts, vals, scratch),
+    }
 }
 
 /// The gradient rule of a short op ([`small_forward`]'s counterpart).
@@ -444,7 +492,9 @@ pub fn backward(
                 let (y, g) = (v!(out), adj!(*out));
                 kernels::log_sum_exp_backward(slots!(vals, x, len), y, g, slots_mut!(adj, x, len))
             }
-            I::Small { op, .. } => small_backward(op, consts, vals, adj, scratch),
+            I::Small { op, .. } | I::ShortDist { op, .. } => {
+                small_backward(op, consts, vals, adj, scratch)
+            }
             I::Dist { dist, out } => {
                 let g = adj!(*out);
                 for (a, &o) in dist.args.iter().zip(dist.scratch.iter()) {
