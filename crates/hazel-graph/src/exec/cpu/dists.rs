@@ -159,10 +159,7 @@ impl LaneSums {
         if !self.factored {
             return (terms, scalar_part);
         }
-        // The lanes' logarithms in the lane sums' fixed tree.
-        let l = self.factors.map(vmath::ln);
-        let logs = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-        (terms - logs, scalar_part)
+        (terms - factor_logs(&self.factors), scalar_part)
     }
 
     /// Multiplies `d` (the factors of consecutive elements, the first in lane 0) into the
@@ -179,6 +176,14 @@ impl LaneSums {
             *p *= v;
         }
     }
+}
+
+/// The logarithms of the lanes' products of factors ([`LaneSums`]), added in the lane sums'
+/// fixed tree.
+#[inline(always)]
+fn factor_logs(factors: &[f64; 8]) -> f64 {
+    let l = factors.map(vmath::ln);
+    ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
 }
 
 /// One element of a table distribution (lpdf, lcdf or lccdf) through its function pointers.
@@ -334,8 +339,9 @@ fn scalar_lanes<K: UnivariateKernel + 'static>(
 /// A capture–recapture row's `bernoulli_logit_lpmf(y[i] | logit_p[i]')` has a handful of
 /// elements per observation: [`forward`]'s chunk loop, its lane sums and their dispatch
 /// cost more than the elements. Fewer than 8 elements leave the lane sums at zero, so
-/// [`forward`]'s sums are `0 + t₀ + t₁ + …` (the lanes' tree, then the rest in order) and
-/// `0.0 +` that for the one chunk: added here the same way, the same bits.
+/// [`forward`]'s sums are `0 + t₀ + t₁ + …` (the lanes' tree, then the rest in order; for a
+/// family with [`UnivariateKernel::LOG_FACTOR`], less the lanes' logarithms, one factor per
+/// lane) and `0.0 +` that for the one chunk: added here the same way, the same bits.
 pub(crate) type ShortLanesFn = fn(&DistArgs<'_>, &[u32], &mut [f64]) -> Option<f64>;
 
 /// A family's [`ShortLanesFn`], as a scalar block's instruction holds it.
@@ -370,9 +376,11 @@ fn short_lanes<K: UnivariateKernel>(
             d[k] = derived;
         }
     }
-    // The lanes' tree of eight zeros, `+0.0`, starts each sum.
+    // The lanes' tree of eight zeros, `+0.0`, starts each sum; element `j`'s factor is lane
+    // `j`'s product (`LaneSums`).
     let mut sum = 0.0;
     let mut scalar_sum = [0.0; 4];
+    let mut factors = [1.0; 8];
     for j in 0..a.len {
         for k in 0..K::ARITY {
             if vector(k) {
@@ -382,9 +390,15 @@ fn short_lanes<K: UnivariateKernel>(
                 d[k] = derived;
             }
         }
-        let (passes, (lp, g)) = kernel.element_lanes(&x, &d);
+        let (passes, (lp, g), factor) = if K::LOG_FACTOR {
+            kernel.element_lanes_factored(&x, &d)
+        } else {
+            let (passes, value) = kernel.element_lanes(&x, &d);
+            (passes, value, 1.0)
+        };
         ok &= passes;
         sum += lp;
+        factors[j] = factor;
         for k in 0..K::ARITY {
             if !vector(k) {
                 scalar_sum[k] += g[k];
@@ -400,6 +414,9 @@ fn short_lanes<K: UnivariateKernel>(
         if !vector(k) && sc[k] != NO_SCRATCH {
             scratch[sc[k] as usize] = 0.0 + scalar_sum[k];
         }
+    }
+    if K::LOG_FACTOR {
+        sum -= factor_logs(&factors);
     }
     Some(0.0 + sum)
 }
