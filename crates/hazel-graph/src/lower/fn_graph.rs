@@ -608,10 +608,17 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         out: &mut [f64],
         jac: Option<(&mut [f64], &mut [f64])>,
     ) -> Result<(), String> {
-        for (g, buf) in variants.iter_mut() {
+        // At most one variant's guards hold at a point (each records the values that chose
+        // its path through the body), so the order they are tried in changes no result. The
+        // one that held last is tried first and moved to the front when another holds: a
+        // solver's consecutive calls mostly take the same branch (a dosing switch `if (t > 0)`
+        // is false only at `t0`), and each miss costs a forward sweep.
+        for k in 0..variants.len() {
+            let (g, buf) = &mut variants[k];
             g.forward(&self.q, buf).map_err(|e| e.message)?;
             if g.guards_hold(buf) {
                 g.read(buf, out, jac);
+                variants[..=k].rotate_right(1);
                 return Ok(());
             }
         }
@@ -629,7 +636,7 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         let g = self.fn_graph(b.graph, res, guards);
         let mut buf = b.buf;
         g.read(&mut buf, out, jac);
-        variants.push((g, buf));
+        variants.insert(0, (g, buf));
         Ok(())
     }
 
