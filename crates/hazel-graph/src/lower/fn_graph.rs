@@ -21,6 +21,7 @@
 use super::trace::{eerr, TraceErr, Tracer};
 use super::value::{Elems, Sc, Val};
 use crate::builder::GraphBuilder;
+use crate::exec::cpu::jacobian::{lane_width, LaneJacobian, MAX_LANES};
 use crate::tape::{Arg, Buffers, Graph};
 use hazel_density::EvalError;
 use hazel_syntax::Span;
@@ -170,6 +171,11 @@ pub struct FnGraph {
     /// [`TracedFn::set_guarded`]): (value slot, value). The trace is valid where each slot
     /// still holds its value.
     pub guards: Vec<Guard>,
+    /// Set when the graph's Jacobian rows can be taken in one sweep with a lane per output
+    /// (`exec::cpu::jacobian`); else one reverse sweep per output.
+    pub lanes: Option<LaneJacobian>,
+    /// Each output's slot (the lane seeds); `None` for a constant output.
+    seeds: Box<[Option<u32>]>,
 }
 
 /// What a guarded trace assumed about the values control flow read.
@@ -321,18 +327,66 @@ impl FnGraph {
     }
 
     /// Reads the result after [`FnGraph::forward`] into `out` and, when `jac` is given, the
-    /// Jacobian rows `(∂f/∂active, ∂f/∂p)`, row-major, by one reverse sweep per output.
+    /// Jacobian rows `(∂f/∂active, ∂f/∂p)`, row-major: by one reverse sweep with a lane per
+    /// output when [`FnGraph::lanes`] is set, else one reverse sweep per output (the same
+    /// bits either way).
     pub fn read(&self, buf: &mut Buffers, out: &mut [f64], jac: Option<(&mut [f64], &mut [f64])>) {
-        read_outputs(
-            &self.graph,
-            buf,
-            &self.out,
-            &self.active_slots,
-            self.p_offset,
-            self.n_params,
-            out,
-            jac,
-        )
+        match (self.lanes, jac) {
+            (Some(lanes), Some((ja, jp))) => {
+                read_values(buf, &self.out, out);
+                self.read_lanes(lanes, buf, ja, jp);
+            }
+            (_, jac) => read_outputs(
+                &self.graph,
+                buf,
+                &self.out,
+                &self.active_slots,
+                self.p_offset,
+                self.n_params,
+                out,
+                jac,
+            ),
+        }
+    }
+
+    /// The Jacobian rows by [`LaneJacobian::backward`], up to [`MAX_LANES`] rows per sweep
+    /// (in `buf.adj`, grown to the lanes).
+    fn read_lanes(&self, lanes: LaneJacobian, buf: &mut Buffers, ja: &mut [f64], jp: &mut [f64]) {
+        let (na, m) = (self.active_slots.len(), self.n_params);
+        for (group, seeds) in self.seeds.chunks(MAX_LANES).enumerate() {
+            let width = lane_width(seeds.len());
+            let len = self.graph.n_vals * width;
+            if buf.adj.len() < len {
+                buf.adj.resize(len, 0.0);
+            }
+            lanes.backward(&self.graph, &buf.vals, &mut buf.adj, seeds);
+            for (l, seed) in seeds.iter().enumerate() {
+                let i = group * MAX_LANES + l;
+                let (ja, jp) = (&mut ja[i * na..(i + 1) * na], &mut jp[i * m..(i + 1) * m]);
+                if seed.is_none() {
+                    // A constant output: a zero row (its lane saw only zero adjoints, but
+                    // `0 × ∞` would not be zero).
+                    ja.iter_mut().chain(jp.iter_mut()).for_each(|x| *x = 0.0);
+                    continue;
+                }
+                for (dst, &slot) in ja.iter_mut().zip(&self.active_slots) {
+                    *dst = buf.adj[slot * width + l];
+                }
+                for (k, dst) in jp.iter_mut().enumerate() {
+                    *dst = buf.adj[(self.p_offset + k) * width + l];
+                }
+            }
+        }
+    }
+}
+
+/// The result's values after a forward sweep.
+fn read_values(buf: &Buffers, out: &[Sc], values: &mut [f64]) {
+    for (d, s) in values.iter_mut().zip(out) {
+        *d = match s {
+            Sc::C(c) => *c,
+            Sc::V(o) => buf.vals[*o as usize],
+        };
     }
 }
 
@@ -348,12 +402,7 @@ fn read_outputs(
     values: &mut [f64],
     jac: Option<(&mut [f64], &mut [f64])>,
 ) {
-    for (d, s) in values.iter_mut().zip(out) {
-        *d = match s {
-            Sc::C(c) => *c,
-            Sc::V(o) => buf.vals[*o as usize],
-        };
-    }
+    read_values(buf, out, values);
     let Some((ja, jp)) = jac else {
         return;
     };
@@ -474,9 +523,19 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         // blocks (same values and bits; every slot the outputs and guards read is still
         // written).
         graph.fuse_scalar_blocks();
+        let seeds = out
+            .iter()
+            .map(|s| match s {
+                Sc::V(o) => Some(*o),
+                Sc::C(_) => None,
+            })
+            .collect();
         FnGraph {
+            // One row gains nothing from lanes.
+            lanes: LaneJacobian::of(&graph).filter(|_| out.len() > 1),
             graph,
             out,
+            seeds,
             active_slots: self.active_slots.clone(),
             p_offset: self.n_lead,
             n_params: self.p.len(),
