@@ -629,26 +629,29 @@ pub fn solve<R: OdeRhs>(
     }
     let mut jy = vec![0.0; n * n];
     let mut jp = vec![0.0; n * m];
+    #[allow(clippy::needless_range_loop)]
     let mut coupled = |t: f64, x: &[f64], dx: &mut [f64]| -> Result<(), String> {
         let (y, s) = x.split_at(n);
         let (dy, ds) = dx.split_at_mut(n);
         rhs.eval_jac(t, y, dy, &mut jy, &mut jp)?;
-        // Column `k` of `S' = ∂f/∂y S + ∂f/∂p`, row `i` from row `i` of `∂f/∂y` (without
-        // states there is nothing to iterate; `max(1)` only keeps the chunk size legal).
-        let w = n.max(1);
-        let cols = s.chunks_exact(w).zip(ds.chunks_exact_mut(w));
-        for (k, (col, dcol)) in cols.enumerate() {
-            for (i, (d, jrow)) in dcol.iter_mut().zip(jy.chunks_exact(w)).enumerate() {
+        // Column `k` of `S' = ∂f/∂y S + ∂f/∂p`, row `i` from row `i` of `∂f/∂y`; indexed
+        // loops over re-sliced rows and columns (no bounds checks in the inner loop).
+        let jy = &jy[..n * n];
+        for k in 0..n_sens {
+            let col = &s[k * n..(k + 1) * n];
+            let dcol = &mut ds[k * n..(k + 1) * n];
+            let p_col = k.checked_sub(n_y0);
+            for i in 0..n {
+                let row = &jy[i * n..(i + 1) * n];
                 // Stan's summation order: the parameter term first, then the state terms.
-                let mut acc = if k >= n_y0 {
-                    jp[i * m + (k - n_y0)]
-                } else {
-                    0.0
+                let mut acc = match p_col {
+                    Some(c) => jp[i * m + c],
+                    None => 0.0,
                 };
-                for (c, j) in col.iter().zip(jrow) {
-                    acc += c * j;
+                for l in 0..n {
+                    acc += col[l] * row[l];
                 }
-                *d = acc;
+                dcol[i] = acc;
             }
         }
         Ok(())

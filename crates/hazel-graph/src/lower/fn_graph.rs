@@ -11,7 +11,8 @@
 //!
 //! A leading argument is *active* when the caller wants Jacobian columns for it (an ODE's
 //! `y`), *passive* otherwise (an ODE's `t`). [`TracedFn::eval`] returns `f` and, on request,
-//! `∂f/∂(active leads)` and `∂f/∂p`, row-major, one reverse sweep per output scalar.
+//! `∂f/∂(active leads)` and `∂f/∂p`, row-major: one reverse sweep per output scalar, or, for
+//! a fused trace the lanes take ([`FnGraph::lanes`]), one sweep with a lane per output.
 //!
 //! When the body's control flow does not read values, the first evaluation traces it once
 //! into a [`FnGraph`] (owned, immutable, `Sync`) that every later evaluation replays;

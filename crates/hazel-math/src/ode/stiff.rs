@@ -5,7 +5,10 @@
 //!
 //! - **Newton.** Each stage solves `Z_i = h Σ_{j<i} a_ij K_j + h γ f(t + c_i h, y + Z_i)` by
 //!   simplified Newton with the matrix `I − h γ J(t, y)` (the Jacobian at the step's start,
-//!   LU with partial pivoting from [`crate::linalg::lu_factor`]); it stops when the weighted
+//!   LU with partial pivoting from [`crate::linalg::lu_factor`]; `f` and the Jacobians at the
+//!   start are those of the previous step's last stage, which ends where the step does, or of
+//!   the rejected attempt from the same point, so they are evaluated anew only after a step
+//!   cut to a requested time whose rounded end is not that time); it stops when the weighted
 //!   RMS norm of the update is below 1e-3 (weights `atol + rtol |y_i|`), and fails the step
 //!   (step ÷ 4) after 10 iterations or when the iteration diverges.
 //! - **Error control.** The embedded estimate `h Σ (b_i − b̂_i) K_i`, filtered through
