@@ -175,8 +175,6 @@ pub struct FnGraph {
     /// Set when the graph's Jacobian rows can be taken in one sweep with a lane per output
     /// (`exec::cpu::jacobian`); else one reverse sweep per output.
     pub lanes: Option<LaneJacobian>,
-    /// Each output's slot (the lane seeds); `None` for a constant output.
-    seeds: Box<[Option<u32>]>,
 }
 
 /// What a guarded trace assumed about the values control flow read.
@@ -354,7 +352,16 @@ impl FnGraph {
     /// (in `buf.adj`, grown to the lanes).
     fn read_lanes(&self, lanes: LaneJacobian, buf: &mut Buffers, ja: &mut [f64], jp: &mut [f64]) {
         let (na, m) = (self.active_slots.len(), self.n_params);
-        for (group, seeds) in self.seeds.chunks(MAX_LANES).enumerate() {
+        for (group, outs) in self.out.chunks(MAX_LANES).enumerate() {
+            // Each output's slot seeds its lane; a constant output seeds none.
+            let mut seeds = [None; MAX_LANES];
+            for (seed, o) in seeds.iter_mut().zip(outs) {
+                *seed = match o {
+                    Sc::V(o) => Some(*o),
+                    Sc::C(_) => None,
+                };
+            }
+            let seeds = &seeds[..outs.len()];
             let width = lane_width(seeds.len());
             let len = self.graph.n_vals * width;
             if buf.adj.len() < len {
@@ -524,19 +531,11 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         // blocks (same values and bits; every slot the outputs and guards read is still
         // written).
         graph.fuse_scalar_blocks();
-        let seeds = out
-            .iter()
-            .map(|s| match s {
-                Sc::V(o) => Some(*o),
-                Sc::C(_) => None,
-            })
-            .collect();
         FnGraph {
             // One row gains nothing from lanes.
             lanes: LaneJacobian::of(&graph).filter(|_| out.len() > 1),
             graph,
             out,
-            seeds,
             active_slots: self.active_slots.clone(),
             p_offset: self.n_lead,
             n_params: self.p.len(),
