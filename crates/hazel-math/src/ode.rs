@@ -153,59 +153,68 @@ impl Dopri5 {
     }
 
     /// One Dormand–Prince step of size `dt` from (`t`, `x`, `dxdt`) into `x_new`, `dxdt_new`,
-    /// `err` (the embedded error estimate). Indexed loops: each reads up to seven arrays.
+    /// `err` (the embedded error estimate). Indexed loops: each reads up to seven arrays, all
+    /// re-sliced to `n` first so that the loops carry no bounds checks. (`dt * B21 * k1[i]`
+    /// is `(dt * B21) * k1[i]`: the products of `dt` and a coefficient are the same numbers
+    /// hoisted or not.)
     #[allow(clippy::needless_range_loop)]
     fn attempt<F>(&mut self, f: &mut F, dt: f64) -> Result<(), OdeError>
     where
         F: FnMut(f64, &[f64], &mut [f64]) -> Result<(), String>,
     {
         let n = self.n;
-        let (x, k1, t) = (&self.x, &self.dxdt, self.t);
+        let t = self.t;
+        let (x, k1) = (&self.x[..n], &self.dxdt[..n]);
+        let tmp = &mut self.tmp[..n];
         for i in 0..n {
-            self.tmp[i] = x[i] + dt * B21 * k1[i];
+            tmp[i] = x[i] + dt * B21 * k1[i];
         }
-        f(t + dt * A2, &self.tmp, &mut self.k2).map_err(OdeError::Rhs)?;
+        f(t + dt * A2, tmp, &mut self.k2).map_err(OdeError::Rhs)?;
+        let k2 = &self.k2[..n];
         for i in 0..n {
-            self.tmp[i] = x[i] + dt * B31 * k1[i] + dt * B32 * self.k2[i];
+            tmp[i] = x[i] + dt * B31 * k1[i] + dt * B32 * k2[i];
         }
-        f(t + dt * A3, &self.tmp, &mut self.k3).map_err(OdeError::Rhs)?;
+        f(t + dt * A3, tmp, &mut self.k3).map_err(OdeError::Rhs)?;
+        let k3 = &self.k3[..n];
         for i in 0..n {
-            self.tmp[i] = x[i] + dt * B41 * k1[i] + dt * B42 * self.k2[i] + dt * B43 * self.k3[i];
+            tmp[i] = x[i] + dt * B41 * k1[i] + dt * B42 * k2[i] + dt * B43 * k3[i];
         }
-        f(t + dt * A4, &self.tmp, &mut self.k4).map_err(OdeError::Rhs)?;
+        f(t + dt * A4, tmp, &mut self.k4).map_err(OdeError::Rhs)?;
+        let k4 = &self.k4[..n];
         for i in 0..n {
-            self.tmp[i] = x[i]
-                + dt * B51 * k1[i]
-                + dt * B52 * self.k2[i]
-                + dt * B53 * self.k3[i]
-                + dt * B54 * self.k4[i];
+            tmp[i] =
+                x[i] + dt * B51 * k1[i] + dt * B52 * k2[i] + dt * B53 * k3[i] + dt * B54 * k4[i];
         }
-        f(t + dt * A5, &self.tmp, &mut self.k5).map_err(OdeError::Rhs)?;
+        f(t + dt * A5, tmp, &mut self.k5).map_err(OdeError::Rhs)?;
+        let k5 = &self.k5[..n];
         for i in 0..n {
-            self.tmp[i] = x[i]
+            tmp[i] = x[i]
                 + dt * B61 * k1[i]
-                + dt * B62 * self.k2[i]
-                + dt * B63 * self.k3[i]
-                + dt * B64 * self.k4[i]
-                + dt * B65 * self.k5[i];
+                + dt * B62 * k2[i]
+                + dt * B63 * k3[i]
+                + dt * B64 * k4[i]
+                + dt * B65 * k5[i];
         }
-        f(t + dt, &self.tmp, &mut self.k6).map_err(OdeError::Rhs)?;
+        f(t + dt, tmp, &mut self.k6).map_err(OdeError::Rhs)?;
+        let k6 = &self.k6[..n];
+        let x_new = &mut self.x_new[..n];
         for i in 0..n {
-            self.x_new[i] = x[i]
+            x_new[i] = x[i]
                 + dt * C1 * k1[i]
-                + dt * C3 * self.k3[i]
-                + dt * C4 * self.k4[i]
-                + dt * C5 * self.k5[i]
-                + dt * C6 * self.k6[i];
+                + dt * C3 * k3[i]
+                + dt * C4 * k4[i]
+                + dt * C5 * k5[i]
+                + dt * C6 * k6[i];
         }
-        f(t + dt, &self.x_new, &mut self.dxdt_new).map_err(OdeError::Rhs)?;
+        f(t + dt, x_new, &mut self.dxdt_new).map_err(OdeError::Rhs)?;
+        let (k7, err) = (&self.dxdt_new[..n], &mut self.err[..n]);
         for i in 0..n {
-            self.err[i] = dt * DC1 * k1[i]
-                + dt * DC3 * self.k3[i]
-                + dt * DC4 * self.k4[i]
-                + dt * DC5 * self.k5[i]
-                + dt * DC6 * self.k6[i]
-                + dt * DC7 * self.dxdt_new[i];
+            err[i] = dt * DC1 * k1[i]
+                + dt * DC3 * k3[i]
+                + dt * DC4 * k4[i]
+                + dt * DC5 * k5[i]
+                + dt * DC6 * k6[i]
+                + dt * DC7 * k7[i];
         }
         Ok(())
     }
@@ -620,23 +629,29 @@ pub fn solve<R: OdeRhs>(
     }
     let mut jy = vec![0.0; n * n];
     let mut jp = vec![0.0; n * m];
+    #[allow(clippy::needless_range_loop)]
     let mut coupled = |t: f64, x: &[f64], dx: &mut [f64]| -> Result<(), String> {
         let (y, s) = x.split_at(n);
         let (dy, ds) = dx.split_at_mut(n);
         rhs.eval_jac(t, y, dy, &mut jy, &mut jp)?;
+        // Column `k` of `S' = ∂f/∂y S + ∂f/∂p`, row `i` from row `i` of `∂f/∂y`; indexed
+        // loops over re-sliced rows and columns (no bounds checks in the inner loop).
+        let jy = &jy[..n * n];
         for k in 0..n_sens {
             let col = &s[k * n..(k + 1) * n];
+            let dcol = &mut ds[k * n..(k + 1) * n];
+            let p_col = k.checked_sub(n_y0);
             for i in 0..n {
+                let row = &jy[i * n..(i + 1) * n];
                 // Stan's summation order: the parameter term first, then the state terms.
-                let mut acc = if k >= n_y0 {
-                    jp[i * m + (k - n_y0)]
-                } else {
-                    0.0
+                let mut acc = match p_col {
+                    Some(c) => jp[i * m + c],
+                    None => 0.0,
                 };
-                for (l, c) in col.iter().enumerate() {
-                    acc += c * jy[i * n + l];
+                for l in 0..n {
+                    acc += col[l] * row[l];
                 }
-                ds[k * n + i] = acc;
+                dcol[i] = acc;
             }
         }
         Ok(())

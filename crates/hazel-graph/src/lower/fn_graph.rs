@@ -11,7 +11,8 @@
 //!
 //! A leading argument is *active* when the caller wants Jacobian columns for it (an ODE's
 //! `y`), *passive* otherwise (an ODE's `t`). [`TracedFn::eval`] returns `f` and, on request,
-//! `∂f/∂(active leads)` and `∂f/∂p`, row-major, one reverse sweep per output scalar.
+//! `∂f/∂(active leads)` and `∂f/∂p`, row-major: one reverse sweep per output scalar, or, for
+//! a fused trace the lanes take ([`FnGraph::lanes`]), one sweep with a lane per output.
 //!
 //! When the body's control flow does not read values, the first evaluation traces it once
 //! into a [`FnGraph`] (owned, immutable, `Sync`) that every later evaluation replays;
@@ -21,6 +22,7 @@
 use super::trace::{eerr, TraceErr, Tracer};
 use super::value::{Elems, Sc, Val};
 use crate::builder::GraphBuilder;
+use crate::exec::cpu::jacobian::{lane_width, LaneJacobian, MAX_LANES};
 use crate::tape::{Arg, Buffers, Graph};
 use hazel_density::EvalError;
 use hazel_syntax::Span;
@@ -170,6 +172,9 @@ pub struct FnGraph {
     /// [`TracedFn::set_guarded`]): (value slot, value). The trace is valid where each slot
     /// still holds its value.
     pub guards: Vec<Guard>,
+    /// Set when the graph's Jacobian rows can be taken in one sweep with a lane per output
+    /// (`exec::cpu::jacobian`); else one reverse sweep per output.
+    pub lanes: Option<LaneJacobian>,
 }
 
 /// What a guarded trace assumed about the values control flow read.
@@ -321,18 +326,75 @@ impl FnGraph {
     }
 
     /// Reads the result after [`FnGraph::forward`] into `out` and, when `jac` is given, the
-    /// Jacobian rows `(∂f/∂active, ∂f/∂p)`, row-major, by one reverse sweep per output.
+    /// Jacobian rows `(∂f/∂active, ∂f/∂p)`, row-major: by one reverse sweep with a lane per
+    /// output when [`FnGraph::lanes`] is set, else one reverse sweep per output (the same
+    /// bits either way).
     pub fn read(&self, buf: &mut Buffers, out: &mut [f64], jac: Option<(&mut [f64], &mut [f64])>) {
-        read_outputs(
-            &self.graph,
-            buf,
-            &self.out,
-            &self.active_slots,
-            self.p_offset,
-            self.n_params,
-            out,
-            jac,
-        )
+        match (self.lanes, jac) {
+            (Some(lanes), Some((ja, jp))) => {
+                read_values(buf, &self.out, out);
+                self.read_lanes(lanes, buf, ja, jp);
+            }
+            (_, jac) => read_outputs(
+                &self.graph,
+                buf,
+                &self.out,
+                &self.active_slots,
+                self.p_offset,
+                self.n_params,
+                out,
+                jac,
+            ),
+        }
+    }
+
+    /// The Jacobian rows by [`LaneJacobian::backward`], up to [`MAX_LANES`] rows per sweep
+    /// (in `buf.adj`, grown to the lanes).
+    fn read_lanes(&self, lanes: LaneJacobian, buf: &mut Buffers, ja: &mut [f64], jp: &mut [f64]) {
+        let (na, m) = (self.active_slots.len(), self.n_params);
+        for (group, outs) in self.out.chunks(MAX_LANES).enumerate() {
+            // Each output's slot seeds its lane; a constant output seeds none.
+            let mut seeds = [None; MAX_LANES];
+            for (seed, o) in seeds.iter_mut().zip(outs) {
+                *seed = match o {
+                    Sc::V(o) => Some(*o),
+                    Sc::C(_) => None,
+                };
+            }
+            let seeds = &seeds[..outs.len()];
+            let width = lane_width(seeds.len());
+            let len = self.graph.n_vals * width;
+            if buf.adj.len() < len {
+                buf.adj.resize(len, 0.0);
+            }
+            lanes.backward(&self.graph, &buf.vals, &mut buf.adj, seeds);
+            for (l, seed) in seeds.iter().enumerate() {
+                let i = group * MAX_LANES + l;
+                let (ja, jp) = (&mut ja[i * na..(i + 1) * na], &mut jp[i * m..(i + 1) * m]);
+                if seed.is_none() {
+                    // A constant output: a zero row (its lane saw only zero adjoints, but
+                    // `0 × ∞` would not be zero).
+                    ja.iter_mut().chain(jp.iter_mut()).for_each(|x| *x = 0.0);
+                    continue;
+                }
+                for (dst, &slot) in ja.iter_mut().zip(&self.active_slots) {
+                    *dst = buf.adj[slot * width + l];
+                }
+                for (k, dst) in jp.iter_mut().enumerate() {
+                    *dst = buf.adj[(self.p_offset + k) * width + l];
+                }
+            }
+        }
+    }
+}
+
+/// The result's values after a forward sweep.
+fn read_values(buf: &Buffers, out: &[Sc], values: &mut [f64]) {
+    for (d, s) in values.iter_mut().zip(out) {
+        *d = match s {
+            Sc::C(c) => *c,
+            Sc::V(o) => buf.vals[*o as usize],
+        };
     }
 }
 
@@ -348,12 +410,7 @@ fn read_outputs(
     values: &mut [f64],
     jac: Option<(&mut [f64], &mut [f64])>,
 ) {
-    for (d, s) in values.iter_mut().zip(out) {
-        *d = match s {
-            Sc::C(c) => *c,
-            Sc::V(o) => buf.vals[*o as usize],
-        };
-    }
+    read_values(buf, out, values);
     let Some((ja, jp)) = jac else {
         return;
     };
@@ -475,6 +532,8 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         // written).
         graph.fuse_scalar_blocks();
         FnGraph {
+            // One row gains nothing from lanes.
+            lanes: LaneJacobian::of(&graph).filter(|_| out.len() > 1),
             graph,
             out,
             active_slots: self.active_slots.clone(),
@@ -608,10 +667,17 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         out: &mut [f64],
         jac: Option<(&mut [f64], &mut [f64])>,
     ) -> Result<(), String> {
-        for (g, buf) in variants.iter_mut() {
+        // At most one variant's guards hold at a point (each records the values that chose
+        // its path through the body), so the order they are tried in changes no result. The
+        // one that held last is tried first and moved to the front when another holds: a
+        // solver's consecutive calls mostly take the same branch (a dosing switch `if (t > 0)`
+        // is false only at `t0`), and each miss costs a forward sweep.
+        for k in 0..variants.len() {
+            let (g, buf) = &mut variants[k];
             g.forward(&self.q, buf).map_err(|e| e.message)?;
             if g.guards_hold(buf) {
                 g.read(buf, out, jac);
+                variants[..=k].rotate_right(1);
                 return Ok(());
             }
         }
@@ -629,7 +695,7 @@ impl<'a, 'p> TracedFn<'a, 'p> {
         let g = self.fn_graph(b.graph, res, guards);
         let mut buf = b.buf;
         g.read(&mut buf, out, jac);
-        variants.push((g, buf));
+        variants.insert(0, (g, buf));
         Ok(())
     }
 

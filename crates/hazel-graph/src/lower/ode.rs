@@ -103,14 +103,14 @@ impl<F> LeadRhs<F> {
             f,
             n,
             m,
-            lead: Vec::with_capacity(1 + n),
+            lead: vec![0.0; 1 + n],
         }
     }
 
+    /// `lead = [t, y]` (`y` has the `n` states).
     pub(crate) fn fill(&mut self, t: f64, y: &[f64]) {
-        self.lead.clear();
-        self.lead.push(t);
-        self.lead.extend_from_slice(y);
+        self.lead[0] = t;
+        self.lead[1..].copy_from_slice(y);
     }
 }
 

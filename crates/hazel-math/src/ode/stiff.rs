@@ -5,7 +5,10 @@
 //!
 //! - **Newton.** Each stage solves `Z_i = h Σ_{j<i} a_ij K_j + h γ f(t + c_i h, y + Z_i)` by
 //!   simplified Newton with the matrix `I − h γ J(t, y)` (the Jacobian at the step's start,
-//!   LU with partial pivoting from [`crate::linalg::lu_factor`]); it stops when the weighted
+//!   LU with partial pivoting from [`crate::linalg::lu_factor`]; `f` and the Jacobians at the
+//!   start are those of the previous step's last stage, which ends where the step does, or of
+//!   the rejected attempt from the same point, so they are evaluated anew only after a step
+//!   cut to a requested time whose rounded end is not that time); it stops when the weighted
 //!   RMS norm of the update is below 1e-3 (weights `atol + rtol |y_i|`), and fails the step
 //!   (step ÷ 4) after 10 iterations or when the iteration diverges.
 //! - **Error control.** The embedded estimate `h Σ (b_i − b̂_i) K_i`, filtered through
@@ -107,18 +110,25 @@ pub(crate) fn solve_stiff<R: OdeRhs + ?Sized>(
     let mut k: Vec<Vec<f64>> = (0..5).map(|_| vec![0.0; n]).collect();
     let mut z_last = vec![0.0; n];
     // Per stage: J(Y_i) row-major and ∂f/∂p(Y_i) row-major (sensitivities only).
+    // (The last stage's are also the next step's starting Jacobians.)
     let mut jy_st: Vec<Vec<f64>> = (0..5)
-        .map(|_| vec![0.0; if sens_on { n * n } else { 0 }])
+        .map(|st| vec![0.0; if sens_on || st == 4 { n * n } else { 0 }])
         .collect();
     let mut jp_st: Vec<Vec<f64>> = (0..5)
-        .map(|_| vec![0.0; if sens_on { n * m } else { 0 }])
+        .map(|st| vec![0.0; if sens_on || st == 4 { n * m } else { 0 }])
         .collect();
     let mut d_st: Vec<Vec<f64>> = (0..5).map(|_| vec![0.0; n * ns]).collect();
     let mut s_i = vec![0.0; n * ns];
 
     let mut t = t0;
-    // Initial step (Hairer's rule of thumb).
-    rhs.eval(t, &y, &mut f0).map_err(OdeError::Rhs)?;
+    // Initial step (Hairer's rule of thumb). `f0`, `jy0`, `jp0` hold `f` and its Jacobians at
+    // (`t`, `y`) whenever `start_known`: a rejected step retries from the same point, and an
+    // accepted step ends where its last stage was evaluated (the method is stiffly accurate,
+    // `Y_5 = y_{n+1}` bit for bit, and `c_5 = 1`), so only a step cut to a requested time whose
+    // rounded `t + h` is not the time itself evaluates them afresh.
+    rhs.eval_jac(t, &y, &mut f0, &mut jy0, &mut jp0)
+        .map_err(OdeError::Rhs)?;
+    let mut start_known = true;
     for i in 0..n {
         w[i] = tol.atol + tol.rtol * y[i].abs();
     }
@@ -139,8 +149,11 @@ pub(crate) fn solve_stiff<R: OdeRhs + ?Sized>(
             let cut = h >= target - t;
             let cur = if cut { target - t } else { h };
             let hg = cur * GAMMA;
-            rhs.eval_jac(t, &y, &mut f0, &mut jy0, &mut jp0)
-                .map_err(OdeError::Rhs)?;
+            if !start_known {
+                rhs.eval_jac(t, &y, &mut f0, &mut jy0, &mut jp0)
+                    .map_err(OdeError::Rhs)?;
+                start_known = true;
+            }
             for i in 0..n {
                 w[i] = tol.atol + tol.rtol * y[i].abs();
             }
@@ -193,7 +206,7 @@ pub(crate) fn solve_stiff<R: OdeRhs + ?Sized>(
                 for i in 0..n {
                     yi[i] = y[i] + z[i];
                 }
-                if sens_on {
+                if sens_on || st == 4 {
                     rhs.eval_jac(tc, &yi, &mut k[st], &mut jy_st[st], &mut jp_st[st])
                         .map_err(OdeError::Rhs)?;
                 } else {
@@ -290,7 +303,14 @@ pub(crate) fn solve_stiff<R: OdeRhs + ?Sized>(
             for i in 0..n {
                 y[i] += z_last[i];
             }
+            let t_last_stage = t + C[4] * cur;
             t = if cut { target } else { t + cur };
+            start_known = t == t_last_stage;
+            if start_known {
+                f0.copy_from_slice(&k[4]);
+                jy0.copy_from_slice(&jy_st[4]);
+                jp0.copy_from_slice(&jp_st[4]);
+            }
             failures = 0;
             let grow = if just_rejected {
                 factor.min(1.0)

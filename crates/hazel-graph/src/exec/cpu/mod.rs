@@ -10,6 +10,7 @@
 pub mod batched;
 pub mod dists;
 pub mod glm;
+pub(crate) mod jacobian;
 pub mod kernels;
 pub(crate) mod linalg_kernels;
 pub(crate) mod par;
