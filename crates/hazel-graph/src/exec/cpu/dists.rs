@@ -390,12 +390,8 @@ fn short_lanes<K: UnivariateKernel>(
                 d[k] = derived;
             }
         }
-        let (passes, (lp, g), factor) = if K::LOG_FACTOR {
-            kernel.element_lanes_factored(&x, &d)
-        } else {
-            let (passes, value) = kernel.element_lanes(&x, &d);
-            (passes, value, 1.0)
-        };
+        // `factor` is 1 without `LOG_FACTOR` (and then unused).
+        let (passes, (lp, g), factor) = kernel.element_lanes_factored(&x, &d);
         ok &= passes;
         sum += lp;
         factors[j] = factor;
@@ -625,12 +621,8 @@ fn lanes_block<K: UnivariateKernel, const VECTORS: u8>(
         read!(1, a1);
         read!(2, a2);
         read!(3, a3);
-        let (passes, (lp, g), factor) = if K::LOG_FACTOR {
-            kernel.element_lanes_factored(&x, &d)
-        } else {
-            let (passes, value) = kernel.element_lanes(&x, &d);
-            (passes, value, 1.0)
-        };
+        // `factor` is 1 without `LOG_FACTOR` (and then unused).
+        let (passes, (lp, g), factor) = kernel.element_lanes_factored(&x, &d);
         ok &= passes;
         if K::LOG_FACTOR {
             // SAFETY: `factors` has `m` values (checked above).
