@@ -396,7 +396,7 @@ pub fn log1p_exp_pair_and_inv_logit(x: f64) -> (f64, f64, f64) {
 /// ulp of softplus: `d`'s rounding is in `base`, so only the logarithm's and the sum's
 /// roundings remain.
 #[inline(always)]
-pub fn log1p_exp_split_and_inv_logit(x: f64) -> (f64, f64, f64) {
+pub(crate) fn log1p_exp_split_and_inv_logit(x: f64) -> (f64, f64, f64) {
     let (_, _, d, d_lo, inv_d, p) = logistic_parts(x);
     // log(d + d_lo) = log(d) + d_lo/d to first order (|d_lo/d| < 2⁻⁵²).
     let base = select(x > 0.0, x, 0.0) + d_lo * inv_d;
