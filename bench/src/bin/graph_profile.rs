@@ -237,15 +237,20 @@ fn profile(model: &hazel_graph::CompiledModel, q: &[f64], evals: usize) {
                 g.n_scratch,
                 g.dim
             );
-            // What a backward sweep leaves uncleared (`AdjointPlan::unset`): slots no rule
-            // touches and slots their one rule stores.
-            let unset =
-                |runs: &[hazel_graph::tape::Slot]| -> u32 { runs.iter().map(|s| s.len).sum() };
+            // What a backward sweep leaves uncleared (`AdjointPlan::unset`, less its holes):
+            // slots no rule touches and slots their one rule stores.
+            let unset = |runs: &[hazel_graph::tape::Slot], holes: &[u32]| -> u32 {
+                runs.iter().map(|s| s.len).sum::<u32>() - holes.len() as u32
+            };
+            let (unset_all, free) = (
+                unset(&g.adjoint.unset, &g.adjoint.unset_holes),
+                unset(&g.adjoint.free, &g.adjoint.free_holes),
+            );
             println!(
                 "adjoints: {} cleared per gradient, {} free, {} stored by their one rule",
-                g.n_vals as u32 - unset(&g.adjoint.unset),
-                unset(&g.adjoint.free),
-                unset(&g.adjoint.unset) - unset(&g.adjoint.free)
+                g.n_vals as u32 - unset_all,
+                free,
+                unset_all - free
             );
             for (k, (n, vals)) in rows {
                 println!("{n:>8} ops {vals:>9} values  {k}");

@@ -16,6 +16,8 @@
 //! most one allocation per 16 evaluations with threads (a single per-evaluation `Vec` would
 //! already give one per evaluation).
 
+mod common;
+
 use hazel_density::EvalError;
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, ExecutorKind};
@@ -125,10 +127,16 @@ fn data_json(n: usize) -> String {
 /// Allocations during `evals` gradient evaluations after one warm-up evaluation, with
 /// `executor`; `batch > 0` evaluates `batch` points per call through
 /// `log_density_gradient_batch` instead.
-fn allocations_per_run(program: &str, executor: ExecutorKind, batch: usize, evals: usize) -> usize {
+fn allocations_per_run(
+    program: &str,
+    data: &str,
+    executor: ExecutorKind,
+    batch: usize,
+    evals: usize,
+) -> usize {
     let parsed = hazel_check::check_source("model.stan", program);
     let program = parsed.checked.expect("program parses");
-    let data = hazel_data::DataFile::parse(&data_json(20_000)).expect("data parses");
+    let data = hazel_data::DataFile::parse(data).expect("data parses");
     let model = compile(
         &program,
         &data,
@@ -176,7 +184,18 @@ fn allocations_per_run(program: &str, executor: ExecutorKind, batch: usize, eval
 
 #[test]
 fn steady_state_gradient_evaluation_does_not_allocate() {
-    for (name, program) in [("normal", PROGRAM), ("glm", GLM)] {
+    let data = data_json(20_000);
+    let cases = [
+        ("normal", PROGRAM, data.clone()),
+        ("glm", GLM, data),
+        // Loops run in lane regions.
+        (
+            "lanes",
+            common::lanes_model::PROGRAM,
+            common::lanes_model::data(),
+        ),
+    ];
+    for (name, program, data) in cases {
         let static_paths = [
             ("serial", ExecutorKind::Serial, 0),
             ("serial, batch of 3", ExecutorKind::Serial, 3),
@@ -184,14 +203,14 @@ fn steady_state_gradient_evaluation_does_not_allocate() {
             ("batched, batch of 8", ExecutorKind::Batched { lanes: 4 }, 8),
         ];
         for (what, executor, batch) in static_paths {
-            let n = allocations_per_run(program, executor, batch, 20);
+            let n = allocations_per_run(program, &data, executor, batch, 20);
             assert_eq!(
                 n, 0,
                 "{name}, {what}: allocated {n} times in 20 evaluations"
             );
         }
         let evals = 200;
-        let threaded = allocations_per_run(program, ExecutorKind::with_threads(2), 0, evals);
+        let threaded = allocations_per_run(program, &data, ExecutorKind::with_threads(2), 0, evals);
         eprintln!("{name}: allocations with 2 threads in {evals} evaluations: {threaded}");
         assert!(
             threaded * 16 <= evals,

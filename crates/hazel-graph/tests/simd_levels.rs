@@ -1,6 +1,7 @@
 //! Every SIMD level gives the reference bits (issue 14): the log density and gradient of
 //! several models — a GLM, a hierarchical regression, a Bayesian neural net with matrix ×
-//! matrix products, a model with both factors of a product on the tape — are bit-identical
+//! matrix products, a model with both factors of a product on the tape, a model whose loops
+//! run in lane regions (an IRT likelihood) — are bit-identical
 //! for each instruction set this CPU has (`CompileOptions::simd`), with the serial, threaded
 //! (2 threads) and batched executors. The reference is `SimdLevel::Sse2` with the serial
 //! executor: the same fixed-shape source compiled for the baseline target.
@@ -124,6 +125,11 @@ fn cases() -> Vec<(&'static str, &'static str, String)> {
         r.vec(n4, 1.0)
     );
     vec![
+        (
+            "lanes",
+            common::lanes_model::PROGRAM,
+            common::lanes_model::data(),
+        ),
         ("glm", GLM, glm),
         ("hierarchical", HIER, hier),
         ("bnn", BNN, bnn),

@@ -458,16 +458,21 @@ pub struct Graph {
 #[derive(Debug, Clone, Default)]
 pub struct AdjointPlan {
     /// Runs of value slots whose adjoint no backward rule reads or adds to, sorted: a
-    /// backward sweep need not clear them (`Graph::start_adjoint`).
+    /// backward sweep need not clear them (`Graph::start_adjoint`), except their `free_holes`.
     pub free: Vec<Slot>,
+    /// Single slots inside the `free` runs that are not free, sorted: cleared one by one
+    /// (a lane region's exported values between its private ones).
+    pub free_holes: Vec<u32>,
     /// Per op (empty: none), a bit per argument of [`Op::inputs`] whose adjoint the op's
     /// backward rule *stores* (`0.0 + contribution`, the bits of adding it to a cleared slot)
     /// instead of adding to: the op is the only one whose rule writes those slots, and it
     /// writes each once ([`Graph::adjoint_stores_of`]).
     pub stores: Vec<u32>,
     /// Runs of at least [`ADJOINT_FREE_MIN`] value slots, sorted, that are adjoint-free or
-    /// stored by a rule: `Graph::start_adjoint` need not clear them when the rules store.
+    /// stored by a rule: `Graph::start_adjoint` need not clear them when the rules store,
+    /// except their `unset_holes` (as `free_holes`).
     pub unset: Vec<Slot>,
+    pub unset_holes: Vec<u32>,
 }
 
 /// Appends what identifies an argument to a common-subexpression key: its slot run if it
@@ -491,6 +496,11 @@ fn arg_key(key: &mut String, a: Arg, consts: &[f64]) -> bool {
 /// Shorter runs of adjoint-free slots are cleared anyway ([`Graph::mark_adjoint_free`]): one
 /// long clear is cheaper than many short ones.
 pub(crate) const ADJOINT_FREE_MIN: usize = 64;
+
+/// Runs of adjoint-free slots at least this long on both sides of a single slot that is not
+/// are one run with a hole: the hole is cleared by one store, cheaper than a clear of the
+/// runs around it.
+const ADJOINT_HOLE_SIDES: usize = 8;
 
 /// The inputs of `op` (position in [`Op::inputs`], argument) whose adjoint its backward rules
 /// — every executor's — write element by element, each element once, and can store
@@ -517,24 +527,45 @@ fn store_candidates(op: &Op) -> Vec<(u32, Arg)> {
     }
 }
 
-/// The runs of at least [`ADJOINT_FREE_MIN`] set flags, as slots.
-fn long_runs(flags: &[bool]) -> Vec<Slot> {
-    let mut runs = Vec::new();
+/// The runs of at least [`ADJOINT_FREE_MIN`] set flags, as slots, and the single unset
+/// flags they bridge: runs of at least [`ADJOINT_HOLE_SIDES`] set flags one unset flag apart
+/// count as one run with a hole.
+fn long_runs(flags: &[bool]) -> (Vec<Slot>, Vec<u32>) {
+    let mut plain: Vec<std::ops::Range<usize>> = Vec::new();
     let mut i = 0;
     while i < flags.len() {
         let start = i;
         while i < flags.len() && flags[i] {
             i += 1;
         }
-        if i - start >= ADJOINT_FREE_MIN {
-            runs.push(Slot {
-                off: start as u32,
-                len: (i - start) as u32,
-            });
+        if i > start {
+            plain.push(start..i);
         }
         i += 1;
     }
-    runs
+    let (mut runs, mut holes) = (Vec::new(), Vec::new());
+    let mut k = 0;
+    while k < plain.len() {
+        // The chain of runs from `k`, each one slot after the last.
+        let mut end = k;
+        while end + 1 < plain.len()
+            && plain[end + 1].start == plain[end].end + 1
+            && plain[end].len() >= ADJOINT_HOLE_SIDES
+            && plain[end + 1].len() >= ADJOINT_HOLE_SIDES
+        {
+            end += 1;
+        }
+        let (start, stop) = (plain[k].start, plain[end].end);
+        if stop - start >= ADJOINT_FREE_MIN {
+            runs.push(Slot {
+                off: start as u32,
+                len: (stop - start) as u32,
+            });
+            holes.extend(plain[k..end].iter().map(|r| r.end as u32));
+        }
+        k = end + 1;
+    }
+    (runs, holes)
 }
 
 /// Constant runs up to this long are compared by value in [`Graph::eliminate_common_subexpressions`].
@@ -797,12 +828,30 @@ impl Graph {
         let mut writers = vec![0u8; self.n_vals];
         touched[..self.dim].iter_mut().for_each(|t| *t = true);
         for op in &self.ops {
-            touched[op.out().range()].iter_mut().for_each(|t| *t = true);
+            // A block's span holds the outputs of the ops it replaced, and between them slots
+            // nothing writes (narrowed or dead ops'): only its instructions' outputs count.
+            match op {
+                Op::Scalars { block, .. } => {
+                    block.for_each_output(|o| touched[o.range()].iter_mut().for_each(|t| *t = true))
+                }
+                _ => touched[op.out().range()].iter_mut().for_each(|t| *t = true),
+            }
             for a in op.inputs().into_iter().filter(|a| a.is_var()) {
                 touched[a.range()].iter_mut().for_each(|t| *t = true);
                 writers[a.range()]
                     .iter_mut()
                     .for_each(|w| *w = w.saturating_add(1));
+            }
+        }
+        // A lane region's private values live in scratch: no rule reads or adds to their
+        // slots' adjoints.
+        for op in &self.ops {
+            if let Op::Scalars { block, .. } = op {
+                for i in block.code() {
+                    if let super::scalar::ScalarInstr::Lanes(region) = i {
+                        region.for_each_private_slot(|s| touched[s] = false);
+                    }
+                }
             }
         }
         if seed.is_var() && (seed.off as usize) < self.n_vals {
@@ -823,10 +872,14 @@ impl Graph {
                 bits
             })
             .collect();
+        let (free, free_holes) = long_runs(&touched.iter().map(|t| !t).collect::<Vec<_>>());
+        let (unset, unset_holes) = long_runs(&unset);
         *self.adjoint = AdjointPlan {
-            free: long_runs(&touched.iter().map(|t| !t).collect::<Vec<_>>()),
+            free,
+            free_holes,
             stores,
-            unset: long_runs(&unset),
+            unset,
+            unset_holes,
         };
     }
 

@@ -6,6 +6,8 @@
 //! - [`glm`]: the fused GLM op's description and its rewrite ([`Graph::fuse_glm`]).
 //! - [`scalar`]: scalar blocks ([`Graph::fuse_scalar_blocks`]): runs of scalar ops as compact
 //!   instructions run in one loop.
+//! - [`lanes`]: lane regions ([`Graph::lane_scalar_blocks`]): a block's repeated iterations
+//!   run side by side.
 //! - [`ops`]: the function, density-family and matrix-function descriptors that ops name.
 //!
 //! Invariants of the boundary (ARCHITECTURE.md, "IR and executors"): nothing here calls a
@@ -14,6 +16,7 @@
 
 pub mod glm;
 pub mod graph;
+pub mod lanes;
 pub mod ops;
 pub mod scalar;
 

@@ -247,6 +247,9 @@ pub enum ScalarInstr {
         op: Box<Op>,
         location: Option<std::sync::Arc<str>>,
     },
+    /// Consecutive iterations of the same few instructions, run side by side
+    /// ([`super::lanes`]); made by [`Graph::lane_scalar_blocks`] after the block.
+    Lanes(Box<super::lanes::LaneRegion>),
 }
 
 /// The longest run an op may read or write to be held in a block as [`ScalarInstr::Small`].
@@ -287,11 +290,26 @@ impl ScalarInstr {
                 self.run_op().expect("a run instruction").out()
             }
             Small { op, .. } | ShortDist { op, .. } => op.out(),
+            Lanes(region) => {
+                let outs = region.originals.iter().map(|i| i.out().range());
+                let lo = outs.clone().map(|r| r.start).min().unwrap_or(0);
+                let hi = outs.map(|r| r.end).max().unwrap_or(lo);
+                Slot {
+                    off: lo as u32,
+                    len: (hi - lo) as u32,
+                }
+            }
         }
     }
 
     /// Every argument the instruction reads, in order.
     pub fn for_each_input(&self, mut f: impl FnMut(Arg)) {
+        self.each_input(&mut f)
+    }
+
+    // `dyn`: a lane region's instructions call it again, and a generic `f` would instantiate
+    // without end.
+    fn each_input(&self, f: &mut dyn FnMut(Arg)) {
         use ScalarInstr::*;
         let v = |i: &u32| Arg::var(*i as usize, 1);
         let c = |i: &u32| Arg::konst(*i as usize, 1);
@@ -337,6 +355,7 @@ impl ScalarInstr {
                 .into_iter()
                 .for_each(f),
             Small { op, .. } | ShortDist { op, .. } => op.inputs().into_iter().for_each(f),
+            Lanes(region) => region.originals.iter().for_each(|i| i.each_input(f)),
         }
     }
 
@@ -378,6 +397,10 @@ impl ScalarInstr {
     // without end.
     pub fn for_each_input_mut(&mut self, f: &mut dyn FnMut(&mut Arg)) {
         use ScalarInstr::*;
+        assert!(
+            !matches!(self, Lanes(_)),
+            "a lane region is redirected by its block (which runs its instructions again)"
+        );
         if let Small { op, .. } | ShortDist { op, .. } = self {
             op.for_each_input_mut(f);
             return;
@@ -643,6 +666,17 @@ impl ScalarBlock {
         self.consts_len
     }
 
+    /// Calls `f` on the output of every instruction (a lane region's: of each instruction
+    /// it stands for).
+    pub fn for_each_output(&self, mut f: impl FnMut(Slot)) {
+        for i in self.code.iter() {
+            match i {
+                ScalarInstr::Lanes(region) => region.originals.iter().for_each(|i| f(i.out())),
+                other => f(other.out()),
+            }
+        }
+    }
+
     /// Every argument the block reads (including slots its own instructions write).
     pub fn inputs(&self) -> Vec<Arg> {
         let mut v = Vec::new();
@@ -652,9 +686,17 @@ impl ScalarBlock {
         v
     }
 
-    /// Calls `f` on every argument the block reads, allowing it to be redirected.
+    /// Calls `f` on every argument the block reads, allowing it to be redirected. A lane
+    /// region's instructions go back into the block one by one (its rows name the old slots).
     pub fn for_each_input_mut(&mut self, mut f: impl FnMut(&mut Arg)) {
-        let mut code = std::mem::take(&mut self.code);
+        let mut code: Vec<ScalarInstr> = Vec::with_capacity(self.code.len());
+        for i in std::mem::take(&mut self.code).into_vec() {
+            match i {
+                ScalarInstr::Lanes(region) => code.extend(region.originals.into_vec()),
+                other => code.push(other),
+            }
+        }
+        let mut code = code.into_boxed_slice();
         for i in code.iter_mut() {
             i.for_each_input_mut(&mut f as &mut dyn FnMut(&mut Arg));
         }

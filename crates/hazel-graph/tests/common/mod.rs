@@ -6,6 +6,8 @@
 //! itself in the file's `generator` field.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod lanes_model;
+
 use hazel_density::LogDensity;
 use hazel_graph::{compile, CompileOptions, CompiledModel};
 use serde_json::Value;

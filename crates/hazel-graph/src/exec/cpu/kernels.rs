@@ -609,7 +609,7 @@ pub fn forward(
             let (lo, o) = split_out(vals, out.off, out.len);
             crate::nary::forward(*f, args, lo, consts, o)?;
         }
-        Op::Scalars { block, .. } => super::scalar::forward(block, consts, vals, scratch)?,
+        Op::Scalars { block, .. } => super::scalar::forward(block, consts, vals, scratch, isa)?,
     }
     Ok(())
 }
@@ -675,7 +675,7 @@ pub fn backward(
             return;
         }
         Op::Scalars { block, .. } => {
-            super::scalar::backward(block, consts, vals, adj, scratch);
+            super::scalar::backward(block, consts, vals, adj, scratch, isa);
             return;
         }
         Op::MulAddChain { c, terms, out } => {

@@ -12,6 +12,7 @@ pub mod dists;
 pub mod glm;
 pub(crate) mod jacobian;
 pub mod kernels;
+pub(crate) mod lanes;
 pub(crate) mod linalg_kernels;
 pub(crate) mod par;
 pub(crate) mod scalar;
@@ -101,22 +102,25 @@ impl Graph {
     /// add to is zeroed (those of [`AdjointPlan::unset`](crate::ir::graph::AdjointPlan::unset), free or stored by their one rule,
     /// are left as they are), then the seed's adjoint is 1.
     pub(crate) fn start_adjoint(&self, seed: Arg, adj: &mut [f64]) {
-        self.clear_adjoint_outside(&self.adjoint.unset, seed, adj);
+        self.clear_adjoint_outside(&self.adjoint.unset, &self.adjoint.unset_holes, seed, adj);
     }
 
     /// [`Graph::start_adjoint`] for a sweep whose rules only add (stores 0 for every op):
     /// the stored slots are zeroed too, only [`AdjointPlan::free`](crate::ir::graph::AdjointPlan::free)'s are left.
     pub(crate) fn start_adding_adjoint(&self, seed: Arg, adj: &mut [f64]) {
-        self.clear_adjoint_outside(&self.adjoint.free, seed, adj);
+        self.clear_adjoint_outside(&self.adjoint.free, &self.adjoint.free_holes, seed, adj);
     }
 
-    fn clear_adjoint_outside(&self, left: &[Slot], seed: Arg, adj: &mut [f64]) {
+    fn clear_adjoint_outside(&self, left: &[Slot], holes: &[u32], seed: Arg, adj: &mut [f64]) {
         let mut from = 0;
         for s in left {
             adj[from..s.off as usize].iter_mut().for_each(|a| *a = 0.0);
             from = (s.off + s.len) as usize;
         }
         adj[from..self.n_vals].iter_mut().for_each(|a| *a = 0.0);
+        for &h in holes {
+            adj[h as usize] = 0.0;
+        }
         if seed.is_var() {
             adj[seed.off as usize] = 1.0;
         }

@@ -101,6 +101,7 @@ pub fn forward(
     consts: &[f64],
     vals: &mut [f64],
     scratch: &mut [f64],
+    isa: Isa,
 ) -> Result<(), EvalError> {
     use ScalarInstr as I;
     check_buffers(block, vals, consts);
@@ -193,6 +194,7 @@ pub fn forward(
                 lanes,
             } => short_dist_forward(op, *lanes, location, consts, vals, scratch)?,
             I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
+            I::Lanes(region) => super::lanes::forward(region, consts, vals, scratch, isa),
         }
     }
     Ok(())
@@ -355,6 +357,7 @@ pub fn backward(
     vals: &[f64],
     adj: &mut [f64],
     scratch: &mut [f64],
+    isa: Isa,
 ) {
     use ScalarInstr as I;
     check_buffers(block, vals, consts);
@@ -495,6 +498,7 @@ pub fn backward(
             I::Small { op, .. } | I::ShortDist { op, .. } => {
                 small_backward(op, consts, vals, adj, scratch)
             }
+            I::Lanes(region) => super::lanes::backward(region, consts, vals, adj, scratch, isa),
             I::Dist { dist, out } => {
                 let g = adj!(*out);
                 for (a, &o) in dist.args.iter().zip(dist.scratch.iter()) {

@@ -1,0 +1,597 @@
+//! Value and gradient rules of a lane region ([`crate::ir::lanes`]): [`LANES`] iterations of
+//! a template at a time, each lane with the rule of the instruction it stands for.
+//!
+//! Each op repeats, lane by lane, the arithmetic of `exec::cpu::scalar`'s instruction (the
+//! same functions: `BinaryFn::partials`, `strong_mul`, `vmath::exp`/`ln`, the short
+//! operands' sums), so each lane's values and its iteration's own adjoints get the bits the
+//! instructions give one at a time. An iteration's own values and adjoints are kept lane by
+//! lane in scratch (one vector per value), and only its exported values are stored in (and
+//! their adjoints read from) their slots. What a lane adds to an adjoint outside its iteration is
+//! stored as a contribution and added after every lane has run, from the last contribution
+//! back to the first: the order the instructions would have added them
+//! ([`crate::ir::lanes::LaneRegion::adds`]). The loops over lanes are compiled
+//! for the workspace's instruction set (`dispatch!`): `+ − × ÷` and the branch-free `vmath`
+//! functions round identically at every width, so every level gives the same bits.
+
+use super::kernels::{self, strong_mul};
+use crate::ir::lanes::{Arith, LaneOp, LaneRegion, Src, Template, LANES};
+use crate::simd::{dispatch, Isa};
+use hazel_math::vmath;
+
+/// One value per lane.
+type Lane = [f64; LANES];
+
+/// A group's columns (see [`Template::rows`]).
+type Rows = [[u32; LANES]];
+
+/// Where a group's values are, and the buffers its operands come from.
+struct Group<'a> {
+    rows: &'a Rows,
+    lanes: usize,
+    tpl: &'a Template,
+    /// The group's own values, lane by lane.
+    own: usize,
+}
+
+impl Group<'_> {
+    /// Element `e` of operand `s`, in every lane: the iteration's own value (one vector) or
+    /// a slot or constant of each lane's row.
+    ///
+    /// # Safety
+    /// Every slot or constant a row names lies inside `vals`/`consts` (the rows are the slots
+    /// and constants of the region's instructions, which the enclosing block checked against
+    /// the buffers), and the group's own values lie inside `values`.
+    #[inline(always)]
+    unsafe fn read(&self, s: Src, e: usize, values: &[f64], vals: &[f64], consts: &[f64]) -> Lane {
+        if s.own != Src::OUTSIDE {
+            let i = self.own + (s.own as usize + e) * LANES;
+            debug_assert!(i + LANES <= values.len());
+            // SAFETY: see the contract.
+            return unsafe { *(values.as_ptr().add(i) as *const Lane) };
+        }
+        let col = &self.rows[s.col as usize];
+        let off = s.e as usize + e;
+        let buf = if s.var { vals } else { consts };
+        map(
+            #[inline(always)]
+            |l| {
+                debug_assert!((col[l] as usize + off) < buf.len());
+                // SAFETY: see the contract.
+                unsafe { *buf.get_unchecked(col[l] as usize + off) }
+            },
+        )
+    }
+}
+
+/// `f` in every lane. (A plain loop: `std::array::from_fn`'s closure is not always inlined
+/// into the dispatched copy, and then runs at the baseline level, one lane at a time.)
+#[inline(always)]
+fn map(f: impl Fn(usize) -> f64) -> Lane {
+    let mut y = [0.0; LANES];
+    for (l, y) in y.iter_mut().enumerate() {
+        *y = f(l);
+    }
+    y
+}
+
+/// `a f b` in every lane.
+#[inline(always)]
+fn arith(f: Arith, a: &Lane, b: &Lane) -> Lane {
+    match f {
+        Arith::Add => map(
+            #[inline(always)]
+            |l| a[l] + b[l],
+        ),
+        Arith::Sub => map(
+            #[inline(always)]
+            |l| a[l] - b[l],
+        ),
+        Arith::Mul => map(
+            #[inline(always)]
+            |l| a[l] * b[l],
+        ),
+        Arith::Div => map(
+            #[inline(always)]
+            |l| a[l] / b[l],
+        ),
+    }
+}
+
+/// Forward rule of a region.
+pub(crate) fn forward(
+    region: &LaneRegion,
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+) {
+    let at = region.scratch as usize;
+    let values = &mut scratch[at..at + region.values];
+    dispatch!(isa, {
+        for tpl in region.templates.iter() {
+            for g in 0..tpl.groups() {
+                let (rows, lanes) = tpl.group(g);
+                let group = Group {
+                    rows,
+                    lanes,
+                    tpl,
+                    own: tpl.values + g * tpl.width * LANES,
+                };
+                // SAFETY: as `Group::read`'s contract (the region was made from the block's
+                // instructions; its scratch was sized for its values).
+                unsafe { forward_group(&group, consts, vals, values) }
+            }
+        }
+    })
+}
+
+/// # Safety
+/// As [`Group::read`].
+#[inline(always)]
+unsafe fn forward_group(group: &Group, consts: &[f64], vals: &mut [f64], values: &mut [f64]) {
+    let tpl = group.tpl;
+    for (t, op) in tpl.ops.iter().enumerate() {
+        let first = tpl.offsets[t] as usize;
+        let out = &group.rows[t];
+        // Element `e` of the op's output: kept in the lanes' values, and stored in its slots
+        // where something outside the iteration reads it.
+        macro_rules! put {
+            ($e:expr, $y:expr, $values:expr, $vals:expr) => {{
+                let (e, y): (usize, &Lane) = ($e, $y);
+                let i = group.own + (first + e) * LANES;
+                assert!(i + LANES <= $values.len());
+                // SAFETY: checked just above.
+                unsafe { *($values.as_mut_ptr().add(i) as *mut Lane) = *y };
+                if tpl.exported[first + e] {
+                    for l in 0..group.lanes {
+                        $vals[out[l] as usize + e] = y[l];
+                    }
+                }
+            }};
+        }
+        // `rd!(s, e, values, vals)`: element `e` of operand `s` in every lane.
+        // SAFETY (the reads below): see the contract.
+        macro_rules! rd {
+            ($s:expr, $e:expr, $values:expr, $vals:expr) => {
+                unsafe { group.read($s, $e, $values, $vals, consts) }
+            };
+        }
+        match op {
+            LaneOp::Bin { f, a, b } => {
+                let y = arith(*f, &rd!(*a, 0, values, vals), &rd!(*b, 0, values, vals));
+                put!(0, &y, values, vals)
+            }
+            LaneOp::Short {
+                f,
+                a,
+                b,
+                a_len,
+                b_len,
+                len,
+            } => {
+                for e in 0..*len as usize {
+                    let x = rd!(*a, if *a_len == 1 { 0 } else { e }, values, vals);
+                    let z = rd!(*b, if *b_len == 1 { 0 } else { e }, values, vals);
+                    put!(e, &arith(*f, &x, &z), values, vals)
+                }
+            }
+            LaneOp::Pack { xs } => {
+                for (k, x) in xs.iter().enumerate() {
+                    let y = rd!(*x, 0, values, vals);
+                    put!(k, &y, values, vals)
+                }
+            }
+            LaneOp::CumSum { x, len } => {
+                // `kernels::cumsum`.
+                let mut acc = [0.0; LANES];
+                for e in 0..*len as usize {
+                    let v = rd!(*x, e, values, vals);
+                    acc = map(
+                        #[inline(always)]
+                        |l| acc[l] + v[l],
+                    );
+                    put!(e, &acc, values, vals)
+                }
+            }
+            LaneOp::LogSumExp { x, len } => {
+                // `kernels::log_sum_exp` of at most `SMALL_LEN` values: the largest, then
+                // `0 + e₀ + e₁ + …` of `eᵢ = exp(xᵢ − m)` in order, then `m + ln(0 + s)`
+                // (`m` itself where it is not finite).
+                let n = *len as usize;
+                let mut m = [f64::NEG_INFINITY; LANES];
+                for e in 0..n {
+                    let v = rd!(*x, e, values, vals);
+                    m = map(
+                        #[inline(always)]
+                        |l| m[l].max(v[l]),
+                    );
+                }
+                let mut s = [0.0; LANES];
+                for e in 0..n {
+                    let v = rd!(*x, e, values, vals);
+                    s = map(
+                        #[inline(always)]
+                        |l| s[l] + vmath::exp(v[l] - m[l]),
+                    );
+                }
+                let y = map(
+                    #[inline(always)]
+                    |l| {
+                        let lse = m[l] + vmath::ln(0.0 + s[l]);
+                        if m[l] == f64::NEG_INFINITY || !m[l].is_finite() {
+                            m[l]
+                        } else {
+                            lse
+                        }
+                    },
+                );
+                put!(0, &y, values, vals)
+            }
+        }
+    }
+}
+
+/// Gradient rule of a region: every lane's rules, then the contributions added in the
+/// original order.
+pub(crate) fn backward(
+    region: &LaneRegion,
+    consts: &[f64],
+    vals: &[f64],
+    adj: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+) {
+    let at = region.scratch as usize;
+    let n = region.contributions;
+    let (values, rest) =
+        scratch[at..at + region.values + region.adjoints + n].split_at_mut(region.values);
+    let (own_adj, contributions) = rest.split_at_mut(region.adjoints);
+    let values: &[f64] = values;
+    dispatch!(isa, {
+        for tpl in region.templates.iter() {
+            for g in 0..tpl.groups() {
+                let (rows, lanes) = tpl.group(g);
+                let group = Group {
+                    rows,
+                    lanes,
+                    tpl,
+                    own: tpl.values + g * tpl.width * LANES,
+                };
+                // SAFETY: as `Group::read`'s contract; the contribution starts lie inside
+                // `contributions` and the group's adjoints inside `own_adj`.
+                unsafe { backward_group(&group, consts, vals, values, adj, own_adj, contributions) }
+            }
+        }
+    });
+    for a in region.adds.iter() {
+        let mut sum = adj[a.slot as usize];
+        for &p in &region.places[a.start as usize..(a.start + a.len) as usize] {
+            sum += contributions[p as usize];
+        }
+        adj[a.slot as usize] = sum;
+    }
+}
+
+/// Where a lane's gradient rules put what they add: the adjoints of the iteration's own
+/// values, or its next contribution.
+struct Sink<'a> {
+    group: &'a Group<'a>,
+    /// The group's own adjoints, lane by lane (as its values).
+    own: &'a mut [f64],
+    /// Contributions per iteration, and how many this group's lanes have made so far.
+    per_iteration: usize,
+    made: usize,
+    contributions: &'a mut [f64],
+}
+
+impl Sink<'_> {
+    /// Where the adjoint of element `e` of op `t`'s output lies in `own`.
+    #[inline(always)]
+    fn own_at(&self, t: usize, e: usize) -> usize {
+        (self.group.tpl.offsets[t] as usize + e) * LANES
+    }
+
+    /// The adjoint of element `e` of op `t`'s output, in every lane.
+    #[inline(always)]
+    fn adjoint(&self, t: usize, e: usize) -> Lane {
+        let i = self.own_at(t, e);
+        assert!(i + LANES <= self.own.len());
+        // SAFETY: checked just above.
+        unsafe { *(self.own.as_ptr().add(i) as *const Lane) }
+    }
+
+    /// Adds `v` to the adjoint of element `e` of operand `s` (nothing for a constant).
+    ///
+    /// # Safety
+    /// The contribution starts lie inside `contributions`.
+    #[inline(always)]
+    unsafe fn add(&mut self, s: Src, e: usize, v: &Lane) {
+        if !s.var {
+            return;
+        }
+        if s.own != Src::OUTSIDE {
+            let i = (s.own as usize + e) * LANES;
+            assert!(i + LANES <= self.own.len());
+            // SAFETY: checked just above.
+            let d = unsafe { &mut *(self.own.as_mut_ptr().add(i) as *mut Lane) };
+            *d = map(
+                #[inline(always)]
+                |l| d[l] + v[l],
+            );
+        } else {
+            // Stored from the end of the iteration's run back (see `LaneRegion`).
+            let at = self.per_iteration - 1 - self.made;
+            let starts = &self.group.rows[self.group.tpl.contribution_col()];
+            for l in 0..self.group.lanes {
+                let i = starts[l] as usize + at;
+                debug_assert!(i < self.contributions.len());
+                // SAFETY: see the contract.
+                unsafe { *self.contributions.get_unchecked_mut(i) = v[l] }
+            }
+            self.made += 1;
+        }
+    }
+}
+
+/// # Safety
+/// As [`Group::read`], and the contribution starts lie inside `contributions`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn backward_group(
+    group: &Group,
+    consts: &[f64],
+    vals: &[f64],
+    values: &[f64],
+    adj: &mut [f64],
+    own_adj: &mut [f64],
+    contributions: &mut [f64],
+) {
+    let tpl = group.tpl;
+    // The adjoints start as the slots' would: what readers outside the iteration added to
+    // an exported value, zero for the others.
+    let own = &mut own_adj[..tpl.width * LANES];
+    for (t, op) in tpl.ops.iter().enumerate() {
+        let first = tpl.offsets[t] as usize;
+        for e in 0..op.out_len() {
+            let d = &mut own[(first + e) * LANES..(first + e + 1) * LANES];
+            if tpl.exported[first + e] {
+                let out = &group.rows[t];
+                for l in 0..LANES {
+                    d[l] = if l < group.lanes {
+                        adj[out[l] as usize + e]
+                    } else {
+                        0.0
+                    };
+                }
+            } else {
+                d.fill(0.0);
+            }
+        }
+    }
+    let mut sink = Sink {
+        group,
+        own,
+        per_iteration: tpl.contributions,
+        made: 0,
+        contributions,
+    };
+    // `rd!(s, e)`: element `e` of operand `s` in every lane.
+    // SAFETY (the reads below): see the contract.
+    macro_rules! rd {
+        ($s:expr, $e:expr) => {
+            unsafe { group.read($s, $e, values, vals, consts) }
+        };
+    }
+    for (t, op) in tpl.ops.iter().enumerate().rev() {
+        let out = Src::output(t, tpl.offsets[t], 0);
+        match op {
+            LaneOp::Bin { f, a, b } => {
+                // `scalar::backward`'s `bin!`.
+                let g = sink.adjoint(t, 0);
+                let (x, z, y) = (rd!(*a, 0), rd!(*b, 0), rd!(out, 0));
+                let f = f.f();
+                let pa = map(
+                    #[inline(always)]
+                    |l| f.partials(x[l], z[l], y[l]).0,
+                );
+                let pb = map(
+                    #[inline(always)]
+                    |l| f.partials(x[l], z[l], y[l]).1,
+                );
+                unsafe {
+                    sink.add(
+                        *a,
+                        0,
+                        &map(
+                            #[inline(always)]
+                            |l| strong_mul(g[l], pa[l]),
+                        ),
+                    );
+                    sink.add(
+                        *b,
+                        0,
+                        &map(
+                            #[inline(always)]
+                            |l| strong_mul(g[l], pb[l]),
+                        ),
+                    );
+                }
+            }
+            LaneOp::Short {
+                f,
+                a,
+                b,
+                a_len,
+                b_len,
+                len,
+            } => {
+                // `kernels::short_operands`: `a`'s rule, then `b`'s.
+                let n = *len as usize;
+                let mut gs = [[0.0; LANES]; crate::ir::scalar::SHORT_BINARY as usize];
+                for (e, ge) in gs.iter_mut().enumerate().take(n) {
+                    *ge = sink.adjoint(t, e);
+                }
+                let gs = &gs[..n];
+                macro_rules! at {
+                    ($s:expr, $len:expr, $e:expr) => {
+                        rd!($s, if $len == 1 { 0 } else { $e })
+                    };
+                }
+                for (operand, s, s_len) in [(0, *a, *a_len), (1, *b, *b_len)] {
+                    if !s.var {
+                        continue;
+                    }
+                    let full = s_len as usize == n;
+                    match f {
+                        Arith::Add | Arith::Sub => {
+                            let negate = operand == 1 && *f == Arith::Sub;
+                            // `-1.0 * g`, as `short_operand` (not `-g`: the bits of a NaN
+                            // could differ).
+                            if full {
+                                #[allow(clippy::neg_multiply)]
+                                for (e, ge) in gs.iter().enumerate() {
+                                    let v = map(
+                                        #[inline(always)]
+                                        |l| if negate { -1.0 * ge[l] } else { ge[l] },
+                                    );
+                                    unsafe { sink.add(s, e, &v) }
+                                }
+                            } else {
+                                let total = short_sum(gs);
+                                let sign = if negate { -1.0 } else { 1.0 };
+                                unsafe {
+                                    sink.add(
+                                        s,
+                                        0,
+                                        &map(
+                                            #[inline(always)]
+                                            |l| sign * total[l],
+                                        ),
+                                    )
+                                }
+                            }
+                        }
+                        Arith::Mul | Arith::Div => {
+                            // `binary_backward_rows`'s `×` and `÷` partials.
+                            let partial = |e: usize| -> Lane {
+                                let (x, z) = (at!(*a, *a_len, e), at!(*b, *b_len, e));
+                                match (f, operand) {
+                                    (Arith::Mul, 0) => z,
+                                    (Arith::Mul, _) => x,
+                                    (_, 0) => map(
+                                        #[inline(always)]
+                                        |l| 1.0 / z[l],
+                                    ),
+                                    _ => {
+                                        let y = rd!(out, e);
+                                        map(
+                                            #[inline(always)]
+                                            |l| -y[l] / z[l],
+                                        )
+                                    }
+                                }
+                            };
+                            if full {
+                                for (e, ge) in gs.iter().enumerate() {
+                                    let p = partial(e);
+                                    unsafe {
+                                        sink.add(
+                                            s,
+                                            e,
+                                            &map(
+                                                #[inline(always)]
+                                                |l| strong_mul(ge[l], p[l]),
+                                            ),
+                                        )
+                                    }
+                                }
+                            } else {
+                                let mut acc = [0.0; LANES];
+                                for (e, ge) in gs.iter().enumerate() {
+                                    let p = partial(e);
+                                    acc = map(
+                                        #[inline(always)]
+                                        |l| acc[l] + strong_mul(ge[l], p[l]),
+                                    );
+                                }
+                                unsafe {
+                                    sink.add(
+                                        s,
+                                        0,
+                                        &map(
+                                            #[inline(always)]
+                                            |l| 0.0 + acc[l],
+                                        ),
+                                    )
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            LaneOp::Pack { xs } => {
+                for (k, x) in xs.iter().enumerate() {
+                    if x.var {
+                        let g = sink.adjoint(t, k);
+                        unsafe { sink.add(*x, 0, &g) }
+                    }
+                }
+            }
+            LaneOp::CumSum { x, len } => {
+                // `kernels::cumsum_backward`.
+                let mut acc = [0.0; LANES];
+                for e in (0..*len as usize).rev() {
+                    let g = sink.adjoint(t, e);
+                    acc = map(
+                        #[inline(always)]
+                        |l| acc[l] + g[l],
+                    );
+                    unsafe { sink.add(*x, e, &acc) }
+                }
+            }
+            LaneOp::LogSumExp { x, len } => {
+                // `kernels::log_sum_exp_backward`: `d += g · exp(x − y)`.
+                let (g, y) = (sink.adjoint(t, 0), rd!(out, 0));
+                for e in 0..*len as usize {
+                    let v = rd!(*x, e);
+                    let d = map(
+                        #[inline(always)]
+                        |l| g[l] * vmath::exp(v[l] - y[l]),
+                    );
+                    unsafe { sink.add(*x, e, &d) }
+                }
+            }
+        }
+    }
+    debug_assert_eq!(sink.made, sink.per_iteration);
+}
+
+/// `0.0 + kernels::chunked_sum(Isa::Baseline, g)` in every lane (a broadcast operand's
+/// adjoint in `kernels::short_operands`).
+#[inline(always)]
+fn short_sum(gs: &[Lane]) -> Lane {
+    if gs.len() < 8 {
+        // `chunked_sum`'s path below eight values: `0 + g₀ + g₁ + …`, then `0.0 +` that.
+        let mut s = [0.0; LANES];
+        for g in gs {
+            s = map(
+                #[inline(always)]
+                |l| s[l] + g[l],
+            );
+        }
+        return map(
+            #[inline(always)]
+            |l| 0.0 + (0.0 + s[l]),
+        );
+    }
+    map(
+        #[inline(always)]
+        |l| {
+            let mut g = [0.0; crate::ir::scalar::SHORT_BINARY as usize];
+            for (g, x) in g.iter_mut().zip(gs) {
+                *g = x[l];
+            }
+            0.0 + kernels::chunked_sum(Isa::Baseline, &g[..gs.len()])
+        },
+    )
+}
