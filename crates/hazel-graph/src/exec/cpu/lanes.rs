@@ -97,7 +97,8 @@ fn arith(f: Arith, a: &Lane, b: &Lane) -> Lane {
     }
 }
 
-/// Forward rule of a region.
+/// Forward rule of a region. (Out of line: the block interpreter's loop stays small.)
+#[inline(never)]
 pub(crate) fn forward(
     region: &LaneRegion,
     consts: &[f64],
@@ -232,7 +233,8 @@ unsafe fn forward_group(group: &Group, consts: &[f64], vals: &mut [f64], values:
 }
 
 /// Gradient rule of a region: every lane's rules, then the contributions added in the
-/// original order.
+/// original order. (Out of line, as [`forward`].)
+#[inline(never)]
 pub(crate) fn backward(
     region: &LaneRegion,
     consts: &[f64],
