@@ -593,6 +593,7 @@ fn lanes_block<K: UnivariateKernel, const VECTORS: u8>(
     // (its condition dominates the copy), so the branches around the kernel's calls that do
     // not vectorise fold away and the loop vectorises (poisson_log under `~`, whose kept
     // `lgamma(n + 1)` otherwise kept every call scalar).
+    #[allow(clippy::if_same_then_else)] // the copies differ once the condition is known
     if kernel.calls_per_element() {
         lanes_loop::<K, VECTORS>(kernel, x, d, columns, terms, g0, g1, g2, g3, factors)
     } else {
