@@ -639,6 +639,7 @@ fn static_density(model: &CompiledModel, terms: DensityTerms) -> Result<(Graph, 
     graph.fuse_glm(out);
     graph.packs_as_gathers();
     graph.fuse_matmul_bias(out);
+    graph.fuse_gather_diff_dot_self(out);
     graph.fuse_scalar_blocks();
     graph.lane_scalar_blocks(out);
     graph.mark_adjoint_free(out);

@@ -546,6 +546,15 @@ fn fused_cases() -> Vec<Case> {
 fn program_cases() -> Vec<Case> {
     vec![
         Case::Program {
+            name: "an ICAR prior's dot_self of a difference of gathers (DotSelfGatherDiff)",
+            src: "data { int N; int E; array[E] int n1; array[E] int n2; }
+                  parameters { vector[N] phi; }
+                  model { target += -0.5 * dot_self(phi[n1] - phi[n2]);
+                          target += -0.5 * dot_self(phi) + sum(phi); }",
+            data: r#"{"N": 12, "E": 20, "n1": [1,1,2,2,3,3,4,4,5,5,6,6,7,7,8,8,9,9,10,11], "n2": [2,4,3,5,4,6,5,7,6,8,7,9,8,10,9,11,10,12,11,12]}"#,
+            tol: 1e-6,
+        },
+        Case::Program {
             name: "multiply-add fusion inside a scalar block (Scalars)",
             src: "parameters { real a; real b; real c; real d; real e; }
                   model { real m = a * b + c; real n = c + a * d + b * e;

@@ -906,3 +906,80 @@ fn a_dense_layer_bias_fuses_into_its_product_with_the_same_bits() {
     gathered.packs_as_gathers();
     assert_eq!(gathered.fuse_matmul_bias(out), 0);
 }
+
+/// An ICAR-style prior `-0.5 * dot_self(x[node1] - y[node2])` over `edges`, with `x` =
+/// `y` = the first `n` parameters (or `y` the next `n`), a density and a sum on `x` traced
+/// later (their adjoints reach `x` before the gathers'), and, with `leak`, the first gather's
+/// output read elsewhere too.
+fn edge_prior_graph(
+    q: &[f64],
+    n: usize,
+    edges: &[(u32, u32)],
+    two_vectors: bool,
+    leak: bool,
+) -> (Graph, Arg) {
+    let mut b = GraphBuilder::new(q);
+    let p = b.params();
+    let x = Arg { len: n as u32, ..p };
+    let y = if two_vectors {
+        Arg {
+            off: p.off + n as u32,
+            len: n as u32,
+            ..p
+        }
+    } else {
+        x
+    };
+    let from = b.gather(x, edges.iter().map(|e| e.0).collect());
+    let to = b.gather(y, edges.iter().map(|e| e.1).collect());
+    let diff = b.binary(BinaryFn::Sub, from, to);
+    let sq = b.dot(diff, diff);
+    let half = b.scalar_const(-0.5);
+    let prior = b.binary(BinaryFn::Mul, half, sq);
+    let zero = b.scalar_const(0.0);
+    let one = b.scalar_const(1.0);
+    let fit = b.dist(DistKind::Normal, vec![x, zero, one], false);
+    let total = b.sum(x);
+    let soft = b.dist(DistKind::Normal, vec![total, zero, one], false);
+    let mut terms = vec![prior, fit, soft];
+    if leak {
+        terms.push(b.sum(from));
+    }
+    let lp = b.sum_scalars(terms);
+    (b.finish(), lp)
+}
+
+#[test]
+fn an_icar_prior_fuses_its_gathers_into_one_op_with_the_same_bits() {
+    // Edges (i, i + k) in order of i: `node1` in short runs, `node2` scattered; with k up to
+    // 8 over 300 nodes more than one reduction chunk. A star: one long run.
+    let lattice = |n: u32, ks: u32| -> Vec<(u32, u32)> {
+        (0..n)
+            .flat_map(|i| (1..=ks).filter(move |k| i + k < n).map(move |k| (i, i + k)))
+            .collect()
+    };
+    let star: Vec<(u32, u32)> = (1..40).map(|j| (0, j)).chain([(5, 7), (3, 2)]).collect();
+    let cases = [(30, lattice(30, 2)), (300, lattice(300, 8)), (40, star)];
+    assert!(cases[1].1.len() > hazel_graph::kernels::CHUNK);
+    for (n, edges) in &cases {
+        for two_vectors in [false, true] {
+            let dim = 2 * n;
+            let point = |s: f64| -> Vec<f64> {
+                (0..dim)
+                    .map(|i| ((i as f64 + 1.0) * 0.618).fract() * s - s / 2.0)
+                    .collect()
+            };
+            let (unfused, out) = edge_prior_graph(&point(1.0), *n, edges, two_vectors, false);
+            let mut fused = unfused.clone();
+            assert_eq!(fused.fuse_gather_diff_dot_self(out), 1);
+            assert_eq!(fused.ops.len(), unfused.ops.len() - 3);
+            assert!(!fused.ops.iter().any(|op| matches!(op, Op::Gather { .. })));
+            for s in [1.0, 4.0, 0.01] {
+                let what = format!("{n} nodes, two vectors {two_vectors}");
+                assert_same_bits(&unfused, &fused, out, &point(s), &what);
+            }
+            let (leaky, out) = edge_prior_graph(&point(1.0), *n, edges, two_vectors, true);
+            assert_eq!(leaky.clone().fuse_gather_diff_dot_self(out), 0);
+        }
+    }
+}

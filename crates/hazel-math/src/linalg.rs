@@ -736,6 +736,7 @@ fn lu_in_place(a: &mut [f64], n: usize, perm: &mut [usize]) -> Result<f64, ()> {
 
 /// The LU factorisation behind [`lu_in_place`] and [`solve::lu_factor`]: `record(k, p)` is
 /// told that row `p` was swapped into row `k` at step `k`.
+#[inline]
 pub(crate) fn lu_in_place_with(
     a: &mut [f64],
     n: usize,
@@ -799,6 +800,7 @@ pub(crate) fn set_identity(out: &mut [f64], n: usize) {
 
 /// Solves `L U x = b` in place in `col` (`b` already permuted) from the packed factors `lu`
 /// (unit lower `L` below the diagonal, `U` on and above it): forward, then back substitution.
+#[inline(always)]
 pub(crate) fn lu_substitute(lu: &[f64], n: usize, col: &mut [f64]) {
     for i in 0..n {
         let mut s = col[i];

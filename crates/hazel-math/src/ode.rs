@@ -592,6 +592,39 @@ fn sens_dims<R: OdeRhs + ?Sized>(
     Ok((n, if y0_sens { n } else { 0 }, rhs.n_params()))
 }
 
+/// `S' = ∂f/∂y S + ∂f/∂p` into `ds` (`n` rows, column-major like `s`): column `k` (the
+/// first `n_y0` for the initial state, then one per parameter), row `i` from row `i` of
+/// `∂f/∂y` (`jy`, `n × n` row-major) and of `∂f/∂p` (`jp`, `n × m`).
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn sensitivity_rhs(
+    n: usize,
+    n_y0: usize,
+    m: usize,
+    jy: &[f64],
+    jp: &[f64],
+    s: &[f64],
+    ds: &mut [f64],
+) {
+    // Indexed loops over re-sliced rows and columns (no bounds checks in the inner loop).
+    let jy = &jy[..n * n];
+    for (k, (col, dcol)) in s.chunks_exact(n).zip(ds.chunks_exact_mut(n)).enumerate() {
+        let p_col = k.checked_sub(n_y0);
+        for i in 0..n {
+            let row = &jy[i * n..(i + 1) * n];
+            // Stan's summation order: the parameter term first, then the state terms.
+            let mut acc = match p_col {
+                Some(c) => jp[i * m + c],
+                None => 0.0,
+            };
+            for l in 0..n {
+                acc += col[l] * row[l];
+            }
+            dcol[i] = acc;
+        }
+    }
+}
+
 /// [`solve_sensitivities`] with the integrator `method`. The explicit methods integrate the
 /// coupled system (so their step control sees the sensitivities, as Stan's does); the stiff
 /// method propagates the sensitivities of its own discrete steps ([`stiff::solve_stiff`]).
@@ -629,30 +662,18 @@ pub fn solve<R: OdeRhs>(
     }
     let mut jy = vec![0.0; n * n];
     let mut jp = vec![0.0; n * m];
-    #[allow(clippy::needless_range_loop)]
     let mut coupled = |t: f64, x: &[f64], dx: &mut [f64]| -> Result<(), String> {
         let (y, s) = x.split_at(n);
         let (dy, ds) = dx.split_at_mut(n);
         rhs.eval_jac(t, y, dy, &mut jy, &mut jp)?;
-        // Column `k` of `S' = ∂f/∂y S + ∂f/∂p`, row `i` from row `i` of `∂f/∂y`; indexed
-        // loops over re-sliced rows and columns (no bounds checks in the inner loop).
-        let jy = &jy[..n * n];
-        for k in 0..n_sens {
-            let col = &s[k * n..(k + 1) * n];
-            let dcol = &mut ds[k * n..(k + 1) * n];
-            let p_col = k.checked_sub(n_y0);
-            for i in 0..n {
-                let row = &jy[i * n..(i + 1) * n];
-                // Stan's summation order: the parameter term first, then the state terms.
-                let mut acc = match p_col {
-                    Some(c) => jp[i * m + c],
-                    None => 0.0,
-                };
-                for l in 0..n {
-                    acc += col[l] * row[l];
-                }
-                dcol[i] = acc;
-            }
+        // The common small systems with `n` a constant, so the loops unroll (the same
+        // operations in the same order).
+        match n {
+            1 => sensitivity_rhs(1, n_y0, m, &jy, &jp, s, ds),
+            2 => sensitivity_rhs(2, n_y0, m, &jy, &jp, s, ds),
+            3 => sensitivity_rhs(3, n_y0, m, &jy, &jp, s, ds),
+            4 => sensitivity_rhs(4, n_y0, m, &jy, &jp, s, ds),
+            _ => sensitivity_rhs(n, n_y0, m, &jy, &jp, s, ds),
         }
         Ok(())
     };

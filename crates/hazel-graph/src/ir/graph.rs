@@ -133,6 +133,19 @@ pub enum Op {
     SumScalars { xs: Box<[Arg]>, out: Slot },
     /// Dot product.
     Dot { a: Arg, b: Arg, out: Slot },
+    /// `dot_self(a[ia] − b[ib])` with data indexes of one length `n`: the squared
+    /// differences along a graph's edges (an ICAR prior's `dot_self(phi[node1] −
+    /// phi[node2])`), fused from two [`Op::Gather`]s, their subtraction and its [`Op::Dot`]
+    /// with itself by [`Graph::fuse_gather_diff_dot_self`]. `idx` is `ia` then `ib` (one box
+    /// keeps the op small); `scratch` holds the `n` differences for the backward rule, then
+    /// as many values of room for their adjoint contributions.
+    DotSelfGatherDiff {
+        a: Arg,
+        b: Arg,
+        idx: Box<[u32]>,
+        scratch: u32,
+        out: Slot,
+    },
     /// `log(sum(exp(x)))`.
     LogSumExp { x: Arg, out: Slot },
     /// Sample standard deviation (`n − 1` divisor), with Stan Math's gradient where all
@@ -324,6 +337,7 @@ macro_rules! visit_inputs {
             | Op::Gather { x, .. } => $f(x),
             Op::Binary { a, b, .. }
             | Op::Dot { a, b, .. }
+            | Op::DotSelfGatherDiff { a, b, .. }
             | Op::MatMul { a, b, bias: None, .. }
             | Op::Linalg { a, b, .. }
             | Op::Solve {
@@ -387,6 +401,7 @@ impl Op {
             | Op::Sum { out, .. }
             | Op::SumScalars { out, .. }
             | Op::Dot { out, .. }
+            | Op::DotSelfGatherDiff { out, .. }
             | Op::LogSumExp { out, .. }
             | Op::Sd { out, .. }
             | Op::Pack { out, .. }
@@ -919,6 +934,7 @@ impl Graph {
                     | Op::Sum { .. }
                     | Op::SumScalars { .. }
                     | Op::Dot { .. }
+                    | Op::DotSelfGatherDiff { .. }
                     | Op::LogSumExp { .. }
                     | Op::CumSum { .. }
                     | Op::Pack { .. }
@@ -1158,6 +1174,90 @@ impl Graph {
                     out,
                 }],
             );
+            fused += 1;
+            i += 1;
+        }
+        fused
+    }
+
+    /// Fuses `dot_self(a[ia] − b[ib])` — two [`Op::Gather`]s of equal length (more than
+    /// [`crate::ir::scalar::SMALL_LEN`], so short ones stay for the scalar blocks), the
+    /// [`BinaryFn::Sub`] of the first's output minus the second's and the [`Op::Dot`] of that
+    /// difference with itself, adjacent in that order, each intermediate read only there —
+    /// into one [`Op::DotSelfGatherDiff`] writing the dot's output; returns how many were
+    /// fused. An ICAR prior over `N` nodes and `E` edges then reads `phi` per edge once and
+    /// writes no `3E`-value intermediates, nor clears or passes on their adjoints.
+    ///
+    /// Same bits: the differences are the subtraction's and their sum is [`Op::Dot`]'s kernel
+    /// over them. In the backward sweep the fused op stands where the dot stood and does what
+    /// the dot, the subtraction and the two gathers did there, in that order: each element's
+    /// contribution is computed with the same roundings (`0.0 + 2g·d` added to the cleared
+    /// difference's adjoint, then `0.0 + ±that` to each gather's), and the second gather's
+    /// indexes are scattered before the first's, each in element order, so every slot of `a`
+    /// and `b` (the same vector, for an ICAR prior) receives the same additions in the same
+    /// order. The intermediates' slots stay allocated but are no longer written.
+    pub fn fuse_gather_diff_dot_self(&mut self, keep: Arg) -> usize {
+        let mut is_part = vec![false; self.n_vals];
+        for op in &self.ops {
+            if let Op::Gather { out, .. } | Op::Binary { out, .. } = op {
+                is_part[out.range()].iter_mut().for_each(|p| *p = true);
+            }
+        }
+        let reads = self.reads_of(keep, &is_part);
+        let read_by = |s: Slot, n: u32| reads[s.range()].iter().all(|&r| r == n);
+        let mut fused = 0;
+        let mut i = 0;
+        while i + 3 < self.ops.len() {
+            let (
+                Op::Gather {
+                    x: a,
+                    idx: ia,
+                    out: ga,
+                },
+                Op::Gather {
+                    x: b,
+                    idx: ib,
+                    out: gb,
+                },
+                &Op::Binary {
+                    f: BinaryFn::Sub,
+                    a: lhs,
+                    b: rhs,
+                    out: diff,
+                },
+                &Op::Dot { a: u, b: v, out },
+            ) = (
+                &self.ops[i],
+                &self.ops[i + 1],
+                &self.ops[i + 2],
+                &self.ops[i + 3],
+            )
+            else {
+                i += 1;
+                continue;
+            };
+            let n = ia.len();
+            let shape = n > crate::ir::scalar::SMALL_LEN as usize
+                && ib.len() == n
+                && ga.len as usize == n
+                && gb.len as usize == n
+                && lhs == ga.arg()
+                && rhs == gb.arg()
+                && u == diff.arg()
+                && v == diff.arg();
+            if !(shape && read_by(*ga, 1) && read_by(*gb, 1) && read_by(diff, 2)) {
+                i += 1;
+                continue;
+            }
+            let op = Op::DotSelfGatherDiff {
+                a: *a,
+                b: *b,
+                idx: ia.iter().chain(ib.iter()).copied().collect(),
+                scratch: self.n_scratch as u32,
+                out,
+            };
+            self.n_scratch += 2 * n;
+            self.ops.splice(i..i + 4, [op]);
             fused += 1;
             i += 1;
         }

@@ -278,22 +278,19 @@ impl LeadFn for TracedFn<'_, '_> {
     }
 }
 
-/// A static trace replayed at fixed parameters: its slot `[lead, p]` and buffers.
+/// A static trace replayed at fixed parameters: its buffers, whose value buffer holds the
+/// slot `[lead, p]` in place.
 pub(crate) struct Replay<'g> {
     f: &'g FnGraph,
-    q: Vec<f64>,
     buf: Buffers,
 }
 
 impl<'g> Replay<'g> {
     pub(crate) fn new(f: &'g FnGraph, p: &[f64]) -> Self {
-        let mut q = vec![0.0; f.p_offset];
-        q.extend_from_slice(p);
-        Replay {
-            f,
-            q,
-            buf: Buffers::for_graph(&f.graph),
-        }
+        let mut buf = Buffers::for_graph(&f.graph);
+        // No op writes below `dim`: `p` stays where it is for every call.
+        buf.vals[f.p_offset..f.p_offset + p.len()].copy_from_slice(p);
+        Replay { f, buf }
     }
 }
 
@@ -304,9 +301,12 @@ impl LeadFn for Replay<'_> {
         out: &mut [f64],
         jac: Option<(&mut [f64], &mut [f64])>,
     ) -> Result<(), String> {
-        self.q[..lead.len()].copy_from_slice(lead);
+        // `FnGraph::forward` at `[lead, p]`, with `p` already in place and the buffers
+        // already fitted: thousands of calls per solve, each a few dozen values of work.
+        self.buf.vals[..lead.len()].copy_from_slice(lead);
         self.f
-            .forward(&self.q, &mut self.buf)
+            .graph
+            .forward_from(0, &mut self.buf)
             .map_err(|e| e.message)?;
         self.f.read(&mut self.buf, out, jac);
         Ok(())
@@ -509,10 +509,18 @@ impl<'a, 'p> TracedFn<'a, 'p> {
     /// `t`); each trace records the values read and is replayed wherever they are the same,
     /// and a new trace is made where none applies. Control flow reading any other value fails
     /// the evaluation.
-    pub fn set_guarded(&mut self) {
-        self.variants = Some(Vec::new());
+    /// `traces`: guarded traces of the same call made before (at any parameter values: they
+    /// read the parameter-dependent scalars as slots), with their buffers.
+    pub fn set_guarded(&mut self, traces: Vec<(FnGraph, Buffers)>) {
+        self.variants = Some(traces);
         self.replay = None;
         self.retrace = false;
+    }
+
+    /// The guarded traces made so far (see [`TracedFn::set_guarded`]), to keep for another
+    /// evaluation of the same call.
+    pub fn take_guarded(&mut self) -> Vec<(FnGraph, Buffers)> {
+        self.variants.take().unwrap_or_default()
     }
 
     /// A guarded trace at `lead` (see [`TracedFn::set_guarded`]): `Ok(None)` when control

@@ -506,6 +506,7 @@ impl<'p> Tracer<'p> {
                     span,
                     array_state,
                     args: extra.into(),
+                    traces: Default::default(),
                 })))
             } else {
                 None

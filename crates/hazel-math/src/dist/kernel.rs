@@ -135,6 +135,16 @@ pub trait UnivariateKernel: Copy {
             Err(_) => (false, ZERO),
         }
     }
+    /// Whether this call keeps a summand whose branch-free form still calls a function that
+    /// does not vectorise (poisson_log's `lgamma(n + 1)`, kept without `propto`;
+    /// neg_binomial_2_log's `lchoose` and `digamma_shift` of a varying `φ`). A loop over
+    /// [`Self::element_lanes`] is compiled once for calls that do and once for calls that do
+    /// not, where this is known to be false and the branch around the call, which stops LLVM
+    /// from vectorising the loop, is gone.
+    #[inline(always)]
+    fn calls_per_element(&self) -> bool {
+        false
+    }
     /// Whether [`Self::element_lanes_factored`] splits the term: a family whose term has a
     /// `−log(d)` part with `d` in [1, 2] (the logistic's `log(1 + e⁻|ˣ|)`), which a loop over
     /// many elements takes as the logarithm of a product of the `d`s.
@@ -1338,6 +1348,10 @@ impl UnivariateKernel for PoissonLog {
         }
     }
     #[inline(always)]
+    fn calls_per_element(&self) -> bool {
+        self.constant
+    }
+    #[inline(always)]
     fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
         if !self.any {
             return (true, ZERO);
@@ -1741,6 +1755,10 @@ impl UnivariateKernel for NegBinomial2Log {
             1 => (x.is_finite(), NONE),
             _ => (x > 0.0 && x.is_finite(), [vmath::ln(x), 0.0, 0.0]),
         }
+    }
+    #[inline(always)]
+    fn calls_per_element(&self) -> bool {
+        self.phi_only
     }
     #[inline(always)]
     fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {

@@ -34,6 +34,7 @@ pub enum Factor {
 
 /// LU factorisation with partial pivoting of `a` into `f` (see the module docs). Returns the
 /// sign of the row permutation; `None` when a pivot is zero or not finite.
+#[inline(always)]
 pub fn lu_factor(a: &[f64], n: usize, f: &mut [f64]) -> Option<f64> {
     let (lu, piv) = f[..factor_len(n)].split_at_mut(n * n);
     lu.copy_from_slice(&a[..n * n]);
@@ -41,6 +42,7 @@ pub fn lu_factor(a: &[f64], n: usize, f: &mut [f64]) -> Option<f64> {
 }
 
 /// Solves `A X = B` in place (`B` is `n × m`) from [`lu_factor`]'s buffer.
+#[inline(always)]
 pub fn lu_solve(f: &[f64], n: usize, b: &mut [f64], m: usize) {
     let (lu, piv) = f[..factor_len(n)].split_at(n * n);
     for c in 0..m {

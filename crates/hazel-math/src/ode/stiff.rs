@@ -50,6 +50,7 @@ const NEWTON_TOL: f64 = 1e-3;
 const MAX_FAILURES: usize = 500;
 
 /// Weighted RMS norm of `v` with weights `w`.
+#[inline(always)]
 fn wrms(v: &[f64], w: &[f64]) -> f64 {
     if v.is_empty() {
         return 0.0;
@@ -60,6 +61,7 @@ fn wrms(v: &[f64], w: &[f64]) -> f64 {
 
 /// Writes `I − hγ J` (column-major) from the row-major `jy` into `m` and factorises it into
 /// `f`; `false` when singular.
+#[inline(always)]
 fn newton_matrix(jy: &[f64], n: usize, hg: f64, m: &mut [f64], f: &mut [f64]) -> bool {
     for i in 0..n {
         for k in 0..n {
@@ -83,6 +85,29 @@ pub(crate) fn solve_stiff<R: OdeRhs + ?Sized>(
 ) -> Result<OdeSolution, OdeError> {
     check_times(t0, ts, tol)?;
     let (n, n_y0, m) = sens_dims(rhs, y0, y0_sens)?;
+    // One- and two-state systems (a one-compartment model's concentration) with `n` a
+    // constant: the loops over states, the Newton matrix and its LU unroll (the same
+    // operations in the same order, so the same bits).
+    match n {
+        1 => steps(1, n_y0, m, rhs, y0, t0, ts, tol),
+        2 => steps(2, n_y0, m, rhs, y0, t0, ts, tol),
+        _ => steps(n, n_y0, m, rhs, y0, t0, ts, tol),
+    }
+}
+
+/// [`solve_stiff`] for `n` states, `n_y0` initial-state and `m` parameter sensitivities.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn steps<R: OdeRhs + ?Sized>(
+    n: usize,
+    n_y0: usize,
+    m: usize,
+    rhs: &mut R,
+    y0: &[f64],
+    t0: f64,
+    ts: &[f64],
+    tol: &OdeTolerances,
+) -> Result<OdeSolution, OdeError> {
     let ns = n_y0 + m;
     let sens_on = ns > 0;
     let mut values = Vec::with_capacity(ts.len() * n);

@@ -594,6 +594,33 @@ fn lanes_block<K: UnivariateKernel, const VECTORS: u8>(
     g3: &mut [MaybeUninit<f64>],
     factors: &mut [MaybeUninit<f64>],
 ) -> bool {
+    // The same loop twice: in the second copy `calls_per_element()` is known to be false
+    // (its condition dominates the copy), so the branches around the kernel's calls that do
+    // not vectorise fold away and the loop vectorises (poisson_log under `~`, whose kept
+    // `lgamma(n + 1)` otherwise kept every call scalar).
+    #[allow(clippy::if_same_then_else)] // the copies differ once the condition is known
+    if kernel.calls_per_element() {
+        lanes_loop::<K, VECTORS>(kernel, x, d, columns, terms, g0, g1, g2, g3, factors)
+    } else {
+        lanes_loop::<K, VECTORS>(kernel, x, d, columns, terms, g0, g1, g2, g3, factors)
+    }
+}
+
+/// [`lanes_block`]'s loop.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn lanes_loop<K: UnivariateKernel, const VECTORS: u8>(
+    kernel: K,
+    x: [f64; 4],
+    d: [kernel::Derived; 4],
+    columns: [&[f64]; 4],
+    terms: &mut [MaybeUninit<f64>],
+    g0: &mut [MaybeUninit<f64>],
+    g1: &mut [MaybeUninit<f64>],
+    g2: &mut [MaybeUninit<f64>],
+    g3: &mut [MaybeUninit<f64>],
+    factors: &mut [MaybeUninit<f64>],
+) -> bool {
     let is_vector = |k: usize| k < K::ARITY && VECTORS & (1 << k) != 0;
     let m = terms.len();
     assert!(!K::LOG_FACTOR || factors.len() == m);
