@@ -202,7 +202,7 @@ pub fn forward(
                 &pc.args,
                 theta.to_vec(),
             );
-            f.set_guarded(Vec::new());
+            f.set_guarded();
             solve(&mut f)
         }
     }

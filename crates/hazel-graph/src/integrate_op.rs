@@ -108,7 +108,7 @@ pub fn forward(
                 &pc.args,
                 p.to_vec(),
             );
-            t.set_guarded(Vec::new());
+            t.set_guarded();
             let mut f = |x: f64, xc: f64, o: &mut [f64], with_jac: bool| -> Result<(), String> {
                 let (val, gp) = o.split_at_mut(1);
                 let jac = (with_jac && !gp.is_empty()).then_some((&mut [][..], gp));

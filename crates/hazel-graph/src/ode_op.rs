@@ -15,11 +15,10 @@
 use crate::lower::fn_graph::{FnGraph, LeadFn, Replay};
 use crate::lower::ode::{traced_rhs, LeadRhs};
 use crate::lower::value::Val;
-use crate::tape::Buffers;
 use hazel_density::EvalError;
 use hazel_math::ode::{solve, OdeMethod, OdeTolerances};
 use hazel_syntax::Span;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Where the right-hand side's values and Jacobians come from.
 #[derive(Debug)]
@@ -27,8 +26,8 @@ pub enum RhsSource {
     /// One static trace over `[t, y, p]` (`t` passive, `y` active), replayed at every call.
     Static(FnGraph),
     /// The body's control flow reads `t` (only): guarded traces (`TracedFn::set_guarded`),
-    /// one per distinct set of values read (one per branch taken: a dosing switch `if (t >
-    /// 0)` needs two), made inside the op and kept for later evaluations.
+    /// made afresh at each evaluation, one per distinct set of values read (one per branch
+    /// taken: a dosing switch `if (t > 0)` needs two per evaluation).
     PerCall(Box<PerCallRhs>),
 }
 
@@ -43,13 +42,6 @@ pub struct PerCallRhs {
     /// The deprecated `integrate_ode_*` interface (states as `array[] real`).
     pub array_state: bool,
     pub args: Box<[Val]>,
-    /// The guarded traces made so far, with their buffers. A guarded trace reads the
-    /// parameter-dependent scalars as slots, so it holds at any parameter values wherever its
-    /// guards (on `t` alone) hold: an evaluation takes them, adds those it had to make and
-    /// puts them back, instead of re-tracing the body every evaluation. An evaluation that
-    /// finds them taken (another chain's, at the same moment) makes its own, as before; the
-    /// traces tried and the order they are tried in change no result (at most one holds).
-    pub traces: Mutex<Vec<(FnGraph, Buffers)>>,
 }
 
 /// Everything about one ODE call that does not change between evaluations.
@@ -124,25 +116,14 @@ pub fn forward(
                 &pc.args,
                 p.to_vec(),
             );
-            f.set_guarded(std::mem::take(&mut *lock(&pc.traces)));
-            let sol = solve_with(&mut f);
-            let mut kept = lock(&pc.traces);
-            if kept.is_empty() {
-                *kept = f.take_guarded();
-            }
-            sol
+            f.set_guarded();
+            solve_with(&mut f)
         }
     }
     .map_err(|e| EvalError::reject(format!("{}: {e}", spec.name)))?;
     out.copy_from_slice(&sol.values);
     sens.copy_from_slice(&sol.sens);
     Ok(())
-}
-
-/// The kept traces; a panic elsewhere while they were held leaves them usable (each is
-/// whole: they are only moved in and out).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Backward rule: `adj_v += Sᵀ g`.

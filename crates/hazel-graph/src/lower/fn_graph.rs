@@ -509,18 +509,10 @@ impl<'a, 'p> TracedFn<'a, 'p> {
     /// `t`); each trace records the values read and is replayed wherever they are the same,
     /// and a new trace is made where none applies. Control flow reading any other value fails
     /// the evaluation.
-    /// `traces`: guarded traces of the same call made before (at any parameter values: they
-    /// read the parameter-dependent scalars as slots), with their buffers.
-    pub fn set_guarded(&mut self, traces: Vec<(FnGraph, Buffers)>) {
-        self.variants = Some(traces);
+    pub fn set_guarded(&mut self) {
+        self.variants = Some(Vec::new());
         self.replay = None;
         self.retrace = false;
-    }
-
-    /// The guarded traces made so far (see [`TracedFn::set_guarded`]), to keep for another
-    /// evaluation of the same call.
-    pub fn take_guarded(&mut self) -> Vec<(FnGraph, Buffers)> {
-        self.variants.take().unwrap_or_default()
     }
 
     /// A guarded trace at `lead` (see [`TracedFn::set_guarded`]): `Ok(None)` when control

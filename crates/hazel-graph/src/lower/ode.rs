@@ -506,7 +506,6 @@ impl<'p> Tracer<'p> {
                     span,
                     array_state,
                     args: extra.into(),
-                    traces: Default::default(),
                 })))
             } else {
                 None
