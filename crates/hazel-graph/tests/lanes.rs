@@ -43,11 +43,7 @@ fn lane_regions_give_the_bits_of_their_instructions_one_by_one() {
     // (The two loops' iterations are consecutive, so one region may hold both.)
     assert!(!found.is_empty(), "no lane region");
     // Every kind of op, and both sides of a broadcast, are exercised.
-    let ops: Vec<&LaneOp> = found
-        .iter()
-        .flat_map(|r| r.templates.iter())
-        .flat_map(|t| t.ops.iter())
-        .collect();
+    let ops: Vec<&LaneOp> = found.iter().flat_map(|r| r.template_ops()).collect();
     let has = |f: &dyn Fn(&LaneOp) -> bool| ops.iter().any(|op| f(op));
     use hazel_graph::ir::lanes::Arith::*;
     assert!(has(&|op| matches!(op, LaneOp::Bin { f: Div, .. })));

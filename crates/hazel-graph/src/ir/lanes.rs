@@ -170,7 +170,7 @@ impl LaneOp {
 /// Iterations of one shape: their ops, and one row per iteration, [`LANES`] rows side by side
 /// per group.
 #[derive(Debug, Clone)]
-pub struct Template {
+pub(crate) struct Template {
     pub ops: Box<[LaneOp]>,
     /// Where each op's output lies in the iteration's own values, which the lanes keep side
     /// by side in scratch (value `i` of lane `l` of group `g` at
@@ -215,7 +215,7 @@ impl Template {
 
 /// One slot's contributions: `places[start..start + len]`.
 #[derive(Debug, Clone, Copy)]
-pub struct SlotAdds {
+pub(crate) struct SlotAdds {
     pub slot: u32,
     pub start: u32,
     pub len: u32,
@@ -225,29 +225,34 @@ pub struct SlotAdds {
 #[derive(Debug, Clone)]
 pub struct LaneRegion {
     /// The instructions the region stands for, in order.
-    pub originals: Box<[ScalarInstr]>,
-    pub templates: Box<[Template]>,
+    pub(crate) originals: Box<[ScalarInstr]>,
+    pub(crate) templates: Box<[Template]>,
     /// The contributions, iteration by iteration in block order, each iteration's in the
     /// reverse of the order its rules add them: read from the end back, the order the
     /// original instructions add them. Added slot by slot (`adds`: each slot with its
     /// contributions' places in that order), since only each slot's own order matters, and
     /// one slot's sum then stays in a register: a slot every iteration adds to (a shared
     /// `kappa`) is one dependent chain of additions whatever the order.
-    pub contributions: usize,
-    pub adds: Box<[SlotAdds]>,
+    pub(crate) contributions: usize,
+    pub(crate) adds: Box<[SlotAdds]>,
     /// The places of `adds`' contributions, one run per slot.
-    pub places: Box<[u32]>,
+    pub(crate) places: Box<[u32]>,
     /// Where the region's scratch starts: the templates' values (`values` values), then
     /// one group's adjoints (`adjoints` values), then the contributions (`contributions`).
-    pub scratch: u32,
-    pub values: usize,
-    pub adjoints: usize,
+    pub(crate) scratch: u32,
+    pub(crate) values: usize,
+    pub(crate) adjoints: usize,
 }
 
 impl LaneRegion {
+    /// Every op of every template (what the region's iterations are made of).
+    pub fn template_ops(&self) -> impl Iterator<Item = &LaneOp> {
+        self.templates.iter().flat_map(|t| t.ops.iter())
+    }
+
     /// Calls `f` on each slot of an iteration's own values that nothing outside it reads:
     /// the lanes keep those in scratch, so neither the slot nor its adjoint is ever touched.
-    pub fn for_each_private_slot(&self, mut f: impl FnMut(usize)) {
+    pub(crate) fn for_each_private_slot(&self, mut f: impl FnMut(usize)) {
         for tpl in self.templates.iter() {
             for g in 0..tpl.groups() {
                 let (rows, lanes) = tpl.group(g);
@@ -266,7 +271,7 @@ impl LaneRegion {
 /// regions' contributions are given scratch from `n_scratch` on (which grows by what they use).
 /// `reads[s]` counts the readers of slot `s` in the whole graph (each instruction, each op
 /// and the graph's result).
-pub fn with_regions(
+fn with_regions(
     code: Box<[ScalarInstr]>,
     reads: &[u32],
     n_scratch: &mut usize,
