@@ -139,30 +139,36 @@ impl LaneOp {
     /// The contributions of the op's gradient rule to adjoints outside the iteration, in the
     /// order the rule adds them: `(operand, element)`.
     pub fn for_each_contribution(&self, mut f: impl FnMut(Src, u16)) {
-        let mut run = |s: Src, len: u8| {
+        self.for_each_operand(|s, len| {
             if s.var {
-                (0..len as u16).for_each(|e| f(s, e))
+                // The running sum's rule adds from the last element back.
+                let rev = matches!(self, LaneOp::CumSum { .. });
+                let mut each = |e: u16| f(s, e);
+                if rev {
+                    (0..len as u16).rev().for_each(&mut each)
+                } else {
+                    (0..len as u16).for_each(&mut each)
+                }
             }
-        };
+        })
+    }
+
+    /// Every operand, with the length of the run the op reads there, in the order the
+    /// op's rules take them.
+    pub fn for_each_operand(&self, mut f: impl FnMut(Src, u8)) {
         match self {
             LaneOp::Bin { a, b, .. } => {
-                run(*a, 1);
-                run(*b, 1)
+                f(*a, 1);
+                f(*b, 1)
             }
             LaneOp::Short {
                 a, b, a_len, b_len, ..
             } => {
-                run(*a, *a_len);
-                run(*b, *b_len)
+                f(*a, *a_len);
+                f(*b, *b_len)
             }
-            LaneOp::Pack { xs } => xs.iter().for_each(|x| run(*x, 1)),
-            // The running sum's rule adds from the last element back.
-            LaneOp::CumSum { x, len } => {
-                if x.var {
-                    (0..*len as u16).rev().for_each(|e| f(*x, e))
-                }
-            }
-            LaneOp::LogSumExp { x, len } => run(*x, *len),
+            LaneOp::Pack { xs } => xs.iter().for_each(|x| f(*x, 1)),
+            LaneOp::CumSum { x, len } | LaneOp::LogSumExp { x, len } => f(*x, *len),
         }
     }
 }
@@ -624,29 +630,14 @@ fn region(
         let Some((ops, row, exported)) = template_of(&originals[i..i + len], reads) else {
             return Err(originals);
         };
-        let n = ops.len();
         let outside_overlaps = ops.iter().any(|op| {
             let mut bad = false;
-            let mut check = |s: Src, len: u32| {
-                if s.var && s.col as usize >= n {
+            op.for_each_operand(|s, len| {
+                if s.var && s.own == Src::OUTSIDE {
                     let off = row[s.col as usize];
-                    bad |= off < hi && lo < off + len;
+                    bad |= off < hi && lo < off + len as u32;
                 }
-            };
-            match op {
-                LaneOp::Bin { a, b, .. } => {
-                    check(*a, 1);
-                    check(*b, 1)
-                }
-                LaneOp::Short {
-                    a, b, a_len, b_len, ..
-                } => {
-                    check(*a, *a_len as u32);
-                    check(*b, *b_len as u32)
-                }
-                LaneOp::Pack { xs } => xs.iter().for_each(|x| check(*x, 1)),
-                LaneOp::CumSum { x, len } | LaneOp::LogSumExp { x, len } => check(*x, *len as u32),
-            }
+            });
             bad
         });
         if outside_overlaps {

@@ -33,7 +33,19 @@ struct Group<'a> {
     own: usize,
 }
 
-impl Group<'_> {
+impl<'a> Group<'a> {
+    /// Group `g` of template `tpl`.
+    #[inline(always)]
+    fn new(tpl: &'a Template, g: usize) -> Group<'a> {
+        let (rows, lanes) = tpl.group(g);
+        Group {
+            rows,
+            lanes,
+            tpl,
+            own: tpl.values + g * tpl.width * LANES,
+        }
+    }
+
     /// Element `e` of operand `s`, in every lane: the iteration's own value (one vector) or
     /// a slot or constant of each lane's row.
     ///
@@ -111,13 +123,7 @@ pub(crate) fn forward(
     dispatch!(isa, {
         for tpl in region.templates.iter() {
             for g in 0..tpl.groups() {
-                let (rows, lanes) = tpl.group(g);
-                let group = Group {
-                    rows,
-                    lanes,
-                    tpl,
-                    own: tpl.values + g * tpl.width * LANES,
-                };
+                let group = Group::new(tpl, g);
                 // SAFETY: as `Group::read`'s contract (the region was made from the block's
                 // instructions; its scratch was sized for its values).
                 unsafe { forward_group(&group, consts, vals, values) }
@@ -252,13 +258,7 @@ pub(crate) fn backward(
     dispatch!(isa, {
         for tpl in region.templates.iter() {
             for g in 0..tpl.groups() {
-                let (rows, lanes) = tpl.group(g);
-                let group = Group {
-                    rows,
-                    lanes,
-                    tpl,
-                    own: tpl.values + g * tpl.width * LANES,
-                };
+                let group = Group::new(tpl, g);
                 // SAFETY: as `Group::read`'s contract; the contribution starts lie inside
                 // `contributions` and the group's adjoints inside `own_adj`.
                 unsafe { backward_group(&group, consts, vals, values, adj, own_adj, contributions) }
