@@ -2146,7 +2146,37 @@ pub(crate) fn binary_backward_rows(
     match f {
         BinaryFn::Mul => with!(|x, z, _| (z, x)),
         BinaryFn::Div => with!(|_, z, v| (1.0 / z, -v / z)),
-        _ => with!(|x, z, v| f.partials(x, z, v)),
+        _ => other_backward_rows(&f, operand, &a, &b, store, av, bv, y, g, adj_lo, r0, r1),
+    }
+}
+
+/// [`binary_backward_rows`] of the functions without a specialised rule, out of line and
+/// with no aggregate passed by value: their `partials` is too large to inline, and a call
+/// left inside a dispatched body that passes or returns an aggregate stops LLVM from inlining
+/// the body into the instruction set's copy (`crate::simd`), which then ran the `+ − × ÷`
+/// rules above at the baseline level too.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn other_backward_rows(
+    f: &BinaryFn,
+    operand: Operand,
+    a: &Arg,
+    b: &Arg,
+    store: bool,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+    r0: usize,
+    r1: usize,
+) -> f64 {
+    let (f, a, b) = (*f, *a, *b);
+    let p = |x, z, v| f.partials(x, z, v);
+    if store {
+        binary_backward_with::<true>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, p)
+    } else {
+        binary_backward_with::<false>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, p)
     }
 }
 

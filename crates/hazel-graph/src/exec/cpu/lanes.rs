@@ -475,27 +475,32 @@ unsafe fn backward_group(
                         }
                         Arith::Mul | Arith::Div => {
                             // `binary_backward_rows`'s `×` and `÷` partials.
-                            let partial = |e: usize| -> Lane {
-                                let (x, z) = (at!(*a, *a_len, e), at!(*b, *b_len, e));
-                                match (f, operand) {
-                                    (Arith::Mul, 0) => z,
-                                    (Arith::Mul, _) => x,
-                                    (_, 0) => map(
-                                        #[inline(always)]
-                                        |l| 1.0 / z[l],
-                                    ),
-                                    _ => {
-                                        let y = rd!(out, e);
-                                        map(
+                            // (A macro: a closure this size was left out of line, at
+                            // the baseline level.)
+                            macro_rules! partial {
+                                ($e:expr) => {{
+                                    let e = $e;
+                                    let (x, z) = (at!(*a, *a_len, e), at!(*b, *b_len, e));
+                                    match (f, operand) {
+                                        (Arith::Mul, 0) => z,
+                                        (Arith::Mul, _) => x,
+                                        (_, 0) => map(
                                             #[inline(always)]
-                                            |l| -y[l] / z[l],
-                                        )
+                                            |l| 1.0 / z[l],
+                                        ),
+                                        _ => {
+                                            let y = rd!(out, e);
+                                            map(
+                                                #[inline(always)]
+                                                |l| -y[l] / z[l],
+                                            )
+                                        }
                                     }
-                                }
-                            };
+                                }};
+                            }
                             if full {
                                 for (e, ge) in gs.iter().enumerate() {
-                                    let p = partial(e);
+                                    let p = partial!(e);
                                     unsafe {
                                         sink.add(
                                             s,
@@ -510,7 +515,7 @@ unsafe fn backward_group(
                             } else {
                                 let mut acc = [0.0; LANES];
                                 for (e, ge) in gs.iter().enumerate() {
-                                    let p = partial(e);
+                                    let p = partial!(e);
                                     acc = map(
                                         #[inline(always)]
                                         |l| acc[l] + strong_mul(ge[l], p[l]),
