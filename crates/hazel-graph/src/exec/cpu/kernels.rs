@@ -2136,11 +2136,7 @@ pub(crate) fn binary_backward_rows(
     // identical to the parallel path, which calls `partials`).
     macro_rules! with {
         ($p:expr) => {
-            if store {
-                binary_backward_with::<true>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, $p)
-            } else {
-                binary_backward_with::<false>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, $p)
-            }
+            binary_backward_storing(store, operand, a, b, av, bv, y, g, adj_lo, r0, r1, $p)
         };
     }
     match f {
@@ -2173,6 +2169,26 @@ fn other_backward_rows(
 ) -> f64 {
     let (f, a, b) = (*f, *a, *b);
     let p = |x, z, v| f.partials(x, z, v);
+    binary_backward_storing(store, operand, a, b, av, bv, y, g, adj_lo, r0, r1, p)
+}
+
+/// [`binary_backward_with`], storing into the target's adjoint where `store` says so.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn binary_backward_storing(
+    store: bool,
+    operand: Operand,
+    a: Arg,
+    b: Arg,
+    av: &[f64],
+    bv: &[f64],
+    y: &[f64],
+    g: &[f64],
+    adj_lo: &mut [f64],
+    r0: usize,
+    r1: usize,
+    p: impl Fn(f64, f64, f64) -> (f64, f64),
+) -> f64 {
     if store {
         binary_backward_with::<true>(operand, a, b, av, bv, y, g, adj_lo, r0, r1, p)
     } else {
