@@ -7,8 +7,8 @@
 //! instructions give one at a time. An iteration's own values and adjoints are kept lane by
 //! lane in scratch (one vector per value), and only its exported values are stored in (and
 //! their adjoints read from) their slots. What a lane adds to an adjoint outside its iteration is
-//! stored as a contribution and added after every lane has run, from the last contribution
-//! back to the first: the order the instructions would have added them
+//! stored as a contribution and added after every lane has run, slot by slot, each slot's in
+//! the order the instructions would have added them
 //! ([`crate::ir::lanes::LaneRegion::adds`]). The loops over lanes are compiled
 //! for the workspace's instruction set (`dispatch!`): `+ − × ÷` and the branch-free `vmath`
 //! functions round identically at every width, so every level gives the same bits.
