@@ -230,8 +230,8 @@ fn matvec_forward(op: &Op, consts: &[f64], ws: &mut BatchWorkspace, k: usize) ->
 /// A fused GLM (`Op::Glm`) with a constant design matrix, every live lane: the op's own
 /// per-block rule with the blocks of `X` outermost and the lanes inside, so each block is
 /// read from memory once and used by every lane while it is in cache. Where the block runs
-/// in pieces ([`glm::Pieces`]), the pieces are outermost too, so each piece of `X` (a few
-/// kilobytes) serves every lane from L1; each lane keeps its own sums in progress. Each lane
+/// in pieces ([`glm::Pieces`]), the pieces are outermost too, so each piece of `X` serves
+/// every lane from cache; each lane keeps its own sums in progress. Each lane
 /// runs exactly the blocks and pieces, in the order, of [`glm::forward`], and each block's
 /// record is added to the lane's totals by [`glm::fold_record`]. A lane whose block fails
 /// stops there. Returns `false` (nothing done) for other ops.
