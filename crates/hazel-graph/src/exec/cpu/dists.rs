@@ -368,56 +368,98 @@ fn short_lanes<K: UnivariateKernel>(
     scratch: &mut [f64],
 ) -> Option<f64> {
     debug_assert!(a.len <= SHORT_DIST);
+    with_layout!(K::ARITY, a.layout(K::ARITY), M => {
+        dispatch!(a.isa, short_layout::<K, M>(a, sc, scratch))
+    })
+}
+
+/// [`short_lanes`] for one layout: the elements, padded to 8 by repeating the first, run as
+/// one block of [`lanes_block`]'s vectorised loop (at the workspace's instruction set; the
+/// same bits as one element at a time), then are summed in element order. The padding lanes
+/// repeat element 0's arithmetic (so its checks too) and are not read.
+#[inline(always)]
+fn short_layout<K: UnivariateKernel, const VECTORS: u8>(
+    a: &DistArgs<'_>,
+    sc: &[u32],
+    scratch: &mut [f64],
+) -> Option<f64> {
+    let is_vector = |k: usize| VECTORS & (1 << k) != 0;
+    let n = a.len;
     let kernel = K::new(a.inc.terms());
     let mut x = [0.0; 4];
     let mut d = [[0.0; 3]; 4];
     let mut ok = true;
-    let vector = |k: usize| a.slices[k].len() != 1;
+    let mut columns = [[0.0; 8]; 4];
     for k in 0..K::ARITY {
-        if !vector(k) {
-            x[k] = a.slices[k][0];
+        let sl = a.slices[k];
+        if is_vector(k) {
+            for (j, c) in columns[k].iter_mut().enumerate() {
+                *c = sl[if j < n { j } else { 0 }];
+            }
+        } else {
+            x[k] = sl[0];
             let (passes, derived) = kernel.prepare_lanes(k, x[k]);
             ok &= passes;
             d[k] = derived;
         }
     }
-    // The lanes' tree of eight zeros, `+0.0`, starts each sum; element `j`'s factor is lane
-    // `j`'s product (`LaneSums`).
-    let mut sum = 0.0;
-    let mut scalar_sum = [0.0; 4];
-    let mut factors = [1.0; 8];
-    for j in 0..a.len {
-        for k in 0..K::ARITY {
-            if vector(k) {
-                x[k] = a.slices[k][j];
-                let (passes, derived) = kernel.prepare_lanes(k, x[k]);
-                ok &= passes;
-                d[k] = derived;
-            }
+    let column = |k: usize| -> &[f64] {
+        if is_vector(k) {
+            &columns[k]
+        } else {
+            &[]
         }
-        // `factor` is 1 without `LOG_FACTOR` (and then unused).
-        let (passes, (lp, g), factor) = kernel.element_lanes_factored(&x, &d);
-        ok &= passes;
-        sum += lp;
-        factors[j] = factor;
-        for k in 0..K::ARITY {
-            if !vector(k) {
-                scalar_sum[k] += g[k];
-            } else if sc[k] != NO_SCRATCH {
-                scratch[sc[k] as usize + j] = g[k];
-            }
-        }
-    }
+    };
+    let [mut terms, mut g0, mut g1, mut g2, mut g3, mut factors] =
+        [[MaybeUninit::<f64>::uninit(); 8]; 6];
+    let factors_len = if K::LOG_FACTOR { 8 } else { 0 };
+    let rows_len = |k: usize| if k < K::ARITY { 8 } else { 0 };
+    ok &= lanes_block::<K, VECTORS>(
+        kernel,
+        x,
+        d,
+        [column(0), column(1), column(2), column(3)],
+        &mut terms,
+        &mut g0[..rows_len(0)],
+        &mut g1[..rows_len(1)],
+        &mut g2[..rows_len(2)],
+        &mut g3[..rows_len(3)],
+        &mut factors[..factors_len],
+    );
     if !ok {
         return None;
     }
-    for k in 0..K::ARITY {
-        if !vector(k) && sc[k] != NO_SCRATCH {
-            scratch[sc[k] as usize] = 0.0 + scalar_sum[k];
+    // SAFETY: `lanes_block` wrote all 8 lanes of every row it was given.
+    let read = |row: &[MaybeUninit<f64>; 8], j: usize| unsafe { row[j].assume_init() };
+    // The lanes' tree of eight zeros, `+0.0`, starts each sum; element `j`'s factor is lane
+    // `j`'s product (`LaneSums`), 1 for the lanes past the last element.
+    let mut sum = 0.0;
+    for j in 0..n {
+        sum += read(&terms, j);
+    }
+    for (k, row) in [&g0, &g1, &g2, &g3].into_iter().enumerate().take(K::ARITY) {
+        if sc[k] == NO_SCRATCH {
+            continue;
+        }
+        let at = sc[k] as usize;
+        if is_vector(k) {
+            for (j, s) in scratch[at..at + n].iter_mut().enumerate() {
+                *s = read(row, j);
+            }
+        } else {
+            let mut scalar_sum = 0.0;
+            for j in 0..n {
+                scalar_sum += read(row, j);
+            }
+            scratch[at] = 0.0 + scalar_sum;
         }
     }
     if K::LOG_FACTOR {
-        sum -= factor_logs(&factors);
+        let mut lane_factors = [1.0; 8];
+        for (j, f) in lane_factors.iter_mut().enumerate().take(n) {
+            *f = read(&factors, j);
+        }
+        sum -= factor_logs(&lane_factors);
     }
     Some(0.0 + sum)
 }

@@ -192,7 +192,7 @@ pub fn forward(
                 op,
                 location,
                 lanes,
-            } => short_dist_forward(op, *lanes, location, consts, vals, scratch)?,
+            } => short_dist_forward(op, *lanes, location, consts, vals, scratch, isa)?,
             I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
             I::Lanes(region) => super::lanes::forward(region, consts, vals, scratch, isa),
         }
@@ -251,6 +251,7 @@ fn short_dist_forward(
     consts: &[f64],
     vals: &mut [f64],
     scratch: &mut [f64],
+    isa: Isa,
 ) -> Result<(), EvalError> {
     let Op::Dist {
         kind,
@@ -272,7 +273,7 @@ fn short_dist_forward(
         *len as usize,
         lo,
         consts,
-        Isa::Baseline,
+        isa,
     );
     match (lanes.0)(&a, sc, scratch) {
         Some(lp) => {
