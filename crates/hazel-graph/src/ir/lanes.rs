@@ -25,8 +25,9 @@
 //! receives the same additions in the same order.
 
 use super::graph::{Graph, Op, Slot};
-use super::ops::BinaryFn;
+use super::ops::{BinaryFn, DistKind};
 use super::scalar::{Operand, ScalarBlock, ScalarInstr};
+use crate::exec::cpu::dists::NO_SCRATCH;
 use std::collections::HashMap;
 
 /// Iterations run side by side (one AVX-512 register of `f64`s; four SSE2 pairs).
@@ -42,7 +43,7 @@ const SHARED_READERS: usize = 8;
 
 /// An instruction reading from more iterations than this (a sum of many terms) is not linked
 /// to them: it stands alone.
-const MAX_JOINED: usize = 4;
+const MAX_JOINED: usize = 8;
 
 /// `+ − × ÷`: the arithmetic a template op applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,23 +125,53 @@ pub enum LaneOp {
     CumSum { x: Src, len: u8 },
     /// [`ScalarInstr::LogSumExp`].
     LogSumExp { x: Src, len: u8 },
+    /// [`ScalarInstr::Binary`] `log_sum_exp(a, b)` (a two-component `log_mix`).
+    LogSumExp2 { a: Src, b: Src },
+    /// [`ScalarInstr::Dist`] of a family with a branch-free rule: one element's density, its
+    /// arguments one value each. `grads`: the arguments whose adjoints its gradient rule adds
+    /// to (bit `k`, those with partials in scratch). Its partials are kept among the
+    /// iteration's own values, after every op's outputs ([`Template::partials`]).
+    Dist {
+        kind: DistKind,
+        propto: bool,
+        args: Box<[Src]>,
+        grads: u8,
+    },
 }
 
 impl LaneOp {
     /// How many values the op writes.
     pub fn out_len(&self) -> usize {
         match self {
-            LaneOp::Bin { .. } | LaneOp::LogSumExp { .. } => 1,
+            LaneOp::Bin { .. }
+            | LaneOp::LogSumExp { .. }
+            | LaneOp::LogSumExp2 { .. }
+            | LaneOp::Dist { .. } => 1,
             LaneOp::Short { len, .. } | LaneOp::CumSum { len, .. } => *len as usize,
             LaneOp::Pack { xs } => xs.len(),
+        }
+    }
+
+    /// How many partials the op keeps for its gradient rule (a density's, one per argument).
+    pub fn partials_len(&self) -> usize {
+        match self {
+            LaneOp::Dist { args, .. } => args.len(),
+            _ => 0,
         }
     }
 
     /// The contributions of the op's gradient rule to adjoints outside the iteration, in the
     /// order the rule adds them: `(operand, element)`.
     pub fn for_each_contribution(&self, mut f: impl FnMut(Src, u16)) {
+        let mut k = 0;
         self.for_each_operand(|s, len| {
-            if s.var {
+            // A density adds to the adjoints of the arguments with partials only.
+            let adds = match self {
+                LaneOp::Dist { grads, .. } => grads & (1 << k) != 0,
+                _ => true,
+            };
+            k += 1;
+            if s.var && adds {
                 // The running sum's rule adds from the last element back.
                 let rev = matches!(self, LaneOp::CumSum { .. });
                 let mut each = |e: u16| f(s, e);
@@ -157,7 +188,7 @@ impl LaneOp {
     /// op's rules take them.
     pub fn for_each_operand(&self, mut f: impl FnMut(Src, u8)) {
         match self {
-            LaneOp::Bin { a, b, .. } => {
+            LaneOp::Bin { a, b, .. } | LaneOp::LogSumExp2 { a, b } => {
                 f(*a, 1);
                 f(*b, 1)
             }
@@ -167,7 +198,7 @@ impl LaneOp {
                 f(*a, *a_len);
                 f(*b, *b_len)
             }
-            LaneOp::Pack { xs } => xs.iter().for_each(|x| f(*x, 1)),
+            LaneOp::Pack { xs } | LaneOp::Dist { args: xs, .. } => xs.iter().for_each(|x| f(*x, 1)),
             LaneOp::CumSum { x, len } | LaneOp::LogSumExp { x, len } => f(*x, *len),
         }
     }
@@ -182,7 +213,10 @@ pub(crate) struct Template {
     /// by side in scratch (value `i` of lane `l` of group `g` at
     /// `values + (g · width + i) · LANES + l`), so that reading them is one vector load.
     pub offsets: Box<[u16]>,
-    /// Values per iteration.
+    /// Where each density op's partials lie in the iteration's own values (after every op's
+    /// outputs; 0 for the other ops).
+    pub partials: Box<[u16]>,
+    /// Values per iteration (the outputs, then the densities' partials).
     pub width: usize,
     /// Which of those values something outside the iteration reads: these are stored in
     /// their slots too (and their adjoints read from there).
@@ -251,6 +285,13 @@ pub struct LaneRegion {
 }
 
 impl LaneRegion {
+    /// Where the region's scratch records whether its last forward run fell back to its
+    /// original instructions (a density's branch-free rule refused an element): nonzero if
+    /// so, and the gradient rule then runs the originals' too.
+    pub(crate) fn fallback_at(&self) -> usize {
+        self.scratch as usize + self.values + self.adjoints + self.contributions
+    }
+
     /// Every op of every template (what the region's iterations are made of).
     pub fn template_ops(&self) -> impl Iterator<Item = &LaneOp> {
         self.templates.iter().flat_map(|t| t.ops.iter())
@@ -395,6 +436,8 @@ fn laneable(i: &ScalarInstr) -> bool {
         | I::CumSum { .. }
         | I::LogSumExp { .. } => true,
         I::ShortBinary { f, .. } => Arith::of(*f).is_some(),
+        I::Binary { f, .. } => matches!(f, BinaryFn::LogSumExp),
+        I::Dist { dist, .. } => dist.lanes.is_some() && dist.kind.lane_dist().is_some(),
         _ => false,
     }
 }
@@ -420,7 +463,16 @@ fn laneable_runs(
             Some(it) => {
                 let instrs = || code[it.clone()].iter().flatten();
                 instrs().all(laneable)
-                    && instrs().any(|i| matches!(i, ScalarInstr::LogSumExp { .. }))
+                    && instrs().any(|i| {
+                        matches!(
+                            i,
+                            ScalarInstr::LogSumExp { .. }
+                                | ScalarInstr::Binary {
+                                    f: BinaryFn::LogSumExp,
+                                    ..
+                                }
+                        )
+                    })
             }
             None => false,
         };
@@ -535,6 +587,29 @@ impl Operands<'_> {
                     x: self.src(v(x), len)?,
                     len: u8::try_from(len).ok()?,
                 })
+            }
+            I::Binary {
+                f: BinaryFn::LogSumExp,
+                a,
+                b,
+                ..
+            } => {
+                return Some(LaneOp::LogSumExp2 {
+                    a: self.src(a, 1)?,
+                    b: self.src(b, 1)?,
+                })
+            }
+            I::Dist { ref dist, .. } => {
+                let args: Option<Box<[Src]>> = dist.args.iter().map(|a| self.src(*a, 1)).collect();
+                let grads = (dist.scratch.iter().enumerate())
+                    .filter(|(_, &o)| o != NO_SCRATCH)
+                    .fold(0u8, |m, (k, _)| m | 1 << k);
+                return Some(LaneOp::Dist {
+                    kind: dist.kind,
+                    propto: dist.propto,
+                    args: args?,
+                    grads,
+                });
             }
             _ => return None,
         };
@@ -678,7 +753,7 @@ fn region(
     let templates: Vec<Template> = found
         .into_iter()
         .zip(starts)
-        .map(|((ops, exported, rows), starts)| {
+        .map(|((ops, mut exported, rows), starts)| {
             let n = ops.len();
             let mut offsets = Vec::with_capacity(n);
             let mut width = 0;
@@ -687,6 +762,17 @@ fn region(
                 width += op.out_len();
             }
             debug_assert_eq!(width, exported.len());
+            // The densities' partials, after the outputs: no slot, nothing outside reads them.
+            let mut partials = Vec::with_capacity(n);
+            for op in &ops {
+                partials.push(if op.partials_len() > 0 {
+                    width as u16
+                } else {
+                    0
+                });
+                width += op.partials_len();
+            }
+            exported.resize(width, false);
             let contributions = ops
                 .iter()
                 .map(|op| {
@@ -706,6 +792,7 @@ fn region(
             let template = Template {
                 ops: ops.into(),
                 offsets: offsets.into(),
+                partials: partials.into(),
                 width,
                 exported: exported.into(),
                 values,
@@ -742,7 +829,8 @@ fn region(
         places.extend_from_slice(run);
     }
     let scratch = *n_scratch as u32;
-    *n_scratch += values + adjoints + contribution_slots.len();
+    // (The last value: whether the last forward run fell back to the originals.)
+    *n_scratch += values + adjoints + contribution_slots.len() + 1;
     Ok(LaneRegion {
         originals,
         templates: templates.into(),

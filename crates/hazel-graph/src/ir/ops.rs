@@ -101,7 +101,7 @@ pub enum BinaryFn {
 }
 
 /// What a table distribution op computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     Lpdf,
     Lcdf,
@@ -127,6 +127,17 @@ impl PartialEq for TableDist {
     }
 }
 impl Eq for TableDist {}
+
+/// By name, as [`PartialEq`] compares (a lane region's templates are told apart by their
+/// densities' families).
+impl std::hash::Hash for DistKind {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name().hash(h);
+        if let DistKind::Table(t) = self {
+            t.mode.hash(h);
+        }
+    }
+}
 
 /// The univariate distributions: those with a `hazel_math::dist::kernel` (evaluated in a loop
 /// monomorphised over the kernel) and, as `Table`, every other family and the cdfs.

@@ -1,8 +1,10 @@
 //! A model whose loops a lane region runs (`tests/lanes.rs`, `tests/simd_levels.rs`).
 
-/// A rating-scale likelihood (science_irt's), and a body with products, quotients and
+/// A rating-scale likelihood (science_irt's), a body with products, quotients and
 /// broadcasts on either side, a running sum of a slice of a parameter vector (from outside
-/// the iteration), `log_sum_exp`s, and constants that differ per iteration.
+/// the iteration), `log_sum_exp`s, and constants that differ per iteration, and mixtures:
+/// one-element normal densities of data and of parameters in a two-component `log_mix`
+/// (`log_sum_exp` of two).
 pub const PROGRAM: &str = r#"
 functions {
   real rsm(int y, real theta, real beta, vector kappa) {
@@ -33,6 +35,9 @@ parameters {
   vector<lower=0.5>[3] kappa;
   real<lower=0> s;
   vector[N + 2] t;
+  ordered[2] mu;
+  vector<lower=0>[2] sd;
+  real<lower=0, upper=1> w;
 }
 model {
   theta ~ normal(0, 1);
@@ -48,6 +53,14 @@ model {
     // Every operand differs between iterations (repeated ones would be shared by them).
     target += mixed(theta[jj[n]] * (1 + 0.01 * n), s + 0.25 * n, kappa * (1 + 0.001 * n),
                     t[n:(n + 2)], 1.5 + y[n]);
+  }
+  mu ~ normal(0, 2);
+  sd ~ lognormal(0, 0.5);
+  for (n in 1:N) {
+    // (Data that differ per iteration: a density of repeated data would be one value,
+    // shared by the iterations.)
+    target += log_mix(w, normal_lpdf(t[n] | mu[1], sd[1]),
+                      normal_lpdf(y[n] + 0.01 * n | mu[2], sd[2]));
   }
 }
 "#;

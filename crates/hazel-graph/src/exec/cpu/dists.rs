@@ -296,6 +296,17 @@ impl DistKind {
         )
     }
 
+    /// One element of a density in each of [`LANES`](crate::ir::lanes::LANES) lanes by its
+    /// kernel's branch-free forms ([`LaneDistFn`]), where it has them; a lane region's
+    /// density ([`crate::ir::lanes::LaneOp::Dist`]).
+    pub(crate) fn lane_dist(self) -> Option<LaneDistFn> {
+        with_kernel!(
+            self,
+            K => K::LANES.then_some(lane_dist::<K> as LaneDistFn),
+            _t => None
+        )
+    }
+
     /// The rule a scalar block runs for a density of fewer than 8 elements of this family
     /// ([`ShortLanes`]), where its kernel has branch-free forms; chosen when the block is
     /// made, as [`DistKind::scalar_lanes`].
@@ -334,6 +345,41 @@ fn scalar_lanes<K: UnivariateKernel + 'static>(
             cache.prepare(key, inc, k, slots[k], x, |x| kernel.prepare_lanes(k, x))
         }
     })
+}
+
+/// One element per lane: argument `k` of lane `l` is `x[k][l]`; `(every lane passes, the
+/// lanes' values, argument k's partials per lane)`. Each lane is [`ScalarLanesFn`]'s element
+/// (the same kernel calls: `prepare_lanes`, `element_lanes`), compiled for `isa`: the same
+/// bits at every level.
+pub(crate) type LaneDistFn = fn(Isa, &Inc, &[[f64; 8]; 4]) -> (bool, [f64; 8], [[f64; 8]; 4]);
+
+fn lane_dist<K: UnivariateKernel>(
+    isa: Isa,
+    inc: &Inc,
+    x: &[[f64; 8]; 4],
+) -> (bool, [f64; 8], [[f64; 8]; 4]) {
+    dispatch!(isa, lane_dist_loop::<K>(inc, x))
+}
+
+#[inline(always)]
+fn lane_dist_loop<K: UnivariateKernel>(
+    inc: &Inc,
+    x: &[[f64; 8]; 4],
+) -> (bool, [f64; 8], [[f64; 8]; 4]) {
+    let mut ok = true;
+    let mut lp = [0.0; 8];
+    let mut g = [[0.0; 8]; 4];
+    for l in 0..8 {
+        let xl = [x[0][l], x[1][l], x[2][l], x[3][l]];
+        let (passes, (v, gl)) = lanes::<K>(inc, &xl, |kernel, k, x| kernel.prepare_lanes(k, x));
+        ok &= passes;
+        lp[l] = v;
+        g[0][l] = gl[0];
+        g[1][l] = gl[1];
+        g[2][l] = gl[2];
+        g[3][l] = gl[3];
+    }
+    (ok, lp, g)
 }
 
 /// A density of fewer than 8 elements ([`SHORT_DIST`]) by its kernel's branch-free forms,

@@ -13,9 +13,12 @@
 //! for the workspace's instruction set (`dispatch!`): `+ − × ÷` and the branch-free `vmath`
 //! functions round identically at every width, so every level gives the same bits.
 
+use super::dists::Inc;
 use super::kernels::{self, strong_mul};
 use crate::ir::lanes::{Arith, LaneOp, LaneRegion, Src, Template, LANES};
+use crate::ir::ops::BinaryFn;
 use crate::simd::{dispatch, Isa};
+use hazel_math::special::rules;
 use hazel_math::vmath;
 
 /// One value per lane.
@@ -109,7 +112,10 @@ fn arith(f: Arith, a: &Lane, b: &Lane) -> Lane {
     }
 }
 
-/// Forward rule of a region. (Out of line: the block interpreter's loop stays small.)
+/// Forward rule of a region; `false` where a density's branch-free rule refused an element:
+/// the caller then runs the original instructions (for Stan's message, or the checked forms'
+/// value), and the gradient rule runs theirs ([`LaneRegion::fallback_at`] records which).
+/// (Out of line: the block interpreter's loop stays small.)
 #[inline(never)]
 pub(crate) fn forward(
     region: &LaneRegion,
@@ -117,25 +123,41 @@ pub(crate) fn forward(
     vals: &mut [f64],
     scratch: &mut [f64],
     isa: Isa,
-) {
+) -> bool {
     let at = region.scratch as usize;
     let values = &mut scratch[at..at + region.values];
-    dispatch!(isa, {
-        for tpl in region.templates.iter() {
+    let passes = dispatch!(isa, {
+        let mut passes = true;
+        'templates: for tpl in region.templates.iter() {
             for g in 0..tpl.groups() {
                 let group = Group::new(tpl, g);
                 // SAFETY: as `Group::read`'s contract (the region was made from the block's
                 // instructions; its scratch was sized for its values).
-                unsafe { forward_group(&group, consts, vals, values) }
+                if !unsafe { forward_group(&group, consts, vals, values, isa) } {
+                    passes = false;
+                    break 'templates;
+                }
             }
         }
-    })
+        passes
+    });
+    scratch[region.fallback_at()] = if passes { 0.0 } else { 1.0 };
+    passes
 }
 
+/// `false` where a density's rule refused an element (the group's values are then
+/// incomplete).
+///
 /// # Safety
 /// As [`Group::read`].
 #[inline(always)]
-unsafe fn forward_group(group: &Group, consts: &[f64], vals: &mut [f64], values: &mut [f64]) {
+unsafe fn forward_group(
+    group: &Group,
+    consts: &[f64],
+    vals: &mut [f64],
+    values: &mut [f64],
+    isa: Isa,
+) -> bool {
     let tpl = group.tpl;
     for (t, op) in tpl.ops.iter().enumerate() {
         let first = tpl.offsets[t] as usize;
@@ -234,12 +256,54 @@ unsafe fn forward_group(group: &Group, consts: &[f64], vals: &mut [f64], values:
                 );
                 put!(0, &y, values, vals)
             }
+            LaneOp::LogSumExp2 { a, b } => {
+                // `BinaryFn::LogSumExp`'s value, lane by lane.
+                let (x, z) = (rd!(*a, 0, values, vals), rd!(*b, 0, values, vals));
+                let f = BinaryFn::LogSumExp;
+                let y = map(
+                    #[inline(always)]
+                    |l| f.value(x[l], z[l]),
+                );
+                put!(0, &y, values, vals)
+            }
+            LaneOp::Dist {
+                kind, propto, args, ..
+            } => {
+                // `scalar::dist_forward`: the element's value, its partials kept.
+                let mut x = [[0.0; LANES]; 4];
+                let mut varying = 0u8;
+                for (k, a) in args.iter().enumerate() {
+                    x[k] = rd!(*a, 0, values, vals);
+                    varying |= (a.var as u8) << k;
+                }
+                let inc = Inc {
+                    all: !propto,
+                    varying,
+                };
+                let rule = kind
+                    .lane_dist()
+                    .expect("a region's density has a lane rule");
+                let (passes, lp, d) = rule(isa, &inc, &x);
+                if !passes {
+                    return false;
+                }
+                put!(0, &lp, values, vals);
+                let first = tpl.partials[t] as usize;
+                for (k, dk) in d.iter().enumerate().take(args.len()) {
+                    let i = group.own + (first + k) * LANES;
+                    assert!(i + LANES <= values.len());
+                    // SAFETY: checked just above.
+                    unsafe { *(values.as_mut_ptr().add(i) as *mut Lane) = *dk };
+                }
+            }
         }
     }
+    true
 }
 
 /// Gradient rule of a region: every lane's rules, then the contributions added in the
-/// original order. (Out of line, as [`forward`].)
+/// original order. `false` (nothing done) where the forward run fell back to the original
+/// instructions: the caller runs their rules. (Out of line, as [`forward`].)
 #[inline(never)]
 pub(crate) fn backward(
     region: &LaneRegion,
@@ -248,7 +312,10 @@ pub(crate) fn backward(
     adj: &mut [f64],
     scratch: &mut [f64],
     isa: Isa,
-) {
+) -> bool {
+    if scratch[region.fallback_at()] != 0.0 {
+        return false;
+    }
     let at = region.scratch as usize;
     let n = region.contributions;
     let (values, rest) =
@@ -272,6 +339,7 @@ pub(crate) fn backward(
         }
         adj[a.slot as usize] = sum;
     }
+    true
 }
 
 /// Where a lane's gradient rules put what they add: the adjoints of the iteration's own
@@ -387,6 +455,37 @@ unsafe fn backward_group(
     for (t, op) in tpl.ops.iter().enumerate().rev() {
         let out = Src::output(t, tpl.offsets[t], 0);
         match op {
+            LaneOp::LogSumExp2 { a, b } => {
+                // `scalar::backward`'s `Binary`, with `BinaryFn::LogSumExp`'s partials.
+                let g = sink.adjoint(t, 0);
+                let (x, z, y) = (rd!(*a, 0), rd!(*b, 0), rd!(out, 0));
+                let pa = map(
+                    #[inline(always)]
+                    |l| rules::log_sum_exp_partials(x[l], z[l], y[l]).0,
+                );
+                let pb = map(
+                    #[inline(always)]
+                    |l| rules::log_sum_exp_partials(x[l], z[l], y[l]).1,
+                );
+                unsafe {
+                    sink.add(
+                        *a,
+                        0,
+                        &map(
+                            #[inline(always)]
+                            |l| strong_mul(g[l], pa[l]),
+                        ),
+                    );
+                    sink.add(
+                        *b,
+                        0,
+                        &map(
+                            #[inline(always)]
+                            |l| strong_mul(g[l], pb[l]),
+                        ),
+                    );
+                }
+            }
             LaneOp::Bin { f, a, b } => {
                 // `scalar::backward`'s `bin!`.
                 let g = sink.adjoint(t, 0);
@@ -554,6 +653,22 @@ unsafe fn backward_group(
                         |l| acc[l] + g[l],
                     );
                     unsafe { sink.add(*x, e, &acc) }
+                }
+            }
+            LaneOp::Dist { args, grads, .. } => {
+                // `scalar::backward`'s density: `g · ∂` to each argument with partials.
+                let g = sink.adjoint(t, 0);
+                let first = tpl.partials[t] as usize;
+                for (k, a) in args.iter().enumerate() {
+                    if grads & (1 << k) == 0 {
+                        continue;
+                    }
+                    let d = rd!(Src::output(t, (first + k) as u16, 0), 0);
+                    let v = map(
+                        #[inline(always)]
+                        |l| g[l] * d[l],
+                    );
+                    unsafe { sink.add(*a, 0, &v) }
                 }
             }
             LaneOp::LogSumExp { x, len } => {

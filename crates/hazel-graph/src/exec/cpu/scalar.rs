@@ -103,14 +103,30 @@ pub fn forward(
     scratch: &mut [f64],
     isa: Isa,
 ) -> Result<(), EvalError> {
-    use ScalarInstr as I;
     check_buffers(block, vals, consts);
     // Made at the block's first density (blocks without one, an ODE right-hand side run
     // thousands of times per evaluation, do not pay for it).
     let mut cache: Option<PreparedCache> = None;
+    forward_code(block.code(), consts, vals, scratch, isa, &mut cache)
+}
+
+/// [`forward`]'s loop over `code`: the block's instructions, or a lane region's originals.
+///
+/// # Safety (of the unchecked accesses)
+/// `code` is the block's or a part of it, whose slots and constants [`forward`] checked.
+fn forward_code(
+    code: &[ScalarInstr],
+    consts: &[f64],
+    vals: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+    cache: &mut Option<PreparedCache>,
+) -> Result<(), EvalError> {
+    use ScalarInstr as I;
     // SAFETY (every unchecked access below): every slot and constant index of the block's
-    // instructions is below `vals_len()` / `consts_len()`, checked against the buffers above.
-    for instr in block.code() {
+    // instructions is below `vals_len()` / `consts_len()`, checked against the buffers by
+    // `forward`.
+    for instr in code {
         // `set!(i, y)`: slot `i` = `y`.
         operand_readers!($, vals, consts);
         macro_rules! set {
@@ -194,7 +210,11 @@ pub fn forward(
                 lanes,
             } => short_dist_forward(op, *lanes, location, consts, vals, scratch, isa)?,
             I::Small { op, location } => small_forward(op, location, consts, vals, scratch)?,
-            I::Lanes(region) => super::lanes::forward(region, consts, vals, scratch, isa),
+            I::Lanes(region) => {
+                if !super::lanes::forward(region, consts, vals, scratch, isa) {
+                    forward_code(&region.originals, consts, vals, scratch, isa, cache)?
+                }
+            }
         }
     }
     Ok(())
@@ -266,15 +286,7 @@ fn short_dist_forward(
     };
     // `vals` below the output holds every argument (the layout invariant).
     let (lo, hi) = vals.split_at_mut(out.off as usize);
-    let a = dists::DistArgs::new(
-        *kind,
-        args,
-        *propto,
-        *len as usize,
-        lo,
-        consts,
-        isa,
-    );
+    let a = dists::DistArgs::new(*kind, args, *propto, *len as usize, lo, consts, isa);
     match (lanes.0)(&a, sc, scratch) {
         Some(lp) => {
             hi[0] = lp;
@@ -360,13 +372,25 @@ pub fn backward(
     scratch: &mut [f64],
     isa: Isa,
 ) {
-    use ScalarInstr as I;
     check_buffers(block, vals, consts);
     assert!(adj.len() >= vals.len(), "adjoints shorter than values");
+    backward_code(block.code(), consts, vals, adj, scratch, isa)
+}
+
+/// [`backward`]'s loop over `code` (the block's instructions, or a lane region's originals).
+fn backward_code(
+    code: &[ScalarInstr],
+    consts: &[f64],
+    vals: &[f64],
+    adj: &mut [f64],
+    scratch: &mut [f64],
+    isa: Isa,
+) {
+    use ScalarInstr as I;
     // SAFETY (every unchecked access below): every slot and constant index of the block's
-    // instructions is below `vals_len()` / `consts_len()`, checked against the buffers above
-    // (and `adj` is at least as long as `vals`).
-    for instr in block.code().iter().rev() {
+    // instructions is below `vals_len()` / `consts_len()`, checked against the buffers by
+    // `backward` (and `adj` is at least as long as `vals`).
+    for instr in code.iter().rev() {
         operand_readers!($, vals, consts);
         // `adj!(i)`: the adjoint of slot `i`, as a place.
         macro_rules! adj {
@@ -499,7 +523,14 @@ pub fn backward(
             I::Small { op, .. } | I::ShortDist { op, .. } => {
                 small_backward(op, consts, vals, adj, scratch)
             }
-            I::Lanes(region) => super::lanes::backward(region, consts, vals, adj, scratch, isa),
+            I::Lanes(region) => {
+                if !super::lanes::backward(region, consts, vals, adj, scratch, isa) {
+                    // The forward run took the originals: their rules, from adjoints the
+                    // region's private values' slots (left uncleared) start at zero.
+                    region.for_each_private_slot(|s| adj[s] = 0.0);
+                    backward_code(&region.originals, consts, vals, adj, scratch, isa)
+                }
+            }
             I::Dist { dist, out } => {
                 let g = adj!(*out);
                 for (a, &o) in dist.args.iter().zip(dist.scratch.iter()) {
