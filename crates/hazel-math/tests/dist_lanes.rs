@@ -4,8 +4,8 @@
 //! arguments alike, for every family that has them and every choice of dropped terms.
 
 use hazel_math::dist::kernel::{
-    Bernoulli, BernoulliLogit, NegBinomial2Log, Normal, PoissonLog, StdNormal, StudentT,
-    UnivariateKernel,
+    Bernoulli, BernoulliLogit, BinomialLogit, NegBinomial2Log, Normal, PoissonLog, StdNormal,
+    StudentT, UnivariateKernel,
 };
 use hazel_math::dist::Terms;
 
@@ -149,6 +149,11 @@ fn bernoulli() {
 #[test]
 fn bernoulli_logit() {
     check::<BernoulliLogit>();
+}
+
+#[test]
+fn binomial_logit() {
+    check::<BinomialLogit>();
 }
 
 #[test]

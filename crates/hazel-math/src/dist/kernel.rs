@@ -1485,28 +1485,49 @@ impl UnivariateKernel for BinomialLogit {
             function: Self::FUNCTION,
         };
         match k {
-            0 | 1 => check_binomial_count(check, k, x),
-            _ => {
-                check.finite("Probability parameter", x)?;
-                if self.alpha {
-                    // One `exp` for the three.
-                    let (softplus, softplus_neg, p) = vmath::log1p_exp_pair_and_inv_logit(x);
-                    Ok([softplus_neg, softplus, p])
-                } else {
-                    Ok(NONE)
-                }
+            0 | 1 => {
+                check_binomial_count(check, k, x)?;
             }
-        }
+            _ => check.finite("Probability parameter", x)?,
+        };
+        Ok(self.prepare_lanes(k, x).1)
     }
     #[inline]
     fn element(&self, x: &[f64; 4], d: &[Derived; 4]) -> Result<ElementValue, MathError> {
-        let [n, big_n, _, _] = *x;
         let check = Check {
             function: Self::FUNCTION,
         };
-        check_binomial_counts(check, n, big_n)?;
+        check_binomial_counts(check, x[0], x[1])?;
+        Ok(self.element_lanes(x, d).1)
+    }
+    const LANES: bool = true;
+    #[inline(always)]
+    fn prepare_lanes(&self, k: usize, x: f64) -> (bool, Derived) {
+        match k {
+            0 | 1 => (is_integer(x), NONE),
+            _ => {
+                let derived = if self.alpha {
+                    // One `exp` for the three.
+                    let (softplus, softplus_neg, p) = vmath::log1p_exp_pair_and_inv_logit(x);
+                    [softplus_neg, softplus, p]
+                } else {
+                    NONE
+                };
+                (x.is_finite(), derived)
+            }
+        }
+    }
+    #[inline(always)]
+    fn calls_per_element(&self) -> bool {
+        self.constant
+    }
+    #[inline(always)]
+    fn element_lanes(&self, x: &[f64; 4], d: &[Derived; 4]) -> (bool, ElementValue) {
+        let [n, big_n, _, _] = *x;
+        // `check_binomial_counts`.
+        let counts = n >= 0.0 && n <= big_n && big_n >= 0.0;
         if !self.any {
-            return Ok(ZERO);
+            return (counts, ZERO);
         }
         let mut lp = 0.0;
         let mut g = [0.0; 4];
@@ -1519,7 +1540,7 @@ impl UnivariateKernel for BinomialLogit {
             lp -= n * log1p_exp_neg + (big_n - n) * log1p_exp_pos;
             g[2] = n - big_n * p;
         }
-        Ok((lp, g))
+        (counts, (lp, g))
     }
 }
 

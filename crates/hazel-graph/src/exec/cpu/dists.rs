@@ -358,12 +358,19 @@ fn lane_dist<K: UnivariateKernel>(
     inc: &Inc,
     x: &[[f64; 8]; 4],
 ) -> (bool, [f64; 8], [[f64; 8]; 4]) {
-    dispatch!(isa, lane_dist_loop::<K>(inc, x))
+    let kernel = K::new(inc.terms());
+    // The loop twice, as `lanes_block`'s: in the second, `calls_per_element()` is known false.
+    #[allow(clippy::if_same_then_else)]
+    if kernel.calls_per_element() {
+        dispatch!(isa, lane_dist_loop::<K>(kernel, x))
+    } else {
+        dispatch!(isa, lane_dist_loop::<K>(kernel, x))
+    }
 }
 
 #[inline(always)]
 fn lane_dist_loop<K: UnivariateKernel>(
-    inc: &Inc,
+    kernel: K,
     x: &[[f64; 8]; 4],
 ) -> (bool, [f64; 8], [[f64; 8]; 4]) {
     let mut ok = true;
@@ -371,7 +378,23 @@ fn lane_dist_loop<K: UnivariateKernel>(
     let mut g = [[0.0; 8]; 4];
     for l in 0..8 {
         let xl = [x[0][l], x[1][l], x[2][l], x[3][l]];
-        let (passes, (v, gl)) = lanes::<K>(inc, &xl, |kernel, k, x| kernel.prepare_lanes(k, x));
+        // [`lanes`]'s calls, written out: its `prepare` closure was left out of line, at
+        // the baseline level, one lane at a time.
+        let mut d = [[0.0; 3]; 4];
+        macro_rules! prepare {
+            ($k:literal) => {
+                if $k < K::ARITY {
+                    let (passes, derived) = kernel.prepare_lanes($k, xl[$k]);
+                    ok &= passes;
+                    d[$k] = derived;
+                }
+            };
+        }
+        prepare!(0);
+        prepare!(1);
+        prepare!(2);
+        prepare!(3);
+        let (passes, (v, gl)) = kernel.element_lanes(&xl, &d);
         ok &= passes;
         lp[l] = v;
         g[0][l] = gl[0];
