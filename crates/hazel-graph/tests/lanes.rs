@@ -114,6 +114,14 @@ fn lane_regions_give_the_bits_of_their_instructions_one_by_one() {
     assert!(has(
         &|op| matches!(op, LaneOp::Dist { args, .. } if !args[0].var)
     ));
+    // Short densities: of data given a vector of the iteration's own values, and of a
+    // parameter slice with scalar arguments.
+    assert!(has(
+        &|op| matches!(op, LaneOp::ShortDist { args, .. } if !args[0].var && args[1].own != hazel_graph::ir::lanes::Src::OUTSIDE)
+    ));
+    assert!(has(
+        &|op| matches!(op, LaneOp::ShortDist { args, vectors: 0b001, .. } if args[0].var)
+    ));
 
     let plain = without_regions(g, out);
     let dim = g.dim;

@@ -137,6 +137,18 @@ pub enum LaneOp {
         args: Box<[Src]>,
         grads: u8,
     },
+    /// [`ScalarInstr::ShortDist`]: a density of `len` (2 to `SHORT_DIST`) elements, argument
+    /// `k` a run of `len` values where bit `k` of `vectors` is set, else one value; `grads` as
+    /// for [`LaneOp::Dist`]. Its partials (`len` per vector argument, one per scalar) are kept
+    /// as a [`LaneOp::Dist`]'s.
+    ShortDist {
+        kind: DistKind,
+        propto: bool,
+        args: Box<[Src]>,
+        vectors: u8,
+        len: u8,
+        grads: u8,
+    },
 }
 
 impl LaneOp {
@@ -146,7 +158,8 @@ impl LaneOp {
             LaneOp::Bin { .. }
             | LaneOp::LogSumExp { .. }
             | LaneOp::LogSumExp2 { .. }
-            | LaneOp::Dist { .. } => 1,
+            | LaneOp::Dist { .. }
+            | LaneOp::ShortDist { .. } => 1,
             LaneOp::Short { len, .. } | LaneOp::CumSum { len, .. } => *len as usize,
             LaneOp::Pack { xs } => xs.len(),
         }
@@ -156,6 +169,11 @@ impl LaneOp {
     pub fn partials_len(&self) -> usize {
         match self {
             LaneOp::Dist { args, .. } => args.len(),
+            LaneOp::ShortDist { .. } => {
+                let mut n = 0;
+                self.for_each_operand(|_, len| n += len as usize);
+                n
+            }
             _ => 0,
         }
     }
@@ -167,7 +185,9 @@ impl LaneOp {
         self.for_each_operand(|s, len| {
             // A density adds to the adjoints of the arguments with partials only.
             let adds = match self {
-                LaneOp::Dist { grads, .. } => grads & (1 << k) != 0,
+                LaneOp::Dist { grads, .. } | LaneOp::ShortDist { grads, .. } => {
+                    grads & (1 << k) != 0
+                }
                 _ => true,
             };
             k += 1;
@@ -200,6 +220,13 @@ impl LaneOp {
             }
             LaneOp::Pack { xs } | LaneOp::Dist { args: xs, .. } => xs.iter().for_each(|x| f(*x, 1)),
             LaneOp::CumSum { x, len } | LaneOp::LogSumExp { x, len } => f(*x, *len),
+            LaneOp::ShortDist {
+                args, vectors, len, ..
+            } => {
+                for (k, a) in args.iter().enumerate() {
+                    f(*a, if vectors & (1 << k) != 0 { *len } else { 1 })
+                }
+            }
         }
     }
 }
@@ -438,6 +465,9 @@ fn laneable(i: &ScalarInstr) -> bool {
         I::ShortBinary { f, .. } => Arith::of(*f).is_some(),
         I::Binary { f, .. } => matches!(f, BinaryFn::LogSumExp),
         I::Dist { dist, .. } => dist.lanes.is_some() && dist.kind.lane_dist().is_some(),
+        I::ShortDist { op, .. } => {
+            matches!(&**op, Op::Dist { kind, args, .. } if kind.lane_short().is_some() && args.len() <= 4)
+        }
         _ => false,
     }
 }
@@ -598,6 +628,37 @@ impl Operands<'_> {
                     a: self.src(a, 1)?,
                     b: self.src(b, 1)?,
                 })
+            }
+            I::ShortDist { ref op, .. } => {
+                let Op::Dist {
+                    kind,
+                    ref args,
+                    propto,
+                    len,
+                    scratch: ref sc,
+                    ..
+                } = **op
+                else {
+                    return None;
+                };
+                let mut vectors = 0u8;
+                let mut srcs = Vec::with_capacity(args.len());
+                for (k, a) in args.iter().enumerate() {
+                    let first = if a.is_var() { v(a.off) } else { c(a.off) };
+                    srcs.push(self.src(first, a.len)?);
+                    vectors |= ((a.len != 1) as u8) << k;
+                }
+                let grads = (sc.iter().enumerate())
+                    .filter(|(_, &o)| o != NO_SCRATCH)
+                    .fold(0u8, |m, (k, _)| m | 1 << k);
+                return Some(LaneOp::ShortDist {
+                    kind,
+                    propto,
+                    args: srcs.into(),
+                    vectors,
+                    len: u8::try_from(len).ok()?,
+                    grads,
+                });
             }
             I::Dist { ref dist, .. } => {
                 let args: Option<Box<[Src]>> = dist.args.iter().map(|a| self.src(*a, 1)).collect();

@@ -4,7 +4,7 @@
 /// broadcasts on either side, a running sum of a slice of a parameter vector (from outside
 /// the iteration), `log_sum_exp`s, and constants that differ per iteration, and mixtures:
 /// one-element normal densities of data and of parameters in a two-component `log_mix`
-/// (`log_sum_exp` of two).
+/// (`log_sum_exp` of two), and short densities.
 pub const PROGRAM: &str = r#"
 functions {
   real rsm(int y, real theta, real beta, vector kappa) {
@@ -27,6 +27,7 @@ data {
   array[N] int<lower=1, upper=J> jj;
   array[N] int<lower=1, upper=I> ii;
   array[N] int<lower=0, upper=3> y;
+  array[N, 3] int<lower=0, upper=1> b;
 }
 parameters {
   vector[J] theta;
@@ -62,6 +63,13 @@ model {
     target += log_mix(w, normal_lpdf(t[n] | mu[1], sd[1]),
                       normal_lpdf(y[n] + 0.01 * n | mu[2], sd[2]));
   }
+  for (n in 1:N) {
+    // Short densities (capture–recapture rows): of a vector made in the iteration, and of a
+    // parameter slice with a scalar made in the iteration and a shared one.
+    vector[3] logit_p = t[n:(n + 2)] * (1 + 0.01 * n);
+    target += log_sum_exp(log(w) + bernoulli_logit_lpmf(b[n] | logit_p),
+                          log1m(w) + normal_lpdf(t[n:(n + 2)] | mu[1] + 0.01 * n, sd[1]));
+  }
 }
 "#;
 
@@ -75,9 +83,13 @@ pub fn data() -> String {
             .join(",")
     };
     format!(
-        r#"{{"N": {n}, "J": 9, "I": 4, "jj": [{}], "ii": [{}], "y": [{}]}}"#,
+        r#"{{"N": {n}, "J": 9, "I": 4, "jj": [{}], "ii": [{}], "y": [{}], "b": [{}]}}"#,
         list(&|i| i % 9 + 1),
         list(&|i| (i * 7) % 4 + 1),
-        list(&|i| (i * 5 + i / 3) % 4)
+        list(&|i| (i * 5 + i / 3) % 4),
+        (0..n)
+            .map(|i| format!("[{}, {}, {}]", i % 2, (i / 2) % 2, (i / 3) % 2))
+            .collect::<Vec<_>>()
+            .join(",")
     )
 }

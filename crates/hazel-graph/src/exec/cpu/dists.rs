@@ -307,6 +307,17 @@ impl DistKind {
         )
     }
 
+    /// A short density ([`SHORT_DIST`] elements at most) in each of 8 lanes by its kernel's
+    /// branch-free forms ([`LaneShortFn`]), where it has them; a lane region's
+    /// ([`crate::ir::lanes::LaneOp::ShortDist`]).
+    pub(crate) fn lane_short(self) -> Option<LaneShortFn> {
+        with_kernel!(
+            self,
+            K => K::LANES.then_some(lane_short::<K> as LaneShortFn),
+            _t => None
+        )
+    }
+
     /// The rule a scalar block runs for a density of fewer than 8 elements of this family
     /// ([`ShortLanes`]), where its kernel has branch-free forms; chosen when the block is
     /// made, as [`DistKind::scalar_lanes`].
@@ -403,6 +414,133 @@ fn lane_dist_loop<K: UnivariateKernel>(
         g[3][l] = gl[3];
     }
     (ok, lp, g)
+}
+
+/// Argument `k`'s values per lane: element `j` of lane `l` is `x[k][j][l]` (element 0 only,
+/// for a scalar argument).
+pub(crate) type LaneShortArgs = [[[f64; 8]; SHORT_DIST]; 4];
+
+/// A short density in each of 8 lanes: `(every lane passes, the lanes' values, the partials)`
+/// for `n` elements, argument `k` a vector where bit `k` of `vectors` is set; the partials
+/// are laid out as the arguments (a scalar argument's, its sum, in element 0). Each lane is
+/// [`short_lanes`]' density, to the bit, compiled for `isa`.
+pub(crate) type LaneShortFn =
+    fn(Isa, &Inc, usize, u8, &LaneShortArgs) -> (bool, [f64; 8], LaneShortArgs);
+
+fn lane_short<K: UnivariateKernel>(
+    isa: Isa,
+    inc: &Inc,
+    n: usize,
+    vectors: u8,
+    x: &LaneShortArgs,
+) -> (bool, [f64; 8], LaneShortArgs) {
+    let kernel = K::new(inc.terms());
+    // Every argument differs between lanes: [`lanes_block`]'s layout of all vectors.
+    with_layout!(K::ARITY, (1u8 << K::ARITY) - 1, M => {
+        // The loop twice, as `lanes_block`'s: in the second, `calls_per_element()` is
+        // known false.
+        #[allow(clippy::if_same_then_else)]
+        if kernel.calls_per_element() {
+            dispatch!(isa, lane_short_loop::<K, M>(kernel, n, vectors, x))
+        } else {
+            dispatch!(isa, lane_short_loop::<K, M>(kernel, n, vectors, x))
+        }
+    })
+}
+
+/// [`lane_short`]'s loop: element `j` of every lane as one block of [`lanes_block`] (the
+/// lanes as its elements; a scalar argument's value is prepared again for each element,
+/// the same bits), its terms and partials then added as [`short_lanes`] adds them.
+#[inline(always)]
+fn lane_short_loop<K: UnivariateKernel, const ALL: u8>(
+    kernel: K,
+    n: usize,
+    vectors: u8,
+    x: &LaneShortArgs,
+) -> (bool, [f64; 8], LaneShortArgs) {
+    let is_vector = |k: usize| vectors & (1 << k) != 0;
+    let mut ok = true;
+    let mut sum = [0.0; 8];
+    let mut scalar_sum = [[0.0; 8]; 4];
+    let mut factors = [[1.0; 8]; 8];
+    let mut d_out = [[[0.0; 8]; SHORT_DIST]; 4];
+    let factors_len = if K::LOG_FACTOR { 8 } else { 0 };
+    let rows_len = |k: usize| if k < K::ARITY { 8 } else { 0 };
+    for j in 0..n.min(SHORT_DIST) {
+        let column = |k: usize| -> &[f64] {
+            if k >= K::ARITY {
+                &[]
+            } else if is_vector(k) {
+                &x[k][j]
+            } else {
+                &x[k][0]
+            }
+        };
+        let [mut terms, mut g0, mut g1, mut g2, mut g3, mut fs] =
+            [[MaybeUninit::<f64>::uninit(); 8]; 6];
+        ok &= lanes_block::<K, ALL>(
+            kernel,
+            [0.0; 4],
+            [[0.0; 3]; 4],
+            [column(0), column(1), column(2), column(3)],
+            &mut terms,
+            &mut g0[..rows_len(0)],
+            &mut g1[..rows_len(1)],
+            &mut g2[..rows_len(2)],
+            &mut g3[..rows_len(3)],
+            &mut fs[..factors_len],
+        );
+        // SAFETY: `lanes_block` wrote all 8 lanes of every row it was given.
+        let read = |row: &[MaybeUninit<f64>; 8], l: usize| unsafe { row[l].assume_init() };
+        for (l, s) in sum.iter_mut().enumerate() {
+            *s += read(&terms, l);
+        }
+        if K::LOG_FACTOR {
+            for (l, f) in factors[j].iter_mut().enumerate() {
+                *f = read(&fs, l);
+            }
+        }
+        for (k, row) in [&g0, &g1, &g2, &g3].into_iter().enumerate().take(K::ARITY) {
+            if is_vector(k) {
+                for (l, d) in d_out[k][j].iter_mut().enumerate() {
+                    *d = read(row, l);
+                }
+            } else {
+                for (l, s) in scalar_sum[k].iter_mut().enumerate() {
+                    *s += read(row, l);
+                }
+            }
+        }
+    }
+    for k in 0..K::ARITY {
+        if !is_vector(k) {
+            for l in 0..8 {
+                d_out[k][0][l] = 0.0 + scalar_sum[k][l];
+            }
+        }
+    }
+    if K::LOG_FACTOR {
+        // `factor_logs` of each lane's factors (1 past the last element), lane by lane.
+        let mut logs = [[0.0; 8]; 8];
+        for (j, (lj, fj)) in logs.iter_mut().zip(&factors).enumerate() {
+            if j < n {
+                for l in 0..8 {
+                    lj[l] = vmath::ln(fj[l]);
+                }
+            } else {
+                *lj = [vmath::ln(1.0); 8];
+            }
+        }
+        for l in 0..8 {
+            let t = |j: usize| logs[j][l];
+            sum[l] -= ((t(0) + t(1)) + (t(2) + t(3))) + ((t(4) + t(5)) + (t(6) + t(7)));
+        }
+    }
+    let mut lp = [0.0; 8];
+    for l in 0..8 {
+        lp[l] = 0.0 + sum[l];
+    }
+    (ok, lp, d_out)
 }
 
 /// A density of fewer than 8 elements ([`SHORT_DIST`]) by its kernel's branch-free forms,

@@ -13,11 +13,11 @@
 //! for the workspace's instruction set (`dispatch!`): `+ − × ÷` and the branch-free `vmath`
 //! functions round identically at every width, so every level gives the same bits.
 
-use super::dists::Inc;
+use super::dists::{Inc, LaneShortArgs, SHORT_DIST};
 use super::kernels::{self, strong_mul};
 use crate::ir::lanes::{Arith, LaneOp, LaneRegion, Src, Template, LANES};
 use crate::ir::ops::BinaryFn;
-use crate::simd::{dispatch, Isa};
+use crate::simd::{with_isa, Isa};
 use hazel_math::special::rules;
 use hazel_math::vmath;
 
@@ -126,23 +126,56 @@ pub(crate) fn forward(
 ) -> bool {
     let at = region.scratch as usize;
     let values = &mut scratch[at..at + region.values];
-    let passes = dispatch!(isa, {
-        let mut passes = true;
-        'templates: for tpl in region.templates.iter() {
+    let passes = with_isa(
+        isa,
+        ForwardGroups {
+            region,
+            consts,
+            vals,
+            values,
+            isa,
+        },
+    );
+    scratch[region.fallback_at()] = if passes { 0.0 } else { 1.0 };
+    passes
+}
+
+/// [`forward`]'s groups, run at an instruction set through pulp's `WithSimd`. (Not
+/// `dispatch!`: the body is too large for LLVM to inline the closure's `call_once` into the
+/// `#[target_feature]` function, which then ran it at the baseline level; `with_simd` is
+/// called directly.)
+struct ForwardGroups<'a> {
+    region: &'a LaneRegion,
+    consts: &'a [f64],
+    vals: &'a mut [f64],
+    values: &'a mut [f64],
+    isa: Isa,
+}
+
+impl pulp::WithSimd for ForwardGroups<'_> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> bool {
+        let ForwardGroups {
+            region,
+            consts,
+            vals,
+            values,
+            isa,
+        } = self;
+        for tpl in region.templates.iter() {
             for g in 0..tpl.groups() {
                 let group = Group::new(tpl, g);
                 // SAFETY: as `Group::read`'s contract (the region was made from the block's
                 // instructions; its scratch was sized for its values).
                 if !unsafe { forward_group(&group, consts, vals, values, isa) } {
-                    passes = false;
-                    break 'templates;
+                    return false;
                 }
             }
         }
-        passes
-    });
-    scratch[region.fallback_at()] = if passes { 0.0 } else { 1.0 };
-    passes
+        true
+    }
 }
 
 /// `false` where a density's rule refused an element (the group's values are then
@@ -296,6 +329,48 @@ unsafe fn forward_group(
                     unsafe { *(values.as_mut_ptr().add(i) as *mut Lane) = *dk };
                 }
             }
+            LaneOp::ShortDist {
+                kind,
+                propto,
+                args,
+                vectors,
+                len,
+                ..
+            } => {
+                // `scalar::short_dist_forward`: the density's value, its partials kept.
+                let n = *len as usize;
+                let run = |k: usize| if vectors & (1 << k) != 0 { n } else { 1 };
+                let mut x: LaneShortArgs = [[[0.0; LANES]; SHORT_DIST]; 4];
+                let mut varying = 0u8;
+                for (k, a) in args.iter().enumerate() {
+                    for (j, xj) in x[k].iter_mut().enumerate().take(run(k)) {
+                        *xj = rd!(*a, j, values, vals);
+                    }
+                    varying |= (a.var as u8) << k;
+                }
+                let inc = Inc {
+                    all: !propto,
+                    varying,
+                };
+                let rule = kind
+                    .lane_short()
+                    .expect("a region's density has a lane rule");
+                let (passes, lp, d) = rule(isa, &inc, n, *vectors, &x);
+                if !passes {
+                    return false;
+                }
+                put!(0, &lp, values, vals);
+                let mut at = tpl.partials[t] as usize;
+                for (k, dk) in d.iter().enumerate().take(args.len()) {
+                    for dj in &dk[..run(k)] {
+                        let i = group.own + at * LANES;
+                        assert!(i + LANES <= values.len());
+                        // SAFETY: checked just above.
+                        unsafe { *(values.as_mut_ptr().add(i) as *mut Lane) = *dj };
+                        at += 1;
+                    }
+                }
+            }
         }
     }
     true
@@ -322,16 +397,18 @@ pub(crate) fn backward(
         scratch[at..at + region.values + region.adjoints + n].split_at_mut(region.values);
     let (own_adj, contributions) = rest.split_at_mut(region.adjoints);
     let values: &[f64] = values;
-    dispatch!(isa, {
-        for tpl in region.templates.iter() {
-            for g in 0..tpl.groups() {
-                let group = Group::new(tpl, g);
-                // SAFETY: as `Group::read`'s contract; the contribution starts lie inside
-                // `contributions` and the group's adjoints inside `own_adj`.
-                unsafe { backward_group(&group, consts, vals, values, adj, own_adj, contributions) }
-            }
-        }
-    });
+    with_isa(
+        isa,
+        BackwardGroups {
+            region,
+            consts,
+            vals,
+            values,
+            adj,
+            own_adj,
+            contributions,
+        },
+    );
     for a in region.adds.iter() {
         let mut sum = adj[a.slot as usize];
         for &p in &region.places[a.start as usize..(a.start + a.len) as usize] {
@@ -340,6 +417,42 @@ pub(crate) fn backward(
         adj[a.slot as usize] = sum;
     }
     true
+}
+
+/// [`backward`]'s groups (at an instruction set as [`ForwardGroups`]).
+struct BackwardGroups<'a> {
+    region: &'a LaneRegion,
+    consts: &'a [f64],
+    vals: &'a [f64],
+    values: &'a [f64],
+    adj: &'a mut [f64],
+    own_adj: &'a mut [f64],
+    contributions: &'a mut [f64],
+}
+
+impl pulp::WithSimd for BackwardGroups<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let BackwardGroups {
+            region,
+            consts,
+            vals,
+            values,
+            adj,
+            own_adj,
+            contributions,
+        } = self;
+        for tpl in region.templates.iter() {
+            for g in 0..tpl.groups() {
+                let group = Group::new(tpl, g);
+                // SAFETY: as `Group::read`'s contract; the contribution starts lie inside
+                // `contributions` and the group's adjoints inside `own_adj`.
+                unsafe { backward_group(&group, consts, vals, values, adj, own_adj, contributions) }
+            }
+        }
+    }
 }
 
 /// Where a lane's gradient rules put what they add: the adjoints of the iteration's own
@@ -653,6 +766,35 @@ unsafe fn backward_group(
                         |l| acc[l] + g[l],
                     );
                     unsafe { sink.add(*x, e, &acc) }
+                }
+            }
+            LaneOp::ShortDist {
+                args,
+                vectors,
+                len,
+                grads,
+                ..
+            } => {
+                // `dists::backward`: `g · ∂` to each element of each argument with partials.
+                let g = sink.adjoint(t, 0);
+                let mut at = tpl.partials[t] as usize;
+                for (k, a) in args.iter().enumerate() {
+                    let run = if vectors & (1 << k) != 0 {
+                        *len as usize
+                    } else {
+                        1
+                    };
+                    if grads & (1 << k) != 0 {
+                        for j in 0..run {
+                            let d = rd!(Src::output(t, (at + j) as u16, 0), 0);
+                            let v = map(
+                                #[inline(always)]
+                                |l| g[l] * d[l],
+                            );
+                            unsafe { sink.add(*a, j, &v) }
+                        }
+                    }
+                    at += run;
                 }
             }
             LaneOp::Dist { args, grads, .. } => {
