@@ -10,7 +10,7 @@
 //! stored as a contribution and added after every lane has run, slot by slot, each slot's in
 //! the order the instructions would have added them
 //! ([`crate::ir::lanes::LaneRegion::adds`]). The loops over lanes are compiled
-//! for the workspace's instruction set (`dispatch!`): `+ − × ÷` and the branch-free `vmath`
+//! for the workspace's instruction set (`with_isa`): `+ − × ÷` and the branch-free `vmath`
 //! functions round identically at every width, so every level gives the same bits.
 
 use super::dists::{Inc, LaneShortArgs, SHORT_DIST};
