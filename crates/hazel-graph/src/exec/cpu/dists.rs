@@ -464,8 +464,6 @@ fn lane_short_loop<K: UnivariateKernel, const ALL: u8>(
     let mut scalar_sum = [[0.0; 8]; 4];
     let mut factors = [[1.0; 8]; 8];
     let mut d_out = [[[0.0; 8]; SHORT_DIST]; 4];
-    let factors_len = if K::LOG_FACTOR { 8 } else { 0 };
-    let rows_len = |k: usize| if k < K::ARITY { 8 } else { 0 };
     for j in 0..n.min(SHORT_DIST) {
         let column = |k: usize| -> &[f64] {
             if k >= K::ARITY {
@@ -476,31 +474,26 @@ fn lane_short_loop<K: UnivariateKernel, const ALL: u8>(
                 &x[k][0]
             }
         };
-        let [mut terms, mut g0, mut g1, mut g2, mut g3, mut fs] =
-            [[MaybeUninit::<f64>::uninit(); 8]; 6];
-        ok &= lanes_block::<K, ALL>(
+        let mut rows: Rows8 = [[MaybeUninit::uninit(); 8]; 6];
+        ok &= lanes_block8::<K, ALL>(
             kernel,
             [0.0; 4],
             [[0.0; 3]; 4],
             [column(0), column(1), column(2), column(3)],
-            &mut terms,
-            &mut g0[..rows_len(0)],
-            &mut g1[..rows_len(1)],
-            &mut g2[..rows_len(2)],
-            &mut g3[..rows_len(3)],
-            &mut fs[..factors_len],
+            &mut rows,
         );
+        let [terms, g0, g1, g2, g3, fs] = &rows;
         // SAFETY: `lanes_block` wrote all 8 lanes of every row it was given.
         let read = |row: &[MaybeUninit<f64>; 8], l: usize| unsafe { row[l].assume_init() };
         for (l, s) in sum.iter_mut().enumerate() {
-            *s += read(&terms, l);
+            *s += read(terms, l);
         }
         if K::LOG_FACTOR {
             for (l, f) in factors[j].iter_mut().enumerate() {
-                *f = read(&fs, l);
+                *f = read(fs, l);
             }
         }
-        for (k, row) in [&g0, &g1, &g2, &g3].into_iter().enumerate().take(K::ARITY) {
+        for (k, row) in [g0, g1, g2, g3].into_iter().enumerate().take(K::ARITY) {
             if is_vector(k) {
                 for (l, d) in d_out[k][j].iter_mut().enumerate() {
                     *d = read(row, l);
@@ -617,22 +610,15 @@ fn short_layout<K: UnivariateKernel, const VECTORS: u8>(
             &[]
         }
     };
-    let [mut terms, mut g0, mut g1, mut g2, mut g3, mut factors] =
-        [[MaybeUninit::<f64>::uninit(); 8]; 6];
-    let factors_len = if K::LOG_FACTOR { 8 } else { 0 };
-    let rows_len = |k: usize| if k < K::ARITY { 8 } else { 0 };
-    ok &= lanes_block::<K, VECTORS>(
+    let mut rows: Rows8 = [[MaybeUninit::uninit(); 8]; 6];
+    ok &= lanes_block8::<K, VECTORS>(
         kernel,
         x,
         d,
         [column(0), column(1), column(2), column(3)],
-        &mut terms,
-        &mut g0[..rows_len(0)],
-        &mut g1[..rows_len(1)],
-        &mut g2[..rows_len(2)],
-        &mut g3[..rows_len(3)],
-        &mut factors[..factors_len],
+        &mut rows,
     );
+    let [terms, g0, g1, g2, g3, factors] = &rows;
     if !ok {
         return None;
     }
@@ -642,9 +628,9 @@ fn short_layout<K: UnivariateKernel, const VECTORS: u8>(
     // `j`'s product (`LaneSums`), 1 for the lanes past the last element.
     let mut sum = 0.0;
     for j in 0..n {
-        sum += read(&terms, j);
+        sum += read(terms, j);
     }
-    for (k, row) in [&g0, &g1, &g2, &g3].into_iter().enumerate().take(K::ARITY) {
+    for (k, row) in [g0, g1, g2, g3].into_iter().enumerate().take(K::ARITY) {
         if sc[k] == NO_SCRATCH {
             continue;
         }
@@ -664,7 +650,7 @@ fn short_layout<K: UnivariateKernel, const VECTORS: u8>(
     if K::LOG_FACTOR {
         let mut lane_factors = [1.0; 8];
         for (j, f) in lane_factors.iter_mut().enumerate().take(n) {
-            *f = read(&factors, j);
+            *f = read(factors, j);
         }
         sum -= factor_logs(&lane_factors);
     }
@@ -853,6 +839,36 @@ fn lanes_block<K: UnivariateKernel, const VECTORS: u8>(
     } else {
         lanes_loop::<K, VECTORS>(kernel, x, d, columns, terms, g0, g1, g2, g3, factors)
     }
+}
+
+/// The rows [`lanes_block8`] fills: the terms, argument `k`'s partials (`1 + k`), the
+/// factors.
+type Rows8 = [[MaybeUninit<f64>; 8]; 6];
+
+/// [`lanes_block`] over 8 elements into rows on the stack ([`Rows8`]; the factors' row
+/// only with `LOG_FACTOR`, an argument's only below `K::ARITY`): whether every check passed.
+#[inline(always)]
+fn lanes_block8<K: UnivariateKernel, const VECTORS: u8>(
+    kernel: K,
+    x: [f64; 4],
+    d: [kernel::Derived; 4],
+    columns: [&[f64]; 4],
+    rows: &mut Rows8,
+) -> bool {
+    let rows_len = |k: usize| if k < K::ARITY { 8 } else { 0 };
+    let [terms, g0, g1, g2, g3, factors] = rows;
+    lanes_block::<K, VECTORS>(
+        kernel,
+        x,
+        d,
+        columns,
+        terms,
+        &mut g0[..rows_len(0)],
+        &mut g1[..rows_len(1)],
+        &mut g2[..rows_len(2)],
+        &mut g3[..rows_len(3)],
+        &mut factors[..if K::LOG_FACTOR { 8 } else { 0 }],
+    )
 }
 
 /// [`lanes_block`]'s loop.

@@ -568,50 +568,40 @@ unsafe fn backward_group(
     for (t, op) in tpl.ops.iter().enumerate().rev() {
         let out = Src::output(t, tpl.offsets[t], 0);
         match op {
-            LaneOp::LogSumExp2 { a, b } => {
-                // `scalar::backward`'s `Binary`, with `BinaryFn::LogSumExp`'s partials.
+            LaneOp::Bin { .. } | LaneOp::LogSumExp2 { .. } => {
+                // `scalar::backward`'s `bin!` (and its `Binary`, for `log_sum_exp`).
+                let (a, b) = match op {
+                    LaneOp::Bin { a, b, .. } | LaneOp::LogSumExp2 { a, b } => (a, b),
+                    _ => unreachable!("a binary op"),
+                };
                 let g = sink.adjoint(t, 0);
                 let (x, z, y) = (rd!(*a, 0), rd!(*b, 0), rd!(out, 0));
-                let pa = map(
-                    #[inline(always)]
-                    |l| rules::log_sum_exp_partials(x[l], z[l], y[l]).0,
-                );
-                let pb = map(
-                    #[inline(always)]
-                    |l| rules::log_sum_exp_partials(x[l], z[l], y[l]).1,
-                );
-                unsafe {
-                    sink.add(
-                        *a,
-                        0,
-                        &map(
+                let (pa, pb) = if let LaneOp::Bin { f, .. } = op {
+                    let f = f.f();
+                    (
+                        map(
                             #[inline(always)]
-                            |l| strong_mul(g[l], pa[l]),
+                            |l| f.partials(x[l], z[l], y[l]).0,
                         ),
-                    );
-                    sink.add(
-                        *b,
-                        0,
-                        &map(
+                        map(
                             #[inline(always)]
-                            |l| strong_mul(g[l], pb[l]),
+                            |l| f.partials(x[l], z[l], y[l]).1,
                         ),
-                    );
-                }
-            }
-            LaneOp::Bin { f, a, b } => {
-                // `scalar::backward`'s `bin!`.
-                let g = sink.adjoint(t, 0);
-                let (x, z, y) = (rd!(*a, 0), rd!(*b, 0), rd!(out, 0));
-                let f = f.f();
-                let pa = map(
-                    #[inline(always)]
-                    |l| f.partials(x[l], z[l], y[l]).0,
-                );
-                let pb = map(
-                    #[inline(always)]
-                    |l| f.partials(x[l], z[l], y[l]).1,
-                );
+                    )
+                } else {
+                    // `BinaryFn::LogSumExp`'s partials, without the match on the function
+                    // (which kept the loop one lane at a time).
+                    (
+                        map(
+                            #[inline(always)]
+                            |l| rules::log_sum_exp_partials(x[l], z[l], y[l]).0,
+                        ),
+                        map(
+                            #[inline(always)]
+                            |l| rules::log_sum_exp_partials(x[l], z[l], y[l]).1,
+                        ),
+                    )
+                };
                 unsafe {
                     sink.add(
                         *a,
