@@ -1,6 +1,9 @@
 //! Graph rewrites keep every bit: a graph and its rewritten copy give identical log densities
 //! and gradients, and a rewrite that would change what another op reads is not made.
 
+mod common;
+
+use common::block_code;
 use hazel_graph::dists::DistKind;
 use hazel_graph::ir::scalar::ScalarInstr;
 use hazel_graph::kernels::{BinaryFn, UnaryFn};
@@ -25,18 +28,6 @@ fn assert_same_bits(a: &Graph, b: &Graph, out: Arg, q: &[f64], what: &str) {
             "{what}: gradient {g0:?} vs {g1:?} at {q:?}"
         );
     }
-}
-
-/// The instructions of every scalar block of `g`, in order.
-fn block_code(g: &Graph) -> Vec<&ScalarInstr> {
-    g.ops
-        .iter()
-        .filter_map(|op| match op {
-            Op::Scalars { block, .. } => Some(block.code()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
 }
 
 fn count_mul_add(g: &Graph) -> usize {

@@ -33,13 +33,8 @@ fn without_regions(g: &Graph, out: Arg) -> Graph {
 }
 
 fn regions(g: &Graph) -> Vec<&hazel_graph::ir::lanes::LaneRegion> {
-    g.ops
-        .iter()
-        .filter_map(|op| match op {
-            Op::Scalars { block, .. } => Some(block.code()),
-            _ => None,
-        })
-        .flatten()
+    common::block_code(g)
+        .into_iter()
         .filter_map(|i| match i {
             ScalarInstr::Lanes(r) => Some(&**r),
             _ => None,

@@ -168,13 +168,20 @@ impl LaneOp {
     /// How many partials the op keeps for its gradient rule (a density's, one per argument).
     pub fn partials_len(&self) -> usize {
         match self {
-            LaneOp::Dist { args, .. } => args.len(),
-            LaneOp::ShortDist { .. } => {
-                let mut n = 0;
-                self.for_each_operand(|_, len| n += len as usize);
-                n
+            LaneOp::Dist { args, .. } | LaneOp::ShortDist { args, .. } => {
+                (0..args.len()).map(|k| self.arg_run(k)).sum()
             }
             _ => 0,
+        }
+    }
+
+    /// A density's argument `k`: how many values it reads there, and how many partials it
+    /// keeps for it (one for a scalar argument, its sum).
+    #[inline(always)]
+    pub fn arg_run(&self, k: usize) -> usize {
+        match self {
+            LaneOp::ShortDist { vectors, len, .. } if vectors & (1 << k) != 0 => *len as usize,
+            _ => 1,
         }
     }
 
@@ -446,22 +453,11 @@ fn iterations(code: &[ScalarInstr]) -> Vec<Option<std::ops::Range<usize>>> {
 /// Whether a region can hold the instruction.
 fn laneable(i: &ScalarInstr) -> bool {
     use ScalarInstr as I;
+    if i.arithmetic().is_some() {
+        return true;
+    }
     match i {
-        I::AddVV { .. }
-        | I::AddVC { .. }
-        | I::AddCV { .. }
-        | I::SubVV { .. }
-        | I::SubVC { .. }
-        | I::SubCV { .. }
-        | I::MulVV { .. }
-        | I::MulVC { .. }
-        | I::MulCV { .. }
-        | I::DivVV { .. }
-        | I::DivVC { .. }
-        | I::DivCV { .. }
-        | I::Pack { .. }
-        | I::CumSum { .. }
-        | I::LogSumExp { .. } => true,
+        I::Pack { .. } | I::CumSum { .. } | I::LogSumExp { .. } => true,
         I::ShortBinary { f, .. } => Arith::of(*f).is_some(),
         I::Binary { f, .. } => matches!(f, BinaryFn::LogSumExp),
         I::Dist { dist, .. } => dist.lanes.is_some() && dist.kind.lane_dist().is_some(),
@@ -571,19 +567,14 @@ impl Operands<'_> {
         use ScalarInstr as I;
         let v = |i: u32| Operand::of(super::graph::Arg::var(i as usize, 1));
         let c = |i: u32| Operand::of(super::graph::Arg::konst(i as usize, 1));
-        let (f, a, b) = match *instr {
-            I::AddVV { a, b, .. } => (Arith::Add, v(a), v(b)),
-            I::AddVC { a, c: k, .. } => (Arith::Add, v(a), c(k)),
-            I::AddCV { c: k, b, .. } => (Arith::Add, c(k), v(b)),
-            I::SubVV { a, b, .. } => (Arith::Sub, v(a), v(b)),
-            I::SubVC { a, c: k, .. } => (Arith::Sub, v(a), c(k)),
-            I::SubCV { c: k, b, .. } => (Arith::Sub, c(k), v(b)),
-            I::MulVV { a, b, .. } => (Arith::Mul, v(a), v(b)),
-            I::MulVC { a, c: k, .. } => (Arith::Mul, v(a), c(k)),
-            I::MulCV { c: k, b, .. } => (Arith::Mul, c(k), v(b)),
-            I::DivVV { a, b, .. } => (Arith::Div, v(a), v(b)),
-            I::DivVC { a, c: k, .. } => (Arith::Div, v(a), c(k)),
-            I::DivCV { c: k, b, .. } => (Arith::Div, c(k), v(b)),
+        if let Some((f, a, b)) = instr.arithmetic() {
+            return Some(LaneOp::Bin {
+                f: Arith::of(f)?,
+                a: self.src(a, 1)?,
+                b: self.src(b, 1)?,
+            });
+        }
+        match *instr {
             I::ShortBinary {
                 f,
                 a,
@@ -592,43 +583,35 @@ impl Operands<'_> {
                 b_len,
                 len,
                 ..
-            } => {
-                return Some(LaneOp::Short {
-                    f: Arith::of(f)?,
-                    a: self.src(a, a_len as u32)?,
-                    b: self.src(b, b_len as u32)?,
-                    a_len,
-                    b_len,
-                    len,
-                })
-            }
+            } => Some(LaneOp::Short {
+                f: Arith::of(f)?,
+                a: self.src(a, a_len as u32)?,
+                b: self.src(b, b_len as u32)?,
+                a_len,
+                b_len,
+                len,
+            }),
             I::Pack { ref xs, .. } => {
                 let xs: Option<Box<[Src]>> = xs.iter().map(|x| self.src(*x, 1)).collect();
-                return Some(LaneOp::Pack { xs: xs? });
+                Some(LaneOp::Pack { xs: xs? })
             }
-            I::CumSum { x, len, .. } => {
-                return Some(LaneOp::CumSum {
-                    x: self.src(v(x), len)?,
-                    len: u8::try_from(len).ok()?,
-                })
-            }
-            I::LogSumExp { x, len, .. } => {
-                return Some(LaneOp::LogSumExp {
-                    x: self.src(v(x), len)?,
-                    len: u8::try_from(len).ok()?,
-                })
-            }
+            I::CumSum { x, len, .. } => Some(LaneOp::CumSum {
+                x: self.src(v(x), len)?,
+                len: u8::try_from(len).ok()?,
+            }),
+            I::LogSumExp { x, len, .. } => Some(LaneOp::LogSumExp {
+                x: self.src(v(x), len)?,
+                len: u8::try_from(len).ok()?,
+            }),
             I::Binary {
                 f: BinaryFn::LogSumExp,
                 a,
                 b,
                 ..
-            } => {
-                return Some(LaneOp::LogSumExp2 {
-                    a: self.src(a, 1)?,
-                    b: self.src(b, 1)?,
-                })
-            }
+            } => Some(LaneOp::LogSumExp2 {
+                a: self.src(a, 1)?,
+                b: self.src(b, 1)?,
+            }),
             I::ShortDist { ref op, .. } => {
                 let Op::Dist {
                     kind,
@@ -648,38 +631,37 @@ impl Operands<'_> {
                     srcs.push(self.src(first, a.len)?);
                     vectors |= ((a.len != 1) as u8) << k;
                 }
-                let grads = (sc.iter().enumerate())
-                    .filter(|(_, &o)| o != NO_SCRATCH)
-                    .fold(0u8, |m, (k, _)| m | 1 << k);
-                return Some(LaneOp::ShortDist {
+                let grads = with_partials(sc);
+                Some(LaneOp::ShortDist {
                     kind,
                     propto,
                     args: srcs.into(),
                     vectors,
                     len: u8::try_from(len).ok()?,
                     grads,
-                });
+                })
             }
             I::Dist { ref dist, .. } => {
                 let args: Option<Box<[Src]>> = dist.args.iter().map(|a| self.src(*a, 1)).collect();
-                let grads = (dist.scratch.iter().enumerate())
-                    .filter(|(_, &o)| o != NO_SCRATCH)
-                    .fold(0u8, |m, (k, _)| m | 1 << k);
-                return Some(LaneOp::Dist {
+                let grads = with_partials(&dist.scratch);
+                Some(LaneOp::Dist {
                     kind: dist.kind,
                     propto: dist.propto,
                     args: args?,
                     grads,
-                });
+                })
             }
-            _ => return None,
-        };
-        Some(LaneOp::Bin {
-            f,
-            a: self.src(a, 1)?,
-            b: self.src(b, 1)?,
-        })
+            _ => None,
+        }
     }
+}
+
+/// The arguments of a density (bit `k`) whose partials it keeps in scratch, given where
+/// (`NO_SCRATCH`: none): those its gradient rule adds to.
+fn with_partials(scratch: &[u32]) -> u8 {
+    (scratch.iter().enumerate())
+        .filter(|(_, &o)| o != NO_SCRATCH)
+        .fold(0u8, |m, (k, _)| m | 1 << k)
 }
 
 /// An iteration as a template: its ops, its row (see [`template_of`]) and which of its

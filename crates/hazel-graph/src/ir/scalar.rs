@@ -261,6 +261,29 @@ pub const SMALL_LEN: u32 = 16;
 pub(crate) const SHORT_BINARY: u32 = 8;
 
 impl ScalarInstr {
+    /// A scalar `a f b` of `+ − × ÷` (the `AddVV` … `DivCV` instructions): the function and
+    /// both operands.
+    pub fn arithmetic(&self) -> Option<(BinaryFn, Operand, Operand)> {
+        use ScalarInstr::*;
+        let v = |i: u32| Operand::of(Arg::var(i as usize, 1));
+        let c = |i: u32| Operand::of(Arg::konst(i as usize, 1));
+        Some(match *self {
+            AddVV { a, b, .. } => (BinaryFn::Add, v(a), v(b)),
+            AddVC { a, c: k, .. } => (BinaryFn::Add, v(a), c(k)),
+            AddCV { c: k, b, .. } => (BinaryFn::Add, c(k), v(b)),
+            SubVV { a, b, .. } => (BinaryFn::Sub, v(a), v(b)),
+            SubVC { a, c: k, .. } => (BinaryFn::Sub, v(a), c(k)),
+            SubCV { c: k, b, .. } => (BinaryFn::Sub, c(k), v(b)),
+            MulVV { a, b, .. } => (BinaryFn::Mul, v(a), v(b)),
+            MulVC { a, c: k, .. } => (BinaryFn::Mul, v(a), c(k)),
+            MulCV { c: k, b, .. } => (BinaryFn::Mul, c(k), v(b)),
+            DivVV { a, b, .. } => (BinaryFn::Div, v(a), v(b)),
+            DivVC { a, c: k, .. } => (BinaryFn::Div, v(a), c(k)),
+            DivCV { c: k, b, .. } => (BinaryFn::Div, c(k), v(b)),
+            _ => return None,
+        })
+    }
+
     /// The slots the instruction writes.
     pub fn out(&self) -> Slot {
         use ScalarInstr::*;

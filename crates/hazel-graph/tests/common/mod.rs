@@ -17,6 +17,18 @@ pub const TOL: f64 = 1e-8;
 /// Against central differences of stanli's log density (`fd_gradient`, step 1e-6).
 pub const FD_TOL: f64 = 1e-6;
 
+/// The instructions of every scalar block of `g`, in order.
+pub fn block_code(g: &hazel_graph::Graph) -> Vec<&hazel_graph::ir::scalar::ScalarInstr> {
+    g.ops
+        .iter()
+        .filter_map(|op| match op {
+            hazel_graph::Op::Scalars { block, .. } => Some(block.code()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
 /// Checks a program and compiles it with the data; errors rendered with their source lines.
 pub fn build(src: &str, data: &str) -> Result<CompiledModel, String> {
     build_with(src, data, &CompileOptions::default())

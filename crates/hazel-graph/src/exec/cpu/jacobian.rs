@@ -32,26 +32,15 @@ impl LaneJacobian {
     /// The instructions whose rules [`LaneJacobian::backward`] has.
     fn supports(i: &ScalarInstr) -> bool {
         use ScalarInstr as I;
-        matches!(
-            i,
-            I::AddVV { .. }
-                | I::AddVC { .. }
-                | I::AddCV { .. }
-                | I::SubVV { .. }
-                | I::SubVC { .. }
-                | I::SubCV { .. }
-                | I::MulVV { .. }
-                | I::MulVC { .. }
-                | I::MulCV { .. }
-                | I::DivVV { .. }
-                | I::DivVC { .. }
-                | I::DivCV { .. }
-                | I::Unary { .. }
-                | I::Binary { .. }
-                | I::MulAdd { .. }
-                | I::MulAddChain { .. }
-                | I::Pack { .. }
-        )
+        i.arithmetic().is_some()
+            || matches!(
+                i,
+                I::Unary { .. }
+                    | I::Binary { .. }
+                    | I::MulAdd { .. }
+                    | I::MulAddChain { .. }
+                    | I::Pack { .. }
+            )
     }
 
     /// The reverse sweep of `g` (after a forward sweep that left `vals`) with one adjoint lane

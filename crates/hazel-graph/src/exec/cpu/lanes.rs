@@ -197,13 +197,19 @@ unsafe fn forward_group(
         let out = &group.rows[t];
         // Element `e` of the op's output: kept in the lanes' values, and stored in its slots
         // where something outside the iteration reads it.
+        // `keep!(v, y, values)`: the iteration's own value `v` (a place among them) = `y`.
+        macro_rules! keep {
+            ($v:expr, $y:expr, $values:expr) => {{
+                let i = group.own + $v * LANES;
+                assert!(i + LANES <= $values.len());
+                // SAFETY: checked just above.
+                unsafe { *($values.as_mut_ptr().add(i) as *mut Lane) = *$y };
+            }};
+        }
         macro_rules! put {
             ($e:expr, $y:expr, $values:expr, $vals:expr) => {{
                 let (e, y): (usize, &Lane) = ($e, $y);
-                let i = group.own + (first + e) * LANES;
-                assert!(i + LANES <= $values.len());
-                // SAFETY: checked just above.
-                unsafe { *($values.as_mut_ptr().add(i) as *mut Lane) = *y };
+                keep!(first + e, y, $values);
                 if tpl.exported[first + e] {
                     for l in 0..group.lanes {
                         $vals[out[l] as usize + e] = y[l];
@@ -304,29 +310,20 @@ unsafe fn forward_group(
             } => {
                 // `scalar::dist_forward`: the element's value, its partials kept.
                 let mut x = [[0.0; LANES]; 4];
-                let mut varying = 0u8;
                 for (k, a) in args.iter().enumerate() {
                     x[k] = rd!(*a, 0, values, vals);
-                    varying |= (a.var as u8) << k;
                 }
-                let inc = Inc {
-                    all: !propto,
-                    varying,
-                };
                 let rule = kind
                     .lane_dist()
                     .expect("a region's density has a lane rule");
-                let (passes, lp, d) = rule(isa, &inc, &x);
+                let (passes, lp, d) = rule(isa, &density_inc(*propto, args), &x);
                 if !passes {
                     return false;
                 }
                 put!(0, &lp, values, vals);
                 let first = tpl.partials[t] as usize;
                 for (k, dk) in d.iter().enumerate().take(args.len()) {
-                    let i = group.own + (first + k) * LANES;
-                    assert!(i + LANES <= values.len());
-                    // SAFETY: checked just above.
-                    unsafe { *(values.as_mut_ptr().add(i) as *mut Lane) = *dk };
+                    keep!(first + k, dk, values);
                 }
             }
             LaneOp::ShortDist {
@@ -338,35 +335,25 @@ unsafe fn forward_group(
                 ..
             } => {
                 // `scalar::short_dist_forward`: the density's value, its partials kept.
-                let n = *len as usize;
-                let run = |k: usize| if vectors & (1 << k) != 0 { n } else { 1 };
                 let mut x: LaneShortArgs = [[[0.0; LANES]; SHORT_DIST]; 4];
-                let mut varying = 0u8;
                 for (k, a) in args.iter().enumerate() {
-                    for (j, xj) in x[k].iter_mut().enumerate().take(run(k)) {
+                    for (j, xj) in x[k].iter_mut().enumerate().take(op.arg_run(k)) {
                         *xj = rd!(*a, j, values, vals);
                     }
-                    varying |= (a.var as u8) << k;
                 }
-                let inc = Inc {
-                    all: !propto,
-                    varying,
-                };
                 let rule = kind
                     .lane_short()
                     .expect("a region's density has a lane rule");
-                let (passes, lp, d) = rule(isa, &inc, n, *vectors, &x);
+                let inc = density_inc(*propto, args);
+                let (passes, lp, d) = rule(isa, &inc, *len as usize, *vectors, &x);
                 if !passes {
                     return false;
                 }
                 put!(0, &lp, values, vals);
                 let mut at = tpl.partials[t] as usize;
                 for (k, dk) in d.iter().enumerate().take(args.len()) {
-                    for dj in &dk[..run(k)] {
-                        let i = group.own + at * LANES;
-                        assert!(i + LANES <= values.len());
-                        // SAFETY: checked just above.
-                        unsafe { *(values.as_mut_ptr().add(i) as *mut Lane) = *dj };
+                    for dj in &dk[..op.arg_run(k)] {
+                        keep!(at, dj, values);
                         at += 1;
                     }
                 }
@@ -374,6 +361,20 @@ unsafe fn forward_group(
         }
     }
     true
+}
+
+/// What a region's density keeps (`Inc`): its own `propto`, and which arguments vary (the
+/// slots' `var`, as `DistArgs::new` tells them from the op's arguments).
+#[inline(always)]
+fn density_inc(propto: bool, args: &[Src]) -> Inc {
+    let mut varying = 0u8;
+    for (k, a) in args.iter().enumerate() {
+        varying |= (a.var as u8) << k;
+    }
+    Inc {
+        all: !propto,
+        varying,
+    }
 }
 
 /// Gradient rule of a region: every lane's rules, then the contributions added in the
@@ -758,22 +759,13 @@ unsafe fn backward_group(
                     unsafe { sink.add(*x, e, &acc) }
                 }
             }
-            LaneOp::ShortDist {
-                args,
-                vectors,
-                len,
-                grads,
-                ..
-            } => {
-                // `dists::backward`: `g · ∂` to each element of each argument with partials.
+            LaneOp::Dist { args, grads, .. } | LaneOp::ShortDist { args, grads, .. } => {
+                // `dists::backward` (and `scalar::backward`'s one-element density): `g · ∂`
+                // to each element of each argument with partials.
                 let g = sink.adjoint(t, 0);
                 let mut at = tpl.partials[t] as usize;
                 for (k, a) in args.iter().enumerate() {
-                    let run = if vectors & (1 << k) != 0 {
-                        *len as usize
-                    } else {
-                        1
-                    };
+                    let run = op.arg_run(k);
                     if grads & (1 << k) != 0 {
                         for j in 0..run {
                             let d = rd!(Src::output(t, (at + j) as u16, 0), 0);
@@ -785,22 +777,6 @@ unsafe fn backward_group(
                         }
                     }
                     at += run;
-                }
-            }
-            LaneOp::Dist { args, grads, .. } => {
-                // `scalar::backward`'s density: `g · ∂` to each argument with partials.
-                let g = sink.adjoint(t, 0);
-                let first = tpl.partials[t] as usize;
-                for (k, a) in args.iter().enumerate() {
-                    if grads & (1 << k) == 0 {
-                        continue;
-                    }
-                    let d = rd!(Src::output(t, (first + k) as u16, 0), 0);
-                    let v = map(
-                        #[inline(always)]
-                        |l| g[l] * d[l],
-                    );
-                    unsafe { sink.add(*a, 0, &v) }
                 }
             }
             LaneOp::LogSumExp { x, len } => {
